@@ -1,0 +1,34 @@
+//! What the decision layer concluded about a command.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::{CapabilitySet, CommandClass, Refusal};
+
+/// What a command or script would do: its class, the capabilities it needs, where it writes and
+/// what it reads outside the workspace, and why. Produced by the decision layer; consumed by
+/// `authorize`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandAssessment {
+    /// The overall class: the most restricted class of anything the script can run.
+    pub class: CommandClass,
+    /// The capabilities it needs to do what it says.
+    pub capabilities: CapabilitySet,
+    /// Host paths it is known to write, in the order they appear.
+    pub write_targets: Vec<PathBuf>,
+    /// Host paths outside the workspace roots it reads (each needs `host:read`).
+    pub host_reads: Vec<PathBuf>,
+    /// One sentence on why it has this class.
+    pub reason: String,
+    /// Set when no mode may run it (always for [`CommandClass::Dangerous`]).
+    pub refusal: Option<Refusal>,
+}
+
+impl CommandAssessment {
+    /// Whether the command is known or suspected to change files.
+    pub fn mutates(&self) -> bool {
+        self.capabilities
+            .contains(crate::Capability::WorkspaceWrite)
+    }
+}

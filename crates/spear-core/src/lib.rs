@@ -1,0 +1,25 @@
+//! The vocabulary every spear crate speaks, with no I/O.
+//!
+//! What this crate guarantees:
+//! - [`CapabilityPolicy::for_mode`] is the only way to learn what an [`ExecutionMode`] grants, and
+//!   a policy can only be narrowed after it is built ([`CapabilityPolicy::without_network`]).
+//! - Capabilities that no mode grants (gpu, ssh, remote:write, container-runtime, secrets) are
+//!   answered [`Grant::Never`] by every policy.
+//! - Every refusal message is written once, in [`Refusal`], so that the CLI, the MCP server and the
+//!   tests all see the same words.
+
+mod assessment;
+mod capability;
+mod class;
+mod mode;
+mod profile;
+mod refusal;
+mod result;
+
+pub use assessment::CommandAssessment;
+pub use capability::{Capability, CapabilityPolicy, CapabilitySet, Grant, UnknownCapability};
+pub use class::CommandClass;
+pub use mode::{ExecutionMode, UnknownMode};
+pub use profile::ExecutionProfile;
+pub use refusal::{Refusal, RefusalRule};
+pub use result::{ToolResult, ToolStatus, exit_code};

@@ -1,0 +1,349 @@
+//! Refusals: why something may not run, and what to do instead.
+//!
+//! Every message is written here, once per rule, so the CLI, the MCP server and the tests see the
+//! same words. A refusal names the rule, the thing as the caller wrote it, and the way forward.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+use crate::{Capability, CapabilityPolicy, ExecutionMode};
+
+/// The rule behind a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalRule {
+    /// The mode does not grant a capability that another mode would.
+    ModeForbids,
+    /// `--no-network` took the network away.
+    NetworkRemoved,
+    /// A capability that no mode grants (ssh, container-runtime, remote:write...).
+    NoModeGrants,
+    /// sudo, su, doas, pkexec, setpriv and the like.
+    PrivilegeChange,
+    /// `mount`, `umount`, `unshare`, `nsenter`, `chroot`, `pivot_root`.
+    MountOrNamespace,
+    /// Kernel modules, filesystems, raw devices, power state.
+    KernelOrDevice,
+    /// The system package manager changes the host, not the workspace.
+    SystemPackages,
+    /// A write that lands outside every workspace root.
+    WriteOutsideRoots,
+    /// A credential store (.ssh, .aws, shadow, ...), refused whatever the mode.
+    CredentialStore,
+    /// A path that is, or contains, one of the sandbox's own mount points.
+    SandboxMountPoint,
+    /// A relative `..` in a shell argument.
+    ParentTraversal,
+    /// A search or read outside the project that the operator did not name.
+    ProjectScope,
+    /// A generated file; the source should change instead.
+    GeneratedFile,
+    /// A snapshot or third-party copy; the original should change instead.
+    SnapshotCopy,
+    /// An entry that makes other programs run code later, or configures an agent.
+    ProtectedEntry,
+    /// The person asked declined.
+    Declined,
+    /// Nobody could be asked.
+    NoConfirmer,
+}
+
+/// Why something may not run. Build one with the constructor for its rule; read it with
+/// [`Refusal::message`] or `Display`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    rule: RefusalRule,
+    subject: String,
+    detail: Detail,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Detail {
+    None,
+    Mode(ExecutionMode, Capability),
+    Capability(Capability),
+    Text(String),
+}
+
+impl Refusal {
+    fn new(rule: RefusalRule, subject: impl Into<String>, detail: Detail) -> Self {
+        Refusal {
+            rule,
+            subject: subject.into(),
+            detail,
+        }
+    }
+
+    /// `what` needs `cap`, which `mode` does not grant but another mode does.
+    pub fn mode_forbids(mode: ExecutionMode, cap: Capability, what: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::ModeForbids, what, Detail::Mode(mode, cap))
+    }
+
+    /// `what` needs the network, which `--no-network` removed.
+    pub fn network_removed(what: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::NetworkRemoved, what, Detail::None)
+    }
+
+    /// `what` needs `cap`, which no mode grants.
+    pub fn no_mode_grants(cap: Capability, what: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::NoModeGrants, what, Detail::Capability(cap))
+    }
+
+    /// `program` changes privilege.
+    pub fn privilege_change(program: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::PrivilegeChange, program, Detail::None)
+    }
+
+    /// `program` mounts filesystems or enters namespaces.
+    pub fn mount_or_namespace(program: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::MountOrNamespace, program, Detail::None)
+    }
+
+    /// `what` touches the kernel or a device.
+    pub fn kernel_or_device(what: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::KernelOrDevice, what, Detail::None)
+    }
+
+    /// `program` changes the host's installed packages.
+    pub fn system_packages(program: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::SystemPackages, program, Detail::None)
+    }
+
+    /// A write to `path`, outside every workspace root.
+    pub fn write_outside_roots(path: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::WriteOutsideRoots, path, Detail::None)
+    }
+
+    /// A read or write of `path`, a credential store.
+    pub fn credential_store(path: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::CredentialStore, path, Detail::None)
+    }
+
+    /// `path` is one of the sandbox's own mount points or an ancestor of one.
+    pub fn sandbox_mount_point(path: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::SandboxMountPoint, path, Detail::None)
+    }
+
+    /// A relative `..` in the shell argument `arg`.
+    pub fn parent_traversal(arg: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::ParentTraversal, arg, Detail::None)
+    }
+
+    /// `what` reaches outside the project (a search rooted elsewhere, or the home directory).
+    pub fn project_scope(what: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::ProjectScope, what, Detail::None)
+    }
+
+    /// `path` is generated; `source` says what to change instead.
+    pub fn generated_file(path: impl Into<String>, source: impl Into<String>) -> Self {
+        Refusal::new(
+            RefusalRule::GeneratedFile,
+            path,
+            Detail::Text(source.into()),
+        )
+    }
+
+    /// `path` is a snapshot or third-party copy; `original` says what to change instead.
+    pub fn snapshot_copy(path: impl Into<String>, original: impl Into<String>) -> Self {
+        Refusal::new(
+            RefusalRule::SnapshotCopy,
+            path,
+            Detail::Text(original.into()),
+        )
+    }
+
+    /// `path` is a protected entry; `why` says what it would let run.
+    pub fn protected_entry(path: impl Into<String>, why: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::ProtectedEntry, path, Detail::Text(why.into()))
+    }
+
+    /// The person asked to confirm `what` declined.
+    pub fn declined(what: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::Declined, what, Detail::None)
+    }
+
+    /// `what` needed a confirmation and nobody could be asked.
+    pub fn no_confirmer(what: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::NoConfirmer, what, Detail::None)
+    }
+
+    /// The rule behind this refusal.
+    pub const fn rule(&self) -> RefusalRule {
+        self.rule
+    }
+
+    /// What was refused, as the caller wrote it (a path, a program, a command).
+    pub fn subject(&self) -> &str {
+        &self.subject
+    }
+
+    /// The message for the model or the user: the rule, the subject, and what to do instead.
+    pub fn message(&self) -> String {
+        let s = &self.subject;
+        match (&self.rule, &self.detail) {
+            (RefusalRule::ModeForbids, Detail::Mode(mode, cap)) => {
+                let others: Vec<&str> = CapabilityPolicy::modes_granting(*cap)
+                    .into_iter()
+                    .filter(|m| m != mode)
+                    .map(ExecutionMode::flag)
+                    .collect();
+                let what = match cap {
+                    Capability::WorkspaceWrite => "changes files, and the workspace is read-only",
+                    Capability::Network => "needs the network, which it does not have",
+                    _ => "needs a capability it does not grant",
+                };
+                format!(
+                    "{mode} mode refuses `{s}`: it {what} in {mode} mode ({cap}). Rerun spear with {} \
+                     to allow it.",
+                    others.join(" or ")
+                )
+            }
+            (RefusalRule::NetworkRemoved, _) => format!(
+                "`{s}` needs the network, and --no-network removed it from every mode. Run without \
+                 --no-network (in --ask or --auto) if it needs the network."
+            ),
+            (RefusalRule::NoModeGrants, Detail::Capability(cap)) => format!(
+                "`{s}` needs {cap}, which no mode grants. spear cannot run it; do this step \
+                 outside spear."
+            ),
+            (RefusalRule::PrivilegeChange, _) => format!(
+                "`{s}` changes privilege, which no mode allows. Run the command without it, or \
+                 ask the user to run it outside spear."
+            ),
+            (RefusalRule::MountOrNamespace, _) => {
+                format!("`{s}` mounts filesystems or enters namespaces, which no mode allows.")
+            }
+            (RefusalRule::KernelOrDevice, _) => {
+                format!("`{s}` touches the kernel or a device, which no mode allows.")
+            }
+            (RefusalRule::SystemPackages, _) => format!(
+                "`{s}` changes the host's installed packages, which no mode allows. Install into \
+                 the workspace instead (a virtual environment, node_modules, a local prefix)."
+            ),
+            (RefusalRule::WriteOutsideRoots, _) => format!(
+                "`{s}` is outside the workspace, and nothing may be written outside it in any \
+                 mode. Write to a path inside the workspace instead."
+            ),
+            (RefusalRule::CredentialStore, _) => format!(
+                "`{s}` is a credential store; spear never reads or writes credentials in any mode."
+            ),
+            (RefusalRule::SandboxMountPoint, _) => format!(
+                "`{s}` is, or contains, one of the sandbox's own mount points and cannot be \
+                 read from the host. Name a file or directory below it."
+            ),
+            (RefusalRule::ParentTraversal, _) => format!(
+                "`{s}` climbs out of the current directory with `..`. Name the path absolutely \
+                 instead (for example /workspace/... or the host path of the root)."
+            ),
+            (RefusalRule::ProjectScope, _) => format!(
+                "`{s}` reaches outside the project. Search inside the workspace, or ask the \
+                 operator to name that path in ~/.config/spear/config.toml."
+            ),
+            (RefusalRule::GeneratedFile, Detail::Text(source)) => {
+                format!(
+                    "`{s}` is generated and must not be edited by hand; change {source} instead."
+                )
+            }
+            (RefusalRule::SnapshotCopy, Detail::Text(original)) => format!(
+                "`{s}` is a snapshot or third-party copy and is never written; change {original} \
+                 instead."
+            ),
+            (RefusalRule::ProtectedEntry, Detail::Text(why)) => format!(
+                "`{s}` is protected: {why}. No mode writes it; ask the user to change it if it \
+                 must change."
+            ),
+            (RefusalRule::Declined, _) => {
+                format!(
+                    "The user declined `{s}`. Do not retry it unchanged; ask what to do instead."
+                )
+            }
+            (RefusalRule::NoConfirmer, _) => format!(
+                "`{s}` needs confirmation in ASK mode, and nobody could be asked. Rerun with \
+                 --auto, or from a client that can ask the user."
+            ),
+            (rule, _) => format!("`{s}` is refused ({rule:?})."),
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+impl Serialize for Refusal {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = serializer.serialize_struct("Refusal", 3)?;
+        st.serialize_field("rule", &self.rule)?;
+        st.serialize_field("subject", &self.subject)?;
+        st.serialize_field("message", &self.message())?;
+        st.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_write_names_the_other_modes() {
+        let r = Refusal::mode_forbids(ExecutionMode::Safe, Capability::WorkspaceWrite, "touch x");
+        let m = r.message();
+        assert!(m.contains("--ask") && m.contains("--auto"), "{m}");
+        assert!(m.contains("touch x"), "{m}");
+        assert_eq!(r.rule(), RefusalRule::ModeForbids);
+    }
+
+    #[test]
+    fn network_in_ask_names_auto_only() {
+        let m = Refusal::mode_forbids(ExecutionMode::Safe, Capability::Network, "curl x").message();
+        assert!(m.contains("--ask or --auto"), "{m}");
+    }
+
+    #[test]
+    fn no_mode_grants_says_so() {
+        let m = Refusal::no_mode_grants(Capability::Ssh, "ssh host").message();
+        assert!(m.contains("no mode grants"), "{m}");
+    }
+
+    #[test]
+    fn every_rule_has_its_own_message() {
+        let all = [
+            Refusal::network_removed("x"),
+            Refusal::privilege_change("x"),
+            Refusal::mount_or_namespace("x"),
+            Refusal::kernel_or_device("x"),
+            Refusal::system_packages("x"),
+            Refusal::write_outside_roots("x"),
+            Refusal::credential_store("x"),
+            Refusal::sandbox_mount_point("x"),
+            Refusal::parent_traversal("x"),
+            Refusal::project_scope("x"),
+            Refusal::generated_file("x", "y"),
+            Refusal::snapshot_copy("x", "y"),
+            Refusal::protected_entry("x", "y"),
+            Refusal::declined("x"),
+            Refusal::no_confirmer("x"),
+        ];
+        for r in &all {
+            assert!(
+                !r.message().contains("is refused ("),
+                "{:?} fell through",
+                r.rule()
+            );
+        }
+        assert!(
+            Refusal::parent_traversal("../a")
+                .message()
+                .contains("absolutely")
+        );
+        assert!(
+            Refusal::generated_file("gen.rs", "gen.proto")
+                .message()
+                .contains("gen.proto")
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! The one result every tool call returns.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{CommandClass, Refusal};
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// It ran, and (for a command) exited 0.
+    Ok,
+    /// A rule refused it; nothing ran.
+    Denied,
+    /// A person declined it, nobody could be asked, or the client cancelled it.
+    Cancelled,
+    /// A path was malformed or resolved outside the workspace; nothing ran.
+    InvalidPath,
+    /// The file or program does not exist.
+    NotFound,
+    /// It ran out of time and was killed.
+    Timeout,
+    /// It ran and failed, or the harness could not run it.
+    Failed,
+}
+
+impl ToolStatus {
+    /// The snake-case name used in JSON.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Ok => "ok",
+            ToolStatus::Denied => "denied",
+            ToolStatus::Cancelled => "cancelled",
+            ToolStatus::InvalidPath => "invalid_path",
+            ToolStatus::NotFound => "not_found",
+            ToolStatus::Timeout => "timeout",
+            ToolStatus::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for ToolStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Exit statuses of `spear exec` that are not the command's own.
+pub mod exit_code {
+    /// The command ran out of time.
+    pub const TIMEOUT: i32 = 124;
+    /// The sandbox or the harness failed; the command may not have run.
+    pub const HARNESS_FAILURE: i32 = 125;
+    /// Denied, cancelled, or an invalid path: nothing ran.
+    pub const REFUSED: i32 = 126;
+    /// The program or file was not found.
+    pub const NOT_FOUND: i32 = 127;
+    /// Bad usage of the `spear` command line itself.
+    pub const USAGE: i32 = 2;
+}
+
+/// The one honest result of a tool call. `--json` prints exactly these fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// How the call ended.
+    pub status: ToolStatus,
+    /// The command's exit code, when it ran and exited.
+    pub exit_code: Option<i32>,
+    /// What it printed on stdout (possibly cut; see `truncated`).
+    pub stdout: String,
+    /// What it printed on stderr (possibly cut; see `truncated`).
+    pub stderr: String,
+    /// Workspace paths it created, changed or deleted, as audit labels.
+    pub changed_paths: Vec<String>,
+    /// Why it ended the way it did, when that is not obvious from the status.
+    pub reason: Option<String>,
+    /// The class the decision layer gave it, for commands.
+    pub class: Option<CommandClass>,
+    /// Wall-clock time of the call.
+    pub duration_ms: u64,
+    /// Whether stdout or stderr was cut.
+    pub truncated: bool,
+}
+
+impl ToolResult {
+    /// A result with `status` and nothing else.
+    pub fn new(status: ToolStatus) -> Self {
+        ToolResult {
+            status,
+            exit_code: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            changed_paths: Vec::new(),
+            reason: None,
+            class: None,
+            duration_ms: 0,
+            truncated: false,
+        }
+    }
+
+    /// A denied result carrying the refusal's message.
+    pub fn denied(refusal: &Refusal) -> Self {
+        ToolResult {
+            reason: Some(refusal.message()),
+            ..ToolResult::new(ToolStatus::Denied)
+        }
+    }
+
+    /// A cancelled result carrying the refusal's message.
+    pub fn cancelled(refusal: &Refusal) -> Self {
+        ToolResult {
+            reason: Some(refusal.message()),
+            ..ToolResult::new(ToolStatus::Cancelled)
+        }
+    }
+
+    /// The exit status `spear exec` reports: the command's own when it ran and exited, otherwise
+    /// one of [`exit_code`]'s values.
+    pub fn process_exit_code(&self) -> i32 {
+        match (self.status, self.exit_code) {
+            (ToolStatus::Ok | ToolStatus::Failed, Some(code)) => code,
+            (ToolStatus::Ok, None) => 0,
+            (ToolStatus::Timeout, _) => exit_code::TIMEOUT,
+            (ToolStatus::Failed, None) => exit_code::HARNESS_FAILURE,
+            (ToolStatus::Denied | ToolStatus::Cancelled | ToolStatus::InvalidPath, _) => {
+                exit_code::REFUSED
+            }
+            (ToolStatus::NotFound, _) => exit_code::NOT_FOUND,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes() {
+        let with = |status, code| ToolResult {
+            exit_code: code,
+            ..ToolResult::new(status)
+        };
+        assert_eq!(with(ToolStatus::Ok, Some(0)).process_exit_code(), 0);
+        assert_eq!(with(ToolStatus::Failed, Some(3)).process_exit_code(), 3);
+        assert_eq!(with(ToolStatus::Failed, None).process_exit_code(), 125);
+        assert_eq!(with(ToolStatus::Timeout, None).process_exit_code(), 124);
+        assert_eq!(with(ToolStatus::Denied, None).process_exit_code(), 126);
+        assert_eq!(with(ToolStatus::Cancelled, None).process_exit_code(), 126);
+        assert_eq!(with(ToolStatus::InvalidPath, None).process_exit_code(), 126);
+        assert_eq!(with(ToolStatus::NotFound, None).process_exit_code(), 127);
+    }
+
+    #[test]
+    fn json_has_the_documented_keys() {
+        let json = serde_json::to_value(ToolResult::new(ToolStatus::InvalidPath)).unwrap();
+        let mut keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "changed_paths",
+                "class",
+                "duration_ms",
+                "exit_code",
+                "reason",
+                "status",
+                "stderr",
+                "stdout",
+                "truncated"
+            ]
+        );
+        assert_eq!(json["status"], "invalid_path");
+    }
+}
