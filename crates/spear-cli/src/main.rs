@@ -1,1 +1,62 @@
-fn main() {}
+//! The `spear` command line. It holds no policy: every decision is a call into the library crates.
+
+mod classify;
+mod context;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// spear: a tool-execution harness for LLM coding agents.
+#[derive(Debug, Parser)]
+#[command(name = "spear", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Say what a shell script would do and whether each mode allows it. Runs nothing.
+    Classify(classify::Args),
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                spear_core::exit_code::USAGE
+            } else {
+                0
+            };
+            let _ = e.print();
+            return exit(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Classify(args) => classify::run(&args),
+    };
+    match result {
+        Ok(code) => exit(code),
+        Err(e) => {
+            eprintln!("spear: {e}");
+            exit(spear_core::exit_code::USAGE)
+        }
+    }
+}
+
+fn exit(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Logs go to stderr only, filtered by `SPEAR_LOG` (default: warnings).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SPEAR_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

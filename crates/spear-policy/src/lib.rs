@@ -1,1 +1,48 @@
-//! placeholder
+//! spear's decision layer: what a shell command would do, and whether a mode allows it.
+//!
+//! What this crate guarantees:
+//! - Every script is parsed with brush-parser and every simple command it can run is analysed:
+//!   pipelines, lists, subshells, groups, functions, loops, substitutions, here-documents,
+//!   assignment prefixes and wrappers (`env`, `xargs`, `bash -c`...), recursively.
+//! - Nothing is `READ_ONLY` by default: a script that cannot be parsed, a word known only at run
+//!   time in a place that matters, or a program spear does not know is `SHELL_COMPLEX` or worse.
+//! - Every write target is checked against the workspace roots and the target policy, on the path
+//!   as written and on its resolved spelling.
+//! - [`decide`] is pure; [`authorize`] only adds the call to a [`Confirmer`], and never makes it
+//!   for a call no mode would allow.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use spear_core::{CapabilityPolicy, CommandClass, ExecutionMode};
+//! use spear_policy::{CommandPolicy, Decision, PolicyConfig, decide};
+//! use spear_workspace::{Workspace, WorkspaceConfig};
+//!
+//! let dir = std::env::temp_dir();
+//! let workspace = Arc::new(Workspace::open(&WorkspaceConfig::new(&dir)).unwrap());
+//! let policy = CommandPolicy::new(workspace, PolicyConfig::new(None));
+//! let a = policy.classify_script("grep -rn TODO . | head", &dir);
+//! assert_eq!(a.class, CommandClass::ReadOnly);
+//! let safe = CapabilityPolicy::for_mode(ExecutionMode::Safe);
+//! assert!(matches!(decide(&a, safe, "grep -rn TODO . | head"), Decision::Allow(_)));
+//! ```
+
+mod analysis;
+mod authorize;
+mod commands;
+mod config;
+mod env_rules;
+mod host_read;
+mod paths;
+mod policy;
+mod shell;
+mod target_policy;
+
+pub use authorize::{
+    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, authorize, decide,
+};
+pub use config::{
+    ConfigError, OperatorConfig, OperatorPaths, OperatorTargets, OperatorWorkspace, PolicyConfig,
+    WorkspacePolicyFile, WorkspaceTargets,
+};
+pub use policy::CommandPolicy;
+pub use target_policy::{Pattern, TargetRules, generated_header};

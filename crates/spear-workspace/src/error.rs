@@ -67,6 +67,17 @@ pub enum ResolveError {
         /// The path as written.
         path: String,
     },
+    /// A component could not be inspected (for example, permission denied on its directory), so
+    /// whether it is a symlink leading outside cannot be known: refused, never assumed safe.
+    #[error("{path}: {component} cannot be inspected ({reason}); name a path you can read")]
+    Unreadable {
+        /// The path as written.
+        path: String,
+        /// The component that could not be inspected, as a host path.
+        component: PathBuf,
+        /// The operating system's error.
+        reason: String,
+    },
     /// A component that must be a directory is not one.
     #[error("{path}: {component} is not a directory")]
     NotADirectory {

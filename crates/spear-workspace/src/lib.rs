@@ -8,14 +8,36 @@
 //! - [`WorkspaceFs`] opens, writes, deletes and lists relative to a root directory fd with
 //!   `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`: a link swapped in after resolution cannot
 //!   lead outside the root. Writes replace the entry (temporary file, then rename), so a hard link
-//!   or symlink is never written through.
+//!   or symlink is never written through. Without `openat2` (Linux < 5.6) every operation fails;
+//!   there is no fallback to a plain open.
+//! - No root is `/` or lies in `/proc`, `/sys` or `/dev`, so the harness's own `/proc/self/...` and
+//!   `/dev/fd/N` are outside every root.
+//!
+//! ```no_run
+//! use spear_workspace::{Workspace, WorkspaceConfig};
+//!
+//! let ws = Workspace::open(&WorkspaceConfig::new("/home/me/project"))?;
+//! let fs = ws.fs()?;
+//! let path = ws.resolve("src/main.rs")?; // `../../etc/passwd` would be refused here
+//! println!("{} bytes", fs.read(&path, 1 << 20)?.bytes.len());
+//! fs.write(&ws.resolve("notes/todo.txt")?, b"remember")?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+mod beneath;
 mod config;
 mod error;
 mod fs;
+mod label;
+mod lexical;
+mod merge;
 mod mount;
+mod naming;
+mod realpath;
 mod resolve;
 mod roots;
+#[cfg(test)]
+mod tests;
 
 pub use config::{MountSchemeChoice, WorkspaceConfig};
 pub use error::{FsError, ResolveError, WorkspaceError};

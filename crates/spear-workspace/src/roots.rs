@@ -1,7 +1,13 @@
 //! The set of roots and the lexical mapping between spellings.
 
+use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::label::format_label;
+use crate::lexical::{lexical_normalize, normalize_absolute};
+use crate::merge::{forbidden_root, merge_roots, nearest_build_tree};
+use crate::mount::{choose_scheme, mount_path_for};
+use crate::naming::unique_names;
 use crate::{
     MountScheme, ResolveError, ResolvedPath, WorkspaceConfig, WorkspaceError, WorkspaceFs,
 };
@@ -72,9 +78,63 @@ impl Workspace {
     /// root that does not exist (or is not a directory) is dropped and reported by
     /// [`Workspace::dropped_roots`], not fatal. A launch directory that cannot be canonicalised is
     /// an error.
+    ///
+    /// A relative extra root is taken relative to the launch directory. The launch directory
+    /// itself may not be `/` or lie in `/proc`, `/sys` or `/dev` (an error); an extra root there is
+    /// dropped.
     pub fn open(config: &WorkspaceConfig) -> Result<Workspace, WorkspaceError> {
-        let _ = config;
-        todo!("spear-workspace helper")
+        let launch_error = |source: io::Error| WorkspaceError::LaunchDir {
+            path: config.launch_dir.clone(),
+            source,
+        };
+        let launch = canonical_dir(&config.launch_dir).map_err(launch_error)?;
+        if let Some(why) = forbidden_root(&launch) {
+            return Err(launch_error(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                why,
+            )));
+        }
+
+        let mut extras = Vec::new();
+        let mut dropped = Vec::new();
+        if !config.single_root {
+            let configured = config
+                .extra_roots
+                .iter()
+                .map(|p| (p.clone(), launch.join(p)));
+            let build_tree = nearest_build_tree(&launch, is_build_tree).map(|t| (t.clone(), t));
+            for (as_configured, path) in configured.chain(build_tree) {
+                match canonical_dir(&path) {
+                    Ok(canonical) => match forbidden_root(&canonical) {
+                        Some(why) => dropped.push((as_configured, why)),
+                        None => extras.push(canonical),
+                    },
+                    Err(e) => dropped.push((as_configured, e.to_string())),
+                }
+            }
+        }
+
+        let hosts = merge_roots(&launch, &extras);
+        let names = unique_names(&hosts);
+        let scheme = choose_scheme(config.mount_scheme, &hosts);
+        let roots = hosts
+            .into_iter()
+            .zip(names)
+            .enumerate()
+            .map(|(i, (host_path, name))| Root {
+                mount_path: mount_path_for(scheme, &host_path, &name, i == 0),
+                name,
+                host_path,
+                primary: i == 0,
+            })
+            .collect();
+        Ok(Workspace {
+            roots,
+            launch_dir: launch,
+            scheme,
+            allow_absolute_paths: config.allow_absolute_paths,
+            dropped,
+        })
     }
 
     /// The roots, primary first.
@@ -94,7 +154,18 @@ impl Workspace {
 
     /// The launch directory as the sandbox sees it (its working directory).
     pub fn launch_mount_dir(&self) -> PathBuf {
-        todo!("spear-workspace helper")
+        self.mount_path(&self.launch_location())
+    }
+
+    /// The launch directory as a location in the primary root.
+    pub(crate) fn launch_location(&self) -> Location {
+        // `open` guarantees the primary root holds the launch directory.
+        let rel = self
+            .launch_dir
+            .strip_prefix(&self.roots[0].host_path)
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        Location { root: 0, rel }
     }
 
     /// The addressing scheme in use.
@@ -117,35 +188,52 @@ impl Workspace {
     /// lexically. `None` if it is relative or lies under no root (including `..` climbing above a
     /// root). Mount spelling is tried first.
     pub fn locate(&self, path: &Path) -> Option<Location> {
-        let _ = path;
-        todo!("spear-workspace helper")
+        let path = normalize_absolute(path)?;
+        self.locate_under(&path, Spelling::Mount)
+            .or_else(|| self.locate_under(&path, Spelling::Host))
+    }
+
+    /// The root whose path in `spelling` holds the normalised absolute `path`.
+    fn locate_under(&self, path: &Path, spelling: Spelling) -> Option<Location> {
+        self.roots.iter().enumerate().find_map(|(root, r)| {
+            let base = match spelling {
+                Spelling::Mount => &r.mount_path,
+                Spelling::Host => &r.host_path,
+            };
+            path.strip_prefix(base).ok().map(|rel| Location {
+                root,
+                rel: rel.to_path_buf(),
+            })
+        })
     }
 
     /// The host path of a location.
     pub fn host_path(&self, loc: &Location) -> PathBuf {
-        self.roots[loc.root].host_path.join(&loc.rel)
+        join_rel(&self.roots[loc.root].host_path, &loc.rel)
     }
 
     /// The mount path of a location.
     pub fn mount_path(&self, loc: &Location) -> PathBuf {
-        self.roots[loc.root].mount_path.join(&loc.rel)
+        join_rel(&self.roots[loc.root].mount_path, &loc.rel)
     }
 
     /// Translates an absolute path in mount spelling to host spelling; any other path is returned
     /// unchanged (lexically normalised).
     pub fn to_host(&self, path: &Path) -> PathBuf {
-        let _ = path;
-        todo!("spear-workspace helper")
+        let path = lexical_normalize(path);
+        match self.locate_under(&path, Spelling::Mount) {
+            Some(loc) if path.is_absolute() => self.host_path(&loc),
+            _ => path,
+        }
     }
 
     /// Physical: the host path `path` (absolute, either spelling) really names: mount spelling
     /// translated, every symlink in the existing prefix followed (a link into a mount spelling is
     /// translated too), the non-existent rest appended lexically. Never fails; a loop or an
     /// unreadable component stops resolution there and the rest is appended. Used for checks
-    /// "on the resolved spelling".
+    /// "on the resolved spelling". A relative path starts at the launch directory.
     pub fn realpath(&self, path: &Path) -> PathBuf {
-        let _ = path;
-        todo!("spear-workspace helper")
+        crate::realpath::realpath(self, path)
     }
 
     /// Resolves a path given by a caller (a file tool's argument) to a place inside a root.
@@ -157,19 +245,57 @@ impl Workspace {
     /// symlink leading outside every root (the leaf included), and magic paths such as
     /// `/proc/self/...` are refused.
     pub fn resolve(&self, path: &str) -> Result<ResolvedPath, ResolveError> {
-        let _ = path;
-        todo!("spear-workspace helper")
+        crate::resolve::resolve(self, path)
     }
 
     /// The audit label of a location: `rel/path` in the primary root, `name:rel/path` in another
     /// (`.` and `name:.` for the roots themselves).
     pub fn label(&self, loc: &Location) -> String {
-        let _ = loc;
-        todo!("spear-workspace helper")
+        format_label(self.label_name(loc.root), &loc.rel)
+    }
+
+    /// The name a root carries in labels: none for the primary.
+    pub(crate) fn label_name(&self, root: usize) -> Option<&str> {
+        let r = &self.roots[root];
+        (!r.primary).then_some(r.name.as_str())
     }
 
     /// Opens a directory fd on every root, for [`WorkspaceFs`].
     pub fn fs(&self) -> Result<WorkspaceFs, crate::FsError> {
-        todo!("spear-workspace helper")
+        WorkspaceFs::open(self)
     }
+}
+
+/// Which spelling of a root's path to match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spelling {
+    Mount,
+    Host,
+}
+
+/// `base` joined with `rel`, without the trailing slash `join("")` would add.
+fn join_rel(base: &Path, rel: &Path) -> PathBuf {
+    if rel.as_os_str().is_empty() {
+        base.to_path_buf()
+    } else {
+        base.join(rel)
+    }
+}
+
+/// The canonical form of `path`, which must be a directory.
+fn canonical_dir(path: &Path) -> io::Result<PathBuf> {
+    let canonical = std::fs::canonicalize(path)?;
+    if std::fs::metadata(&canonical)?.is_dir() {
+        Ok(canonical)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("{} is not a directory", canonical.display()),
+        ))
+    }
+}
+
+/// Whether `dir` is the top of a build tree: it holds the files `env.sh` and `scripts/build.sh`.
+fn is_build_tree(dir: &Path) -> bool {
+    dir.join("env.sh").is_file() && dir.join("scripts/build.sh").is_file()
 }

@@ -1,0 +1,178 @@
+//! The state of one analysis and how its findings become an assessment.
+//!
+//! Every path through the analysis ends in an explicit finding: a refusal, "complex" with a reason,
+//! a write, a host read, a capability. Nothing is `READ_ONLY` by falling through: `READ_ONLY` is what
+//! remains only when every program was recognised and none of them wrote, ran unknown code, or
+//! reached outside.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use spear_core::{Capability, CapabilitySet, CommandAssessment, CommandClass, Refusal};
+
+use crate::CommandPolicy;
+
+/// Deepest nesting of `bash -c`, `$(...)`, `eval` and the like that is analysed. Deeper scripts are
+/// `SHELL_COMPLEX`, never `READ_ONLY`.
+pub(crate) const MAX_DEPTH: usize = 12;
+
+/// Most simple commands analysed in one script; beyond that the script is `SHELL_COMPLEX`.
+pub(crate) const MAX_COMMANDS: usize = 4096;
+
+/// The working directory of the shell at some point of a script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Cwd {
+    /// A host path (translated from mount spelling).
+    Known(PathBuf),
+    /// Changed by something whose target is known only at run time.
+    Unknown,
+}
+
+impl Cwd {
+    pub(crate) fn join(&self, rel: &str) -> Option<PathBuf> {
+        match self {
+            Cwd::Known(dir) => Some(dir.join(rel)),
+            Cwd::Unknown => None,
+        }
+    }
+}
+
+/// What the analysis found so far. Only grows.
+#[derive(Debug, Default)]
+pub(crate) struct Findings {
+    pub refusal: Option<Refusal>,
+    pub complex: Option<String>,
+    pub mutation: Option<String>,
+    pub writes: Vec<PathBuf>,
+    pub host_reads: Vec<PathBuf>,
+    pub caps: CapabilitySet,
+    pub programs: Vec<String>,
+}
+
+/// One analysis of one script.
+pub(crate) struct Analysis<'p> {
+    pub policy: &'p CommandPolicy,
+    pub found: Findings,
+    /// Functions the script defines, and whether calling one changes the directory. Calling one
+    /// runs its body, which is analysed where it is defined.
+    pub functions: HashMap<String, bool>,
+    /// Whether `$HOME` still names the operator's home (no assignment to HOME seen).
+    pub home_intact: bool,
+    pub depth: usize,
+    pub commands_seen: usize,
+}
+
+impl<'p> Analysis<'p> {
+    pub(crate) fn new(policy: &'p CommandPolicy) -> Self {
+        Analysis {
+            policy,
+            found: Findings::default(),
+            functions: HashMap::new(),
+            home_intact: true,
+            depth: 0,
+            commands_seen: 0,
+        }
+    }
+
+    /// Records a refusal. The first one is the one reported.
+    pub(crate) fn refuse(&mut self, refusal: Refusal) {
+        if self.found.refusal.is_none() {
+            self.found.refusal = Some(refusal);
+        }
+    }
+
+    /// Records that something runs whose effects cannot be known before it runs.
+    pub(crate) fn complex(&mut self, why: impl Into<String>) {
+        self.found.caps.insert(Capability::ShellComplex);
+        if self.found.complex.is_none() {
+            self.found.complex = Some(why.into());
+        }
+    }
+
+    /// Records that something changes files, where exactly is not known (or not a path).
+    pub(crate) fn mutates(&mut self, why: impl Into<String>) {
+        self.found.caps.insert(Capability::WorkspaceWrite);
+        if self.found.mutation.is_none() {
+            self.found.mutation = Some(why.into());
+        }
+    }
+
+    /// Records a known write inside the roots (already checked against the target policy).
+    pub(crate) fn write_inside(&mut self, host: PathBuf, program: &str) {
+        if self.found.mutation.is_none() {
+            self.found.mutation = Some(format!("{program} writes {}", host.display()));
+        }
+        self.found.caps.insert(Capability::WorkspaceWrite);
+        if !self.found.writes.contains(&host) {
+            self.found.writes.push(host);
+        }
+    }
+
+    /// Records a read outside the roots that needs `host:read`.
+    pub(crate) fn host_read(&mut self, host: PathBuf) {
+        self.found.caps.insert(Capability::HostRead);
+        if !self.found.host_reads.contains(&host) {
+            self.found.host_reads.push(host);
+        }
+    }
+
+    /// Records that the command needs `cap` (network, or one that no mode grants).
+    pub(crate) fn needs(&mut self, cap: Capability) {
+        self.found.caps.insert(cap);
+    }
+
+    /// Records the name of a program that runs, for the reason line.
+    pub(crate) fn runs(&mut self, program: &str) {
+        if self.found.programs.len() < 8 && !self.found.programs.iter().any(|p| p == program) {
+            self.found.programs.push(program.to_owned());
+        }
+    }
+
+    /// The cwd to start from, translated to host spelling.
+    pub(crate) fn start_cwd(&self, cwd: &Path) -> Cwd {
+        if cwd.is_absolute() {
+            Cwd::Known(self.policy.workspace().to_host(cwd))
+        } else {
+            Cwd::Known(self.policy.workspace().launch_dir().join(cwd))
+        }
+    }
+
+    /// Turns the findings into the assessment.
+    pub(crate) fn finish(self) -> CommandAssessment {
+        let Findings {
+            refusal,
+            complex,
+            mutation,
+            writes,
+            host_reads,
+            mut caps,
+            programs,
+        } = self.found;
+        caps.insert(Capability::FilesystemRead);
+        let (class, reason) = if let Some(r) = &refusal {
+            (CommandClass::Dangerous, r.message())
+        } else if let Some(why) = complex {
+            (CommandClass::ShellComplex, why)
+        } else if let Some(why) = mutation {
+            (CommandClass::WorkspaceMutating, why)
+        } else if programs.is_empty() {
+            (
+                CommandClass::ReadOnly,
+                "runs nothing that reads or writes files".to_owned(),
+            )
+        } else {
+            (
+                CommandClass::ReadOnly,
+                format!("only reads: {}", programs.join(", ")),
+            )
+        };
+        CommandAssessment {
+            class,
+            capabilities: caps,
+            write_targets: writes,
+            host_reads,
+            reason,
+            refusal,
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! Archivers and compressors: what they extract or rewrite, and the options that run programs.
+
+use crate::analysis::{Analysis, Cwd};
+use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
+use crate::commands::writers::is_remote_spec;
+use crate::shell::word::Arg;
+
+/// Handles `name` if it is an archiver or compressor. Returns false otherwise.
+pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) -> bool {
+    match name {
+        "tar" | "gtar" | "bsdtar" => tar(a, args, cwd),
+        "unzip" => unzip(a, args, cwd),
+        "zip" => zip(a, args, cwd),
+        "7z" | "7za" | "7zr" => seven_zip(a, name, args, cwd),
+        "gzip" | "gunzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "lzma" | "unlzma" | "zstd"
+        | "unzstd" | "lz4" | "lzop" | "compress" | "uncompress" | "pigz" | "unpigz" | "brotli" => {
+            compressor(a, name, args, cwd);
+        }
+        "zcat" | "bzcat" | "xzcat" | "zstdcat" | "lz4cat" | "zless" | "zmore" | "zdiff"
+        | "zcmp" => {
+            for op in operands(&scan(args, &OptionSpec::gnu("", &[], &[]))) {
+                a.read_path(&op, cwd);
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+const TAR_EXEC: &[&str] = &[
+    "--to-command",
+    "--checkpoint-action",
+    "-I",
+    "--use-compress-program",
+    "-F",
+    "--info-script",
+    "--new-volume-script",
+    "--rsh-command",
+    "--rmt-command",
+];
+
+/// tar: `-c`/`-r`/`-u` write the archive (`-f`), `-x` writes into the current directory or `-C
+/// DIR`, `-t` only reads. The old form `tar xzf a.tgz` is read as `tar -xzf a.tgz`.
+fn tar(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let mut args = args.to_vec();
+    if let Some(first) = args.first().and_then(Arg::lit)
+        && !first.starts_with('-')
+        && !first.is_empty()
+        && first.chars().all(|c| c.is_ascii_alphabetic())
+    {
+        args[0] = Arg::Lit(format!("-{first}"));
+    }
+    let spec = OptionSpec::gnu(
+        "fCbIFgKLNTVX",
+        &[
+            "file",
+            "directory",
+            "blocking-factor",
+            "use-compress-program",
+            "info-script",
+            "new-volume-script",
+            "listed-incremental",
+            "starting-file",
+            "tape-length",
+            "newer",
+            "after-date",
+            "newer-mtime",
+            "files-from",
+            "volno-file",
+            "label",
+            "exclude",
+            "exclude-from",
+            "to-command",
+            "checkpoint-action",
+            "rsh-command",
+            "rmt-command",
+            "owner",
+            "group",
+            "mode",
+            "mtime",
+            "transform",
+            "xform",
+            "format",
+            "record-size",
+            "index-file",
+            "strip-components",
+            "checkpoint",
+            "backup",
+            "suffix",
+            "quoting-style",
+            "sort",
+            "warning",
+            "atime-preserve",
+            "occurrence",
+            "level",
+            "exclude-tag",
+            "exclude-tag-all",
+            "exclude-tag-under",
+            "pax-option",
+            "hole-detection",
+            "xattrs-include",
+            "xattrs-exclude",
+            "one-top-level",
+        ],
+        &[
+            "extract",
+            "get",
+            "create",
+            "append",
+            "update",
+            "list",
+            "diff",
+            "compare",
+            "delete",
+            "to-stdout",
+            "force-local",
+        ],
+    );
+    let items = scan(&args, &spec);
+    for item in &items {
+        match item {
+            Item::Opt { name, .. } if TAR_EXEC.contains(&name.as_str()) => {
+                a.complex(format!("`tar {name}` runs another program"));
+            }
+            Item::Unknown(arg) => a.complex(format!(
+                "`{}` is known only at run time and could be a tar option that runs a program",
+                arg.display()
+            )),
+            _ => {}
+        }
+    }
+    for f in values(&items, &["-T", "--files-from", "-X", "--exclude-from"]) {
+        a.read_path(f, cwd);
+    }
+    let extract = has(&items, &["-x", "--extract", "--get"]);
+    let create = has(
+        &items,
+        &[
+            "-c", "--create", "-r", "--append", "-u", "--update", "-A", "--delete",
+        ],
+    );
+    let to_stdout = has(&items, &["-O", "--to-stdout"]);
+    let archives: Vec<Arg> = values(&items, &["-f", "--file"]).cloned().collect();
+    let force_local = has(&items, &["--force-local"]);
+    for archive in &archives {
+        if archive.lit() == Some("-") {
+            continue;
+        }
+        if !force_local && archive.lit().is_some_and(is_remote_spec) {
+            a.complex("a tar archive of the form host:file is opened through a remote shell");
+        }
+        if create {
+            a.write_path(archive, cwd, "tar");
+        } else {
+            a.read_path(archive, cwd);
+        }
+    }
+    let dirs: Vec<Arg> = values(&items, &["-C", "--directory"]).cloned().collect();
+    if extract && !to_stdout {
+        if dirs.is_empty() {
+            a.write_path(&Arg::Lit(".".into()), cwd, "tar -x");
+        }
+        for d in &dirs {
+            a.write_path(d, cwd, "tar -x");
+        }
+    }
+    if create {
+        if archives.is_empty() {
+            // No -f: the archive goes to stdout (or $TAPE); nothing named is written.
+        }
+        for op in operands(&items) {
+            a.read_path(&op, cwd);
+        }
+    }
+}
+
+/// unzip: extracts into the current directory or `-d DIR` unless listing, testing or piping.
+fn unzip(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let items = scan(args, &OptionSpec::gnu("dxP", &[], &[]));
+    let ops = operands(&items);
+    if let Some(archive) = ops.first() {
+        a.read_path(archive, cwd);
+    }
+    let read_only = has(&items, &["-l", "-t", "-v", "-Z", "-p", "-c", "-z"]);
+    if read_only {
+        return;
+    }
+    match values(&items, &["-d"]).last() {
+        Some(d) => a.write_path(d, cwd, "unzip"),
+        None => a.write_path(&Arg::Lit(".".into()), cwd, "unzip"),
+    }
+}
+
+/// zip: writes the archive (the first operand); `-T -TT cmd` runs a program; `-m` removes the
+/// files it adds.
+fn zip(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let items = scan(
+        args,
+        &OptionSpec::gnu(
+            "bnitxPO",
+            &[
+                "unzip-command",
+                "temp-path",
+                "password",
+                "output-file",
+                "suffixes",
+                "exclude",
+                "include",
+            ],
+            &[],
+        ),
+    );
+    if has(&items, &["-T", "--test"])
+        && args
+            .iter()
+            .any(|x| x.lit() == Some("-TT") || x.display().starts_with("--unzip-command"))
+    {
+        a.complex("`zip -TT` runs another program to test the archive");
+    }
+    let ops = operands(&items);
+    let output = values(&items, &["-O", "--output-file"]).last().cloned();
+    if let Some(archive) = output.as_ref().or(ops.first()) {
+        a.write_path(archive, cwd, "zip");
+    }
+    let moving = has(&items, &["-m", "--move"]);
+    for op in ops.iter().skip(1) {
+        if moving {
+            a.write_path(op, cwd, "zip -m");
+        } else {
+            a.read_path(op, cwd);
+        }
+    }
+}
+
+/// 7z: `x`/`e` extract (into `-oDIR` or here), `a`/`u`/`d`/`rn` write the archive, `l`/`t` read.
+fn seven_zip(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    let command = args.first().and_then(Arg::lit).unwrap_or("");
+    let rest = args.get(1..).unwrap_or(&[]);
+    let outdir = rest.iter().find_map(|x| {
+        x.lit()
+            .and_then(|t| t.strip_prefix("-o"))
+            .map(|d| Arg::Lit(d.to_owned()))
+    });
+    let ops: Vec<&Arg> = rest
+        .iter()
+        .filter(|x| !x.display().starts_with('-'))
+        .collect();
+    match command {
+        "x" | "e" => {
+            if let Some(archive) = ops.first() {
+                a.read_path(archive, cwd);
+            }
+            a.write_path(&outdir.unwrap_or(Arg::Lit(".".into())), cwd, name);
+        }
+        "a" | "u" | "d" | "rn" => {
+            if let Some(archive) = ops.first() {
+                a.write_path(archive, cwd, name);
+            }
+            for op in ops.iter().skip(1) {
+                a.read_path(op, cwd);
+            }
+        }
+        "l" | "t" | "h" | "i" | "b" => {
+            for op in &ops {
+                a.read_path(op, cwd);
+            }
+        }
+        _ => a.complex(format!(
+            "`{name} {command}` is not a 7z command spear knows"
+        )),
+    }
+}
+
+/// gzip and friends replace each operand with its (de)compressed form unless writing to stdout,
+/// testing or listing.
+fn compressor(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    let items = scan(
+        args,
+        &OptionSpec::gnu(
+            "SoTMLD",
+            &[
+                "suffix",
+                "output",
+                "threads",
+                "memlimit",
+                "format",
+                "patch-from",
+                "dict",
+            ],
+            &["stdout", "to-stdout", "test", "list", "keep"],
+        ),
+    );
+    let ops = operands(&items);
+    let read_only = has(
+        &items,
+        &[
+            "-c",
+            "--stdout",
+            "--to-stdout",
+            "-t",
+            "--test",
+            "-l",
+            "--list",
+        ],
+    );
+    if let Some(out) = values(&items, &["-o", "--output"]).last() {
+        a.write_path(out, cwd, name);
+    }
+    for op in &ops {
+        if op.lit() == Some("-") {
+            continue;
+        }
+        if read_only {
+            a.read_path(op, cwd);
+        } else {
+            a.write_path(op, cwd, name);
+        }
+    }
+    for item in &items {
+        if let Item::Unknown(arg) = item {
+            a.read_path(arg, cwd);
+            if !read_only {
+                a.mutates(format!("{name} rewrites files known only at run time"));
+            }
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! awk: the program can run commands (`system()`, `cmd | getline`, `print | "cmd"`), write files
+//! (`print > "file"`), and load code (`@load`, `@include`, `-f`, `-i`, `-l`). gawk's `-i inplace`
+//! rewrites the input files.
+
+use crate::analysis::{Analysis, Cwd};
+use crate::shell::word::Arg;
+
+/// What an awk program does besides printing.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct AwkEffects {
+    /// `system("...")` commands with a literal argument.
+    pub system: Vec<String>,
+    /// Why the program runs something spear cannot see (pipes, `system` of an expression).
+    pub runs: Option<String>,
+    /// Files written by `print > "file"` / `>>`.
+    pub writes: Vec<String>,
+    /// A redirection to a file named by an expression.
+    pub writes_unknown: bool,
+    /// Why the program could not be understood.
+    pub unknown: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tok {
+    Ident(String),
+    Str(String),
+    Regex,
+    Num,
+    Op(String),
+    Newline,
+}
+
+/// Analyses the awk command line.
+pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    let mut program: Option<String> = None;
+    let mut program_given = false;
+    let mut in_place = false;
+    let mut operands: Vec<Arg> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let Some(t) = arg.lit() else {
+            if operands.is_empty() && !program_given && arg.could_be_option() {
+                a.complex(format!(
+                    "`{}` is known only at run time and could be an awk option",
+                    arg.display()
+                ));
+            }
+            operands.push(arg.clone());
+            continue;
+        };
+        if !operands.is_empty()
+            || program_given && !t.starts_with('-')
+            || t == "-"
+            || !t.starts_with('-')
+        {
+            operands.push(arg.clone());
+            continue;
+        }
+        if t == "--" {
+            operands.extend(args[i..].iter().cloned());
+            break;
+        }
+        let (opt, attached) = if let Some(long) = t.strip_prefix("--") {
+            match long.split_once('=') {
+                Some((long_name, inline)) => (format!("--{long_name}"), Some(inline.to_owned())),
+                None => (t.to_owned(), None),
+            }
+        } else {
+            let rest = &t[2.min(t.len())..];
+            (
+                t[..2.min(t.len())].to_owned(),
+                (!rest.is_empty()).then(|| rest.to_owned()),
+            )
+        };
+        let value = |i: &mut usize| {
+            attached.clone().map(Arg::Lit).or_else(|| {
+                *i += 1;
+                args.get(*i - 1).cloned()
+            })
+        };
+        match opt.as_str() {
+            "-F" | "--field-separator" | "-v" | "--assign" => {
+                let _ = value(&mut i);
+            }
+            "-f" | "--file" | "-E" | "--exec" => {
+                program_given = true;
+                a.complex(format!(
+                    "`{name} {opt}` runs a program from a file spear does not read"
+                ));
+                if let Some(f) = value(&mut i) {
+                    a.read_path(&f, cwd);
+                }
+            }
+            "-e" | "--source" => {
+                program_given = true;
+                match value(&mut i).as_ref().and_then(Arg::lit) {
+                    Some(source) => {
+                        program = Some(program.map_or_else(
+                            || source.to_owned(),
+                            |earlier| format!("{earlier}\n{source}"),
+                        ));
+                    }
+                    None => a.complex(format!("{name} runs a program known only at run time")),
+                }
+            }
+            "-i" | "--include" => match value(&mut i).as_ref().and_then(Arg::lit) {
+                Some("inplace" | "inplace.awk") => in_place = true,
+                _ => a.complex(format!(
+                    "`{name} -i` includes a source file spear does not read"
+                )),
+            },
+            "-l" | "--load" => {
+                let _ = value(&mut i);
+                a.complex(format!("`{name} -l` loads a compiled extension"));
+            }
+            // Optional attached file names: dump, pretty-print and profile output.
+            "-d" | "--dump-variables" | "-o" | "--pretty-print" | "-p" | "--profile" => {
+                let default = match opt.as_str() {
+                    "-d" | "--dump-variables" => "awkvars.out",
+                    // `-o`/`--pretty-print` and `-p`/`--profile` share a default.
+                    _ => "awkprof.out",
+                };
+                let file = attached.clone().unwrap_or_else(|| default.to_owned());
+                a.write_path(&Arg::Lit(file), cwd, name);
+            }
+            // `-S`/`--sandbox` and any other option change nothing spear checks.
+            _ => {}
+        }
+    }
+    if !program_given {
+        if operands.is_empty() {
+            return;
+        }
+        let p = operands.remove(0);
+        match p.lit() {
+            Some(text) => program = Some(text.to_owned()),
+            None => {
+                a.complex(format!("{name} runs a program known only at run time"));
+            }
+        }
+    }
+    if let Some(text) = program {
+        let effects = parse_program(&text);
+        if let Some(why) = &effects.unknown {
+            a.complex(format!("the {name} program {why}"));
+        }
+        if let Some(why) = &effects.runs {
+            a.complex(format!("the {name} program {why}"));
+        }
+        for cmd in &effects.system {
+            a.analyse_nested(cmd, cwd, "awk system()");
+        }
+        for w in &effects.writes {
+            if !matches!(w.as_str(), "/dev/stdout" | "/dev/stderr" | "-") {
+                a.write_path(&Arg::Lit(w.clone()), cwd, name);
+            }
+        }
+        if effects.writes_unknown {
+            a.mutates(format!(
+                "the {name} program writes to a file named at run time"
+            ));
+            a.complex(format!(
+                "the {name} program writes to a file named at run time"
+            ));
+        }
+    }
+    for op in &operands {
+        // `var=value` operands assign; everything else is an input file.
+        if op
+            .lit()
+            .is_some_and(|t| t.contains('=') && !t.starts_with(['/', '.']))
+        {
+            continue;
+        }
+        if in_place {
+            a.write_path(op, cwd, "awk -i inplace");
+        } else if op.lit() != Some("-") {
+            a.read_path(op, cwd);
+        }
+    }
+}
+
+/// Parses an awk program and lists what it runs and writes.
+pub(crate) fn parse_program(text: &str) -> AwkEffects {
+    let mut fx = AwkEffects::default();
+    let toks = match tokenize(text) {
+        Ok(t) => t,
+        Err(why) => {
+            fx.unknown = Some(why);
+            return fx;
+        }
+    };
+    let is_op = |t: Option<&Tok>, s: &str| matches!(t, Some(Tok::Op(o)) if o == s);
+    for (i, tok) in toks.iter().enumerate() {
+        match tok {
+            Tok::Ident(id) if id == "system" => {
+                if let (Some(Tok::Op(open)), Some(Tok::Str(cmd))) =
+                    (toks.get(i + 1), toks.get(i + 2))
+                    && open == "("
+                    && is_op(toks.get(i + 3), ")")
+                {
+                    fx.system.push(cmd.clone());
+                    fx.runs
+                        .get_or_insert_with(|| "runs a command with system()".into());
+                } else {
+                    fx.runs = Some("runs a command built at run time with system()".into());
+                }
+            }
+            Tok::Op(o) if o == "|" || o == "|&" => {
+                fx.runs = Some("pipes to or from a command".into());
+            }
+            Tok::Op(o) if o == "@" => {
+                if matches!(toks.get(i + 1), Some(Tok::Ident(n)) if n == "load" || n == "include") {
+                    fx.runs = Some("loads code with @load or @include".into());
+                }
+            }
+            Tok::Ident(id) if id == "print" || id == "printf" => {
+                let mut depth = 0i32;
+                let mut j = i + 1;
+                while let Some(t) = toks.get(j) {
+                    match t {
+                        Tok::Op(o) if o == "(" || o == "[" => depth += 1,
+                        Tok::Op(o) if o == ")" || o == "]" => depth -= 1,
+                        Tok::Op(o) if (o == ";" || o == "}") && depth <= 0 => break,
+                        Tok::Newline if depth <= 0 => break,
+                        Tok::Op(o) if (o == ">" || o == ">>") && depth == 0 => {
+                            match toks.get(j + 1) {
+                                Some(Tok::Str(file)) if !matches!(toks.get(j + 2), Some(Tok::Op(c)) if c != ";" && c != "}" && c != ")") =>
+                                {
+                                    fx.writes.push(file.clone());
+                                }
+                                _ => fx.writes_unknown = true,
+                            }
+                            break;
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    fx
+}
+
+/// Splits an awk program into tokens, telling regular expressions from division by what precedes
+/// them.
+fn tokenize(text: &str) -> Result<Vec<Tok>, String> {
+    let s: Vec<char> = text.chars().collect();
+    let mut toks: Vec<Tok> = Vec::new();
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        match c {
+            ' ' | '\t' | '\r' => i += 1,
+            '\\' if s.get(i + 1) == Some(&'\n') => i += 2,
+            '\n' => {
+                toks.push(Tok::Newline);
+                i += 1;
+            }
+            '#' => {
+                while i < s.len() && s[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '"' => {
+                let mut out = String::new();
+                i += 1;
+                loop {
+                    match s.get(i) {
+                        None | Some('\n') => return Err("has an unterminated string".into()),
+                        Some('"') => {
+                            i += 1;
+                            break;
+                        }
+                        Some('\\') => {
+                            match s.get(i + 1) {
+                                Some('n') => out.push('\n'),
+                                Some('t') => out.push('\t'),
+                                Some(&e) => out.push(e),
+                                None => return Err("has an unterminated string".into()),
+                            }
+                            i += 2;
+                        }
+                        Some(&ch) => {
+                            out.push(ch);
+                            i += 1;
+                        }
+                    }
+                }
+                toks.push(Tok::Str(out));
+            }
+            '/' if regex_allowed(toks.last()) => {
+                i += 1;
+                let mut in_class = false;
+                loop {
+                    match s.get(i) {
+                        None | Some('\n') => {
+                            return Err("has an unterminated regular expression".into());
+                        }
+                        Some('\\') => i += 2,
+                        Some('[') => {
+                            in_class = true;
+                            i += 1;
+                        }
+                        Some(']') => {
+                            in_class = false;
+                            i += 1;
+                        }
+                        Some('/') if !in_class => {
+                            i += 1;
+                            break;
+                        }
+                        Some(_) => i += 1,
+                    }
+                }
+                toks.push(Tok::Regex);
+            }
+            _ if c.is_ascii_alphabetic() || c == '_' => {
+                let start = i;
+                while i < s.len() && (s[i].is_ascii_alphanumeric() || s[i] == '_') {
+                    i += 1;
+                }
+                toks.push(Tok::Ident(s[start..i].iter().collect()));
+            }
+            _ if c.is_ascii_digit() || c == '.' => {
+                while i < s.len() && (s[i].is_ascii_alphanumeric() || s[i] == '.') {
+                    i += 1;
+                }
+                toks.push(Tok::Num);
+            }
+            _ => {
+                let two: String = s[i..(i + 2).min(s.len())].iter().collect();
+                let op = if [
+                    "||", "&&", ">>", "|&", "==", "!=", "<=", ">=", "++", "--", "+=", "-=", "*=",
+                    "/=", "%=", "^=", "**",
+                ]
+                .contains(&two.as_str())
+                {
+                    two
+                } else {
+                    c.to_string()
+                };
+                i += op.chars().count();
+                toks.push(Tok::Op(op));
+            }
+        }
+    }
+    Ok(toks)
+}
+
+/// A `/` starts a regular expression where an operand is expected.
+fn regex_allowed(prev: Option<&Tok>) -> bool {
+    match prev {
+        None | Some(Tok::Newline) => true,
+        Some(Tok::Op(o)) => !matches!(o.as_str(), ")" | "]" | "++" | "--"),
+        Some(Tok::Ident(id)) => {
+            matches!(id.as_str(), "print" | "printf" | "return" | "in" | "case")
+        }
+        Some(Tok::Str(_) | Tok::Regex | Tok::Num) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table() {
+        let fx = |p: &str| parse_program(p);
+        assert_eq!(fx("{print $1}"), AwkEffects::default());
+        assert_eq!(fx("$1 > 5 {print}"), AwkEffects::default());
+        assert_eq!(
+            fx("/a|b/ {print}"),
+            AwkEffects::default(),
+            "| inside a regex is not a pipe"
+        );
+        assert_eq!(fx("{ n = $1 / 2; print n }"), AwkEffects::default());
+        assert_eq!(fx("BEGIN{system(\"touch x\")}").system, vec!["touch x"]);
+        assert!(fx("{system($0)}").runs.is_some());
+        assert!(fx("{print | \"sh\"}").runs.is_some());
+        assert!(fx("BEGIN{\"id\" | getline x}").runs.is_some());
+        assert!(fx("BEGIN{\"id\" |& getline x}").runs.is_some());
+        assert_eq!(fx("{print > \"out.txt\"}").writes, vec!["out.txt"]);
+        assert_eq!(fx("{print $1 >> \"/etc/x\"; next}").writes, vec!["/etc/x"]);
+        assert!(fx("{print > $2}").writes_unknown);
+        assert!(fx("{print > \"a\" $2}").writes_unknown);
+        assert_eq!(fx("{print ($1 > 2)}"), AwkEffects::default());
+        assert!(fx("@load \"ext\"").runs.is_some());
+        assert!(fx("{print \"unterminated}").unknown.is_some());
+        assert_eq!(
+            fx("# comment system(\"x\")\n{print}"),
+            AwkEffects::default()
+        );
+    }
+}

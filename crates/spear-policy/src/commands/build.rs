@@ -1,0 +1,718 @@
+//! Build tools, package managers, compilers and formatters.
+//!
+//! The principle: a tool whose job is to build the project's artifacts (cargo build, make, go
+//! build, tsc, a compiler) is `WORKSPACE_MUTATING`: it writes its outputs into the workspace, and the
+//! project code it runs on the way (build scripts, recipes) is the project's own, confined by the
+//! sandbox. A tool whose job is to run code (cargo run, npm test, npm run, pytest, npx) is
+//! `SHELL_COMPLEX`. Fetching dependencies needs `network`; publishing needs `remote:write`, which no
+//! mode grants; installing outside the workspace writes outside the roots.
+
+use spear_core::{Capability, Refusal};
+
+use crate::analysis::{Analysis, Cwd};
+use crate::commands::options::{OptionSpec, has, operands, scan, values};
+use crate::shell::word::Arg;
+
+/// Handles `name` if it is a build tool. Returns false otherwise.
+pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) -> bool {
+    match name {
+        "cargo" => cargo(a, args, cwd),
+        "npm" | "pnpm" | "yarn" | "bun" => node_packages(a, name, args, cwd),
+        "npx" | "pnpx" | "bunx" => {
+            a.needs(Capability::Network);
+            a.complex(format!("`{name}` downloads and runs a package"));
+        }
+        "pip" | "pip3" => pip(a, name, args, cwd),
+        "uv" => uv(a, args, cwd),
+        "make" | "gmake" | "bmake" => make(a, name, args, cwd),
+        "cmake" => cmake(a, args, cwd),
+        "ninja" | "meson" | "scons" | "bazel" | "bazelisk" | "buck" | "buck2" | "pants" => {
+            a.write_path(&Arg::Lit(".".into()), cwd, name);
+        }
+        "go" => go(a, args, cwd),
+        "mvn" | "gradle" => {
+            if !args
+                .iter()
+                .any(|x| matches!(x.lit(), Some("-o" | "--offline")))
+            {
+                a.needs(Capability::Network);
+            }
+            if args
+                .iter()
+                .any(|x| matches!(x.lit(), Some("deploy" | "publish" | "release:perform")))
+            {
+                a.needs(Capability::RemoteWrite);
+                a.refuse(Refusal::no_mode_grants(
+                    Capability::RemoteWrite,
+                    format!("{name} deploy"),
+                ));
+            }
+            a.write_path(&Arg::Lit(".".into()), cwd, name);
+        }
+        "gcc" | "g++" | "cc" | "c++" | "clang" | "clang++" | "rustc" | "javac" | "tcc"
+        | "gfortran" | "as" | "ld" => {
+            compiler(a, name, args, cwd);
+        }
+        "tsc" => {
+            if !args.iter().any(|x| {
+                matches!(
+                    x.lit(),
+                    Some("--noEmit" | "--version" | "-v" | "--help" | "--showConfig")
+                )
+            }) {
+                a.write_path(&Arg::Lit(".".into()), cwd, "tsc");
+            }
+        }
+        "rustfmt" | "gofmt" | "black" | "isort" | "clang-format" | "shfmt" | "autopep8"
+        | "yapf" | "ruff" | "taplo" | "stylua" => {
+            formatter(a, name, args, cwd);
+        }
+        "pytest" | "py.test" | "tox" | "nox" | "jest" | "vitest" | "mocha" | "ava" | "karma"
+        | "phpunit" | "rspec" | "eslint" | "prettier" | "webpack" | "vite" | "rollup"
+        | "esbuild" | "parcel" | "next" | "nuxt" | "gulp" | "grunt" | "rake" | "bundle"
+        | "poetry" | "pdm" | "pipenv" | "hatch" | "composer" | "mix" | "dotnet" | "swift"
+        | "flutter" | "dart" | "deno" | "cabal" | "stack" | "sbt" | "lein" | "opam" | "dune"
+        | "just" | "task" | "mise" | "asdf" | "nix" | "nix-shell" | "direnv" | "pre-commit"
+        | "ansible" | "ansible-playbook" | "mypy" | "pylint" | "flake8" | "bandit" | "coverage" => {
+            a.complex(format!("`{name}` runs project code or configuration"));
+            for arg in args {
+                a.unknown_operand(arg, cwd);
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// cargo: its global options come before the subcommand; `--config` and `-Z` change what it runs.
+fn cargo(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let spec = OptionSpec::gnu(
+        "ZCjpF",
+        &[
+            "config",
+            "color",
+            "manifest-path",
+            "target-dir",
+            "jobs",
+            "package",
+            "features",
+            "target",
+            "profile",
+            "bin",
+            "example",
+            "test",
+            "bench",
+            "message-format",
+            "lockfile-path",
+            "artifact-dir",
+            "out-dir",
+            "root",
+            "index",
+            "registry",
+            "git",
+            "branch",
+            "tag",
+            "rev",
+            "path",
+            "vers",
+            "version",
+            "exclude",
+            "explain",
+            "format-version",
+            "filter-platform",
+            "timings",
+            "depth",
+            "prefix",
+            "invert",
+            "edges",
+            "name",
+            "vcs",
+            "edition",
+            "rename",
+        ],
+        &["offline", "frozen", "locked", "check", "release", "list"],
+    );
+    let mut args = args;
+    if args
+        .first()
+        .and_then(Arg::lit)
+        .is_some_and(|t| t.starts_with('+'))
+    {
+        args = &args[1..];
+    }
+    let items = scan(args, &spec);
+    if has(&items, &["--config", "-Z"]) {
+        a.complex(
+            "`cargo --config` and `-Z` can set programs cargo runs (runner, linker, rustc wrapper)",
+        );
+    }
+    for m in values(&items, &["--manifest-path"]) {
+        a.read_path(m, cwd);
+    }
+    let ops = operands(&items);
+    let sub = ops.first().and_then(Arg::lit).unwrap_or("");
+    let project = values(&items, &["--manifest-path"])
+        .last()
+        .and_then(|m| {
+            m.lit().map(|t| {
+                std::path::Path::new(t)
+                    .parent()
+                    .map_or(".".to_owned(), |p| {
+                        if p.as_os_str().is_empty() {
+                            ".".to_owned()
+                        } else {
+                            p.to_string_lossy().into_owned()
+                        }
+                    })
+            })
+        })
+        .map_or(Arg::Lit(".".into()), Arg::Lit);
+    let write_project = |a: &mut Analysis<'_>| {
+        a.write_path(&project, cwd, &format!("cargo {sub}"));
+        for d in values(&items, &["--target-dir", "--artifact-dir", "--out-dir"]) {
+            a.write_path(d, cwd, &format!("cargo {sub}"));
+        }
+    };
+    match sub {
+        "" | "version" | "help" | "tree" | "metadata" | "locate-project" | "pkgid"
+        | "verify-project" | "read-manifest" | "report" => {}
+        "search" | "info" => a.needs(Capability::Network),
+        "fmt" if has(&items, &["--check"]) => {}
+        "build" | "b" | "check" | "c" | "test" | "t" | "bench" | "doc" | "d" | "clippy" | "fix"
+        | "fmt" | "clean" | "new" | "init" | "rustc" | "rustdoc" | "generate-lockfile" => {
+            write_project(a);
+        }
+        "fetch" | "update" | "add" | "remove" | "rm" | "vendor" => {
+            a.needs(Capability::Network);
+            write_project(a);
+        }
+        "run" | "r" => {
+            write_project(a);
+            a.complex("`cargo run` runs the program it builds");
+        }
+        "install" | "uninstall" => {
+            a.needs(Capability::Network);
+            if let Some(root) = values(&items, &["--root"]).last() {
+                a.write_path(root, cwd, "cargo install");
+                a.complex("`cargo install` builds and installs code from the network");
+            } else {
+                let bin = a.policy.config().home.as_ref().map_or_else(
+                    || "~/.cargo/bin".to_owned(),
+                    |h| h.join(".cargo/bin").to_string_lossy().into_owned(),
+                );
+                a.refuse(Refusal::write_outside_roots(format!(
+                    "cargo {sub} (into {bin}; use --root inside the workspace)"
+                )));
+            }
+        }
+        "publish" | "yank" | "owner" => {
+            a.needs(Capability::RemoteWrite);
+            a.refuse(Refusal::no_mode_grants(
+                Capability::RemoteWrite,
+                format!("cargo {sub}"),
+            ));
+        }
+        "login" | "logout" => {
+            a.needs(Capability::Secrets);
+            a.refuse(Refusal::no_mode_grants(
+                Capability::Secrets,
+                format!("cargo {sub}"),
+            ));
+        }
+        _ => a.complex(format!(
+            "`cargo {sub}` is not a cargo command spear knows (it may be a plugin)"
+        )),
+    }
+}
+
+/// npm, pnpm, yarn and bun: installing fetches and runs package scripts; running scripts runs
+/// project code; publishing changes a registry; global installs write outside the workspace.
+fn node_packages(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    let items = scan(
+        args,
+        &OptionSpec::gnu(
+            "C",
+            &[
+                "prefix",
+                "registry",
+                "cache",
+                "userconfig",
+                "globalconfig",
+                "workspace",
+                "filter",
+                "dir",
+                "cwd",
+            ],
+            &["global"],
+        ),
+    );
+    let ops = operands(&items);
+    let sub = ops
+        .first()
+        .and_then(Arg::lit)
+        .unwrap_or(if name == "yarn" { "install" } else { "" });
+    if has(&items, &["-g", "--global", "--location=global"])
+        && !matches!(
+            sub,
+            "ls" | "list" | "root" | "bin" | "prefix" | "view" | "info"
+        )
+    {
+        a.refuse(Refusal::write_outside_roots(format!(
+            "{name} {sub} --global"
+        )));
+        return;
+    }
+    if values(&items, &["--prefix", "--dir", "--cwd", "-C"])
+        .next()
+        .is_some()
+    {
+        a.complex(format!("`{name} --prefix` runs in another directory"));
+    }
+    match sub {
+        "" | "help" | "version" | "--version" | "-v" | "ls" | "list" | "ll" | "la" | "why"
+        | "explain" | "root" | "bin" | "prefix" | "fund" | "doctor" => {}
+        "view" | "info" | "show" | "outdated" | "search" | "ping" | "audit"
+            if !ops.iter().any(|o| o.lit() == Some("fix")) =>
+        {
+            a.needs(Capability::Network);
+        }
+        "install" | "i" | "ci" | "add" | "update" | "up" | "upgrade" | "remove" | "rm"
+        | "uninstall" | "un" | "unlink" | "link" | "dedupe" | "prune" | "rebuild" | "audit"
+        | "import" => {
+            a.needs(Capability::Network);
+            a.complex(format!(
+                "`{name} {sub}` runs the install scripts of the packages it fetches"
+            ));
+            a.write_path(&Arg::Lit(".".into()), cwd, &format!("{name} {sub}"));
+        }
+        "pack" => a.write_path(&Arg::Lit(".".into()), cwd, &format!("{name} pack")),
+        "publish" | "unpublish" | "deprecate" | "dist-tag" | "owner" | "access" | "team"
+        | "org" => {
+            a.needs(Capability::RemoteWrite);
+            a.refuse(Refusal::no_mode_grants(
+                Capability::RemoteWrite,
+                format!("{name} {sub}"),
+            ));
+        }
+        "login" | "logout" | "adduser" | "token" | "whoami" => {
+            a.needs(Capability::Secrets);
+            a.refuse(Refusal::no_mode_grants(
+                Capability::Secrets,
+                format!("{name} {sub}"),
+            ));
+        }
+        "config" | "set" | "get" => {
+            if matches!(ops.get(1).and_then(Arg::lit), Some("get" | "list" | "ls")) || sub == "get"
+            {
+                return;
+            }
+            let rc = a.policy.config().home.as_ref().map_or_else(
+                || "~/.npmrc".to_owned(),
+                |h| h.join(".npmrc").to_string_lossy().into_owned(),
+            );
+            a.refuse(Refusal::write_outside_roots(format!(
+                "{name} config ({rc})"
+            )));
+        }
+        "exec" | "x" | "dlx" | "create" | "init" | "innit" => {
+            a.needs(Capability::Network);
+            a.complex(format!("`{name} {sub}` downloads and runs a package"));
+            a.write_path(&Arg::Lit(".".into()), cwd, &format!("{name} {sub}"));
+        }
+        _ => {
+            // test, run, start, stop, restart, run-script, or a script name (yarn build).
+            a.complex(format!("`{name} {sub}` runs a script of the project"));
+        }
+    }
+}
+
+/// pip: installing fetches and runs build code and writes site-packages (a virtual environment
+/// inside the workspace, or somewhere spear cannot see).
+fn pip(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    let items = scan(
+        args,
+        &OptionSpec::gnu(
+            "rcetidf",
+            &[
+                "requirement",
+                "constraint",
+                "editable",
+                "target",
+                "index-url",
+                "extra-index-url",
+                "find-links",
+                "dest",
+                "prefix",
+                "root",
+                "src",
+                "log",
+                "cache-dir",
+                "python",
+                "platform",
+                "python-version",
+                "implementation",
+                "abi",
+                "progress-bar",
+                "report",
+                "config-settings",
+                "global-option",
+                "exists-action",
+                "trusted-host",
+                "cert",
+                "client-cert",
+                "timeout",
+                "retries",
+                "proxy",
+                "format",
+                "exclude",
+            ],
+            &["user", "break-system-packages"],
+        ),
+    );
+    let ops = operands(&items);
+    let sub = ops.first().and_then(Arg::lit).unwrap_or("");
+    for r in values(&items, &["-r", "--requirement", "-c", "--constraint"]) {
+        a.read_path(r, cwd);
+    }
+    for w in values(
+        &items,
+        &[
+            "-t", "--target", "--prefix", "--root", "-d", "--dest", "--log", "--report", "--src",
+        ],
+    ) {
+        a.write_path(w, cwd, name);
+    }
+    match sub {
+        "" | "list" | "show" | "freeze" | "check" | "help" | "debug" | "inspect" | "--version"
+        | "-V" | "cache" | "config" | "hash" => {}
+        "install" | "download" | "wheel" | "uninstall" => {
+            if sub != "uninstall" {
+                a.needs(Capability::Network);
+            }
+            if has(&items, &["--user"]) {
+                a.refuse(Refusal::write_outside_roots(format!("{name} {sub} --user")));
+                return;
+            }
+            a.complex(format!(
+                "`{name} {sub}` runs package build code and writes an environment spear cannot see"
+            ));
+            a.mutates(format!("{name} {sub} changes installed packages"));
+        }
+        "search" | "index" => a.needs(Capability::Network),
+        _ => a.complex(format!("`{name} {sub}` is not a pip command spear knows")),
+    }
+}
+
+/// uv: `run` runs code; `sync`, `add`, `pip install`... fetch and write the project environment.
+fn uv(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let ops = operands(&scan(
+        args,
+        &OptionSpec::gnu(
+            "p",
+            &[
+                "python",
+                "directory",
+                "project",
+                "index",
+                "index-url",
+                "cache-dir",
+                "with",
+            ],
+            &[],
+        ),
+    ));
+    let sub = ops.first().and_then(Arg::lit).unwrap_or("");
+    match sub {
+        "" | "version" | "help" | "--version" | "tree" => {}
+        "venv" | "lock" | "init" => a.write_path(&Arg::Lit(".".into()), cwd, "uv"),
+        "sync" | "add" | "remove" | "pip" | "build" => {
+            a.needs(Capability::Network);
+            a.complex(format!("`uv {sub}` runs package build code"));
+            a.write_path(&Arg::Lit(".".into()), cwd, "uv");
+        }
+        "publish" => {
+            a.needs(Capability::RemoteWrite);
+            a.refuse(Refusal::no_mode_grants(
+                Capability::RemoteWrite,
+                "uv publish",
+            ));
+        }
+        "tool" | "self" => a.refuse(Refusal::write_outside_roots(format!("uv {sub}"))),
+        _ => {
+            a.needs(Capability::Network);
+            a.complex(format!("`uv {sub}` runs code"));
+        }
+    }
+}
+
+/// make: builds in the current directory or `-C DIR`. `-n` still runs `$(shell ...)` while
+/// reading the makefile; variables on the command line can replace the commands recipes run.
+fn make(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    let items = scan(
+        args,
+        &OptionSpec::gnu(
+            "CfIjloWE",
+            &[
+                "directory",
+                "file",
+                "makefile",
+                "include-dir",
+                "jobs",
+                "load-average",
+                "old-file",
+                "assume-old",
+                "what-if",
+                "new-file",
+                "assume-new",
+                "eval",
+                "output-sync",
+                "debug",
+                "jobserver-style",
+            ],
+            &[],
+        ),
+    );
+    for f in values(&items, &["-f", "--file", "--makefile"]) {
+        a.read_path(f, cwd);
+    }
+    if has(&items, &["--eval", "-E"]) || operands(&items).iter().any(|o| o.display().contains('='))
+    {
+        a.complex(format!(
+            "`{name} VAR=...` and `--eval` change the commands recipes run"
+        ));
+    }
+    let dir = values(&items, &["-C", "--directory"])
+        .last()
+        .cloned()
+        .unwrap_or(Arg::Lit(".".into()));
+    if has(&items, &["-v", "--version", "-h", "--help", "-p"]) && operands(&items).is_empty() {
+        return;
+    }
+    if has(
+        &items,
+        &[
+            "-n",
+            "--dry-run",
+            "--just-print",
+            "--recon",
+            "-q",
+            "--question",
+        ],
+    ) {
+        a.complex(format!(
+            "`{name} -n` still runs $(shell ...) and `+` recipes"
+        ));
+        a.read_path(&dir, cwd);
+        return;
+    }
+    a.write_path(&dir, cwd, name);
+}
+
+/// cmake: configuring writes the build directory; `-E` and `-P` run commands or scripts.
+fn cmake(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let first = args.first().and_then(Arg::lit);
+    match first {
+        Some("--version" | "--help" | "-h") => {}
+        Some("-E" | "-P") => {
+            a.complex("`cmake -E`/`-P` runs commands or a script");
+            a.mutates("cmake -E may change files");
+        }
+        Some("--build" | "--install") => {
+            if let Some(dir) = args.get(1) {
+                a.write_path(dir, cwd, "cmake");
+            }
+            if first == Some("--install") {
+                let prefix = args
+                    .iter()
+                    .skip_while(|x| x.lit() != Some("--prefix"))
+                    .nth(1);
+                match prefix {
+                    Some(p) => a.write_path(p, cwd, "cmake --install"),
+                    None => a.refuse(Refusal::write_outside_roots("cmake --install (into the system prefix; pass --prefix inside the workspace)")),
+                }
+            }
+        }
+        _ => {
+            let build = args
+                .iter()
+                .find_map(|x| {
+                    x.lit()
+                        .and_then(|t| t.strip_prefix("-B"))
+                        .filter(|d| !d.is_empty())
+                        .map(|d| Arg::Lit(d.to_owned()))
+                })
+                .or_else(|| {
+                    args.iter()
+                        .skip_while(|x| x.lit() != Some("-B"))
+                        .nth(1)
+                        .cloned()
+                })
+                .unwrap_or(Arg::Lit(".".into()));
+            a.write_path(&build, cwd, "cmake");
+        }
+    }
+}
+
+/// go: build, test and vet write the workspace (and caches in the sandbox's home); get and mod
+/// download; run and generate run code; install writes outside the workspace.
+fn go(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let sub = args.first().and_then(Arg::lit).unwrap_or("");
+    let rest = args.get(1..).unwrap_or(&[]);
+    if rest.iter().any(|x| {
+        x.lit().is_some_and(|t| {
+            t.starts_with("-toolexec")
+                || t.starts_with("-exec")
+                || t.starts_with("--toolexec")
+                || t.starts_with("--exec")
+        })
+    }) {
+        a.complex("`go -toolexec`/`-exec` runs another program");
+    }
+    for (i, x) in rest.iter().enumerate() {
+        if x.lit() == Some("-o")
+            && let Some(out) = rest.get(i + 1)
+        {
+            a.write_path(out, cwd, "go");
+        }
+    }
+    match sub {
+        "" | "version" | "help" | "doc" | "list" | "vet" => {}
+        "env" => {
+            if rest.iter().any(|x| matches!(x.lit(), Some("-w" | "-u"))) {
+                a.refuse(Refusal::write_outside_roots(
+                    "go env -w (the user's go configuration)",
+                ));
+            }
+        }
+        "build" | "test" | "fmt" | "clean" | "fix" | "work" => {
+            a.write_path(&Arg::Lit(".".into()), cwd, &format!("go {sub}"));
+        }
+        "get" | "mod" => {
+            if !matches!(
+                rest.first().and_then(Arg::lit),
+                Some("graph" | "why" | "verify" | "edit")
+            ) {
+                a.needs(Capability::Network);
+            }
+            a.write_path(&Arg::Lit(".".into()), cwd, &format!("go {sub}"));
+        }
+        "run" | "generate" | "tool" => {
+            a.complex(format!("`go {sub}` runs code"));
+            a.write_path(&Arg::Lit(".".into()), cwd, &format!("go {sub}"));
+        }
+        "install" => a.refuse(Refusal::write_outside_roots(
+            "go install (into GOBIN or GOPATH/bin)",
+        )),
+        _ => a.complex(format!("`go {sub}` is not a go command spear knows")),
+    }
+}
+
+/// Compilers write their output (`-o`, or beside the sources in the current directory); plugins,
+/// wrappers and response files change what they run.
+fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    let mut only_query = !args.is_empty();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let Some(t) = arg.lit() else {
+            only_query = false;
+            a.read_path(arg, cwd);
+            continue;
+        };
+        match t {
+            "-o" | "-d" | "--out-dir" => {
+                if let Some(out) = args.get(i) {
+                    a.write_path(out, cwd, name);
+                }
+                i += 1;
+                only_query = false;
+            }
+            "--version" | "-v" | "-dumpversion" | "-dumpmachine" | "--help"
+            | "-print-search-dirs" | "-V" => {}
+            _ if t.starts_with("-fplugin")
+                || t.starts_with("-B")
+                || t == "-wrapper"
+                || t.starts_with("-specs")
+                || t.starts_with("-Zcodegen-backend")
+                || t.starts_with("-Clinker")
+                || t.starts_with('@') =>
+            {
+                a.complex(format!(
+                    "`{name} {t}` makes the compiler run or load other code"
+                ));
+                only_query = false;
+            }
+            _ if t.starts_with("-o") && t.len() > 2 && name != "rustc" => {
+                a.write_path(&Arg::Lit(t[2..].to_owned()), cwd, name);
+                only_query = false;
+            }
+            _ if t.starts_with('-') => {
+                if matches!(t, "-E" | "-fsyntax-only" | "-M" | "-MM" | "--print") {
+                    only_query = true;
+                    continue;
+                }
+                only_query = only_query && matches!(t, "-v" | "--verbose");
+            }
+            _ => {
+                only_query = false;
+                a.read_path(arg, cwd);
+            }
+        }
+    }
+    if !only_query {
+        a.write_path(&Arg::Lit(".".into()), cwd, name);
+    }
+}
+
+/// Formatters rewrite their files in place unless told to check or print.
+fn formatter(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    let checking = args.iter().any(|x| {
+        matches!(
+            x.lit(),
+            Some(
+                "--check"
+                    | "--diff"
+                    | "-d"
+                    | "-l"
+                    | "--list"
+                    | "--dry-run"
+                    | "--version"
+                    | "-V"
+                    | "--help"
+                    | "--emit=stdout"
+                    | "--print-config"
+                    | "-c"
+                    | "--check-only"
+            )
+        )
+    });
+    let writes_by_default = matches!(name, "rustfmt" | "black" | "isort" | "taplo" | "stylua");
+    let writes_flag = args.iter().any(|x| {
+        matches!(
+            x.lit(),
+            Some("-w" | "--write" | "-i" | "--in-place" | "--fix")
+        )
+    });
+    let ruff_writes = name == "ruff"
+        && match args.first().and_then(Arg::lit) {
+            Some("format") => true,
+            Some("check") => writes_flag,
+            _ => false,
+        };
+    let writes = !checking && (writes_by_default || writes_flag || ruff_writes);
+    let files: Vec<&Arg> = args
+        .iter()
+        .filter(|x| !x.display().starts_with('-') && !matches!(x.lit(), Some("check" | "format")))
+        .collect();
+    for f in &files {
+        if writes {
+            a.write_path(f, cwd, name);
+        } else {
+            a.read_path(f, cwd);
+        }
+    }
+    if writes && files.is_empty() {
+        a.write_path(&Arg::Lit(".".into()), cwd, name);
+    }
+}

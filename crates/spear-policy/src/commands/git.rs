@@ -1,0 +1,541 @@
+//! git: which subcommands read, which change the repository, which reach the network, and the
+//! options that make git run other programs.
+//!
+//! Attacks stopped: `git -c core.pager=...`, `--config-env`, `-c diff.x.textconv=...`, `--ext-diff`,
+//! `--upload-pack`, `rebase -x`, `grep -O`: each names a program git runs. A configuration write
+//! lands in `.git/config`, a protected entry, because it can name such programs for every later git
+//! command (on the host too). Pushing changes a remote, which no mode grants.
+
+use spear_core::{Capability, Refusal};
+
+use crate::analysis::{Analysis, Cwd};
+use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
+use crate::shell::word::Arg;
+
+/// Subcommands that only read the repository.
+const READ_ONLY: &[&str] = &[
+    "status",
+    "log",
+    "show",
+    "diff",
+    "blame",
+    "annotate",
+    "grep",
+    "ls-files",
+    "ls-tree",
+    "rev-parse",
+    "describe",
+    "shortlog",
+    "cat-file",
+    "rev-list",
+    "show-ref",
+    "for-each-ref",
+    "merge-base",
+    "name-rev",
+    "whatchanged",
+    "count-objects",
+    "fsck",
+    "check-ignore",
+    "check-attr",
+    "check-ref-format",
+    "check-mailmap",
+    "var",
+    "help",
+    "version",
+    "diff-tree",
+    "diff-index",
+    "diff-files",
+    "cherry",
+    "range-diff",
+    "show-branch",
+    "verify-commit",
+    "verify-tag",
+    "verify-pack",
+    "get-tar-commit-id",
+    "column",
+    "request-pull",
+    "show-index",
+    "merge-tree",
+];
+
+/// Subcommands that change the working tree or the repository.
+const MUTATING: &[&str] = &[
+    "add",
+    "commit",
+    "checkout",
+    "switch",
+    "restore",
+    "reset",
+    "rm",
+    "mv",
+    "merge",
+    "rebase",
+    "cherry-pick",
+    "revert",
+    "apply",
+    "am",
+    "init",
+    "clean",
+    "gc",
+    "prune",
+    "repack",
+    "sparse-checkout",
+    "update-index",
+    "update-ref",
+    "commit-tree",
+    "mktree",
+    "read-tree",
+    "checkout-index",
+    "merge-file",
+    "format-patch",
+    "bisect",
+    "replace",
+    "fast-import",
+    "maintenance",
+    "pack-refs",
+    "rerere",
+    "stage",
+    "unpack-objects",
+    "prune-packed",
+    "symbolic-ref",
+    "mktag",
+    "write-tree",
+    "commit-graph",
+    "multi-pack-index",
+    "bundle",
+    "archive",
+    "hash-object",
+];
+
+/// Subcommands that fetch from the network (and change the repository).
+const FETCHING: &[&str] = &["clone", "fetch", "pull", "ls-remote", "fetch-pack"];
+
+/// Subcommands that change a remote.
+const PUSHING: &[&str] = &[
+    "push",
+    "send-pack",
+    "send-email",
+    "svn",
+    "p4",
+    "cvsexportcommit",
+    "http-push",
+];
+
+/// Subcommands that run other programs by design.
+const RUNS_PROGRAMS: &[&str] = &[
+    "difftool",
+    "mergetool",
+    "filter-branch",
+    "filter-repo",
+    "instaweb",
+    "web--browse",
+    "daemon",
+    "credential",
+    "credential-store",
+    "credential-cache",
+    "upload-pack",
+    "receive-pack",
+    "shell",
+    "remote-ext",
+    "gui",
+    "citool",
+    "gitk",
+    "lfs",
+];
+
+/// Subcommand options that run a program.
+const EXEC_OPTIONS: &[&str] = &[
+    "--ext-diff",
+    "--textconv",
+    "--upload-pack",
+    "--receive-pack",
+    "--exec",
+    "--filters",
+    "--open-files-in-pager",
+    "--tool",
+    "--extcmd",
+    "--template",
+    "--config",
+    "--run",
+    "--exec-path",
+];
+
+/// How subcommand options are read: git accepts unique prefixes of long options, and a value
+/// attached with `=` or as the next argument.
+const SUBCOMMAND_OPTIONS: OptionSpec = OptionSpec::gnu(
+    "",
+    &[
+        "output",
+        "upload-pack",
+        "receive-pack",
+        "exec",
+        "template",
+        "config",
+        "tool",
+        "extcmd",
+        "remote",
+    ],
+    &[
+        "ext-diff",
+        "textconv",
+        "filters",
+        "open-files-in-pager",
+        "run",
+    ],
+);
+
+/// Analyses a git command line.
+pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let mut dir = cwd.clone();
+    let mut i = 0;
+    let mut git_dir: Option<Arg> = None;
+    while let Some(arg) = args.get(i) {
+        let Some(t) = arg.lit() else {
+            a.complex(format!("`git {}` is known only at run time", arg.display()));
+            return;
+        };
+        if !t.starts_with('-') {
+            break;
+        }
+        i += 1;
+        let (name, inline) = match t.split_once('=') {
+            Some((key, val)) if key.starts_with("--") => (key, Some(val)),
+            _ => (t, None),
+        };
+        let value = |i: &mut usize| -> Option<Arg> {
+            inline.map(|val| Arg::Lit(val.to_owned())).or_else(|| {
+                *i += 1;
+                args.get(*i - 1).cloned()
+            })
+        };
+        match name {
+            "-c" | "--config-env" => {
+                let _ = value(&mut i);
+                a.complex(format!(
+                    "`git {name}` sets configuration that can name programs for git to run"
+                ));
+            }
+            "--exec-path" if inline.is_some() => {
+                a.complex("`git --exec-path=` runs git commands from another directory");
+            }
+            "-p" | "--paginate" => a.complex("`git -p` runs the configured pager"),
+            "-C" => match value(&mut i) {
+                Some(target) => {
+                    let mut moved = dir.clone();
+                    crate::commands::builtins::analyse(
+                        a,
+                        "cd",
+                        &[target],
+                        &mut moved,
+                        &crate::shell::walk::Stdin::Inherited,
+                    );
+                    dir = moved;
+                }
+                None => return,
+            },
+            "--git-dir" | "--work-tree" => {
+                if let Some(path) = value(&mut i) {
+                    a.read_path(&path, &dir);
+                    git_dir = Some(path);
+                }
+            }
+            "--namespace" | "--super-prefix" | "--list-cmds" | "--attr-source" => {
+                let _ = value(&mut i);
+            }
+            "--version" | "--help" | "-h" | "-v" => return,
+            _ => {}
+        }
+    }
+    let Some(sub_arg) = args.get(i) else { return };
+    let Some(sub) = sub_arg.lit() else {
+        a.complex("the git subcommand is known only at run time");
+        return;
+    };
+    let rest = &args[i + 1..];
+    let items = scan(rest, &SUBCOMMAND_OPTIONS);
+    for item in &items {
+        match item {
+            Item::Opt { name, .. } if EXEC_OPTIONS.contains(&name.as_str()) => {
+                a.complex(format!("`git {sub} {name}` runs another program"));
+            }
+            Item::Unknown(arg) => a.complex(format!(
+                "`{}` is known only at run time and could be a git option that runs a program",
+                arg.display()
+            )),
+            _ => {}
+        }
+    }
+    let repo = git_dir.unwrap_or(Arg::Lit(".".into()));
+    for out in values(&items, &["--output"]) {
+        a.write_path(out, &dir, &format!("git {sub}"));
+    }
+    match sub {
+        _ if PUSHING.contains(&sub) => {
+            a.needs(Capability::RemoteWrite);
+            a.refuse(Refusal::no_mode_grants(
+                Capability::RemoteWrite,
+                format!("git {sub}"),
+            ));
+        }
+        _ if RUNS_PROGRAMS.contains(&sub) => {
+            a.complex(format!("`git {sub}` runs other programs"));
+            a.mutates(format!("git {sub} may change the repository"));
+        }
+        "config" => config(a, rest, &dir),
+        "branch" | "tag" | "stash" | "worktree" | "notes" | "reflog" | "remote" | "submodule" => {
+            listing_or_changing(a, sub, rest, &dir, &repo);
+        }
+        "rebase" if has(&items, &["-x"]) => {
+            a.complex("`git rebase -x` runs a command after each commit");
+            a.write_path(&repo, &dir, "git rebase");
+        }
+        "grep" if has(&items, &["-O"]) => a.complex("`git grep -O` runs a pager"),
+        "cat-file" if has(&items, &["--filters", "--textconv"]) => {}
+        "archive" => {
+            if values(&items, &["--remote"]).next().is_some() {
+                a.needs(Capability::Network);
+            }
+            for out in values(&items, &["-o"]) {
+                a.write_path(out, &dir, "git archive");
+            }
+        }
+        "clone" => clone(a, rest, &dir),
+        _ if FETCHING.contains(&sub) => {
+            remote_url_check(a, &operands(&items));
+            a.needs(Capability::Network);
+            if sub != "ls-remote" {
+                a.write_path(&repo, &dir, &format!("git {sub}"));
+            }
+        }
+        _ if READ_ONLY.contains(&sub) => {}
+        _ if MUTATING.contains(&sub) => {
+            a.write_path(&repo, &dir, &format!("git {sub}"));
+            if matches!(sub, "rm" | "mv" | "checkout" | "restore") {
+                let after_dashdash = rest.iter().skip_while(|x| x.lit() != Some("--")).skip(1);
+                for path in after_dashdash {
+                    a.write_path(path, &dir, &format!("git {sub}"));
+                }
+            }
+        }
+        _ => {
+            a.complex(format!(
+                "`git {sub}` is not a git command spear knows (it may be an alias)"
+            ));
+        }
+    }
+}
+
+/// `git config`: reading is harmless; writing changes `.git/config` (protected), or a file outside
+/// the workspace (`--global`, `--system`).
+fn config(a: &mut Analysis<'_>, rest: &[Arg], dir: &Cwd) {
+    let items = scan(
+        rest,
+        &OptionSpec::gnu("f", &["file", "blob", "type", "default", "comment"], &[]),
+    );
+    let reading = has(
+        &items,
+        &[
+            "--get",
+            "--get-all",
+            "--get-regexp",
+            "--get-urlmatch",
+            "--list",
+            "-l",
+            "--show-origin",
+            "--show-scope",
+            "--name-only",
+            "--get-color",
+            "--get-colorbool",
+        ],
+    ) || matches!(
+        operands(&items).first().and_then(Arg::lit),
+        Some("get" | "list")
+    ) || (operands(&items).len() == 1
+        && !has(
+            &items,
+            &[
+                "--unset",
+                "--unset-all",
+                "--add",
+                "--replace-all",
+                "--remove-section",
+                "--rename-section",
+                "--edit",
+                "-e",
+            ],
+        ));
+    if reading {
+        return;
+    }
+    let target = if has(&items, &["--global"]) {
+        Arg::Lit(a.policy.config().home.as_ref().map_or_else(
+            || "~/.gitconfig".to_owned(),
+            |h| h.join(".gitconfig").to_string_lossy().into_owned(),
+        ))
+    } else if has(&items, &["--system"]) {
+        Arg::Lit("/etc/gitconfig".into())
+    } else if let Some(file) = values(&items, &["-f", "--file"]).last() {
+        file.clone()
+    } else {
+        Arg::Lit(".git/config".into())
+    };
+    if has(&items, &["--edit", "-e"]) {
+        a.complex("`git config --edit` runs an editor");
+    }
+    a.write_path(&target, dir, "git config");
+}
+
+/// branch, tag, stash, worktree, notes, reflog, remote, submodule: listing reads, anything else
+/// changes the repository (and `remote update`, `submodule update` fetch).
+fn listing_or_changing(a: &mut Analysis<'_>, sub: &str, rest: &[Arg], dir: &Cwd, repo: &Arg) {
+    let first = rest.first().and_then(Arg::lit);
+    let lists = match sub {
+        "branch" | "tag" => {
+            rest.is_empty()
+                || rest
+                    .iter()
+                    .all(|x| x.lit().is_some_and(|t| t.starts_with('-')))
+                    && !rest.iter().any(|x| {
+                        matches!(
+                            x.lit(),
+                            Some(
+                                "-d" | "-D"
+                                    | "-m"
+                                    | "-M"
+                                    | "-c"
+                                    | "-C"
+                                    | "-f"
+                                    | "-a"
+                                    | "-s"
+                                    | "-u"
+                                    | "--delete"
+                                    | "--move"
+                                    | "--copy"
+                                    | "--force"
+                                    | "--set-upstream-to"
+                                    | "--unset-upstream"
+                                    | "--edit-description"
+                                    | "--annotate"
+                                    | "--sign"
+                            )
+                        )
+                    })
+                || rest.iter().any(|x| {
+                    matches!(
+                        x.lit(),
+                        Some(
+                            "-l" | "--list"
+                                | "--contains"
+                                | "--merged"
+                                | "--no-merged"
+                                | "--points-at"
+                                | "-v"
+                                | "-vv"
+                                | "--show-current"
+                        )
+                    )
+                })
+        }
+        "stash" => matches!(first, Some("list" | "show")),
+        "worktree" => matches!(first, Some("list")),
+        "notes" => matches!(first, None | Some("list" | "show")),
+        "reflog" => {
+            matches!(first, None | Some("show" | "exists"))
+                || first.is_some_and(|f| f.starts_with('-'))
+        }
+        "remote" => matches!(first, None | Some("-v" | "--verbose" | "get-url")),
+        "submodule" => matches!(first, None | Some("status" | "summary" | "--quiet")),
+        _ => false,
+    };
+    if lists {
+        return;
+    }
+    let fetches = matches!(
+        (sub, first),
+        ("remote", Some("update" | "show" | "prune"))
+            | ("submodule", Some("update" | "add" | "sync" | "init"))
+    );
+    if fetches {
+        a.needs(Capability::Network);
+    }
+    if sub == "submodule" && first == Some("foreach") {
+        a.complex("`git submodule foreach` runs a command in every submodule");
+    }
+    a.write_path(repo, dir, &format!("git {sub}"));
+}
+
+/// `git clone URL [DIR]`: fetches and writes DIR (or the name taken from URL).
+fn clone(a: &mut Analysis<'_>, rest: &[Arg], dir: &Cwd) {
+    let items = scan(
+        rest,
+        &OptionSpec::gnu(
+            "obuc",
+            &[
+                "origin",
+                "branch",
+                "upload-pack",
+                "template",
+                "config",
+                "depth",
+                "shallow-since",
+                "shallow-exclude",
+                "reference",
+                "reference-if-able",
+                "separate-git-dir",
+                "jobs",
+                "filter",
+                "server-option",
+                "bundle-uri",
+                "revision",
+            ],
+            &[],
+        ),
+    );
+    if has(
+        &items,
+        &["-c", "--config", "-u", "--upload-pack", "--template"],
+    ) {
+        a.complex("`git clone -c/--upload-pack/--template` makes git run programs");
+    }
+    let ops = operands(&items);
+    remote_url_check(a, &ops);
+    a.needs(Capability::Network);
+    let target = match (ops.first(), ops.get(1)) {
+        (_, Some(d)) => d.clone(),
+        (Some(url), None) => match url.lit() {
+            Some(u) => {
+                let base = u
+                    .trim_end_matches('/')
+                    .rsplit(['/', ':'])
+                    .next()
+                    .unwrap_or(u);
+                Arg::Lit(base.trim_end_matches(".git").to_owned())
+            }
+            None => url.clone(),
+        },
+        (None, None) => return,
+    };
+    a.write_path(&target, dir, "git clone");
+    if let Some(sep) = values(&items, &["--separate-git-dir"]).last() {
+        a.write_path(sep, dir, "git clone");
+    }
+}
+
+/// A URL that reaches over SSH needs keys no mode grants; `ext::` runs a command.
+fn remote_url_check(a: &mut Analysis<'_>, ops: &[Arg]) {
+    for op in ops {
+        let Some(u) = op.lit() else { continue };
+        if u.starts_with("ext::") {
+            a.complex("a git `ext::` URL runs a command");
+        } else if u.starts_with("ssh://")
+            || u.starts_with("git+ssh://")
+            || (crate::commands::writers::is_remote_spec(u) && !u.contains("://"))
+        {
+            a.needs(Capability::Ssh);
+            a.refuse(Refusal::no_mode_grants(
+                Capability::Ssh,
+                format!("git over SSH ({u})"),
+            ));
+        }
+    }
+}

@@ -1,0 +1,502 @@
+//! GNU sed: the script language can run commands (`e`, the `e` flag of `s`), write files (`w`,
+//! `W`, the `w` flag of `s`) and read them (`r`, `R`); `-i` rewrites the input files.
+//!
+//! The script is parsed the way GNU sed 4.9 reads it (in a regular expression, a delimiter inside a
+//! bracket expression is literal; in a replacement it is not). Anything the parser does not
+//! recognise makes the command `SHELL_COMPLEX`. The tests check the parser against `sed --debug`.
+
+use crate::analysis::{Analysis, Cwd};
+use crate::shell::word::Arg;
+
+/// What a sed script does besides editing text.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct SedEffects {
+    /// `e COMMAND` texts (`None`: the pattern space is executed).
+    pub exec: Vec<Option<String>>,
+    /// Files written by `w`, `W` and `s///w`.
+    pub writes: Vec<String>,
+    /// Files read by `r` and `R`.
+    pub reads: Vec<String>,
+    /// Why the script could not be fully understood.
+    pub unknown: Option<String>,
+}
+
+/// Analyses the sed command line.
+pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let mut scripts: Vec<String> = Vec::new();
+    let mut script_given = false;
+    let mut in_place = false;
+    let mut sandbox = false;
+    let mut operands: Vec<Arg> = Vec::new();
+    let mut i = 0;
+    let mut options_done = false;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let Some(t) = arg.lit() else {
+            if !options_done && arg.could_be_option() {
+                a.complex(format!(
+                    "`{}` is known only at run time and could be a sed option",
+                    arg.display()
+                ));
+            }
+            operands.push(arg.clone());
+            continue;
+        };
+        if options_done || t == "-" || !t.starts_with('-') {
+            operands.push(arg.clone());
+            continue;
+        }
+        if t == "--" {
+            options_done = true;
+            continue;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let (name, value) = match long.split_once('=') {
+                Some((key, val)) => (key, Some(val.to_owned())),
+                None => (long, None),
+            };
+            let take = |i: &mut usize| {
+                value.clone().or_else(|| {
+                    *i += 1;
+                    args.get(*i - 1).and_then(Arg::lit).map(str::to_owned)
+                })
+            };
+            match name {
+                _ if "expression".starts_with(name) && name.len() >= 2 => {
+                    match take(&mut i).inspect(|_| script_given = true) {
+                        Some(script) => scripts.push(script),
+                        None => a.complex("sed runs a script known only at run time"),
+                    }
+                }
+                _ if "file".starts_with(name) && name.len() >= 2 => {
+                    script_given = true;
+                    script_file(
+                        a,
+                        value.map(Arg::Lit).or_else(|| {
+                            i += 1;
+                            args.get(i - 1).cloned()
+                        }),
+                        cwd,
+                    );
+                }
+                _ if "in-place".starts_with(name) && name.len() >= 2 => in_place = true,
+                _ if "sandbox".starts_with(name) && name.len() >= 2 => sandbox = true,
+                _ if "line-length".starts_with(name) && name.len() >= 2 && value.is_none() => {
+                    i += 1;
+                }
+                _ => {}
+            }
+            continue;
+        }
+        // A bundle of short options: -n -E -r -s -u -z -b flags; -e SCRIPT, -f FILE, -l N take a
+        // value (attached or next); -i takes an optional attached suffix and ends the bundle.
+        let body = &t[1..];
+        for (pos, flag) in body.char_indices() {
+            let rest = &body[pos + 1..];
+            match flag {
+                'e' | 'f' | 'l' => {
+                    let value = if rest.is_empty() {
+                        i += 1;
+                        args.get(i - 1).cloned()
+                    } else {
+                        Some(Arg::Lit(rest.to_owned()))
+                    };
+                    script_given |= flag != 'l';
+                    match flag {
+                        'e' => match value.as_ref().and_then(Arg::lit) {
+                            Some(script) => scripts.push(script.to_owned()),
+                            None => a.complex("sed runs a script known only at run time"),
+                        },
+                        'f' => script_file(a, value, cwd),
+                        _ => {}
+                    }
+                    break;
+                }
+                'i' => {
+                    in_place = true;
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    if !script_given && !operands.is_empty() {
+        let script = operands.remove(0);
+        match script.lit() {
+            Some(text) => scripts.push(text.to_owned()),
+            None => a.complex("sed runs a script known only at run time"),
+        }
+    }
+    let effects = parse_script(&scripts.join("\n"));
+    if !sandbox {
+        apply(a, &effects, cwd);
+    }
+    for op in &operands {
+        if op.lit() == Some("-") {
+            continue;
+        }
+        if in_place {
+            a.write_path(op, cwd, "sed -i");
+        } else {
+            a.read_path(op, cwd);
+        }
+    }
+}
+
+fn script_file(a: &mut Analysis<'_>, file: Option<Arg>, cwd: &Cwd) {
+    a.complex("sed -f runs a script from a file spear does not read");
+    if let Some(f) = file {
+        a.read_path(&f, cwd);
+    }
+}
+
+fn apply(a: &mut Analysis<'_>, effects: &SedEffects, cwd: &Cwd) {
+    if let Some(why) = &effects.unknown {
+        a.complex(format!("the sed script {why}"));
+    }
+    for e in &effects.exec {
+        a.complex("the sed script runs a command (`e`)");
+        if let Some(cmd) = e {
+            a.analyse_nested(cmd, cwd, "sed e");
+        }
+    }
+    for w in &effects.writes {
+        if !matches!(w.as_str(), "/dev/stdout" | "/dev/stderr") {
+            a.write_path(&Arg::Lit(w.clone()), cwd, "sed w");
+        }
+    }
+    for r in &effects.reads {
+        if r != "/dev/stdin" {
+            a.read_path(&Arg::Lit(r.clone()), cwd);
+        }
+    }
+}
+
+/// Parses a sed script and lists what it runs, writes and reads.
+pub(crate) fn parse_script(script: &str) -> SedEffects {
+    let mut p = SedParser {
+        s: script.as_bytes(),
+        i: 0,
+        fx: SedEffects::default(),
+    };
+    if let Err(why) = p.run() {
+        p.fx.unknown = Some(why);
+    }
+    p.fx
+}
+
+struct SedParser<'s> {
+    s: &'s [u8],
+    i: usize,
+    fx: SedEffects,
+}
+
+impl SedParser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn bump(&mut self) -> Option<u8> {
+        let c = self.peek();
+        self.i += usize::from(c.is_some());
+        c
+    }
+
+    fn skip_blanks(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t')) {
+            self.i += 1;
+        }
+    }
+
+    fn rest_of_line(&mut self) -> String {
+        let start = self.i;
+        while !matches!(self.peek(), None | Some(b'\n')) {
+            self.i += 1;
+        }
+        String::from_utf8_lossy(&self.s[start..self.i]).into_owned()
+    }
+
+    fn run(&mut self) -> Result<(), String> {
+        loop {
+            while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b';')) {
+                self.i += 1;
+            }
+            if self.peek().is_none() {
+                return Ok(());
+            }
+            self.address()?;
+            self.skip_blanks();
+            if self.peek() == Some(b',') {
+                self.i += 1;
+                self.skip_blanks();
+                if matches!(self.peek(), Some(b'+' | b'~')) {
+                    self.i += 1;
+                }
+                self.address()?;
+            }
+            self.skip_blanks();
+            while self.peek() == Some(b'!') {
+                self.i += 1;
+                self.skip_blanks();
+            }
+            let takes_rest_of_line = self.command()?;
+            if !takes_rest_of_line {
+                self.end_of_command()?;
+            }
+        }
+    }
+
+    /// GNU sed refuses "extra characters after command": after a command only blanks, then `;`,
+    /// a newline, `}`, `#` or the end may follow.
+    fn end_of_command(&mut self) -> Result<(), String> {
+        self.skip_blanks();
+        match self.peek() {
+            None | Some(b';' | b'\n' | b'}' | b'#') => Ok(()),
+            Some(c) => Err(format!(
+                "has `{}` after a command, which GNU sed rejects",
+                char::from(c)
+            )),
+        }
+    }
+
+    fn address(&mut self) -> Result<(), String> {
+        match self.peek() {
+            Some(b'0'..=b'9') => {
+                while matches!(self.peek(), Some(b'0'..=b'9' | b'~')) {
+                    self.i += 1;
+                }
+            }
+            Some(b'$') => self.i += 1,
+            Some(b'/') => {
+                self.i += 1;
+                self.regex(b'/')?;
+                self.address_flags();
+            }
+            Some(b'\\') => {
+                self.i += 1;
+                let d = self.bump().ok_or("ends inside an address")?;
+                self.regex(d)?;
+                self.address_flags();
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn address_flags(&mut self) {
+        while matches!(self.peek(), Some(b'I' | b'M')) {
+            self.i += 1;
+        }
+    }
+
+    /// Skips a regular expression to the unescaped delimiter `d` (consumed). As in GNU sed, a
+    /// delimiter inside a bracket expression (`[/]`) does not end it.
+    fn regex(&mut self, d: u8) -> Result<(), String> {
+        loop {
+            match self.bump() {
+                None => return Err("has an unterminated regular expression".into()),
+                Some(b'\\') => {
+                    self.bump();
+                }
+                Some(b'[') => self.bracket()?,
+                Some(c) if c == d => return Ok(()),
+                Some(b'\n') if d != b'\n' => {
+                    return Err("has a newline inside an expression".into());
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Skips a bracket expression after its `[`: a `]` first (or after `^`) is literal, and
+    /// `[:class:]`, `[=x=]`, `[.x.]` are skipped whole.
+    fn bracket(&mut self) -> Result<(), String> {
+        if self.peek() == Some(b'^') {
+            self.i += 1;
+        }
+        if self.peek() == Some(b']') {
+            self.i += 1;
+        }
+        loop {
+            match self.bump() {
+                None | Some(b'\n') => return Err("has an unterminated bracket expression".into()),
+                Some(b']') => return Ok(()),
+                Some(b'[') if matches!(self.peek(), Some(b':' | b'=' | b'.')) => {
+                    let kind = self.bump().unwrap_or(b':');
+                    loop {
+                        match self.bump() {
+                            None | Some(b'\n') => {
+                                return Err("has an unterminated character class".into());
+                            }
+                            Some(c) if c == kind && self.peek() == Some(b']') => {
+                                self.i += 1;
+                                break;
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Skips to the unescaped delimiter `d` (consumed).
+    fn delimited(&mut self, d: u8) -> Result<(), String> {
+        loop {
+            match self.bump() {
+                None => return Err("has an unterminated regular expression".into()),
+                Some(b'\\') => {
+                    self.bump();
+                }
+                Some(c) if c == d => return Ok(()),
+                Some(b'\n') if d != b'\n' => {
+                    return Err("has a newline inside an expression".into());
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    fn label(&mut self) {
+        while !matches!(self.peek(), None | Some(b'\n' | b';')) {
+            self.i += 1;
+        }
+    }
+
+    /// Parses one command; returns whether it consumed the rest of its line.
+    fn command(&mut self) -> Result<bool, String> {
+        let Some(c) = self.bump() else {
+            return Err("ends after an address".into());
+        };
+        let mut rest_of_line = false;
+        match c {
+            // A block may be followed directly by its first command.
+            b'{' => rest_of_line = true,
+            b'}' | b'=' | b'd' | b'D' | b'g' | b'G' | b'h' | b'H' | b'n' | b'N' | b'p' | b'P'
+            | b'x' | b'z' | b'F' => {}
+            b'l' | b'L' | b'q' | b'Q' => {
+                self.skip_blanks();
+                while matches!(self.peek(), Some(b'0'..=b'9')) {
+                    self.i += 1;
+                }
+            }
+            b'#' | b':' => {
+                self.rest_of_line();
+                rest_of_line = true;
+            }
+            b'b' | b't' | b'T' | b'v' => self.label(),
+            b'a' | b'i' | b'c' => {
+                rest_of_line = true;
+                loop {
+                    let line = self.rest_of_line();
+                    if line.ends_with('\\') && self.peek() == Some(b'\n') {
+                        self.i += 1;
+                        continue;
+                    }
+                    break;
+                }
+            }
+            b'r' | b'R' | b'w' | b'W' => {
+                self.skip_blanks();
+                let file = self.rest_of_line();
+                if matches!(c, b'r' | b'R') {
+                    self.fx.reads.push(file);
+                } else {
+                    self.fx.writes.push(file);
+                }
+                rest_of_line = true;
+            }
+            b'e' => {
+                self.skip_blanks();
+                let cmd = self.rest_of_line();
+                self.fx.exec.push((!cmd.trim().is_empty()).then_some(cmd));
+                rest_of_line = true;
+            }
+            b's' => rest_of_line = self.substitute()?,
+            b'y' => {
+                let d = self.bump().ok_or("ends inside y")?;
+                self.delimited(d)?;
+                self.delimited(d)?;
+            }
+            other => {
+                return Err(format!(
+                    "uses the command `{}`, which spear does not know",
+                    char::from(other)
+                ));
+            }
+        }
+        Ok(rest_of_line)
+    }
+
+    /// Parses `s/re/replacement/flags`; returns whether a `w` flag took the rest of the line.
+    fn substitute(&mut self) -> Result<bool, String> {
+        let d = self.bump().ok_or("ends inside s")?;
+        if d == b'\n' || d == b'\\' {
+            return Err("uses an unusual delimiter".into());
+        }
+        self.regex(d)?;
+        self.delimited(d)?;
+        loop {
+            match self.peek() {
+                Some(b'g' | b'p' | b'i' | b'I' | b'm' | b'M' | b'0'..=b'9') => self.i += 1,
+                Some(b'e') => {
+                    self.i += 1;
+                    self.fx.exec.push(None);
+                }
+                Some(b'w') => {
+                    self.i += 1;
+                    self.skip_blanks();
+                    let file = self.rest_of_line();
+                    self.fx.writes.push(file);
+                    return Ok(true);
+                }
+                _ => return Ok(false),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effects_table() {
+        let exec = |s: &str| parse_script(s).exec;
+        assert_eq!(exec("s/a/b/"), Vec::<Option<String>>::new());
+        assert_eq!(exec("s/.*/touch x/e"), vec![None]);
+        assert_eq!(exec("s|a|b|ge"), vec![None]);
+        assert_eq!(exec("1e touch x"), vec![Some("touch x".to_owned())]);
+        assert_eq!(exec("/x/e"), vec![None]);
+        assert_eq!(
+            exec("s/[/]/e/"),
+            vec![],
+            "GNU sed: a delimiter inside brackets is literal"
+        );
+        assert_eq!(exec("s/[/]/x/e"), vec![None]);
+        assert_eq!(exec("s/[]/]/x/e"), vec![None]);
+        assert_eq!(exec("s/[[:alpha:]/]/x/e"), vec![None]);
+        assert_eq!(exec("s/a\\/b/c/;e id"), vec![Some("id".to_owned())]);
+        assert_eq!(parse_script("w /tmp/out").writes, vec!["/tmp/out"]);
+        assert_eq!(parse_script("s/a/b/w out.txt").writes, vec!["out.txt"]);
+        assert_eq!(parse_script("$r /etc/passwd").reads, vec!["/etc/passwd"]);
+        assert_eq!(parse_script("1!G;h;$!d").exec, vec![]);
+        assert_eq!(parse_script("/start/,/end/{s/x/y/g;p}").unknown, None);
+        assert_eq!(parse_script("a\\\nhello\\\nworld").unknown, None);
+        assert_eq!(parse_script("y/abc/xyz/").unknown, None);
+        assert!(parse_script("K").unknown.is_some());
+        assert!(parse_script("s/a/b").unknown.is_some());
+        assert_eq!(parse_script(":a;N;$!ba;s/\\n/ /g").unknown, None);
+        assert_eq!(parse_script("0~3d").unknown, None);
+        assert!(
+            parse_script("s/.*/touch /tmp/x/e").unknown.is_some(),
+            "GNU sed: unknown option to s"
+        );
+        assert!(parse_script("px").unknown.is_some());
+        assert_eq!(parse_script("p ; p").unknown, None);
+        assert_eq!(parse_script("/x/{p}").unknown, None);
+        assert_eq!(parse_script("\\%x%d").unknown, None);
+    }
+}

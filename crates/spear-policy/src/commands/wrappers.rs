@@ -1,0 +1,438 @@
+//! Programs that run another program: the inner command is analysed as if it ran on its own, with
+//! whatever the wrapper adds (a directory, an environment, arguments from stdin).
+
+use spear_core::Refusal;
+
+use crate::analysis::{Analysis, Cwd};
+use crate::commands::builtins::join_literal;
+use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
+use crate::env_rules;
+use crate::shell::walk::Stdin;
+use crate::shell::word::Arg;
+
+/// Shells whose syntax is bash's, or a subset of it.
+const BASH_LIKE: &[&str] = &[
+    "sh", "bash", "dash", "ash", "rbash", "yash", "posh", "ksh", "mksh", "ksh93", "lksh", "oksh",
+    "pdksh",
+];
+/// Shells with syntax of their own: a script is still analysed for what bash would see, and is
+/// `SHELL_COMPLEX` whatever it contains (zsh glob qualifiers, `${(e)...}` and the like run code).
+const OTHER_SHELLS: &[&str] = &[
+    "zsh",
+    "fish",
+    "csh",
+    "tcsh",
+    "nu",
+    "elvish",
+    "xonsh",
+    "pwsh",
+    "powershell",
+    "rc",
+    "es",
+];
+
+/// Handles `name` if it is a wrapper or a shell. Returns false otherwise.
+pub(crate) fn analyse(
+    a: &mut Analysis<'_>,
+    name: &str,
+    args: &[Arg],
+    cwd: &mut Cwd,
+    stdin: &Stdin,
+) -> bool {
+    match name {
+        "sudo" | "doas" | "pkexec" | "su" | "run0" | "runuser" | "setpriv" | "sg" | "newgrp"
+        | "capsh" | "sudoedit" | "setuidgid" | "chpst" | "gosu" | "su-exec" => {
+            a.refuse(Refusal::privilege_change(name));
+        }
+        _ if BASH_LIKE.contains(&name) || OTHER_SHELLS.contains(&name) => {
+            shell(a, name, args, cwd, stdin);
+        }
+        "env" => env(a, args, cwd, stdin),
+        "nohup" | "unbuffer" | "caffeinate" | "dbus-run-session" | "catchsegv" => {
+            let rest = skip_options(args, &OptionSpec::posix("", &[]));
+            run_inner(a, rest, cwd, stdin);
+        }
+        "nice" => {
+            let rest: Vec<Arg> = {
+                let mut rest = args;
+                while let Some(first) = rest.first().and_then(Arg::lit) {
+                    if first == "-n" || first == "--adjustment" {
+                        rest = rest.get(2..).unwrap_or(&[]);
+                    } else if first.starts_with('-') && first.len() > 1 {
+                        rest = &rest[1..];
+                        if first == "--" {
+                            break;
+                        }
+                    } else {
+                        break;
+                    }
+                }
+                rest.to_vec()
+            };
+            run_inner(a, rest, cwd, stdin);
+        }
+        "timeout" => {
+            let mut rest = skip_options(args, &OptionSpec::posix("sk", &["signal", "kill-after"]));
+            if !rest.is_empty() {
+                rest.remove(0); // the duration
+            }
+            run_inner(a, rest, cwd, stdin);
+        }
+        "stdbuf" => run_inner(
+            a,
+            skip_options(
+                args,
+                &OptionSpec::posix("ioe", &["input", "output", "error"]),
+            ),
+            cwd,
+            stdin,
+        ),
+        "setsid" => run_inner(
+            a,
+            skip_options(args, &OptionSpec::posix("", &[])),
+            cwd,
+            stdin,
+        ),
+        "ionice" => {
+            let items = scan(
+                args,
+                &OptionSpec::posix("cnpPuT", &["class", "classdata", "pid", "pgid", "uid"]),
+            );
+            if !has(&items, &["-p", "-P", "-u", "--pid", "--pgid", "--uid"]) {
+                run_inner(a, operands(&items), cwd, stdin);
+            }
+        }
+        "taskset" => {
+            let items = scan(args, &OptionSpec::posix("", &[]));
+            if !has(&items, &["-p", "--pid"]) {
+                let mut rest = operands(&items);
+                if !rest.is_empty() {
+                    rest.remove(0); // the mask or CPU list
+                }
+                run_inner(a, rest, cwd, stdin);
+            }
+        }
+        "chrt" => {
+            let items = scan(
+                args,
+                &OptionSpec::posix("TPD", &["sched-runtime", "sched-period", "sched-deadline"]),
+            );
+            if !has(&items, &["-p", "--pid"]) {
+                let mut rest = operands(&items);
+                if !rest.is_empty() {
+                    rest.remove(0); // the priority
+                }
+                run_inner(a, rest, cwd, stdin);
+            }
+        }
+        "time" => {
+            let items = scan(args, &OptionSpec::posix("of", &["output", "format"]));
+            for out in values(&items, &["-o", "--output"]) {
+                a.write_path(out, cwd, "time");
+            }
+            run_inner(a, operands(&items), cwd, stdin);
+        }
+        "flock" => flock(a, args, cwd, stdin),
+        "watch" => {
+            let items = scan(args, &OptionSpec::posix("nq", &["interval", "equexit"]));
+            let inner = operands(&items);
+            if has(&items, &["-x", "--exec"]) {
+                run_inner(a, inner, cwd, stdin);
+            } else {
+                match join_literal(&inner) {
+                    Some(script) => a.analyse_nested(&script, cwd, "watch"),
+                    None => a.complex("watch runs a command known only at run time"),
+                }
+            }
+        }
+        "xargs" => xargs(a, args, cwd),
+        "strace" | "ltrace" | "gdb" | "valgrind" | "perf" | "uftrace" | "heaptrack" | "rr"
+        | "lldb" => {
+            a.complex(format!(
+                "`{name}` runs a program under a tracer or debugger"
+            ));
+            for arg in args {
+                a.unknown_operand(arg, cwd);
+            }
+        }
+        "busybox" | "toybox" => {
+            if args
+                .first()
+                .and_then(Arg::lit)
+                .is_some_and(|applet| !applet.starts_with('-'))
+            {
+                a.run_words(args.to_vec(), cwd, stdin.clone());
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// Runs the inner command of a wrapper, in a copy of the directory (a wrapper's `cd` cannot move
+/// the calling shell).
+fn run_inner(a: &mut Analysis<'_>, words: Vec<Arg>, cwd: &Cwd, stdin: &Stdin) {
+    let mut inner = cwd.clone();
+    a.run_words(words, &mut inner, stdin.clone());
+}
+
+/// The arguments after the wrapper's own options.
+fn skip_options(args: &[Arg], spec: &OptionSpec) -> Vec<Arg> {
+    let items = scan(args, spec);
+    let mut rest = Vec::new();
+    let mut started = false;
+    for item in items {
+        match item {
+            Item::Operand(a) | Item::Unknown(a) => {
+                started = true;
+                rest.push(a);
+            }
+            Item::Opt { name, value } if started => {
+                rest.push(Arg::Lit(name));
+                rest.extend(value);
+            }
+            Item::Opt { .. } => {}
+        }
+    }
+    rest
+}
+
+/// `sh -c SCRIPT`, `bash script.sh`, `bash <<EOF ... EOF`.
+fn shell(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd, stdin: &Stdin) {
+    let other_syntax = OTHER_SHELLS.contains(&name);
+    let mut command_mode = false;
+    let mut i = 0;
+    while i < args.len() {
+        let Some(text) = args[i].lit() else { break };
+        if text == "--" || text == "-" {
+            i += 1;
+            break;
+        }
+        if let Some(long) = text.strip_prefix("--") {
+            i += 1;
+            match long {
+                "rcfile" | "init-file" => {
+                    a.complex(format!("`{name} --{long}` runs the commands of a file"));
+                    i += 1;
+                }
+                "command" => command_mode = true,
+                _ => {}
+            }
+            continue;
+        }
+        if !(text.starts_with('-') || text.starts_with('+')) || text.len() < 2 {
+            break;
+        }
+        i += 1;
+        for c in text[1..].chars() {
+            match c {
+                'c' => command_mode = true,
+                'o' | 'O' => i += 1,
+                _ => {}
+            }
+        }
+        if name == "pwsh" || name == "powershell" {
+            command_mode |=
+                text.eq_ignore_ascii_case("-command") || text.eq_ignore_ascii_case("-c");
+        }
+    }
+    if other_syntax {
+        a.complex(format!(
+            "{name} has syntax of its own that can run code bash analysis cannot see"
+        ));
+    }
+    let operand = args.get(i);
+    if command_mode {
+        match operand.and_then(Arg::lit) {
+            Some(script) => a.analyse_nested(script, cwd, &format!("{name} -c")),
+            None => a.complex(format!("`{name} -c` runs a script known only at run time")),
+        }
+        return;
+    }
+    if let Some(file) = operand {
+        a.complex(format!(
+            "`{name} {}` runs the commands of a file",
+            file.display()
+        ));
+        a.read_path(file, cwd);
+        return;
+    }
+    match stdin {
+        Stdin::Text(Some(script)) => {
+            a.analyse_nested(script, cwd, &format!("{name} reading a here-document"));
+        }
+        _ => a.complex(format!("{name} reads the commands to run from its input")),
+    }
+}
+
+/// `env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... [COMMAND [ARG]...]`.
+fn env(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd, stdin: &Stdin) {
+    let mut dir = cwd.clone();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        let Some(text) = arg.lit() else {
+            a.complex(format!("`env {}` is known only at run time", arg.display()));
+            return;
+        };
+        if text == "--" {
+            i += 1;
+            break;
+        }
+        let (opt, attached) = match text.split_once('=') {
+            Some((o, v)) if o.starts_with("--") => (o, Some(v.to_owned())),
+            _ => (text, None),
+        };
+        let take_value = |i: &mut usize| -> Option<Arg> {
+            if let Some(v) = &attached {
+                Some(Arg::Lit(v.clone()))
+            } else {
+                *i += 1;
+                args.get(*i).cloned()
+            }
+        };
+        match opt {
+            "-S" | "--split-string" => {
+                let Some(split) = take_value(&mut i) else {
+                    return;
+                };
+                let rest: Vec<String> = args[i + 1..]
+                    .iter()
+                    .map(|x| shell_quote(x.display()))
+                    .collect();
+                match split.lit() {
+                    Some(s) if !s.contains('$') => {
+                        let script = format!("env {s} {}", rest.join(" "));
+                        a.analyse_nested(&script, &dir, "env -S");
+                    }
+                    _ => a.complex("`env -S` splits a string known only at run time"),
+                }
+                return;
+            }
+            "-C" | "--chdir" => {
+                if let Some(d) = take_value(&mut i) {
+                    let mut moved = dir.clone();
+                    crate::commands::builtins::analyse(a, "cd", &[d], &mut moved, stdin);
+                    dir = moved;
+                }
+            }
+            "-u" | "--unset" | "-a" | "--argv0" => {
+                let _ = take_value(&mut i);
+            }
+            _ if opt.starts_with('-') && opt.len() > 1 => {
+                if let Some(rest) = opt.strip_prefix('-').filter(|r| !r.starts_with('-')) {
+                    // `-iC DIR`, `-uNAME`...: a bundle ending in an option with a value.
+                    if let Some(pos) = rest.find(['u', 'C', 'S']) {
+                        let letter = &rest[pos..=pos];
+                        let value = &rest[pos + 1..];
+                        let mut sub = vec![Arg::Lit(format!("-{letter}"))];
+                        if !value.is_empty() {
+                            sub.push(Arg::Lit(value.to_owned()));
+                        }
+                        sub.extend_from_slice(&args[i + 1..]);
+                        env(a, &sub, &dir, stdin);
+                        return;
+                    }
+                }
+            }
+            _ => {
+                if let Some((var, value)) = text.split_once('=') {
+                    env_rules::check_env_assignment(
+                        a,
+                        var,
+                        Some(&Arg::Lit(value.to_owned())),
+                        "env",
+                    );
+                } else {
+                    break;
+                }
+            }
+        }
+        i += 1;
+    }
+    let rest = args.get(i..).unwrap_or(&[]).to_vec();
+    run_inner(a, rest, &dir, stdin);
+}
+
+/// `flock [options] FILE COMMAND...`, `flock [options] FILE -c SCRIPT`, `flock [options] FD`.
+fn flock(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd, stdin: &Stdin) {
+    let items = scan(
+        args,
+        &OptionSpec::posix("wEc", &["timeout", "wait", "conflict-exit-code", "command"]),
+    );
+    let mut ops = operands(&items);
+    if ops.is_empty() {
+        return;
+    }
+    let lock = ops.remove(0);
+    if !lock
+        .lit()
+        .is_some_and(|t| t.bytes().all(|b| b.is_ascii_digit()))
+    {
+        a.write_path(&lock, cwd, "flock");
+    }
+    if let Some(script) = values(&items, &["-c", "--command"]).last() {
+        match script.lit() {
+            Some(s) => a.analyse_nested(s, cwd, "flock -c"),
+            None => a.complex("flock -c runs a script known only at run time"),
+        }
+    }
+    run_inner(a, ops, cwd, stdin);
+}
+
+/// `xargs [options] [COMMAND [ARG]...]`: runs COMMAND (default `echo`) with arguments read from
+/// its input, which are known only at run time.
+fn xargs(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let spec = OptionSpec::posix(
+        "adEeIiLlnPs",
+        &[
+            "arg-file",
+            "delimiter",
+            "eof",
+            "replace",
+            "max-lines",
+            "max-args",
+            "max-procs",
+            "max-chars",
+            "process-slot-var",
+        ],
+    );
+    let items = scan(args, &spec);
+    for f in values(&items, &["-a", "--arg-file"]) {
+        a.read_path(f, cwd);
+    }
+    let replace: Option<String> = items.iter().find_map(|it| match it {
+        Item::Opt { name, value } if name == "-I" || name == "--replace" => {
+            Some(value.as_ref().and_then(Arg::lit).unwrap_or("{}").to_owned())
+        }
+        Item::Opt { name, value: None } if name == "-i" => Some("{}".to_owned()),
+        _ => None,
+    });
+    let mut inner = operands(&items);
+    if inner.is_empty() {
+        inner.push(Arg::Lit("echo".into()));
+    }
+    let from_input = Arg::Dyn {
+        raw: "(xargs input)".into(),
+        prefix: String::new(),
+    };
+    match replace {
+        Some(r) => {
+            for w in inner.iter_mut().skip(1) {
+                if w.display().contains(r.as_str()) {
+                    *w = Arg::Dyn {
+                        raw: w.display().to_owned(),
+                        prefix: String::new(),
+                    };
+                }
+            }
+        }
+        None => inner.push(from_input),
+    }
+    run_inner(a, inner, cwd, &Stdin::Pipe);
+}
+
+/// Quotes a word for a shell, so a script spear builds means what the words meant.
+pub(crate) fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}

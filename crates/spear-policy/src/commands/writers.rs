@@ -1,0 +1,486 @@
+//! Programs whose job is to create, change or remove files. Every path they write is a write
+//! target, checked against the roots and the target policy.
+
+use spear_core::{Capability, Refusal};
+
+use crate::analysis::{Analysis, Cwd};
+use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
+use crate::shell::word::Arg;
+
+/// Handles `name` if it is a writer. Returns false otherwise.
+pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) -> bool {
+    match name {
+        "rm" | "rmdir" | "unlink" | "shred" | "mkdir" | "mkfifo" | "touch" | "truncate" => {
+            let spec = match name {
+                "touch" => OptionSpec::gnu("rdtB", &["reference", "date", "time"], &[]),
+                "truncate" => OptionSpec::gnu("sr", &["size", "reference"], &[]),
+                "mkdir" | "mkfifo" => OptionSpec::gnu("mZ", &["mode", "context"], &[]),
+                "shred" => OptionSpec::gnu(
+                    "nsu",
+                    &["iterations", "size", "random-source", "remove"],
+                    &[],
+                ),
+                _ => OptionSpec::gnu("", &[], &[]),
+            };
+            let items = scan(args, &spec);
+            for r in values(&items, &["-r", "--reference", "--random-source"]) {
+                a.read_path(r, cwd);
+            }
+            write_all(a, name, &items, cwd);
+        }
+        "chmod" | "chown" | "chgrp" | "chattr" | "chcon" => {
+            let items = scan(args, &OptionSpec::gnu("", &["reference", "from"], &[]));
+            let reference: Vec<Arg> = values(&items, &["--reference"]).cloned().collect();
+            for r in &reference {
+                a.read_path(r, cwd);
+            }
+            let ops = operands(&items);
+            let skip = usize::from(reference.is_empty());
+            unknown_words(a, name, &items);
+            for op in ops.iter().skip(skip) {
+                a.write_path(op, cwd, name);
+            }
+        }
+        "setfacl" => {
+            let items = scan(
+                args,
+                &OptionSpec::gnu(
+                    "mMxX",
+                    &[
+                        "modify",
+                        "modify-file",
+                        "remove",
+                        "remove-file",
+                        "set",
+                        "set-file",
+                    ],
+                    &[],
+                ),
+            );
+            for r in values(
+                &items,
+                &["-M", "-X", "--modify-file", "--remove-file", "--set-file"],
+            ) {
+                a.read_path(r, cwd);
+            }
+            write_all(a, name, &items, cwd);
+        }
+        "tee" => {
+            let items = scan(args, &OptionSpec::gnu("", &["output-error"], &[]));
+            write_all(a, name, &items, cwd);
+        }
+        "dos2unix" | "unix2dos" | "mac2unix" | "unix2mac" => {
+            let items = scan(args, &OptionSpec::gnu("c", &["convmode"], &[]));
+            unknown_words(a, name, &items);
+            let new_file = has(&items, &["-n", "--newfile"]);
+            for (i, op) in operands(&items).iter().enumerate() {
+                if new_file && i % 2 == 0 {
+                    a.read_path(op, cwd);
+                } else {
+                    a.write_path(op, cwd, name);
+                }
+            }
+        }
+        "cp" | "mv" | "install" | "ln" | "link" => copy_like(a, name, args, cwd),
+        "rsync" => rsync(a, args, cwd),
+        "dd" => dd(a, args, cwd),
+        "split" | "csplit" => split(a, name, args, cwd),
+        "patch" => patch(a, args, cwd),
+        "mktemp" => mktemp(a, args, cwd),
+        _ => return false,
+    }
+    true
+}
+
+/// Every operand is written.
+fn write_all(a: &mut Analysis<'_>, name: &str, items: &[Item], cwd: &Cwd) {
+    let ops = operands(items);
+    if ops.is_empty() && !items.iter().any(|i| matches!(i, Item::Unknown(_))) {
+        // `rm -f` with nothing to remove, `tee` to stdout only.
+        return;
+    }
+    for op in &ops {
+        a.write_path(op, cwd, name);
+    }
+    unknown_words(a, name, items);
+}
+
+/// Words known only at run time where options or operands stand: they may name anything.
+fn unknown_words(a: &mut Analysis<'_>, name: &str, items: &[Item]) {
+    for item in items {
+        if let Item::Unknown(arg) = item {
+            a.mutates(format!("{name} writes paths known only at run time"));
+            a.complex(format!(
+                "`{}` is known only at run time and {name} writes it",
+                arg.display()
+            ));
+        }
+    }
+}
+
+/// cp, mv, install, ln: the destination is `-t DIR`, or the last operand; sources are read (and,
+/// for mv, removed).
+fn copy_like(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    let spec = match name {
+        "install" => OptionSpec::gnu(
+            "tmogSZ",
+            &[
+                "target-directory",
+                "mode",
+                "owner",
+                "group",
+                "suffix",
+                "strip-program",
+                "backup",
+                "context",
+            ],
+            &[],
+        ),
+        _ => OptionSpec::gnu(
+            "tSZ",
+            &[
+                "target-directory",
+                "suffix",
+                "backup",
+                "reflink",
+                "sparse",
+                "preserve",
+                "no-preserve",
+                "context",
+            ],
+            &[],
+        ),
+    };
+    let items = scan(args, &spec);
+    if has(&items, &["--strip-program"]) {
+        a.complex("`install --strip-program` runs another program");
+    }
+    unknown_words(a, name, &items);
+    let mut ops = operands(&items);
+    let targets: Vec<Arg> = values(&items, &["-t", "--target-directory"])
+        .cloned()
+        .collect();
+    let directories_only = name == "install" && has(&items, &["-d", "--directory"]);
+    if directories_only {
+        for op in &ops {
+            a.write_path(op, cwd, name);
+        }
+        return;
+    }
+    let dest = if let Some(t) = targets.last() {
+        Some(t.clone())
+    } else if ops.len() >= 2 || (name == "ln" && ops.len() == 1) {
+        if name == "ln" && ops.len() == 1 {
+            // `ln -s TARGET` creates a link named after TARGET in the current directory.
+            let base = ops[0].lit().and_then(|t| {
+                std::path::Path::new(t)
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+            });
+            Some(base.map_or(
+                Arg::Dyn {
+                    raw: ops[0].display().to_owned(),
+                    prefix: String::new(),
+                },
+                Arg::Lit,
+            ))
+        } else {
+            ops.pop()
+        }
+    } else {
+        None
+    };
+    for src in &ops {
+        match name {
+            "mv" => a.write_path(src, cwd, name),
+            // A link's target is not read or written when the link is made.
+            "ln" | "link" => {}
+            _ => a.read_path(src, cwd),
+        }
+    }
+    match dest {
+        Some(d) => a.write_path(&d, cwd, name),
+        None => a.mutates(format!("{name} writes without a destination spear can see")),
+    }
+}
+
+/// rsync: local destinations are written; a remote operand (`host:path`) needs SSH, and
+/// `rsync://` the network. `-e`/`--rsh` and `--rsync-path` run programs.
+fn rsync(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let spec = OptionSpec::gnu(
+        "eTfB",
+        &[
+            "rsh",
+            "rsync-path",
+            "temp-dir",
+            "filter",
+            "exclude",
+            "exclude-from",
+            "include",
+            "include-from",
+            "files-from",
+            "log-file",
+            "log-file-format",
+            "write-batch",
+            "only-write-batch",
+            "read-batch",
+            "backup-dir",
+            "partial-dir",
+            "compare-dest",
+            "copy-dest",
+            "link-dest",
+            "suffix",
+            "chmod",
+            "chown",
+            "usermap",
+            "groupmap",
+            "password-file",
+            "port",
+            "sockopts",
+            "out-format",
+            "max-size",
+            "min-size",
+            "bwlimit",
+            "timeout",
+            "contimeout",
+            "block-size",
+            "checksum-choice",
+            "compress-choice",
+            "compress-level",
+            "skip-compress",
+            "info",
+            "debug",
+            "iconv",
+            "outbuf",
+            "protocol",
+            "modify-window",
+            "max-delete",
+            "stop-after",
+            "stop-at",
+            "address",
+        ],
+        &[],
+    );
+    let items = scan(args, &spec);
+    if has(&items, &["-e", "--rsh", "--rsync-path"]) {
+        a.complex("rsync -e/--rsync-path runs another program");
+    }
+    for r in values(
+        &items,
+        &[
+            "--exclude-from",
+            "--include-from",
+            "--files-from",
+            "--read-batch",
+            "--password-file",
+        ],
+    ) {
+        a.read_path(r, cwd);
+    }
+    for w in values(
+        &items,
+        &[
+            "--log-file",
+            "--write-batch",
+            "--only-write-batch",
+            "--backup-dir",
+            "--partial-dir",
+            "-T",
+            "--temp-dir",
+        ],
+    ) {
+        a.write_path(w, cwd, "rsync");
+    }
+    unknown_words(a, "rsync", &items);
+    let mut ops = operands(&items);
+    let dest = ops.pop();
+    for op in ops.iter().chain(dest.iter()) {
+        if let Some(t) = op.lit() {
+            if t.starts_with("rsync://") || t.contains("::") {
+                a.needs(Capability::Network);
+                continue;
+            }
+            if is_remote_spec(t) {
+                a.needs(Capability::Ssh);
+                a.refuse(Refusal::no_mode_grants(
+                    Capability::Ssh,
+                    format!("rsync {t}"),
+                ));
+            }
+        }
+    }
+    for src in &ops {
+        if !src
+            .lit()
+            .is_some_and(|t| is_remote_spec(t) || t.starts_with("rsync://"))
+        {
+            a.read_path(src, cwd);
+        }
+    }
+    if let Some(d) = dest
+        && !d
+            .lit()
+            .is_some_and(|t| is_remote_spec(t) || t.starts_with("rsync://"))
+    {
+        a.write_path(&d, cwd, "rsync");
+    }
+}
+
+/// `host:path` or `user@host:path`: a colon before the first slash.
+pub(crate) fn is_remote_spec(t: &str) -> bool {
+    match (t.find(':'), t.find('/')) {
+        (Some(c), Some(s)) => c < s && c > 0,
+        (Some(c), None) => c > 0,
+        _ => false,
+    }
+}
+
+/// dd: `if=` is read, `of=` is written (a device is refused).
+fn dd(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    for arg in args {
+        let Some(t) = arg.lit() else {
+            a.complex(format!(
+                "`{}` is known only at run time and could be dd's of=",
+                arg.display()
+            ));
+            a.mutates("dd writes a path known only at run time");
+            continue;
+        };
+        if let Some(input) = t.strip_prefix("if=") {
+            a.read_path(&Arg::Lit(input.to_owned()), cwd);
+        } else if let Some(output) = t.strip_prefix("of=") {
+            a.write_path(&Arg::Lit(output.to_owned()), cwd, "dd");
+        }
+    }
+}
+
+/// split and csplit write pieces named by a prefix (default `x`/`xx`) in the current directory.
+fn split(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    let spec = if name == "split" {
+        OptionSpec::gnu(
+            "abCdlnt",
+            &[
+                "suffix-length",
+                "additional-suffix",
+                "bytes",
+                "line-bytes",
+                "lines",
+                "number",
+                "separator",
+                "filter",
+                "numeric-suffixes",
+                "hex-suffixes",
+            ],
+            &[],
+        )
+    } else {
+        OptionSpec::gnu("bfn", &["suffix-format", "prefix", "digits"], &[])
+    };
+    let items = scan(args, &spec);
+    if has(&items, &["--filter"]) {
+        a.complex("`split --filter` runs a shell command for each piece");
+    }
+    unknown_words(a, name, &items);
+    let ops = operands(&items);
+    if let Some(input) = ops.first()
+        && input.lit() != Some("-")
+    {
+        a.read_path(input, cwd);
+    }
+    let prefix = if name == "split" {
+        ops.get(1).cloned().unwrap_or(Arg::Lit("x".into()))
+    } else {
+        values(&items, &["-f", "--prefix"])
+            .last()
+            .cloned()
+            .unwrap_or(Arg::Lit("xx".into()))
+    };
+    a.write_path(&prefix, cwd, name);
+}
+
+/// patch writes the files its patch names, relative to the current directory (or `-d DIR`);
+/// GNU patch refuses names that climb out. `-o` names the output; `-i` the patch file.
+fn patch(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let spec = OptionSpec::gnu(
+        "BdDFiopruVYzg",
+        &[
+            "prefix",
+            "directory",
+            "ifdef",
+            "fuzz",
+            "input",
+            "output",
+            "strip",
+            "reject-file",
+            "version-control",
+            "basename-prefix",
+            "suffix",
+            "get",
+            "quoting-style",
+            "reject-format",
+            "read-only",
+        ],
+        &[],
+    );
+    let items = scan(args, &spec);
+    unknown_words(a, "patch", &items);
+    for p in values(&items, &["-i", "--input"]) {
+        a.read_path(p, cwd);
+    }
+    let dir = values(&items, &["-d", "--directory"]).last().cloned();
+    let here = dir.unwrap_or(Arg::Lit(".".into()));
+    let ops = operands(&items);
+    if let Some(out) = values(&items, &["-o", "--output"]).last().cloned() {
+        a.write_path(&out, cwd, "patch");
+    } else if let Some(original) = ops.first() {
+        a.write_path(original, cwd, "patch");
+    } else {
+        a.write_path(&here, cwd, "patch");
+    }
+    if let Some(reject) = values(&items, &["-r", "--reject-file"]).last().cloned() {
+        a.write_path(&reject, cwd, "patch");
+    }
+    if let Some(patchfile) = ops.get(1) {
+        a.read_path(patchfile, cwd);
+    }
+}
+
+/// mktemp creates a file or directory: from its template, under `-p DIR`/`--tmpdir`, or in
+/// `$TMPDIR` (`/tmp`), which is outside the workspace.
+fn mktemp(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+    let items = scan(args, &OptionSpec::gnu("p", &["tmpdir", "suffix"], &[]));
+    if has(&items, &["-u", "--dry-run"]) {
+        return;
+    }
+    unknown_words(a, "mktemp", &items);
+    let dir = values(&items, &["-p", "--tmpdir"]).last().cloned();
+    let template = operands(&items).first().cloned();
+    let target = match (dir, template) {
+        (Some(d), _) => d,
+        (None, Some(t)) if t.display().contains('/') => t,
+        (None, Some(_) | None) if has(&items, &["-t"]) => Arg::Lit("/tmp".into()),
+        (None, Some(t)) => t,
+        (None, None) => Arg::Lit("/tmp".into()),
+    };
+    a.write_path(&target, cwd, "mktemp");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_remote_spec;
+
+    #[test]
+    fn remote_specs() {
+        for (t, remote) in [
+            ("host:/x", true),
+            ("u@host:x", true),
+            ("host:", true),
+            ("./a:b", false),
+            ("/abs/a:b", false),
+            ("a", false),
+            (":x", false),
+        ] {
+            assert_eq!(is_remote_spec(t), remote, "{t}");
+        }
+    }
+}

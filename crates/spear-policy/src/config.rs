@@ -1,0 +1,298 @@
+//! What the operator (and, only to narrow, the workspace) configures for the decision layer.
+//!
+//! Configuration that widens access comes from the operator: flags and
+//! `~/.config/spear/config.toml`. The workspace's own `.spear/policy.toml` may only add protected
+//! or generated paths; it has no key that could take one away.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::target_policy::TargetRules;
+
+/// The operator's configuration file (`~/.config/spear/config.toml`).
+///
+/// ```toml
+/// [workspace]
+/// roots = ["/src/shared-lib"]        # extra workspace roots
+///
+/// [paths]
+/// read = ["/opt/datasets"]           # host paths outside the project the agent may read and search
+///
+/// [targets]
+/// protect = ["deploy/"]              # more entries no tool may write (a trailing / means a tree)
+/// unprotect = [".vscode/"]           # built-in protected entries to allow again
+/// generated = ["gen/"]               # more generated trees
+/// not_generated = []                 # built-in generated trees to allow again
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorConfig {
+    /// `[workspace]`.
+    #[serde(default)]
+    pub workspace: OperatorWorkspace,
+    /// `[paths]`.
+    #[serde(default)]
+    pub paths: OperatorPaths,
+    /// `[targets]`.
+    #[serde(default)]
+    pub targets: OperatorTargets,
+}
+
+/// `[workspace]` of the operator's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorWorkspace {
+    /// Extra workspace roots.
+    #[serde(default)]
+    pub roots: Vec<PathBuf>,
+}
+
+/// `[paths]` of the operator's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorPaths {
+    /// Host paths outside the project that commands may read and search.
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
+}
+
+/// `[targets]` of the operator's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorTargets {
+    /// Entries to protect in addition to the built-in ones.
+    #[serde(default)]
+    pub protect: Vec<String>,
+    /// Built-in protected entries to allow again.
+    #[serde(default)]
+    pub unprotect: Vec<String>,
+    /// Generated trees in addition to the built-in ones.
+    #[serde(default)]
+    pub generated: Vec<String>,
+    /// Built-in generated or snapshot trees to allow again.
+    #[serde(default)]
+    pub not_generated: Vec<String>,
+}
+
+/// The workspace's `.spear/policy.toml`: it can only add.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspacePolicyFile {
+    /// `[targets]`.
+    #[serde(default)]
+    pub targets: WorkspaceTargets,
+}
+
+/// `[targets]` of the workspace's policy file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceTargets {
+    /// Entries to protect in addition.
+    #[serde(default)]
+    pub protect: Vec<String>,
+    /// Generated trees in addition.
+    #[serde(default)]
+    pub generated: Vec<String>,
+}
+
+/// A configuration file that could not be read or parsed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Unreadable.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not valid TOML, or a key spear does not know.
+    #[error("{path} is not a valid spear configuration: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+}
+
+impl OperatorConfig {
+    /// Parses the text of an operator configuration file.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads `path`; a file that does not exist is the empty configuration.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => OperatorConfig::parse(&text, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(OperatorConfig::default()),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// The default location: `$XDG_CONFIG_HOME/spear/config.toml`, else
+    /// `$HOME/.config/spear/config.toml`.
+    pub fn default_path(xdg_config_home: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+        xdg_config_home
+            .filter(|p| p.is_absolute())
+            .map(Path::to_path_buf)
+            .or_else(|| home.map(|h| h.join(".config")))
+            .map(|dir| dir.join("spear").join("config.toml"))
+    }
+}
+
+impl WorkspacePolicyFile {
+    /// Where the file lives, relative to the primary root.
+    pub const PATH: &'static str = ".spear/policy.toml";
+
+    /// Reads the primary root's `.spear/policy.toml` through [`spear_workspace::WorkspaceFs`], so a
+    /// symlink cannot point it outside the workspace. `None` when there is none.
+    pub fn load(workspace: &spear_workspace::Workspace) -> Result<Option<Self>, ConfigError> {
+        let path = workspace.primary().host_path().join(Self::PATH);
+        let read_error = |e: &dyn std::fmt::Display| ConfigError::Read {
+            path: path.clone(),
+            source: std::io::Error::other(e.to_string()),
+        };
+        let fs = workspace.fs().map_err(|e| read_error(&e))?;
+        let loc = spear_workspace::Location {
+            root: 0,
+            rel: PathBuf::from(Self::PATH),
+        };
+        let resolved = spear_workspace::ResolvedPath {
+            as_written: Self::PATH.to_owned(),
+            entry: loc.clone(),
+            target: loc,
+            exists: true,
+        };
+        match fs.read(&resolved, 1 << 20) {
+            Ok(out) => {
+                let text = String::from_utf8(out.bytes).map_err(|e| read_error(&e))?;
+                Self::parse(&text, &path).map(Some)
+            }
+            Err(spear_workspace::FsError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(read_error(&e)),
+        }
+    }
+
+    /// Parses the text of a workspace policy file.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Everything the decision layer is configured with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyConfig {
+    /// The operator's real home directory: `~` and `$HOME` expand to it, and paths under it outside
+    /// the project are out of scope unless named.
+    pub home: Option<PathBuf>,
+    /// Host paths outside the project the operator named: readable (with `host:read`) and
+    /// searchable.
+    pub named_paths: Vec<PathBuf>,
+    /// Generated, snapshot and protected entries.
+    pub targets: TargetRules,
+}
+
+impl PolicyConfig {
+    /// The built-in policy for an operator whose home is `home`.
+    pub fn new(home: Option<PathBuf>) -> Self {
+        PolicyConfig {
+            home,
+            named_paths: Vec::new(),
+            targets: TargetRules::default(),
+        }
+    }
+
+    /// Applies the operator's configuration (which may widen or narrow).
+    #[must_use]
+    pub fn with_operator(mut self, operator: &OperatorConfig) -> Self {
+        self.named_paths.extend(operator.paths.read.iter().cloned());
+        let t = &operator.targets;
+        self.targets =
+            self.targets
+                .adjusted(&t.protect, &t.unprotect, &t.generated, &t.not_generated);
+        self
+    }
+
+    /// Applies the workspace's policy file, which can only add.
+    #[must_use]
+    pub fn with_workspace(mut self, file: &WorkspacePolicyFile) -> Self {
+        self.targets =
+            self.targets
+                .adjusted(&file.targets.protect, &[], &file.targets.generated, &[]);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operator_file_parses_and_rejects_unknown_keys() {
+        let cfg = OperatorConfig::parse(
+            "[workspace]\nroots = [\"/src/lib\"]\n[paths]\nread = [\"/opt/data\"]\n[targets]\nunprotect = [\".vscode/\"]\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(cfg.workspace.roots, vec![PathBuf::from("/src/lib")]);
+        assert!(OperatorConfig::parse("[paths]\nwrite = [\"/\"]\n", Path::new("c.toml")).is_err());
+    }
+
+    #[test]
+    fn workspace_file_cannot_widen() {
+        assert!(
+            WorkspacePolicyFile::parse("[targets]\nunprotect = [\".envrc\"]\n", Path::new("p"))
+                .is_err()
+        );
+        assert!(WorkspacePolicyFile::parse("[paths]\nread = [\"/\"]\n", Path::new("p")).is_err());
+        let f = WorkspacePolicyFile::parse("[targets]\nprotect = [\"deploy/\"]\n", Path::new("p"))
+            .unwrap();
+        let cfg = PolicyConfig::new(None).with_workspace(&f);
+        assert!(cfg.targets.check(Path::new("deploy/prod.yaml")).is_err());
+        assert!(
+            cfg.targets.check(Path::new(".envrc")).is_err(),
+            "built-ins stay"
+        );
+    }
+
+    #[test]
+    fn operator_can_unprotect() {
+        let op = OperatorConfig::parse("[targets]\nunprotect = [\".vscode/\"]\n", Path::new("c"))
+            .unwrap();
+        let cfg = PolicyConfig::new(None).with_operator(&op);
+        assert!(
+            cfg.targets
+                .check(Path::new(".vscode/settings.json"))
+                .is_ok()
+        );
+        assert!(cfg.targets.check(Path::new(".idea/x.xml")).is_err());
+    }
+
+    #[test]
+    fn default_path() {
+        assert_eq!(
+            OperatorConfig::default_path(None, Some(Path::new("/home/u"))),
+            Some(PathBuf::from("/home/u/.config/spear/config.toml"))
+        );
+        assert_eq!(
+            OperatorConfig::default_path(Some(Path::new("/x")), Some(Path::new("/home/u"))),
+            Some(PathBuf::from("/x/spear/config.toml"))
+        );
+        assert_eq!(
+            OperatorConfig::default_path(Some(Path::new("rel")), None),
+            None
+        );
+    }
+}

@@ -1,0 +1,87 @@
+//! The command policy: one workspace, one configuration, and the classifications made against them.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use spear_core::{CommandAssessment, Refusal};
+use spear_workspace::{Location, Workspace, WorkspaceFs};
+
+use crate::PolicyConfig;
+use crate::analysis::Analysis;
+use crate::host_read::HostView;
+use crate::shell::word::Arg;
+
+/// Classifies commands and scripts for one workspace.
+#[derive(Debug)]
+pub struct CommandPolicy {
+    workspace: Arc<Workspace>,
+    config: PolicyConfig,
+    host_view: HostView,
+    fs: OnceLock<Option<WorkspaceFs>>,
+}
+
+impl CommandPolicy {
+    /// A policy for `workspace` under `config`.
+    pub fn new(workspace: Arc<Workspace>, config: PolicyConfig) -> Self {
+        let mut points: Vec<_> = workspace.mount_points();
+        points.extend(
+            workspace
+                .roots()
+                .iter()
+                .map(|r| r.host_path().to_path_buf()),
+        );
+        let host_view = HostView::new(config.home.clone(), config.named_paths.clone(), &points);
+        CommandPolicy {
+            workspace,
+            config,
+            host_view,
+            fs: OnceLock::new(),
+        }
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PolicyConfig {
+        &self.config
+    }
+
+    pub(crate) fn host_view(&self) -> &HostView {
+        &self.host_view
+    }
+
+    /// File operations on the roots, opened once. `None` if a root cannot be opened, in which case
+    /// header checks are skipped (the name checks still apply, and the file tools fail on their
+    /// own).
+    pub(crate) fn fs(&self) -> Option<&WorkspaceFs> {
+        self.fs.get_or_init(|| self.workspace.fs().ok()).as_ref()
+    }
+
+    /// Classifies a shell script run in `cwd` (host or mount spelling; relative to the launch
+    /// directory if relative).
+    pub fn classify_script(&self, script: &str, cwd: &Path) -> CommandAssessment {
+        let mut analysis = Analysis::new(self);
+        let mut dir = analysis.start_cwd(cwd);
+        analysis.analyse_script(script, &mut dir);
+        analysis.finish()
+    }
+
+    /// Classifies a program and its arguments, run directly without a shell.
+    pub fn classify(&self, argv: &[String], cwd: &Path) -> CommandAssessment {
+        let mut analysis = Analysis::new(self);
+        let mut dir = analysis.start_cwd(cwd);
+        let words = argv.iter().map(|a| Arg::Lit(a.clone())).collect();
+        analysis.run_words(words, &mut dir, crate::shell::walk::Stdin::Inherited);
+        analysis.finish()
+    }
+
+    /// The target policy for a file tool's write to `loc` (already resolved inside a root): the
+    /// name rules on the entry, and the generated-file header of an existing file.
+    pub fn check_write(&self, loc: &Location) -> Result<(), Refusal> {
+        self.config.targets.check(&loc.rel)?;
+        self.check_generated_header(loc, &loc.rel.display().to_string())
+    }
+}

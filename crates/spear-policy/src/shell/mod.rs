@@ -1,0 +1,6 @@
+//! Shell syntax: parsing with brush-parser, walking the tree, and evaluating words.
+
+pub(crate) mod ansi_c;
+pub(crate) mod arith;
+pub(crate) mod walk;
+pub(crate) mod word;

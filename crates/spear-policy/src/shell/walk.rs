@@ -1,0 +1,548 @@
+//! Walks a parsed script and analyses every simple command it can run.
+//!
+//! Shape rules: anything that runs in a subshell (pipelines, `( )`, `&`, substitutions) gets a copy
+//! of the working directory; a `cd` inside a branch or loop leaves the directory unknown afterwards.
+//! A script that cannot be parsed is `SHELL_COMPLEX`, never `READ_ONLY`.
+
+use std::io::Cursor;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use brush_parser::Parser;
+use brush_parser::ast::{
+    self, AndOr, Assignment, AssignmentName, AssignmentValue, Command, CommandPrefixOrSuffixItem,
+    CompoundCommand, ExtendedTestExpr, IoFileRedirectKind, IoFileRedirectTarget, IoRedirect,
+    SeparatorOperator,
+};
+
+use crate::analysis::{Analysis, Cwd, MAX_COMMANDS, MAX_DEPTH};
+use crate::commands::{self, Invocation};
+use crate::env_rules;
+use crate::shell::word::{Arg, parser_options};
+
+/// Where a command's standard input comes from, for programs that read a script from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Stdin {
+    /// Whatever the caller gave the script.
+    Inherited,
+    /// The previous command of a pipeline.
+    Pipe,
+    /// A here-document or here-string; `Some` when its text is fully known.
+    Text(Option<String>),
+    /// A file.
+    File,
+}
+
+impl Analysis<'_> {
+    /// Parses and analyses `script` in the current shell: a `cd` moves `cwd`.
+    pub(crate) fn analyse_script(&mut self, script: &str, cwd: &mut Cwd) {
+        match parse(script) {
+            Ok(program) => {
+                for list in &program.complete_commands {
+                    self.walk_list(list, cwd);
+                }
+            }
+            Err(why) => self.complex(format!("the script cannot be parsed ({why})")),
+        }
+    }
+
+    /// Analyses `script` as it runs in a subshell or another shell (`$(...)`, `bash -c`): its
+    /// directory changes do not come back. Depth-limited.
+    pub(crate) fn analyse_nested(&mut self, script: &str, cwd: &Cwd, what: &str) {
+        if self.depth >= MAX_DEPTH {
+            self.complex(format!("{what} is nested too deeply to analyse"));
+            return;
+        }
+        self.depth += 1;
+        let mut inner = cwd.clone();
+        self.analyse_script(script, &mut inner);
+        self.depth -= 1;
+    }
+
+    fn walk_list(&mut self, list: &ast::CompoundList, cwd: &mut Cwd) {
+        for ast::CompoundListItem(and_or, sep) in &list.0 {
+            if matches!(sep, SeparatorOperator::Async) {
+                let mut background = cwd.clone();
+                self.walk_and_or(and_or, &mut background);
+            } else {
+                self.walk_and_or(and_or, cwd);
+            }
+        }
+    }
+
+    fn walk_and_or(&mut self, list: &ast::AndOrList, cwd: &mut Cwd) {
+        self.walk_pipeline(&list.first, cwd);
+        for next in &list.additional {
+            match next {
+                AndOr::And(p) => self.walk_pipeline(p, cwd),
+                AndOr::Or(p) => {
+                    // Runs only if what came before failed: afterwards either directory may hold.
+                    let before = cwd.clone();
+                    self.walk_pipeline(p, cwd);
+                    if *cwd != before {
+                        *cwd = Cwd::Unknown;
+                    }
+                }
+            }
+        }
+    }
+
+    fn walk_pipeline(&mut self, pipeline: &ast::Pipeline, cwd: &mut Cwd) {
+        if pipeline.seq.len() == 1 {
+            self.walk_command(&pipeline.seq[0], cwd, Stdin::Inherited);
+            return;
+        }
+        for (i, cmd) in pipeline.seq.iter().enumerate() {
+            let mut sub = cwd.clone();
+            let stdin = if i == 0 {
+                Stdin::Inherited
+            } else {
+                Stdin::Pipe
+            };
+            self.walk_command(cmd, &mut sub, stdin);
+        }
+    }
+
+    fn walk_command(&mut self, cmd: &Command, cwd: &mut Cwd, stdin: Stdin) {
+        match cmd {
+            Command::Simple(simple) => self.walk_simple(simple, cwd, stdin),
+            Command::Compound(compound, redirects) => {
+                let mut stdin = stdin;
+                for r in redirects.iter().flat_map(|l| l.0.iter()) {
+                    self.redirect(r, cwd, &mut stdin);
+                }
+                self.walk_compound(compound, cwd);
+            }
+            Command::Function(def) => self.define_function(def, cwd),
+            Command::ExtendedTest(test, redirects) => {
+                let mut stdin = stdin;
+                for r in redirects.iter().flat_map(|l| l.0.iter()) {
+                    self.redirect(r, cwd, &mut stdin);
+                }
+                self.walk_extended_test(&test.expr, cwd);
+            }
+        }
+    }
+
+    fn define_function(&mut self, def: &ast::FunctionDefinition, cwd: &Cwd) {
+        let name = def.fname.value.clone();
+        let mut body_cwd = cwd.clone();
+        let ast::FunctionBody(body, redirects) = &def.body;
+        let mut stdin = Stdin::Inherited;
+        for r in redirects.iter().flat_map(|l| l.0.iter()) {
+            self.redirect(r, &body_cwd.clone(), &mut stdin);
+        }
+        self.walk_compound(body, &mut body_cwd);
+        self.functions.insert(name, body_cwd != *cwd);
+    }
+
+    fn walk_compound(&mut self, compound: &CompoundCommand, cwd: &mut Cwd) {
+        match compound {
+            CompoundCommand::BraceGroup(group) => self.walk_list(&group.list, cwd),
+            CompoundCommand::Subshell(sub) => self.walk_list(&sub.list, &mut cwd.clone()),
+            CompoundCommand::Arithmetic(a) => self.check_arithmetic(&a.expr.value, cwd),
+            CompoundCommand::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.check_arithmetic(&e.value, cwd);
+                }
+                self.walk_branch(&f.body.list, cwd);
+            }
+            CompoundCommand::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    let _ = self.eval_word(&w.value, cwd);
+                }
+                self.walk_branch(&f.body.list, cwd);
+            }
+            CompoundCommand::CaseClause(c) => {
+                let _ = self.eval_word(&c.value.value, cwd);
+                let before = cwd.clone();
+                for item in &c.cases {
+                    for p in &item.patterns {
+                        let _ = self.eval_word(&p.value, &before);
+                    }
+                    if let Some(body) = &item.cmd {
+                        self.walk_branch(body, cwd);
+                    }
+                }
+            }
+            CompoundCommand::IfClause(i) => {
+                self.walk_branch(&i.condition, cwd);
+                self.walk_branch(&i.then, cwd);
+                for e in i.elses.iter().flatten() {
+                    if let Some(cond) = &e.condition {
+                        self.walk_branch(cond, cwd);
+                    }
+                    self.walk_branch(&e.body, cwd);
+                }
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.walk_branch(&w.0, cwd);
+                self.walk_branch(&w.1.list, cwd);
+            }
+            CompoundCommand::Coprocess(c) => {
+                self.walk_command(&c.body, &mut cwd.clone(), Stdin::Pipe);
+            }
+        }
+    }
+
+    /// A list that may run zero or more times: a `cd` in it leaves the directory unknown.
+    fn walk_branch(&mut self, list: &ast::CompoundList, cwd: &mut Cwd) {
+        let mut inner = cwd.clone();
+        self.walk_list(list, &mut inner);
+        if inner != *cwd {
+            *cwd = Cwd::Unknown;
+        }
+    }
+
+    fn walk_extended_test(&mut self, expr: &ExtendedTestExpr, cwd: &Cwd) {
+        use brush_parser::ast::{BinaryPredicate as B, UnaryPredicate as U};
+        match expr {
+            ExtendedTestExpr::And(a, b) | ExtendedTestExpr::Or(a, b) => {
+                self.walk_extended_test(a, cwd);
+                self.walk_extended_test(b, cwd);
+            }
+            ExtendedTestExpr::Not(e) | ExtendedTestExpr::Parenthesized(e) => {
+                self.walk_extended_test(e, cwd);
+            }
+            ExtendedTestExpr::UnaryTest(pred, w) => {
+                let arg = self.eval_word_single(&w.value, cwd);
+                match pred {
+                    U::ShellVariableIsSetAndAssigned | U::ShellVariableIsSetAndNameRef => {
+                        if arg.lit().is_none_or(|n| n.contains('[')) {
+                            self.complex(
+                                "[[ -v ]] evaluates an array subscript, which can run commands",
+                            );
+                        }
+                    }
+                    U::StringHasZeroLength
+                    | U::StringHasNonZeroLength
+                    | U::ShellOptionEnabled
+                    | U::FdIsOpenTerminal => {}
+                    _ => self.read_path(&arg, cwd),
+                }
+            }
+            ExtendedTestExpr::BinaryTest(pred, l, r) => {
+                let left = self.eval_word_single(&l.value, cwd);
+                let right = self.eval_word_single(&r.value, cwd);
+                let arithmetic = matches!(
+                    pred,
+                    B::ArithmeticEqualTo
+                        | B::ArithmeticNotEqualTo
+                        | B::ArithmeticLessThan
+                        | B::ArithmeticLessThanOrEqualTo
+                        | B::ArithmeticGreaterThan
+                        | B::ArithmeticGreaterThanOrEqualTo
+                );
+                if arithmetic {
+                    for side in [&left, &right] {
+                        match side.lit() {
+                            Some(text) => self.check_arithmetic(text, cwd),
+                            None => self.complex(
+                                "[[ ... -eq ... ]] evaluates its operands as arithmetic, which can \
+                                 run commands",
+                            ),
+                        }
+                    }
+                }
+                if matches!(
+                    pred,
+                    B::FilesReferToSameDeviceAndInodeNumbers
+                        | B::LeftFileIsNewerOrExistsWhenRightDoesNot
+                        | B::LeftFileIsOlderOrDoesNotExistWhenRightDoes
+                ) {
+                    self.read_path(&left, cwd);
+                    self.read_path(&right, cwd);
+                }
+            }
+        }
+    }
+
+    fn walk_simple(&mut self, simple: &ast::SimpleCommand, cwd: &mut Cwd, stdin: Stdin) {
+        self.commands_seen += 1;
+        if self.commands_seen > MAX_COMMANDS {
+            self.complex("the script runs more commands than spear analyses");
+            return;
+        }
+        let mut stdin = stdin;
+        let mut words: Vec<Arg> = Vec::new();
+        let mut assignments: Vec<(&Assignment, Option<Arg>)> = Vec::new();
+        let prefix = simple.prefix.iter().flat_map(|p| p.0.iter());
+        let suffix = simple.suffix.iter().flat_map(|s| s.0.iter());
+        for item in prefix {
+            match item {
+                CommandPrefixOrSuffixItem::AssignmentWord(assignment, _) => {
+                    let value = self.eval_assignment(assignment, cwd);
+                    assignments.push((assignment, value));
+                }
+                other => self.prefix_or_suffix_item(other, cwd, &mut stdin, &mut words),
+            }
+        }
+        if let Some(name) = &simple.word_or_name {
+            words.extend(self.eval_word(&name.value, cwd));
+        }
+        for item in suffix {
+            self.prefix_or_suffix_item(item, cwd, &mut stdin, &mut words);
+        }
+
+        if words.is_empty() {
+            for (a, value) in &assignments {
+                self.shell_assignment(a, value.as_ref());
+            }
+            return;
+        }
+        for (a, value) in &assignments {
+            let name = assignment_name(a);
+            env_rules::check_env_assignment(self, name, value.as_ref(), words[0].display());
+        }
+        self.run_words(words, cwd, stdin);
+    }
+
+    /// Runs an evaluated command line: the first word names the program.
+    pub(crate) fn run_words(&mut self, mut words: Vec<Arg>, cwd: &mut Cwd, stdin: Stdin) {
+        if words.is_empty() {
+            return;
+        }
+        let name_arg = words.remove(0);
+        let Some(name) = name_arg.lit().map(str::to_owned) else {
+            self.complex(format!(
+                "the command name `{}` is known only at run time",
+                name_arg.display()
+            ));
+            for w in &words {
+                self.unknown_operand(w, cwd);
+            }
+            return;
+        };
+        if let Some(&changes_cwd) = self.functions.get(&name) {
+            // Its body was analysed where it was defined.
+            if changes_cwd {
+                *cwd = Cwd::Unknown;
+            }
+            return;
+        }
+        commands::analyse(
+            self,
+            Invocation {
+                name,
+                args: words,
+                stdin,
+            },
+            cwd,
+        );
+    }
+
+    fn prefix_or_suffix_item(
+        &mut self,
+        item: &CommandPrefixOrSuffixItem,
+        cwd: &Cwd,
+        stdin: &mut Stdin,
+        words: &mut Vec<Arg>,
+    ) {
+        match item {
+            CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, cwd, stdin),
+            CommandPrefixOrSuffixItem::Word(w) => words.extend(self.eval_word(&w.value, cwd)),
+            CommandPrefixOrSuffixItem::AssignmentWord(_, w) => {
+                // An assignment-looking word after the command name is an ordinary argument
+                // (`env FOO=1 cmd`, `make CC=gcc`).
+                words.extend(self.eval_word(&w.value, cwd));
+            }
+            CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+                self.walk_list(&sub.list, &mut cwd.clone());
+                words.push(Arg::Dyn {
+                    raw: "/dev/fd/63".into(),
+                    prefix: String::new(),
+                });
+            }
+        }
+    }
+
+    fn eval_assignment(&mut self, a: &Assignment, cwd: &Cwd) -> Option<Arg> {
+        if let AssignmentName::ArrayElementName(_, index) = &a.name {
+            self.check_arithmetic(index, cwd);
+        }
+        match &a.value {
+            AssignmentValue::Scalar(w) => Some(self.eval_word_single(&w.value, cwd)),
+            AssignmentValue::Array(items) => {
+                for (key, value) in items {
+                    if let Some(k) = key {
+                        let _ = self.eval_word_single(&k.value, cwd);
+                    }
+                    let _ = self.eval_word(&value.value, cwd);
+                }
+                None
+            }
+        }
+    }
+
+    /// `NAME=value` with no command: a variable of this shell. Names that change how later commands
+    /// are found or run make the script `SHELL_COMPLEX`.
+    fn shell_assignment(&mut self, a: &Assignment, value: Option<&Arg>) {
+        let name = assignment_name(a);
+        env_rules::check_shell_assignment(self, name, value);
+    }
+
+    /// Applies one redirection: what it writes, what it reads, what it runs, and where stdin comes
+    /// from.
+    pub(crate) fn redirect(&mut self, r: &IoRedirect, cwd: &Cwd, stdin: &mut Stdin) {
+        match r {
+            IoRedirect::File(fd, kind, target) => {
+                let is_stdin = fd.is_none_or(|n| n == 0);
+                match target {
+                    IoFileRedirectTarget::Filename(w) => {
+                        for arg in self.eval_word(&w.value, cwd) {
+                            match kind {
+                                IoFileRedirectKind::Read => {
+                                    self.read_path(&arg, cwd);
+                                    if is_stdin {
+                                        *stdin = Stdin::File;
+                                    }
+                                }
+                                IoFileRedirectKind::DuplicateInput => self.read_path(&arg, cwd),
+                                IoFileRedirectKind::Write
+                                | IoFileRedirectKind::Append
+                                | IoFileRedirectKind::Clobber
+                                | IoFileRedirectKind::ReadAndWrite
+                                | IoFileRedirectKind::DuplicateOutput => {
+                                    self.redirect_write(&arg, cwd);
+                                }
+                            }
+                        }
+                    }
+                    IoFileRedirectTarget::Fd(_) => {}
+                    IoFileRedirectTarget::Duplicate(w) => {
+                        let arg = self.eval_word_single(&w.value, cwd);
+                        match arg.lit() {
+                            Some(t) if is_fd_word(t) => {}
+                            Some(_) if matches!(kind, IoFileRedirectKind::DuplicateInput) => {
+                                self.read_path(&arg, cwd);
+                            }
+                            // `>&file` writes stdout and stderr to `file`.
+                            _ => self.redirect_write(&arg, cwd),
+                        }
+                    }
+                    IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                        self.walk_list(&sub.list, &mut cwd.clone());
+                        if is_stdin && matches!(kind, IoFileRedirectKind::Read) {
+                            *stdin = Stdin::Pipe;
+                        }
+                    }
+                }
+            }
+            IoRedirect::HereDocument(fd, doc) => {
+                let text = if doc.requires_expansion {
+                    self.eval_heredoc(&doc.doc.value, cwd)
+                } else {
+                    Some(doc.doc.value.clone())
+                };
+                if fd.is_none_or(|n| n == 0) {
+                    *stdin = Stdin::Text(text);
+                }
+            }
+            IoRedirect::HereString(fd, w) => {
+                let arg = self.eval_word_single(&w.value, cwd);
+                if fd.is_none_or(|n| n == 0) {
+                    *stdin = Stdin::Text(arg.lit().map(|s| format!("{s}\n")));
+                }
+            }
+            IoRedirect::OutputAndError(w, _) => {
+                for arg in self.eval_word(&w.value, cwd) {
+                    self.redirect_write(&arg, cwd);
+                }
+            }
+        }
+    }
+
+    /// A redirection that writes. `/dev/null`, `/dev/stdout` and `/dev/stderr` discard or pass
+    /// through and need no write access; everything else is a write target.
+    fn redirect_write(&mut self, arg: &Arg, cwd: &Cwd) {
+        if arg.lit().is_some_and(is_discard_device) {
+            return;
+        }
+        self.write_path(arg, cwd, "a redirection");
+    }
+}
+
+/// Targets that discard output or pass it to the caller's own streams.
+pub(crate) fn is_discard_device(path: &str) -> bool {
+    matches!(
+        path,
+        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/fd/1" | "/dev/fd/2"
+    )
+}
+
+/// `>&2`, `<&0`, `>&-`, `2>&1-`: fd duplication or closing, not a file.
+fn is_fd_word(t: &str) -> bool {
+    let digits = t.strip_suffix('-').unwrap_or(t);
+    t == "-" || (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn assignment_name(a: &Assignment) -> &str {
+    match &a.name {
+        AssignmentName::VariableName(n) | AssignmentName::ArrayElementName(n, _) => n,
+    }
+}
+
+/// Parses a script with brush-parser. A panic inside the parser is caught and reported as a parse
+/// failure, so hostile input cannot take the harness down.
+fn parse(script: &str) -> Result<ast::Program, String> {
+    // Deeply nested input can exhaust the stack of a recursive-descent parser, which no catch
+    // can recover from: refuse to parse beyond a nesting bound instead.
+    if nesting_depth(script) > 64 {
+        return Err("nesting is too deep".into());
+    }
+    let options = parser_options();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        Parser::new(Cursor::new(script), &options).parse_program()
+    }));
+    match result {
+        Ok(Ok(program)) => Ok(program),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the parser failed".into()),
+    }
+}
+
+/// An upper bound on the bracket nesting of a script (`(`, `{` and `[` count).
+fn nesting_depth(script: &str) -> usize {
+    let mut depth = 0usize;
+    let mut max = 0usize;
+    for b in script.bytes() {
+        match b {
+            b'(' | b'{' | b'[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fd_words() {
+        for (t, fd) in [
+            ("1", true),
+            ("2-", true),
+            ("-", true),
+            ("10", true),
+            ("file", false),
+            ("1x", false),
+            ("", false),
+        ] {
+            assert_eq!(is_fd_word(t), fd, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn discard_devices() {
+        assert!(is_discard_device("/dev/null"));
+        assert!(!is_discard_device("/dev/sda"));
+        assert!(!is_discard_device("/dev/null/x"));
+    }
+}

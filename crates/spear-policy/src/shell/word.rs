@@ -1,0 +1,582 @@
+//! Words as bash would see them before running: quotes removed, `$'...'` decoded, `~` and braces
+//! expanded, and every command substitution inside them analysed (it runs, whatever the word is
+//! used for).
+
+use brush_parser::ParserOptions;
+use brush_parser::word::{
+    self, BraceExpressionMember, BraceExpressionOrText, Parameter, ParameterExpr,
+    ParameterTransformOp, TildeExpr, WordPiece, WordPieceWithSource,
+};
+
+use crate::analysis::{Analysis, Cwd};
+use crate::shell::{ansi_c, arith};
+
+/// Most words one brace expression may produce before the word is treated as unknown.
+const MAX_BRACE_WORDS: usize = 256;
+
+/// A word after everything that can be known before the script runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Arg {
+    /// Fully known: quotes removed, escapes decoded, `~` expanded.
+    Lit(String),
+    /// Known text with unquoted glob characters: it expands to the names matching the pattern.
+    Glob(String),
+    /// Depends on something known only at run time. `prefix` is the known text before the first
+    /// expansion.
+    Dyn {
+        /// The word as written.
+        raw: String,
+        /// The known text before the first run-time expansion.
+        prefix: String,
+    },
+}
+
+impl Arg {
+    /// The literal value, when fully known.
+    pub(crate) fn lit(&self) -> Option<&str> {
+        match self {
+            Arg::Lit(s) => Some(s),
+            Arg::Glob(_) | Arg::Dyn { .. } => None,
+        }
+    }
+
+    /// The word for messages: the literal, the pattern, or the text as written.
+    pub(crate) fn display(&self) -> &str {
+        match self {
+            Arg::Lit(s) | Arg::Glob(s) => s,
+            Arg::Dyn { raw, .. } => raw,
+        }
+    }
+
+    /// Whether, at run time, this word could turn into an option (`-x`, `--pre=...`): a run-time
+    /// value, or a glob that could match a file whose name starts with `-`.
+    ///
+    /// Attack stopped: a file named `--pre=./evil.sh` in the workspace turns `rg foo *` into
+    /// `rg foo --pre=./evil.sh ...`.
+    pub(crate) fn could_be_option(&self) -> bool {
+        match self {
+            Arg::Lit(_) => false,
+            Arg::Glob(p) => !p.starts_with(|c: char| c != '*' && c != '?' && c != '[' && c != '-'),
+            Arg::Dyn { prefix, .. } => prefix.is_empty() || prefix.starts_with('-'),
+        }
+    }
+}
+
+pub(crate) fn parser_options() -> ParserOptions {
+    ParserOptions::default()
+}
+
+/// What one pass over word pieces produced.
+#[derive(Default)]
+struct Built {
+    text: String,
+    dynamic: bool,
+    glob: bool,
+    prefix_done: bool,
+    prefix: String,
+}
+
+impl Built {
+    fn push_known(&mut self, s: &str) {
+        self.text.push_str(s);
+        if !self.prefix_done {
+            self.prefix.push_str(s);
+        }
+    }
+
+    fn mark_dynamic(&mut self) {
+        self.dynamic = true;
+        self.prefix_done = true;
+    }
+}
+
+impl Analysis<'_> {
+    /// Evaluates a word as a command argument: brace expansion first (as bash does), then each
+    /// alternative. Command substitutions inside are analysed in a subshell of `cwd`.
+    pub(crate) fn eval_word(&mut self, raw: &str, cwd: &Cwd) -> Vec<Arg> {
+        let Some(alternatives) = Self::brace_expand(raw) else {
+            self.analyse_pieces_only(raw, cwd);
+            return vec![Arg::Dyn {
+                raw: raw.to_owned(),
+                prefix: String::new(),
+            }];
+        };
+        alternatives
+            .iter()
+            .map(|alt| self.eval_alternative(alt, cwd, true))
+            .collect()
+    }
+
+    /// Evaluates a word where no brace expansion or globbing happens (assignment values, here
+    /// strings, redirection targets after the first expansion).
+    pub(crate) fn eval_word_single(&mut self, raw: &str, cwd: &Cwd) -> Arg {
+        self.eval_alternative(raw, cwd, false)
+    }
+
+    /// Evaluates a here-document body that undergoes expansion; returns its text if fully known.
+    pub(crate) fn eval_heredoc(&mut self, body: &str, cwd: &Cwd) -> Option<String> {
+        match word::parse_heredoc(body, &parser_options()) {
+            Ok(pieces) => {
+                let mut built = Built::default();
+                self.walk_pieces(&pieces, cwd, &mut built, true);
+                (!built.dynamic).then_some(built.text)
+            }
+            Err(e) => {
+                self.complex(format!("a here-document cannot be parsed: {e}"));
+                None
+            }
+        }
+    }
+
+    fn eval_alternative(&mut self, raw: &str, cwd: &Cwd, globbing: bool) -> Arg {
+        let pieces = match word::parse(raw, &parser_options()) {
+            Ok(p) => p,
+            Err(e) => {
+                self.complex(format!("the word {raw:?} cannot be parsed: {e}"));
+                return Arg::Dyn {
+                    raw: raw.to_owned(),
+                    prefix: String::new(),
+                };
+            }
+        };
+        let mut built = Built::default();
+        self.walk_pieces(&pieces, cwd, &mut built, false);
+        if built.dynamic {
+            Arg::Dyn {
+                raw: raw.to_owned(),
+                prefix: built.prefix,
+            }
+        } else if built.glob && globbing {
+            Arg::Glob(built.text)
+        } else {
+            Arg::Lit(built.text)
+        }
+    }
+
+    /// Used when brace expansion gave up: the word is unknown, but what it runs still counts.
+    fn analyse_pieces_only(&mut self, raw: &str, cwd: &Cwd) {
+        match word::parse(raw, &parser_options()) {
+            Ok(pieces) => {
+                let mut built = Built::default();
+                self.walk_pieces(&pieces, cwd, &mut built, false);
+            }
+            Err(e) => self.complex(format!("the word {raw:?} cannot be parsed: {e}")),
+        }
+    }
+
+    fn walk_pieces(
+        &mut self,
+        pieces: &[WordPieceWithSource],
+        cwd: &Cwd,
+        built: &mut Built,
+        quoted: bool,
+    ) {
+        for p in pieces {
+            match &p.piece {
+                WordPiece::Text(s) => {
+                    if !quoted && has_glob_chars(s) {
+                        built.glob = true;
+                    }
+                    built.push_known(s);
+                }
+                WordPiece::SingleQuotedText(s) => built.push_known(s),
+                WordPiece::AnsiCQuotedText(s) => built.push_known(&ansi_c::decode(s)),
+                WordPiece::DoubleQuotedSequence(inner)
+                | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                    self.walk_pieces(inner, cwd, built, true);
+                }
+                WordPiece::EscapeSequence(s) => built.push_known(&unescape(s, quoted)),
+                WordPiece::TildeExpansion(t) => match (t, &self.policy.config().home) {
+                    (TildeExpr::Home, Some(home)) if self.home_intact => {
+                        built.push_known(&home.to_string_lossy());
+                    }
+                    (TildeExpr::WorkingDir, _) if matches!(cwd, Cwd::Known(_)) => {
+                        if let Cwd::Known(dir) = cwd {
+                            built.push_known(&dir.to_string_lossy());
+                        }
+                    }
+                    _ => built.mark_dynamic(),
+                },
+                WordPiece::ParameterExpansion(expr) => {
+                    if let Some(value) = self.known_parameter(expr, cwd) {
+                        built.push_known(&value);
+                    } else {
+                        self.check_parameter(expr, cwd);
+                        built.mark_dynamic();
+                    }
+                }
+                WordPiece::CommandSubstitution(script) => {
+                    self.analyse_nested(script, cwd, "$(...)");
+                    built.mark_dynamic();
+                }
+                WordPiece::BackquotedCommandSubstitution(script) => {
+                    self.analyse_nested(&unescape_backquoted(script), cwd, "`...`");
+                    built.mark_dynamic();
+                }
+                WordPiece::ArithmeticExpression(expr) => {
+                    self.check_arithmetic(&expr.value, cwd);
+                    built.mark_dynamic();
+                }
+            }
+        }
+    }
+
+    /// `$HOME` and `$PWD` are known while the script has not changed them.
+    fn known_parameter(&self, expr: &ParameterExpr, cwd: &Cwd) -> Option<String> {
+        let ParameterExpr::Parameter {
+            parameter: Parameter::Named(name),
+            indirect: false,
+        } = expr
+        else {
+            return None;
+        };
+        match (name.as_str(), cwd) {
+            ("HOME", _) if self.home_intact => self
+                .policy
+                .config()
+                .home
+                .as_ref()
+                .map(|h| h.to_string_lossy().into_owned()),
+            ("PWD", Cwd::Known(dir)) => Some(dir.to_string_lossy().into_owned()),
+            _ => None,
+        }
+    }
+
+    /// Analyses what a parameter expansion can run: nested words (defaults, alternatives,
+    /// patterns) may hold command substitutions; subscripts and substring offsets are arithmetic;
+    /// indirection and prompt expansion evaluate text known only at run time.
+    fn check_parameter(&mut self, expr: &ParameterExpr, cwd: &Cwd) {
+        use ParameterExpr as P;
+        let (parameter, indirect, words): (Option<&Parameter>, bool, Vec<&str>) = match expr {
+            P::Parameter {
+                parameter,
+                indirect,
+            }
+            | P::ParameterLength {
+                parameter,
+                indirect,
+            }
+            | P::Transform {
+                parameter,
+                indirect,
+                op: _,
+            } => (Some(parameter), *indirect, vec![]),
+            P::UseDefaultValues {
+                parameter,
+                indirect,
+                default_value: w,
+                ..
+            }
+            | P::AssignDefaultValues {
+                parameter,
+                indirect,
+                default_value: w,
+                ..
+            }
+            | P::IndicateErrorIfNullOrUnset {
+                parameter,
+                indirect,
+                error_message: w,
+                ..
+            }
+            | P::UseAlternativeValue {
+                parameter,
+                indirect,
+                alternative_value: w,
+                ..
+            }
+            | P::RemoveSmallestSuffixPattern {
+                parameter,
+                indirect,
+                pattern: w,
+            }
+            | P::RemoveLargestSuffixPattern {
+                parameter,
+                indirect,
+                pattern: w,
+            }
+            | P::RemoveSmallestPrefixPattern {
+                parameter,
+                indirect,
+                pattern: w,
+            }
+            | P::RemoveLargestPrefixPattern {
+                parameter,
+                indirect,
+                pattern: w,
+            }
+            | P::UppercaseFirstChar {
+                parameter,
+                indirect,
+                pattern: w,
+            }
+            | P::UppercasePattern {
+                parameter,
+                indirect,
+                pattern: w,
+            }
+            | P::LowercaseFirstChar {
+                parameter,
+                indirect,
+                pattern: w,
+            }
+            | P::LowercasePattern {
+                parameter,
+                indirect,
+                pattern: w,
+            } => (
+                Some(parameter),
+                *indirect,
+                w.iter().map(String::as_str).collect(),
+            ),
+            P::Substring {
+                parameter,
+                indirect,
+                offset,
+                length,
+            } => {
+                self.check_arithmetic(&offset.value, cwd);
+                if let Some(len) = length {
+                    self.check_arithmetic(&len.value, cwd);
+                }
+                (Some(parameter), *indirect, vec![])
+            }
+            P::ReplaceSubstring {
+                parameter,
+                indirect,
+                pattern,
+                replacement,
+                ..
+            } => {
+                let mut w = vec![pattern.as_str()];
+                w.extend(replacement.as_deref());
+                (Some(parameter), *indirect, w)
+            }
+            P::VariableNames { .. } | P::MemberKeys { .. } => (None, false, vec![]),
+        };
+        if indirect {
+            self.complex(
+                "an indirect expansion (${!name}) evaluates a name known only at run time",
+            );
+        }
+        if let P::Transform {
+            op: ParameterTransformOp::PromptExpand,
+            ..
+        } = expr
+        {
+            self.complex("prompt expansion (${x@P}) can run command substitutions");
+        }
+        if let Some(Parameter::NamedWithIndex { index, .. }) = parameter {
+            self.check_arithmetic(index, cwd);
+        }
+        for w in words {
+            let _ = self.eval_word_single(w, cwd);
+        }
+    }
+
+    /// Arithmetic that is not inert is `SHELL_COMPLEX`; command substitutions in it are analysed.
+    pub(crate) fn check_arithmetic(&mut self, expr: &str, cwd: &Cwd) {
+        if arith::is_inert(expr) {
+            return;
+        }
+        if expr.contains("$(") || expr.contains('`') {
+            // Analyse what we can see; the whole expression is still complex.
+            let _ = self.eval_word_single(&format!("\"{}\"", expr.replace('"', "\\\"")), cwd);
+        }
+        self.complex(
+            "arithmetic evaluation can assign variables and evaluate their values as expressions, \
+             which can run commands",
+        );
+    }
+
+    /// Expands braces the way bash does, on the raw word. `None` when the expansion is too large.
+    fn brace_expand(raw: &str) -> Option<Vec<String>> {
+        if !raw.contains('{') {
+            return Some(vec![raw.to_owned()]);
+        }
+        match word::parse_brace_expansions(raw, &parser_options()) {
+            Ok(Some(pieces)) => expand_pieces(&pieces),
+            Ok(None) | Err(_) => Some(vec![raw.to_owned()]),
+        }
+    }
+}
+
+fn expand_pieces(pieces: &[BraceExpressionOrText]) -> Option<Vec<String>> {
+    let mut out = vec![String::new()];
+    for piece in pieces {
+        let alts: Vec<String> = match piece {
+            BraceExpressionOrText::Text(t) => vec![t.clone()],
+            BraceExpressionOrText::Expr(members) => {
+                let mut alts = Vec::new();
+                for m in members {
+                    alts.extend(expand_member(m)?);
+                    if alts.len() > MAX_BRACE_WORDS {
+                        return None;
+                    }
+                }
+                alts
+            }
+        };
+        let mut next = Vec::with_capacity(out.len() * alts.len());
+        for prefix in &out {
+            for alt in &alts {
+                next.push(format!("{prefix}{alt}"));
+            }
+        }
+        if next.len() > MAX_BRACE_WORDS {
+            return None;
+        }
+        out = next;
+    }
+    Some(out)
+}
+
+fn expand_member(member: &BraceExpressionMember) -> Option<Vec<String>> {
+    match member {
+        BraceExpressionMember::Child(pieces) => expand_pieces(pieces),
+        BraceExpressionMember::NumberSequence {
+            start,
+            end,
+            increment,
+        } => {
+            let step = increment.unsigned_abs().max(1);
+            let count = start.abs_diff(*end) / step + 1;
+            if count > MAX_BRACE_WORDS as u64 {
+                return None;
+            }
+            let mut v = Vec::new();
+            let mut i = *start;
+            for _ in 0..count {
+                v.push(i.to_string());
+                i = if start <= end {
+                    i.saturating_add_unsigned(step)
+                } else {
+                    i.saturating_sub_unsigned(step)
+                };
+            }
+            Some(v)
+        }
+        BraceExpressionMember::CharSequence {
+            start,
+            end,
+            increment,
+        } => {
+            let (s, e) = (u32::from(*start), u32::from(*end));
+            let step = u32::try_from(increment.unsigned_abs().max(1)).unwrap_or(u32::MAX);
+            let mut v = Vec::new();
+            let mut i = s;
+            loop {
+                v.push(char::from_u32(i)?.to_string());
+                if i == e || v.len() > MAX_BRACE_WORDS {
+                    break;
+                }
+                let next = if s <= e {
+                    i.checked_add(step)?
+                } else {
+                    i.checked_sub(step)?
+                };
+                if (s <= e && next > e) || (s > e && next < e) {
+                    break;
+                }
+                i = next;
+            }
+            Some(v)
+        }
+    }
+}
+
+/// Unquoted `*`, `?`, `[`, or an extglob opener.
+fn has_glob_chars(s: &str) -> bool {
+    s.contains(['*', '?', '[']) || ["@(", "!(", "+("].iter().any(|p| s.contains(p))
+}
+
+/// A backslash escape outside single quotes. Unquoted: `\x` is `x`, `\<newline>` disappears.
+/// Inside double quotes only `$`, `` ` ``, `"`, `\` and newline are escapable.
+fn unescape(seq: &str, quoted: bool) -> String {
+    let mut chars = seq.chars();
+    match (chars.next(), chars.next()) {
+        (Some('\\'), Some('\n')) => String::new(),
+        (Some('\\'), Some(c)) if !quoted || matches!(c, '$' | '`' | '"' | '\\') => c.to_string(),
+        _ => seq.to_owned(),
+    }
+}
+
+/// Inside backquotes, `\$`, `` \` `` and `\\` stand for the character itself.
+fn unescape_backquoted(script: &str) -> String {
+    let mut out = String::with_capacity(script.len());
+    let mut chars = script.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&n) = chars.peek()
+            && matches!(n, '$' | '`' | '\\')
+        {
+            out.push(n);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_option_injection() {
+        assert!(Arg::Glob("*".into()).could_be_option());
+        assert!(Arg::Glob("[-a]x".into()).could_be_option());
+        assert!(!Arg::Glob("src/*.rs".into()).could_be_option());
+        assert!(!Arg::Glob("./*".into()).could_be_option());
+        assert!(
+            Arg::Dyn {
+                raw: "$x".into(),
+                prefix: String::new()
+            }
+            .could_be_option()
+        );
+        assert!(
+            !Arg::Dyn {
+                raw: "a$x".into(),
+                prefix: "a".into()
+            }
+            .could_be_option()
+        );
+        assert!(
+            !Arg::Lit("-x".into()).could_be_option(),
+            "a literal option is seen as one"
+        );
+    }
+
+    #[test]
+    fn braces() {
+        let expand = |w: &str| {
+            let p = word::parse_brace_expansions(w, &parser_options())
+                .unwrap()
+                .unwrap();
+            expand_pieces(&p).unwrap()
+        };
+        assert_eq!(expand("a{b,c}d"), vec!["abd", "acd"]);
+        assert_eq!(expand("{/etc/shadow,x}"), vec!["/etc/shadow", "x"]);
+        assert_eq!(expand("{1..3}"), vec!["1", "2", "3"]);
+        assert_eq!(expand("{c..a}"), vec!["c", "b", "a"]);
+        assert!(
+            expand_pieces(
+                &word::parse_brace_expansions("{1..100000}", &parser_options())
+                    .unwrap()
+                    .unwrap()
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn escapes() {
+        assert_eq!(unescape("\\e", false), "e");
+        assert_eq!(unescape("\\e", true), "\\e");
+        assert_eq!(unescape("\\$", true), "$");
+        assert_eq!(unescape("\\\n", false), "");
+        assert_eq!(unescape_backquoted(r"echo \`id\` \$x"), "echo `id` $x");
+    }
+}
