@@ -56,6 +56,8 @@ pub(crate) struct Analysis<'p> {
     /// Functions the script defines, and whether calling one changes the directory. Calling one
     /// runs its body, which is analysed where it is defined.
     pub functions: HashMap<String, bool>,
+    /// Functions whose bodies are being analysed (a call to one of them is recursion).
+    pub defining: Vec<String>,
     /// Whether `$HOME` still names the operator's home (no assignment to HOME seen).
     pub home_intact: bool,
     pub depth: usize,
@@ -68,6 +70,7 @@ impl<'p> Analysis<'p> {
             policy,
             found: Findings::default(),
             functions: HashMap::new(),
+            defining: Vec::new(),
             home_intact: true,
             depth: 0,
             commands_seen: 0,

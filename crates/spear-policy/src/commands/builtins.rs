@@ -144,8 +144,11 @@ fn change_dir(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &mut Cwd) {
         *cwd = Cwd::Unknown;
         return;
     }
+    // Entering a directory outside the roots is a read of it: later commands list and read it
+    // implicitly (`cd /etc && ls`, `cd ~/.ssh && cat *`).
+    a.read_path(target, cwd);
     let next = if path.is_absolute() {
-        Some(a.policy.workspace().to_host(path))
+        Some(crate::paths::normalise(&a.policy.workspace().to_host(path)))
     } else {
         cwd.join(text).map(|p| crate::paths::normalise(&p))
     };

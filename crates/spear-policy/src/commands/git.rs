@@ -221,6 +221,7 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             "-p" | "--paginate" => a.complex("`git -p` runs the configured pager"),
             "-C" => match value(&mut i) {
                 Some(target) => {
+                    a.read_path(&target, &dir);
                     let mut moved = dir.clone();
                     crate::commands::builtins::analyse(
                         a,
@@ -391,50 +392,68 @@ fn listing_or_changing(a: &mut Analysis<'_>, sub: &str, rest: &[Arg], dir: &Cwd,
     let first = rest.first().and_then(Arg::lit);
     let lists = match sub {
         "branch" | "tag" => {
-            rest.is_empty()
-                || rest
+            let lit = |x: &Arg| x.lit().map(str::to_owned);
+            let words: Vec<String> = rest.iter().filter_map(lit).collect();
+            let listing_flags: &[&str] = if sub == "branch" {
+                &[
+                    "-l",
+                    "--list",
+                    "-a",
+                    "--all",
+                    "-r",
+                    "--remotes",
+                    "-v",
+                    "-vv",
+                    "--verbose",
+                    "--show-current",
+                    "--contains",
+                    "--no-contains",
+                    "--merged",
+                    "--no-merged",
+                    "--points-at",
+                    "--format",
+                    "--sort",
+                    "--column",
+                    "--no-column",
+                    "--color",
+                    "--no-color",
+                    "-i",
+                    "--ignore-case",
+                ]
+            } else {
+                &[
+                    "-l",
+                    "--list",
+                    "-n",
+                    "--contains",
+                    "--no-contains",
+                    "--merged",
+                    "--no-merged",
+                    "--points-at",
+                    "--format",
+                    "--sort",
+                    "--column",
+                    "--no-column",
+                    "--color",
+                    "-i",
+                    "--ignore-case",
+                    "-v",
+                    "--verify",
+                ]
+            };
+            let names = words.iter().filter(|w| !w.starts_with('-')).count();
+            let flag_listing = words.iter().any(|w| {
+                listing_flags
                     .iter()
-                    .all(|x| x.lit().is_some_and(|t| t.starts_with('-')))
-                    && !rest.iter().any(|x| {
-                        matches!(
-                            x.lit(),
-                            Some(
-                                "-d" | "-D"
-                                    | "-m"
-                                    | "-M"
-                                    | "-c"
-                                    | "-C"
-                                    | "-f"
-                                    | "-a"
-                                    | "-s"
-                                    | "-u"
-                                    | "--delete"
-                                    | "--move"
-                                    | "--copy"
-                                    | "--force"
-                                    | "--set-upstream-to"
-                                    | "--unset-upstream"
-                                    | "--edit-description"
-                                    | "--annotate"
-                                    | "--sign"
-                            )
-                        )
-                    })
-                || rest.iter().any(|x| {
-                    matches!(
-                        x.lit(),
-                        Some(
-                            "-l" | "--list"
-                                | "--contains"
-                                | "--merged"
-                                | "--no-merged"
-                                | "--points-at"
-                                | "-v"
-                                | "-vv"
-                                | "--show-current"
-                        )
-                    )
-                })
+                    .any(|f| w == f || w.starts_with(&format!("{f}=")))
+            });
+            let other_flags = words.iter().any(|w| {
+                w.starts_with('-')
+                    && !listing_flags
+                        .iter()
+                        .any(|f| w == f || w.starts_with(&format!("{f}=")))
+            });
+            rest.len() == words.len() && !other_flags && (names == 0 || flag_listing)
         }
         "stash" => matches!(first, Some("list" | "show")),
         "worktree" => matches!(first, Some("list")),

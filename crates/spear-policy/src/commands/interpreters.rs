@@ -25,93 +25,124 @@ pub(crate) fn analyse(
     if version_only {
         return true;
     }
-    let inline_flags: &[&str] = match family {
-        "python" => &["-c"],
-        "node" => &["-e", "--eval", "-p", "--print"],
-        "perl" => &["-e", "-E"],
-        "ruby" | "lua" | "julia" | "Rscript" | "tclsh" => &["-e"],
-        "php" => &["-r"],
-        _ => &[],
-    };
     let mut i = 0;
-    let mut saw_program = false;
+    let mut program_seen = false;
+    let mut in_place = false;
     while i < args.len() {
         let arg = &args[i];
         i += 1;
-        let Some(t) = arg.lit() else {
+        let Some(text) = arg.lit() else {
+            if program_seen {
+                continue;
+            }
             a.complex(format!("{name} runs code known only at run time"));
-            saw_program = true;
-            break;
+            return true;
         };
-        let inline = inline_flags.iter().find_map(|f| {
-            if t == *f {
-                Some(None)
-            } else if t.len() > f.len() && t.starts_with(f) && f.len() == 2 && family != "perl" {
-                Some(Some(t[f.len()..].to_owned()))
-            } else {
-                None
+        if program_seen || text == "-" || !text.starts_with('-') {
+            if program_seen {
+                // Operands of the program: files it reads, or rewrites with `-i`.
+                if in_place {
+                    a.write_path(arg, cwd, &format!("{name} -i"));
+                } else {
+                    a.unknown_operand(arg, cwd);
+                }
+                continue;
             }
-        });
-        if let Some(attached) = inline {
-            let code = attached.or_else(|| {
-                i += 1;
-                args.get(i - 1).and_then(Arg::lit).map(str::to_owned)
-            });
-            a.complex(format!("`{name} {t}` runs an inline program"));
-            match code {
-                Some(code) => named_paths(a, name, &code, cwd),
-                None => a.complex(format!(
-                    "{name} runs an inline program known only at run time"
-                )),
+            if text == "-" {
+                break;
             }
-            saw_program = true;
+            a.complex(format!("`{name} {text}` runs a program from a file"));
+            a.read_path(arg, cwd);
+            program_seen = true;
             continue;
         }
-        if family == "python" && t == "-m" {
-            let module = args.get(i).and_then(Arg::lit).unwrap_or("");
-            python_module(a, name, module, args.get(i + 1..).unwrap_or(&[]), cwd);
-            return true;
-        }
-        if family == "node" && matches!(t, "--check" | "-c") {
-            for f in &args[i..] {
-                a.read_path(f, cwd);
-            }
-            return true;
-        }
-        if family == "perl" && t.starts_with("-i") || family == "ruby" && t.starts_with("-i") {
-            // In-place editing rewrites the file operands.
-            for f in args[i..].iter().filter(|x| !x.display().starts_with('-')) {
-                a.write_path(f, cwd, &format!("{name} -i"));
-            }
-            continue;
-        }
-        if t.starts_with('-') && t != "-" {
-            // Options with a separate value.
-            if matches!(
-                (family, t),
-                ("python", "-W" | "-X" | "-Q")
-                    | ("node", "-r" | "--require" | "--import" | "--loader")
-                    | ("perl", "-I" | "-M")
-                    | ("ruby", "-I" | "-r")
-                    | ("php", "-d" | "-c" | "-f" | "-S" | "-t")
-            ) {
-                i += 1;
-            }
-            if family == "php" && t == "-S" {
-                a.complex("`php -S` runs a web server");
+        if let Some(long) = text.strip_prefix("--") {
+            let (opt, inline) = match long.split_once('=') {
+                Some((o, v)) => (o, Some(v.to_owned())),
+                None => (long, None),
+            };
+            match (family, opt) {
+                ("node", "eval" | "print") => {
+                    let code = inline.or_else(|| {
+                        i += 1;
+                        args.get(i - 1).and_then(Arg::lit).map(str::to_owned)
+                    });
+                    inline_program(a, name, text, code.as_deref(), cwd);
+                    program_seen = true;
+                }
+                ("node", "check") => {
+                    for f in &args[i..] {
+                        a.read_path(f, cwd);
+                    }
+                    return true;
+                }
+                ("node", "require" | "import" | "loader" | "experimental-loader")
+                    if inline.is_none() =>
+                {
+                    i += 1;
+                }
+                _ => {}
             }
             continue;
         }
-        if saw_program {
-            // Arguments to an inline program: strings, not code.
-            break;
+        // A bundle of short options, read letter by letter as the interpreter does.
+        let body: Vec<char> = text[1..].chars().collect();
+        let mut pos = 0;
+        while pos < body.len() {
+            let flag = body[pos];
+            pos += 1;
+            let rest: String = body[pos..].iter().collect();
+            let next_value = |i: &mut usize| -> Option<String> {
+                if rest.is_empty() {
+                    *i += 1;
+                    args.get(*i - 1).and_then(Arg::lit).map(str::to_owned)
+                } else {
+                    Some(rest.clone())
+                }
+            };
+            match letter(family, flag) {
+                Letter::Code => {
+                    let code = next_value(&mut i);
+                    inline_program(a, name, text, code.as_deref(), cwd);
+                    program_seen = true;
+                    break;
+                }
+                Letter::Module => {
+                    let module = next_value(&mut i).unwrap_or_default();
+                    python_module(a, name, &module, args.get(i..).unwrap_or(&[]), cwd);
+                    return true;
+                }
+                Letter::InPlace => {
+                    in_place = true;
+                    break;
+                }
+                Letter::Digits => {
+                    while pos < body.len() && body[pos].is_ascii_hexdigit() {
+                        pos += 1;
+                    }
+                }
+                Letter::Value => {
+                    if rest.is_empty() && separate_value(family, flag) {
+                        i += 1;
+                    }
+                    break;
+                }
+                Letter::Check => {
+                    // `node -c FILE` checks syntax without running it.
+                    for f in &args[i..] {
+                        a.read_path(f, cwd);
+                    }
+                    return true;
+                }
+                Letter::Flag => {
+                    if family == "php" && flag == 'S' {
+                        a.complex("`php -S` runs a web server");
+                    }
+                }
+            }
         }
-        a.complex(format!("`{name} {t}` runs a program from a file"));
-        a.read_path(arg, cwd);
-        saw_program = true;
-        break;
     }
-    if !saw_program {
+    if !program_seen {
         match stdin {
             Stdin::Text(Some(code)) => {
                 a.complex(format!("{name} runs the program in its here-document"));
@@ -121,6 +152,69 @@ pub(crate) fn analyse(
         }
     }
     true
+}
+
+/// What a short option letter means to an interpreter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Letter {
+    /// The rest of the argument, or the next one, is a program (`-c`, `-e`).
+    Code,
+    /// The rest, or the next argument, names a module to run (`python -m`).
+    Module,
+    /// In-place editing; the rest of the argument is a backup suffix (`perl -i.bak`).
+    InPlace,
+    /// The rest of the argument (or, for some, the next one) is a value.
+    Value,
+    /// Followed by optional digits, then more letters (`perl -l`, `-0`, `-C`).
+    Digits,
+    /// Check syntax only.
+    Check,
+    /// A flag.
+    Flag,
+}
+
+fn letter(family: &str, c: char) -> Letter {
+    match (family, c) {
+        ("python", 'c')
+        | ("perl", 'e' | 'E')
+        | ("ruby" | "lua" | "julia" | "Rscript" | "tclsh", 'e')
+        | ("php", 'r')
+        | ("node", 'e' | 'p') => Letter::Code,
+        ("python", 'm') => Letter::Module,
+        ("perl" | "ruby", 'i') => Letter::InPlace,
+        ("node", 'c') => Letter::Check,
+        ("perl", 'l' | '0' | 'C') | ("ruby", '0' | 'W' | 'T') => Letter::Digits,
+        ("python", 'W' | 'X')
+        | ("perl", 'I' | 'M' | 'm' | 'F' | 'x' | 'd' | 'D')
+        | ("ruby", 'I' | 'r' | 'C' | 'E' | 'F' | 'x' | 'K')
+        | ("php", 'd' | 'c' | 'f' | 'S' | 't' | 'z')
+        | ("node", 'r')
+        | ("lua", 'l') => Letter::Value,
+        _ => Letter::Flag,
+    }
+}
+
+/// Whether a value letter with nothing attached takes the next argument.
+fn separate_value(family: &str, c: char) -> bool {
+    matches!(
+        (family, c),
+        ("python", 'W' | 'X')
+            | ("ruby", 'I' | 'r' | 'C' | 'E')
+            | ("php", _)
+            | ("node", 'r')
+            | ("lua", 'l')
+    )
+}
+
+/// An inline program: `SHELL_COMPLEX`, and every path it names is a write target.
+fn inline_program(a: &mut Analysis<'_>, name: &str, flag: &str, code: Option<&str>, cwd: &Cwd) {
+    a.complex(format!("`{name} {flag}` runs an inline program"));
+    match code {
+        Some(code) => named_paths(a, name, code, cwd),
+        None => a.complex(format!(
+            "{name} runs an inline program known only at run time"
+        )),
+    }
 }
 
 /// The interpreter family of a program name (`python3.11` is python).

@@ -131,7 +131,9 @@ impl Analysis<'_> {
         for r in redirects.iter().flat_map(|l| l.0.iter()) {
             self.redirect(r, &body_cwd.clone(), &mut stdin);
         }
+        self.defining.push(name.clone());
         self.walk_compound(body, &mut body_cwd);
+        self.defining.pop();
         self.functions.insert(name, body_cwd != *cwd);
     }
 
@@ -315,6 +317,11 @@ impl Analysis<'_> {
             }
             return;
         };
+        if self.defining.contains(&name) {
+            // A function that calls itself (`:(){ :|:& };:`) runs without bound.
+            self.complex(format!("the function `{name}` calls itself"));
+            return;
+        }
         if let Some(&changes_cwd) = self.functions.get(&name) {
             // Its body was analysed where it was defined.
             if changes_cwd {

@@ -485,9 +485,12 @@ fn expand_member(member: &BraceExpressionMember) -> Option<Vec<String>> {
     }
 }
 
-/// Unquoted `*`, `?`, `[`, or an extglob opener.
+/// Unquoted `*`, `?`, a bracket expression (`[` with a later `]`), or an extglob opener. A lone
+/// `[` (the test command) is not a pattern.
 fn has_glob_chars(s: &str) -> bool {
-    s.contains(['*', '?', '[']) || ["@(", "!(", "+("].iter().any(|p| s.contains(p))
+    s.contains(['*', '?'])
+        || s.find('[').is_some_and(|open| s[open + 1..].contains(']'))
+        || ["@(", "!(", "+("].iter().any(|p| s.contains(p))
 }
 
 /// A backslash escape outside single quotes. Unquoted: `\x` is `x`, `\<newline>` disappears.
