@@ -499,4 +499,122 @@ mod tests {
         assert_eq!(parse_script("/x/{p}").unknown, None);
         assert_eq!(parse_script("\\%x%d").unknown, None);
     }
+
+    /// GNU sed as the oracle: in `--sandbox` mode it refuses, before running or opening anything,
+    /// every script with an `e`, `r` or `w` in it. Whenever it does, the parser must have found the
+    /// effect (or given up on the script). The oracle never runs a command or touches a file.
+    mod oracle {
+        use super::super::parse_script;
+        use proptest::prelude::*;
+
+        const ADDRESSES: &[&str] = &[
+            "", "1", "$", "/re/", "\\%re%", "1,5", "/a/,/b/", "0~2", "2!", "/x/I", "/[/]/",
+        ];
+        const COMMANDS: &[&str] = &[
+            "p",
+            "d",
+            "s/a/b/",
+            "s/a/b/g",
+            "s/a/b/e",
+            "s|a|b|",
+            "s/[/]/x/",
+            "s/[/]/x/e",
+            "s/a\\/b/c/",
+            "y/ab/ba/",
+            "e",
+            "e echo",
+            "w out",
+            "r in",
+            "s/a/b/w out",
+            "=",
+            "q",
+            "q5",
+            "l",
+            "{p}",
+            "{s/a/b/e}",
+            "a text",
+            ":lbl",
+            "b lbl",
+            "t",
+            "N",
+            "G",
+            "h",
+            "x",
+            "z",
+            "F",
+            "s/x/[/",
+            "s/\\//x/e",
+            "s,/,x,e",
+            "#c",
+            "s/[]/]/x/e",
+            "s/[[:alpha:]/]/x/",
+            "W out",
+            "R in",
+            "v",
+        ];
+        const NOISE: &[char] = &[
+            '/', '[', ']', '\\', 'e', ';', 'w', '{', '}', ' ', '\n', 's', 'r',
+        ];
+
+        fn sandbox_verdict(script: &str) -> Option<bool> {
+            let out = std::process::Command::new("sed")
+                .args(["--sandbox", "-n", "-e", script])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("GNU sed is installed");
+            if out.status.success() {
+                return Some(false);
+            }
+            let err = String::from_utf8_lossy(&out.stderr);
+            // Anything but the sandbox refusal is a syntax error: sed would not run it at all.
+            err.contains("disabled in sandbox mode").then_some(true)
+        }
+
+        fn script() -> impl Strategy<Value = String> {
+            let part = (0..ADDRESSES.len(), 0..COMMANDS.len())
+                .prop_map(|(a, c)| format!("{}{}", ADDRESSES[a], COMMANDS[c]));
+            let parts = prop::collection::vec(part, 1..4);
+            let seps = prop::collection::vec(prop::sample::select(vec![";", "\n", " ; "]), 3);
+            let noise = prop::collection::vec(
+                (any::<prop::sample::Index>(), any::<prop::sample::Index>()),
+                0..3,
+            );
+            (parts, seps, noise).prop_map(|(parts, seps, noise)| {
+                let mut s = String::new();
+                for (i, p) in parts.iter().enumerate() {
+                    if i > 0 {
+                        s.push_str(seps[i % seps.len()]);
+                    }
+                    s.push_str(p);
+                }
+                for (at, ch) in noise {
+                    let mut chars: Vec<char> = s.chars().collect();
+                    let pos = at.index(chars.len() + 1);
+                    chars.insert(pos, NOISE[ch.index(NOISE.len())]);
+                    s = chars.into_iter().collect();
+                }
+                s
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(400))]
+
+            #[test]
+            fn every_effect_gnu_sed_sees_is_seen(script in script()) {
+                if let Some(true) = sandbox_verdict(&script) {
+                    let fx = parse_script(&script);
+                    let seen = !fx.exec.is_empty() || !fx.writes.is_empty() || !fx.reads.is_empty() || fx.unknown.is_some();
+                    prop_assert!(seen, "GNU sed finds e/r/w in {:?}; the parser found {:?}", script, fx);
+                }
+            }
+        }
+
+        #[test]
+        fn the_oracle_tells_effects_apart() {
+            assert_eq!(sandbox_verdict("s/a/b/e"), Some(true));
+            assert_eq!(sandbox_verdict("s/[/]/e/"), Some(false));
+            assert_eq!(sandbox_verdict("s/.*/touch /tmp/x/e"), None);
+        }
+    }
 }

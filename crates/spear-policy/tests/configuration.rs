@@ -1,0 +1,232 @@
+//! The decision layer under configuration: the fixed mount scheme, paths the operator names, and
+//! the workspace's own policy file (which can only add).
+
+// Test fixtures fail loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::Fixture;
+use spear_core::{Capability, CommandClass, RefusalRule};
+use spear_policy::{CommandPolicy, OperatorConfig, PolicyConfig, WorkspacePolicyFile};
+use spear_workspace::{MountSchemeChoice, Workspace, WorkspaceConfig};
+
+fn fixed_scheme_policy(fx: &Fixture) -> CommandPolicy {
+    let mut config = WorkspaceConfig::new(&fx.ws);
+    config.mount_scheme = MountSchemeChoice::Fixed;
+    let ws = Workspace::open(&config).unwrap();
+    assert_eq!(ws.primary().mount_path(), Path::new("/workspace"));
+    CommandPolicy::new(Arc::new(ws), PolicyConfig::new(Some(fx.home.clone())))
+}
+
+#[test]
+fn a_target_under_a_mount_path_is_not_an_escape() {
+    let fx = Fixture::new();
+    let policy = fixed_scheme_policy(&fx);
+    let classify = |s: &str| policy.classify_script(s, Path::new("/workspace"));
+
+    let a = classify("ls > /workspace/out.txt");
+    assert_eq!(a.class, CommandClass::WorkspaceMutating, "{}", a.reason);
+    assert_eq!(
+        a.write_targets,
+        vec![fx.path("out.txt")],
+        "mount spelling is translated to the host path"
+    );
+
+    let a = classify("cat /workspace/README.md");
+    assert_eq!(a.class, CommandClass::ReadOnly);
+    assert!(!a.capabilities.contains(Capability::HostRead));
+
+    let a = classify("cd /workspace/src && touch x.rs");
+    assert_eq!(a.write_targets, vec![fx.path("src/x.rs")]);
+
+    let a = classify("echo x > /workspace/.envrc");
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(RefusalRule::ProtectedEntry)
+    );
+
+    let a = classify("echo x > /workspace/../etc/x");
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(RefusalRule::WriteOutsideRoots)
+    );
+
+    let a = classify("ls /workspaces");
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(RefusalRule::SandboxMountPoint)
+    );
+
+    // The host spelling of the root still means the root.
+    let a = classify(&format!("touch {}/y.txt", fx.ws.display()));
+    assert_eq!(a.write_targets, vec![fx.path("y.txt")]);
+}
+
+#[test]
+fn relative_paths_resolve_where_the_command_runs() {
+    let fx = Fixture::new();
+    let a = fx
+        .policy
+        .classify_script("touch here.txt", &fx.path("sub/deeper"));
+    assert_eq!(a.write_targets, vec![fx.path("sub/deeper/here.txt")]);
+    let a = fx
+        .policy
+        .classify_script("cd .. && touch x", &fx.path("sub"));
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(RefusalRule::ParentTraversal),
+        "even inside the roots"
+    );
+}
+
+#[test]
+fn named_paths_may_be_read_and_searched() {
+    let fx = Fixture::with_config(|mut c| {
+        c.named_paths
+            .push(std::env::temp_dir().join("spear-named-data"));
+        c
+    });
+    let named = std::env::temp_dir().join("spear-named-data");
+    let search = format!("grep -r TODO {}", named.display());
+    let a = fx.classify(&search);
+    assert_eq!(a.class, CommandClass::ReadOnly, "{}", a.reason);
+    assert!(a.capabilities.contains(Capability::HostRead));
+    assert_eq!(a.host_reads, vec![named.clone()]);
+
+    let a = fx.classify(&format!("find {} -name '*.csv'", named.display()));
+    assert_eq!(a.class, CommandClass::ReadOnly, "{}", a.reason);
+
+    // Positive control: the same search of a path nobody named is refused.
+    let other = std::env::temp_dir().join("spear-unnamed-data");
+    let a = fx.classify(&format!("grep -r TODO {}", other.display()));
+    assert_eq!(a.refusal.map(|r| r.rule()), Some(RefusalRule::ProjectScope));
+}
+
+#[test]
+fn a_named_path_under_home_is_readable_but_its_credential_stores_are_not() {
+    let fx = Fixture::with_config(|mut c| {
+        c.named_paths.push(c.home.clone().unwrap().join("notes"));
+        c
+    });
+    let a = fx.classify("cat {HOME}/notes/todo.md");
+    assert_eq!(a.class, CommandClass::ReadOnly, "{}", a.reason);
+    let a = fx.classify("cat {HOME}/other.md");
+    assert_eq!(a.refusal.map(|r| r.rule()), Some(RefusalRule::ProjectScope));
+    let fx = Fixture::with_config(|mut c| {
+        c.named_paths.push(c.home.clone().unwrap());
+        c
+    });
+    let a = fx.classify("cat {HOME}/.ssh/id_rsa");
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(RefusalRule::CredentialStore),
+        "naming a path never exposes credentials"
+    );
+}
+
+#[test]
+fn the_operator_can_unprotect_and_the_workspace_can_only_add() {
+    let op = OperatorConfig::parse(
+        "[targets]\nunprotect = [\".vscode/\"]\n",
+        Path::new("c.toml"),
+    )
+    .unwrap();
+    let fx = Fixture::with_config(|c| c.with_operator(&op));
+    assert_eq!(
+        fx.class("echo '{}' > .vscode/settings.json"),
+        CommandClass::WorkspaceMutating
+    );
+    assert_eq!(
+        fx.class("echo '{}' > .idea/x.xml"),
+        CommandClass::Dangerous,
+        "only what was named is unprotected"
+    );
+
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.path(".spear")).unwrap();
+    std::fs::write(
+        fx.path(".spear/policy.toml"),
+        "[targets]\nprotect = [\"deploy/\"]\ngenerated = [\"gen/\"]\n",
+    )
+    .unwrap();
+    let file = WorkspacePolicyFile::load(fx.policy.workspace())
+        .unwrap()
+        .expect("the file is found");
+    let fx2 = Fixture::with_config(|c| c.with_workspace(&file));
+    let a = fx2.classify("echo x > deploy/prod.yaml");
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(RefusalRule::ProtectedEntry)
+    );
+    let a = fx2.classify("echo x > gen/out.rs");
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(RefusalRule::GeneratedFile)
+    );
+    assert_eq!(
+        fx2.class("echo x > src/lib.rs"),
+        CommandClass::WorkspaceMutating
+    );
+
+    std::fs::write(
+        fx.path(".spear/policy.toml"),
+        "[targets]\nunprotect = [\".envrc\"]\n",
+    )
+    .unwrap();
+    assert!(
+        WorkspacePolicyFile::load(fx.policy.workspace()).is_err(),
+        "a workspace file cannot widen"
+    );
+}
+
+#[test]
+fn a_workspace_policy_file_cannot_be_a_link_out_of_the_workspace() {
+    let fx = Fixture::new();
+    let outside = fx.home.join("policy.toml");
+    std::fs::write(&outside, "[targets]\nprotect = [\"x/\"]\n").unwrap();
+    std::fs::create_dir_all(fx.path(".spear")).unwrap();
+    std::os::unix::fs::symlink(&outside, fx.path(".spear/policy.toml")).unwrap();
+    assert!(
+        WorkspacePolicyFile::load(fx.policy.workspace()).is_err(),
+        "an absolute link out is refused"
+    );
+    // Positive control: the same content as a regular file loads.
+    std::fs::remove_file(fx.path(".spear/policy.toml")).unwrap();
+    std::fs::copy(&outside, fx.path(".spear/policy.toml")).unwrap();
+    assert!(
+        WorkspacePolicyFile::load(fx.policy.workspace())
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[test]
+fn file_tools_share_the_target_policy() {
+    let fx = Fixture::new();
+    let ws = fx.policy.workspace();
+    let check = |p: &str| {
+        let r = ws.resolve(p).unwrap();
+        fx.policy.check_write(&r.entry).err().map(|r| r.rule())
+    };
+    assert_eq!(check("src/main.rs"), None);
+    assert_eq!(
+        check(".git/hooks/pre-commit"),
+        Some(RefusalRule::ProtectedEntry)
+    );
+    assert_eq!(
+        check("src/api.rs"),
+        Some(RefusalRule::GeneratedFile),
+        "the header says DO NOT EDIT"
+    );
+    assert_eq!(check("vendor/x.go"), Some(RefusalRule::SnapshotCopy));
+    let r = ws.resolve("src/api.rs").unwrap();
+    let message = fx.policy.check_write(&r.entry).unwrap_err().message();
+    assert!(
+        message.contains("proto/api.proto"),
+        "the refusal names the source: {message}"
+    );
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# spear's benchmarks. Each prints its figures beside a baseline measured in the same run, pinned
+# to one core when taskset is available. Set SPEAR_BENCH_MS to change the time per measurement.
+#
+# - classification: scripts per second of CommandPolicy::classify_script over the public red-team
+#   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+pin=()
+if command -v taskset >/dev/null 2>&1; then
+    pin=(taskset -c 0)
+fi
+
+echo "== classification"
+cargo bench --quiet -p spear-policy --bench classify --no-run
+"${pin[@]}" cargo bench --quiet -p spear-policy --bench classify

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs every test binary of the workspace again as the unprivileged user spear-test, since users run
+# spear as themselves and root passes permission checks that a user does not. Needs root (to switch
+# user); scripts/setup.sh creates the user. Paths the tests need (test data, the spear binary) are
+# compiled into the binaries and readable by everyone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+user=spear-test
+if [ "$(id -u)" -ne 0 ]; then
+    echo "test-unprivileged: run as root (it switches to $user)" >&2
+    exit 1
+fi
+id "$user" >/dev/null
+
+# Build the test binaries as root and list them from cargo's JSON messages.
+mapfile -t binaries < <(
+    cargo test --workspace --locked --no-run --message-format=json 2>/dev/null |
+        grep '"reason":"compiler-artifact"' |
+        grep -E '"profile":\{[^}]*"test":true' |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p'
+)
+if [ "${#binaries[@]}" -eq 0 ]; then
+    echo "test-unprivileged: no test binaries found" >&2
+    exit 1
+fi
+
+# A scratch directory the user owns, for HOME and temporary files.
+scratch=$(mktemp -d)
+chown "$user" "$scratch"
+trap 'rm -rf "$scratch"' EXIT
+
+failed=0
+for bin in "${binaries[@]}"; do
+    printf -- '-- %s as %s\n' "$(basename "$bin")" "$user"
+    if ! (cd "$scratch" && setpriv --reuid="$user" --regid="$user" --init-groups \
+            env -i PATH=/usr/bin:/bin HOME="$scratch" TMPDIR="$scratch" "$bin" --quiet); then
+        failed=1
+    fi
+done
+exit "$failed"

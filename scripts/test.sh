@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up the machine and runs every gate: formatting, clippy, the whole test suite as the
+# current user, the security tests again as an unprivileged user (when run as root), and a build
+# check of the fuzz targets. This is what CI runs (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test (as $(id -un))"
+cargo test --workspace --locked
+
+if [ "$(id -u)" -eq 0 ]; then
+    step "security tests as the unprivileged user spear-test"
+    scripts/test-unprivileged.sh
+fi
+
+if [ -f fuzz/Cargo.toml ]; then
+    step "the fuzz targets still build"
+    cargo check --manifest-path fuzz/Cargo.toml --quiet
+fi
+
+step "all gates passed"
