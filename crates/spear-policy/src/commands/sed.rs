@@ -359,8 +359,11 @@ impl SedParser<'_> {
         }
     }
 
+    /// A label (of `:`, `b`, `t`, `T`): as in GNU sed 4.9, it ends at a blank, `;`, a newline or
+    /// `}`, and the next command may follow directly (`:a e` runs `e`).
     fn label(&mut self) {
-        while !matches!(self.peek(), None | Some(b'\n' | b';')) {
+        self.skip_blanks();
+        while !matches!(self.peek(), None | Some(b'\n' | b';' | b' ' | b'\t' | b'}')) {
             self.i += 1;
         }
     }
@@ -382,11 +385,14 @@ impl SedParser<'_> {
                     self.i += 1;
                 }
             }
-            b'#' | b':' => {
+            b'#' => {
                 self.rest_of_line();
                 rest_of_line = true;
             }
-            b'b' | b't' | b'T' | b'v' => self.label(),
+            b':' | b'b' | b't' | b'T' | b'v' => {
+                self.label();
+                rest_of_line = true;
+            }
             b'a' | b'i' | b'c' => {
                 rest_of_line = true;
                 loop {
@@ -489,6 +495,18 @@ mod tests {
         assert!(parse_script("K").unknown.is_some());
         assert!(parse_script("s/a/b").unknown.is_some());
         assert_eq!(parse_script(":a;N;$!ba;s/\\n/ /g").unknown, None);
+        assert_eq!(
+            parse_script(":lbl;e").exec,
+            vec![None],
+            "GNU sed ends a label at `;`"
+        );
+        assert_eq!(parse_script(":lbl e").exec, vec![None], "and at a blank");
+        assert_eq!(parse_script("b end e").exec, vec![None]);
+        assert_eq!(
+            parse_script(":x #c;e").exec,
+            vec![],
+            "a comment after a label"
+        );
         assert_eq!(parse_script("0~3d").unknown, None);
         assert!(
             parse_script("s/.*/touch /tmp/x/e").unknown.is_some(),

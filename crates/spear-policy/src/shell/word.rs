@@ -2,6 +2,8 @@
 //! expanded, and every command substitution inside them analysed (it runs, whatever the word is
 //! used for).
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use brush_parser::ParserOptions;
 use brush_parser::word::{
     self, BraceExpressionMember, BraceExpressionOrText, Parameter, ParameterExpr,
@@ -66,6 +68,24 @@ pub(crate) fn parser_options() -> ParserOptions {
     ParserOptions::default()
 }
 
+/// Runs one of brush-parser's word parsers; a panic inside it becomes an error.
+///
+/// Attack: brush-parser 0.4 unwraps integer parses in its word grammar, so a word such as
+/// `{9223372036854775808` (brace sequence) or `~99999999999999999999` (directory stack) panics
+/// it; uncaught, any script would take the harness down.
+fn guarded<T, E: std::fmt::Display>(parse: impl FnOnce() -> Result<T, E>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(parse)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the word parser failed".into()),
+    }
+}
+
+/// [`word::parse`], with a panic as an error.
+fn parse_word(raw: &str) -> Result<Vec<WordPieceWithSource>, String> {
+    guarded(|| word::parse(raw, &parser_options()))
+}
+
 /// What one pass over word pieces produced.
 #[derive(Default)]
 struct Built {
@@ -115,7 +135,7 @@ impl Analysis<'_> {
 
     /// Evaluates a here-document body that undergoes expansion; returns its text if fully known.
     pub(crate) fn eval_heredoc(&mut self, body: &str, cwd: &Cwd) -> Option<String> {
-        match word::parse_heredoc(body, &parser_options()) {
+        match guarded(|| word::parse_heredoc(body, &parser_options())) {
             Ok(pieces) => {
                 let mut built = Built::default();
                 self.walk_pieces(&pieces, cwd, &mut built, true);
@@ -129,7 +149,7 @@ impl Analysis<'_> {
     }
 
     fn eval_alternative(&mut self, raw: &str, cwd: &Cwd, globbing: bool) -> Arg {
-        let pieces = match word::parse(raw, &parser_options()) {
+        let pieces = match parse_word(raw) {
             Ok(p) => p,
             Err(e) => {
                 self.complex(format!("the word {raw:?} cannot be parsed: {e}"));
@@ -155,7 +175,7 @@ impl Analysis<'_> {
 
     /// Used when brace expansion gave up: the word is unknown, but what it runs still counts.
     fn analyse_pieces_only(&mut self, raw: &str, cwd: &Cwd) {
-        match word::parse(raw, &parser_options()) {
+        match parse_word(raw) {
             Ok(pieces) => {
                 let mut built = Built::default();
                 self.walk_pieces(&pieces, cwd, &mut built, false);
@@ -394,9 +414,11 @@ impl Analysis<'_> {
         if !raw.contains('{') {
             return Some(vec![raw.to_owned()]);
         }
-        match word::parse_brace_expansions(raw, &parser_options()) {
-            Ok(Some(pieces)) => expand_pieces(&pieces),
-            Ok(None) | Err(_) => Some(vec![raw.to_owned()]),
+        match catch_unwind(|| word::parse_brace_expansions(raw, &parser_options())) {
+            Ok(Ok(Some(pieces))) => expand_pieces(&pieces),
+            Ok(Ok(None) | Err(_)) => Some(vec![raw.to_owned()]),
+            // The parser panicked (see `guarded`): what the word expands to is unknown.
+            Err(_) => None,
         }
     }
 }
@@ -572,6 +594,47 @@ mod tests {
             )
             .is_none()
         );
+    }
+
+    #[test]
+    fn word_parser_panics_are_errors() {
+        // brush-parser 0.4 unwraps these integers and panics (found by fuzz/classify_script).
+        for w in [
+            "~99999999999999999999",
+            "~+99999999999999999999",
+            "~-99999999999999999999/x",
+        ] {
+            assert!(parse_word(w).is_err(), "{w}");
+        }
+        for w in ["{9223372036854775808", "x{99999999999999999999..1}y"] {
+            assert_eq!(Analysis::brace_expand(w), None, "{w}");
+        }
+        // The parsers still work afterwards (brush-parser's word cache is not poisoned).
+        assert!(parse_word("~/x").is_ok());
+        assert_eq!(
+            Analysis::brace_expand("{1..2}"),
+            Some(vec!["1".into(), "2".into()])
+        );
+    }
+
+    #[test]
+    fn word_parser_panics_fail_closed() {
+        use spear_core::CommandClass;
+        use spear_workspace::{Workspace, WorkspaceConfig};
+
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(&WorkspaceConfig::new(dir.path())).unwrap();
+        let policy =
+            crate::CommandPolicy::new(std::sync::Arc::new(ws), crate::PolicyConfig::new(None));
+        for script in [
+            "echo ~99999999999999999999",
+            "x=~-99999999999999999999 ls",
+            "rm {9223372036854775808..1}",
+            "touch a{99999999999999999999..1}",
+        ] {
+            let class = policy.classify_script(script, dir.path()).class;
+            assert_eq!(class, CommandClass::ShellComplex, "{script}");
+        }
     }
 
     #[test]
