@@ -4,10 +4,11 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use serde::Serialize;
-use spear_core::{CapabilityPolicy, CommandAssessment, ExecutionMode};
+use spear_core::{CommandAssessment, ExecutionMode};
 use spear_policy::{Decision, decide};
 
 use crate::context::{Context, ContextError, WorkspaceArgs};
+use crate::mode_args::ModeArgs;
 
 /// `spear classify [--json] [--workspace DIR] SCRIPT`.
 #[derive(Debug, clap::Args)]
@@ -15,9 +16,9 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Decide as if `--no-network` were given.
-    #[arg(long)]
-    no_network: bool,
+    /// The mode to mark in the text output (every mode's decision is shown).
+    #[command(flatten)]
+    mode: ModeArgs,
     /// Read the script from this file instead of the command line.
     #[arg(long, value_name = "FILE", conflicts_with = "script")]
     file: Option<PathBuf>,
@@ -70,11 +71,10 @@ pub fn run(args: &Args) -> Result<i32, ClassifyError> {
     let decisions: Vec<(ExecutionMode, Decision)> = ExecutionMode::ALL
         .into_iter()
         .map(|mode| {
-            let mut policy = CapabilityPolicy::for_mode(mode);
-            if args.no_network {
-                policy = policy.without_network();
-            }
-            (mode, decide(&assessment, policy, &script))
+            (
+                mode,
+                decide(&assessment, args.mode.policy_for(mode), &script),
+            )
         })
         .collect();
     if args.json {
@@ -98,7 +98,7 @@ pub fn run(args: &Args) -> Result<i32, ClassifyError> {
         };
         println!("{}", serde_json::to_string(&report).unwrap_or_default());
     } else {
-        print_text(&assessment, &decisions);
+        print_text(&assessment, &decisions, args.mode.mode());
     }
     Ok(0)
 }
@@ -134,7 +134,11 @@ fn decision_word(d: &Decision) -> &'static str {
     }
 }
 
-fn print_text(a: &CommandAssessment, decisions: &[(ExecutionMode, Decision)]) {
+fn print_text(
+    a: &CommandAssessment,
+    decisions: &[(ExecutionMode, Decision)],
+    selected: ExecutionMode,
+) {
     let list = |v: &[PathBuf]| {
         if v.is_empty() {
             "-".to_owned()
@@ -161,6 +165,7 @@ fn print_text(a: &CommandAssessment, decisions: &[(ExecutionMode, Decision)]) {
             Decision::Confirm(_) => "allowed after the user confirms".to_owned(),
             Decision::Deny(r) => format!("denied: {}", r.message()),
         };
-        println!("{:<13} {detail}", format!("{}:", mode.as_str()));
+        let mark = if *mode == selected { " (selected)" } else { "" };
+        println!("{:<13} {detail}{mark}", format!("{}:", mode.as_str()));
     }
 }

@@ -2,6 +2,7 @@
 
 mod classify;
 mod context;
+mod mode_args;
 
 use std::process::ExitCode;
 
