@@ -43,6 +43,8 @@ pub enum RefusalRule {
     SnapshotCopy,
     /// An entry that makes other programs run code later, or configures an agent.
     ProtectedEntry,
+    /// A check that could not be made (a file whose header cannot be read): refused, never passed.
+    Unverifiable,
     /// The person asked declined.
     Declined,
     /// Nobody could be asked.
@@ -158,6 +160,11 @@ impl Refusal {
         Refusal::new(RefusalRule::ProtectedEntry, path, Detail::Text(why.into()))
     }
 
+    /// A check of `path` could not be made, for the reason `why`.
+    pub fn unverifiable(path: impl Into<String>, why: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::Unverifiable, path, Detail::Text(why.into()))
+    }
+
     /// The person asked to confirm `what` declined.
     pub fn declined(what: impl Into<String>) -> Self {
         Refusal::new(RefusalRule::Declined, what, Detail::None)
@@ -253,6 +260,10 @@ impl Refusal {
                 "`{s}` is protected: {why}. No mode writes it; ask the user to change it if it \
                  must change."
             ),
+            (RefusalRule::Unverifiable, Detail::Text(why)) => format!(
+                "spear cannot check `{s}` ({why}), so it is not written. Check the file's \
+                 permissions, or write to another path."
+            ),
             (RefusalRule::Declined, _) => {
                 format!(
                     "The user declined `{s}`. Do not retry it unchanged; ask what to do instead."
@@ -325,6 +336,7 @@ mod tests {
             Refusal::generated_file("x", "y"),
             Refusal::snapshot_copy("x", "y"),
             Refusal::protected_entry("x", "y"),
+            Refusal::unverifiable("x", "y"),
             Refusal::declined("x"),
             Refusal::no_confirmer("x"),
         ];

@@ -205,19 +205,34 @@ pub(crate) fn normalise(path: &Path) -> PathBuf {
 }
 
 impl crate::CommandPolicy {
-    /// Refuses a write to an existing file whose first lines say it is generated.
+    /// Refuses a write to an existing file whose first lines say it is generated, and a write to a
+    /// file whose header cannot be read (the check cannot be made, so it refuses).
     pub(crate) fn check_generated_header(
         &self,
         loc: &Location,
         shown: &str,
     ) -> Result<(), Refusal> {
-        let Some(fs) = self.fs() else { return Ok(()) };
+        use spear_workspace::FsError;
+        let Some(fs) = self.fs() else {
+            return Err(Refusal::unverifiable(
+                shown,
+                "the workspace roots cannot be opened",
+            ));
+        };
         match fs.read_head(loc, HEADER_BYTES) {
             Ok(head) => match generated_header(&head) {
                 Some(source) => Err(Refusal::generated_file(shown, source)),
                 None => Ok(()),
             },
-            Err(_) => Ok(()),
+            // A new file, or a directory (removed or written into): there is no header to read.
+            Err(
+                FsError::NotFound { .. }
+                | FsError::IsDirectory { .. }
+                | FsError::NotDirectory { .. },
+            ) => Ok(()),
+            // A check that cannot be made refuses: an unreadable file, one that changed while it
+            // was opened, a fifo or device node.
+            Err(e) => Err(Refusal::unverifiable(shown, e.to_string())),
         }
     }
 }

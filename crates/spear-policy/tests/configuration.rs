@@ -230,3 +230,58 @@ fn file_tools_share_the_target_policy() {
         "the refusal names the source: {message}"
     );
 }
+
+#[test]
+fn a_header_that_cannot_be_read_refuses_the_write() {
+    let fx = Fixture::new();
+    // A fifo has no header to read: the check cannot be made.
+    let fifo = fx.path("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let a = fx.classify("echo x > pipe");
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(RefusalRule::Unverifiable),
+        "{}",
+        a.reason
+    );
+    // Positive controls: a regular file and a new file are checked and allowed.
+    assert_eq!(
+        fx.class("echo x > README.md"),
+        CommandClass::WorkspaceMutating
+    );
+    assert_eq!(
+        fx.class("echo x > brand-new.txt"),
+        CommandClass::WorkspaceMutating
+    );
+    assert_eq!(
+        fx.class("rm -rf src"),
+        CommandClass::WorkspaceMutating,
+        "a directory has no header"
+    );
+}
+
+#[test]
+fn an_unreadable_file_is_not_written_by_an_unprivileged_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let file = fx.path("secret-gen.rs");
+    std::fs::write(&file, "// DO NOT EDIT\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o200)).unwrap();
+    let a = fx.classify("echo x > secret-gen.rs");
+    let root = rustix::process::geteuid().is_root();
+    let expected = if root {
+        RefusalRule::GeneratedFile
+    } else {
+        RefusalRule::Unverifiable
+    };
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(expected),
+        "as root: {root}; {}",
+        a.reason
+    );
+}
