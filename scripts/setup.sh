@@ -4,12 +4,13 @@
 #
 # - Debian packages: bubblewrap and slirp4netns (the sandbox and its network), util-linux
 #   (setpriv/runuser for unprivileged test runs), iproute2 and nftables (network tests), GNU sed
-#   and gawk (the classifier's tests use them as oracles), gcc (crates that build C).
+#   and gawk (the classifier's tests use them as oracles), gcc and g++ (crates that build C and
+#   C++, such as libFuzzer for the fuzz targets).
 # - A Rust toolchain with rustfmt and clippy (the machine's rustup).
 # - An unprivileged user, spear-test, that the security tests also run as.
 set -euo pipefail
 
-packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc libc6-dev bash coreutils findutils)
+packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc g++ libc6-dev bash coreutils findutils)
 test_user=spear-test
 
 say() { printf 'setup: %s\n' "$*"; }
