@@ -75,6 +75,20 @@ pub(crate) fn is_credential_store(path: &Path) -> bool {
         .any(|seq| parts.windows(seq.len()).any(|w| w == *seq))
 }
 
+/// Whether a pattern or a partly known word names a credential store in its known components:
+/// `link-*/.ssh/x`, `$D/.aws/credentials`, `~*/id_rsa`. Only unambiguous names count here (a glob
+/// such as `src/id_*.rs` is not a key).
+pub(crate) fn names_credential_store(text: &str) -> bool {
+    const KEYS: &[&str] = &["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_xmss"];
+    let parts: Vec<&str> = text.split('/').collect();
+    parts
+        .iter()
+        .any(|p| CREDENTIAL_DIRS.contains(p) || KEYS.iter().any(|k| p.starts_with(k)))
+        || CREDENTIAL_SEQUENCES
+            .iter()
+            .any(|seq| parts.windows(seq.len()).any(|w| w == *seq))
+}
+
 /// Standard devices every sandbox provides.
 fn is_standard_device(path: &Path) -> bool {
     const DEVICES: &[&str] = &[
@@ -273,6 +287,15 @@ mod tests {
             v.vet_search(Path::new("/etc"), "x"),
             HostRead::Refused(_)
         ));
+    }
+
+    #[test]
+    fn credential_names_in_patterns() {
+        assert!(names_credential_store("link-*/.ssh/x"));
+        assert!(names_credential_store("$D/id_rsa"));
+        assert!(names_credential_store("$H/.config/gh/hosts.yml"));
+        assert!(!names_credential_store("src/id_*.rs"));
+        assert!(!names_credential_store("$OUT/main.rs"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use spear_core::Refusal;
 use spear_workspace::Location;
 
 use crate::analysis::{Analysis, Cwd};
-use crate::host_read::HostRead;
+use crate::host_read::{HostRead, names_credential_store};
 use crate::shell::walk::is_discard_device;
 use crate::shell::word::Arg;
 use crate::target_policy::{HEADER_BYTES, generated_header};
@@ -34,6 +34,14 @@ impl Analysis<'_> {
     /// argument is refused outright; the refusal asks for the absolute path, which is then judged
     /// on its own.
     pub(crate) fn place(&mut self, arg: &Arg, cwd: &Cwd) -> Option<(Place, Place)> {
+        // What a pattern or a run-time word will match is unknown, but a credential store named in
+        // its known parts is refused whatever it matches (`link-*/id_rsa`, `$D/.ssh/config`).
+        if let Arg::Glob(text) | Arg::Dyn { raw: text, .. } = arg
+            && names_credential_store(text)
+        {
+            self.refuse(Refusal::credential_store(arg.display()));
+            return None;
+        }
         let text = match arg {
             Arg::Lit(s) => s.clone(),
             Arg::Glob(p) => glob_directory(p),

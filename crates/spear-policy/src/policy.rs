@@ -1,6 +1,7 @@
 //! The command policy: one workspace, one configuration, and the classifications made against them.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use spear_core::{CommandAssessment, Refusal};
@@ -18,6 +19,7 @@ pub struct CommandPolicy {
     config: PolicyConfig,
     host_view: HostView,
     fs: OnceLock<Option<WorkspaceFs>>,
+    user_homes: OnceLock<HashMap<String, PathBuf>>,
 }
 
 impl CommandPolicy {
@@ -36,6 +38,7 @@ impl CommandPolicy {
             config,
             host_view,
             fs: OnceLock::new(),
+            user_homes: OnceLock::new(),
         }
     }
 
@@ -58,6 +61,16 @@ impl CommandPolicy {
     /// own).
     pub(crate) fn fs(&self) -> Option<&WorkspaceFs> {
         self.fs.get_or_init(|| self.workspace.fs().ok()).as_ref()
+    }
+
+    /// The home directory of `user` from `/etc/passwd`, for `~user` (read once).
+    pub(crate) fn user_home(&self, user: &str) -> Option<&Path> {
+        self.user_homes
+            .get_or_init(|| {
+                parse_passwd(&std::fs::read_to_string("/etc/passwd").unwrap_or_default())
+            })
+            .get(user)
+            .map(PathBuf::as_path)
     }
 
     /// Classifies a shell script run in `cwd` (host or mount spelling; relative to the launch
@@ -83,5 +96,32 @@ impl CommandPolicy {
     pub fn check_write(&self, loc: &Location) -> Result<(), Refusal> {
         self.config.targets.check(&loc.rel)?;
         self.check_generated_header(loc, &loc.rel.display().to_string())
+    }
+}
+
+/// The home directories of `/etc/passwd` entries, by user name.
+fn parse_passwd(text: &str) -> HashMap<String, PathBuf> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(':').collect();
+            let (name, home) = (fields.first()?, fields.get(5)?);
+            (!name.is_empty() && home.starts_with('/'))
+                .then(|| ((*name).to_owned(), PathBuf::from(home)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_passwd;
+
+    #[test]
+    fn passwd_homes() {
+        let homes = parse_passwd(
+            "root:x:0:0:root:/root:/bin/bash\nbad line\nu:x:1000:1000::/home/u:/bin/sh\nnohome:x:1:1:::/bin/sh\n",
+        );
+        assert_eq!(homes.get("root").map(|p| p.to_str()), Some(Some("/root")));
+        assert_eq!(homes.get("u").map(|p| p.to_str()), Some(Some("/home/u")));
+        assert!(!homes.contains_key("nohome"));
     }
 }

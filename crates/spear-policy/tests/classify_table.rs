@@ -507,6 +507,21 @@ const REDIRECTIONS: &[(&str, CommandClass, &[Check])] = &[
     ("ls > /tmp/x", D, &[Rule(RefusalRule::WriteOutsideRoots)]),
     ("ls > /dev/sda", D, &[Rule(RefusalRule::KernelOrDevice)]),
     ("ls > /dev/tty", D, &[]),
+    (
+        "echo x > /dev/tcp/203.0.113.1/80",
+        R,
+        &[Needs(Capability::Network), NoWrites],
+    ),
+    (
+        "exec 3<>/dev/tcp/example.com/80",
+        R,
+        &[Needs(Capability::Network)],
+    ),
+    (
+        "cat < /dev/udp/203.0.113.1/53",
+        R,
+        &[Needs(Capability::Network)],
+    ),
     ("ls > ../x", D, &[Rule(RefusalRule::ParentTraversal)]),
     ("ls > sub/../../x", D, &[Rule(RefusalRule::ParentTraversal)]),
     ("ls > /workspace/../etc/x", D, &[]),
@@ -647,6 +662,68 @@ const HOST_READS: &[(&str, CommandClass, &[Check])] = &[
         &[Rule(RefusalRule::ProjectScope)],
     ),
     ("cat {WS}/README.md", R, &[Lacks(Capability::HostRead)]),
+    (
+        "cat ~root/.ssh/id_rsa",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    (
+        "cat link-*/id_rsa",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    (
+        "cat $D/.ssh/config",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    (
+        "cp $H/.aws/credentials .",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    (
+        "echo key >> $H/.ssh/authorized_keys",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    ("cat src/id_*.rs", R, &[]),
+    (
+        "ln {HOME}/.ssh/id_rsa k",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    (
+        "ln -s /etc/shadow s",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    ("ln -s README.md readme-link", M, &[Writes("readme-link")]),
+    (
+        "awk 'BEGIN{while((getline l < \"/etc/shadow\")>0) print l}'",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    (
+        "curl file:///etc/shadow",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    (
+        "curl file:///etc/hostname",
+        R,
+        &[Needs(Capability::HostRead), Needs(Capability::Network)],
+    ),
+    (
+        "git clone {HOME}/other copy",
+        D,
+        &[Rule(RefusalRule::ProjectScope)],
+    ),
+    (
+        "git clone ./sub copy",
+        M,
+        &[Writes("copy"), Lacks(Capability::Network)],
+    ),
 ];
 
 /// The target policy: generated, snapshot, vendored and protected paths are never written.

@@ -294,12 +294,21 @@ fn argv_is_taken_literally() {
         fx.policy.classify(&v, &fx.ws)
     };
     assert_eq!(argv(&["ls", "-la"]).class, CommandClass::ReadOnly);
-    assert_eq!(argv(&["rm", "-rf", "target"]).class, CommandClass::WorkspaceMutating);
+    assert_eq!(
+        argv(&["rm", "-rf", "target"]).class,
+        CommandClass::WorkspaceMutating
+    );
     assert_eq!(argv(&["touch", "{CANARY}"]).class, CommandClass::Dangerous);
     // No shell: `$(...)` and `;` are plain text in an argument.
-    assert_eq!(argv(&["echo", "$(touch {CANARY}); touch {CANARY}"]).class, CommandClass::ReadOnly);
+    assert_eq!(
+        argv(&["echo", "$(touch {CANARY}); touch {CANARY}"]).class,
+        CommandClass::ReadOnly
+    );
     // A shell named in argv is still analysed.
-    assert_eq!(argv(&["bash", "-c", "touch {CANARY}"]).class, CommandClass::Dangerous);
+    assert_eq!(
+        argv(&["bash", "-c", "touch {CANARY}"]).class,
+        CommandClass::Dangerous
+    );
     assert_eq!(argv(&["sudo", "ls"]).class, CommandClass::Dangerous);
 }
 
@@ -317,11 +326,23 @@ fn a_second_root_is_inside_the_workspace() {
     assert_eq!(a.class, CommandClass::WorkspaceMutating, "{}", a.reason);
     assert_eq!(a.write_targets, vec![extra.join("src/a.rs")]);
     let a = policy.classify_script(&format!("grep -rn x {}", extra.display()), &fx.ws);
-    assert_eq!(a.class, CommandClass::ReadOnly, "a search of another root is in the project: {}", a.reason);
+    assert_eq!(
+        a.class,
+        CommandClass::ReadOnly,
+        "a search of another root is in the project: {}",
+        a.reason
+    );
     assert!(!a.capabilities.contains(Capability::HostRead));
     let a = policy.classify_script(&format!("echo x > {}/.envrc", extra.display()), &fx.ws);
-    assert_eq!(a.refusal.map(|r| r.rule()), Some(RefusalRule::ProtectedEntry), "the target policy holds in every root");
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(RefusalRule::ProtectedEntry),
+        "the target policy holds in every root"
+    );
     // Positive control: without the extra root, the same write is outside.
     let a = fx.classify(&format!("echo x > {}/src/a.rs", extra.display()));
-    assert_eq!(a.refusal.map(|r| r.rule()), Some(RefusalRule::WriteOutsideRoots));
+    assert_eq!(
+        a.refusal.map(|r| r.rule()),
+        Some(RefusalRule::WriteOutsideRoots)
+    );
 }

@@ -16,6 +16,8 @@ pub(crate) struct AwkEffects {
     pub writes: Vec<String>,
     /// A redirection to a file named by an expression.
     pub writes_unknown: bool,
+    /// Files read by `getline < "file"`.
+    pub reads: Vec<String>,
     /// Why the program could not be understood.
     pub unknown: Option<String>,
 }
@@ -157,6 +159,11 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd)
                 a.write_path(&Arg::Lit(w.clone()), cwd, name);
             }
         }
+        for r in &effects.reads {
+            if !matches!(r.as_str(), "-" | "/dev/stdin") {
+                a.read_path(&Arg::Lit(r.clone()), cwd);
+            }
+        }
         if effects.writes_unknown {
             a.mutates(format!(
                 "the {name} program writes to a file named at run time"
@@ -210,6 +217,18 @@ pub(crate) fn parse_program(text: &str) -> AwkEffects {
             }
             Tok::Op(o) if o == "|" || o == "|&" => {
                 fx.runs = Some("pipes to or from a command".into());
+            }
+            Tok::Ident(id) if id == "getline" => {
+                // `getline < "file"` and `getline var < "file"` read a file.
+                let mut j = i + 1;
+                if matches!(toks.get(j), Some(Tok::Ident(_))) {
+                    j += 1;
+                }
+                if is_op(toks.get(j), "<")
+                    && let Some(Tok::Str(file)) = toks.get(j + 1)
+                {
+                    fx.reads.push(file.clone());
+                }
             }
             Tok::Op(o) if o == "@" => {
                 if matches!(toks.get(i + 1), Some(Tok::Ident(n)) if n == "load" || n == "include") {
@@ -390,6 +409,11 @@ mod tests {
         assert!(fx("{print > \"a\" $2}").writes_unknown);
         assert_eq!(fx("{print ($1 > 2)}"), AwkEffects::default());
         assert!(fx("@load \"ext\"").runs.is_some());
+        assert_eq!(
+            fx("BEGIN{while((getline l < \"/etc/shadow\")>0) print l}").reads,
+            vec!["/etc/shadow"]
+        );
+        assert_eq!(fx("BEGIN{getline < \"in.txt\"}").reads, vec!["in.txt"]);
         assert!(fx("{print \"unterminated}").unknown.is_some());
         assert_eq!(
             fx("# comment system(\"x\")\n{print}"),

@@ -518,7 +518,16 @@ fn clone(a: &mut Analysis<'_>, rest: &[Arg], dir: &Cwd) {
     }
     let ops = operands(&items);
     remote_url_check(a, &ops);
-    a.needs(Capability::Network);
+    match ops.first().and_then(Arg::lit) {
+        // A local repository is read, not fetched.
+        Some(src) if src.starts_with('/') || src.starts_with("./") || src.starts_with("../") => {
+            a.read_path(&ops[0], dir);
+        }
+        Some(src) if src.starts_with("file://") => {
+            crate::commands::network::local_urls(a, &ops[..1], dir);
+        }
+        _ => a.needs(Capability::Network),
+    }
     let target = match (ops.first(), ops.get(1)) {
         (_, Some(d)) => d.clone(),
         (Some(url), None) => match url.lit() {

@@ -182,6 +182,7 @@ fn curl(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             }
         }
     }
+    local_urls(a, &operands(&items), cwd);
     if has(&items, &["-O", "--remote-name", "--remote-name-all"]) {
         let dir = values(&items, &["--output-dir"])
             .last()
@@ -282,5 +283,22 @@ fn wget(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             a.write_path(&dir, cwd, name);
         }
     }
-    let _ = operands(&items);
+    local_urls(a, &operands(&items), cwd);
+}
+
+/// `file://` URLs read local files: each is vetted as a read (`curl file:///etc/shadow`).
+pub(crate) fn local_urls(a: &mut Analysis<'_>, urls: &[Arg], cwd: &Cwd) {
+    for url in urls {
+        if let Some(path) = url.lit().and_then(|u| u.strip_prefix("file://")) {
+            let path = path.split(['?', '#']).next().unwrap_or(path);
+            a.read_path(
+                &Arg::Lit(if path.starts_with('/') {
+                    path.to_owned()
+                } else {
+                    format!("/{path}")
+                }),
+                cwd,
+            );
+        }
+    }
 }

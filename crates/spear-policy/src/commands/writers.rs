@@ -36,7 +36,7 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd)
             }
             let ops = operands(&items);
             let skip = usize::from(reference.is_empty());
-            unknown_words(a, name, &items);
+            unknown_words(a, name, &items, cwd);
             for op in ops.iter().skip(skip) {
                 a.write_path(op, cwd, name);
             }
@@ -71,7 +71,7 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd)
         }
         "dos2unix" | "unix2dos" | "mac2unix" | "unix2mac" => {
             let items = scan(args, &OptionSpec::gnu("c", &["convmode"], &[]));
-            unknown_words(a, name, &items);
+            unknown_words(a, name, &items, cwd);
             let new_file = has(&items, &["-n", "--newfile"]);
             for (i, op) in operands(&items).iter().enumerate() {
                 if new_file && i % 2 == 0 {
@@ -102,18 +102,20 @@ fn write_all(a: &mut Analysis<'_>, name: &str, items: &[Item], cwd: &Cwd) {
     for op in &ops {
         a.write_path(op, cwd, name);
     }
-    unknown_words(a, name, items);
+    unknown_words(a, name, items, cwd);
 }
 
-/// Words known only at run time where options or operands stand: they may name anything.
-fn unknown_words(a: &mut Analysis<'_>, name: &str, items: &[Item]) {
+/// Words known only at run time where options or operands stand: they may name anything, so each
+/// is a write target whose place is unknown (a credential name or an outside prefix in its known
+/// part is still refused).
+fn unknown_words(a: &mut Analysis<'_>, name: &str, items: &[Item], cwd: &Cwd) {
     for item in items {
         if let Item::Unknown(arg) = item {
-            a.mutates(format!("{name} writes paths known only at run time"));
             a.complex(format!(
                 "`{}` is known only at run time and {name} writes it",
                 arg.display()
             ));
+            a.write_path(arg, cwd, name);
         }
     }
 }
@@ -155,7 +157,7 @@ fn copy_like(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     if has(&items, &["--strip-program"]) {
         a.complex("`install --strip-program` runs another program");
     }
-    unknown_words(a, name, &items);
+    unknown_words(a, name, &items, cwd);
     let mut ops = operands(&items);
     let targets: Vec<Arg> = values(&items, &["-t", "--target-directory"])
         .cloned()
@@ -190,12 +192,13 @@ fn copy_like(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     } else {
         None
     };
+    // Sources are read; mv also removes them. A link's target is vetted as a read too: a hard
+    // link shares its content and a symbolic link leads reads to it (`ln ~/.ssh/id_rsa k`).
     for src in &ops {
-        match name {
-            "mv" => a.write_path(src, cwd, name),
-            // A link's target is not read or written when the link is made.
-            "ln" | "link" => {}
-            _ => a.read_path(src, cwd),
+        if name == "mv" {
+            a.write_path(src, cwd, name);
+        } else {
+            a.read_path(src, cwd);
         }
     }
     match dest {
@@ -291,7 +294,7 @@ fn rsync(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     ) {
         a.write_path(w, cwd, "rsync");
     }
-    unknown_words(a, "rsync", &items);
+    unknown_words(a, "rsync", &items, cwd);
     let mut ops = operands(&items);
     let dest = ops.pop();
     for op in ops.iter().chain(dest.iter()) {
@@ -380,7 +383,7 @@ fn split(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     if has(&items, &["--filter"]) {
         a.complex("`split --filter` runs a shell command for each piece");
     }
-    unknown_words(a, name, &items);
+    unknown_words(a, name, &items, cwd);
     let ops = operands(&items);
     if let Some(input) = ops.first()
         && input.lit() != Some("-")
@@ -423,7 +426,7 @@ fn patch(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
         &[],
     );
     let items = scan(args, &spec);
-    unknown_words(a, "patch", &items);
+    unknown_words(a, "patch", &items, cwd);
     for p in values(&items, &["-i", "--input"]) {
         a.read_path(p, cwd);
     }
@@ -452,7 +455,7 @@ fn mktemp(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     if has(&items, &["-u", "--dry-run"]) {
         return;
     }
-    unknown_words(a, "mktemp", &items);
+    unknown_words(a, "mktemp", &items, cwd);
     let dir = values(&items, &["-p", "--tmpdir"]).last().cloned();
     let template = operands(&items).first().cloned();
     let target = match (dir, template) {

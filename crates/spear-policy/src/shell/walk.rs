@@ -400,6 +400,7 @@ impl Analysis<'_> {
                     IoFileRedirectTarget::Filename(w) => {
                         for arg in self.eval_word(&w.value, cwd) {
                             match kind {
+                                IoFileRedirectKind::Read if self.bash_socket(&arg) => {}
                                 IoFileRedirectKind::Read => {
                                     self.read_path(&arg, cwd);
                                     if is_stdin {
@@ -464,10 +465,27 @@ impl Analysis<'_> {
     /// A redirection that writes. `/dev/null`, `/dev/stdout` and `/dev/stderr` discard or pass
     /// through and need no write access; everything else is a write target.
     fn redirect_write(&mut self, arg: &Arg, cwd: &Cwd) {
-        if arg.lit().is_some_and(is_discard_device) {
+        if arg.lit().is_some_and(is_discard_device) || self.bash_socket(arg) {
             return;
         }
         self.write_path(arg, cwd, "a redirection");
+    }
+}
+
+impl Analysis<'_> {
+    /// `/dev/tcp/HOST/PORT` and `/dev/udp/HOST/PORT` in a redirection are sockets bash opens, not
+    /// files: they need the network.
+    fn bash_socket(&mut self, arg: &Arg) -> bool {
+        let text = match arg {
+            Arg::Lit(t) | Arg::Glob(t) => t.as_str(),
+            Arg::Dyn { prefix, .. } => prefix.as_str(),
+        };
+        let socket = text.starts_with("/dev/tcp/") || text.starts_with("/dev/udp/");
+        if socket {
+            self.needs(spear_core::Capability::Network);
+            self.runs("/dev/tcp");
+        }
+        socket
     }
 }
 

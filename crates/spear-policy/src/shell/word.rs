@@ -210,6 +210,10 @@ impl Analysis<'_> {
                     (TildeExpr::Home, Some(home)) if self.home_intact => {
                         built.push_known(&home.to_string_lossy());
                     }
+                    (TildeExpr::UserHome(user), _) => match self.policy.user_home(user) {
+                        Some(home) => built.push_known(&home.to_string_lossy()),
+                        None => built.mark_dynamic(),
+                    },
                     (TildeExpr::WorkingDir, _) if matches!(cwd, Cwd::Known(_)) => {
                         if let Cwd::Known(dir) = cwd {
                             built.push_known(&dir.to_string_lossy());
