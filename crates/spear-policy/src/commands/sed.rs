@@ -93,7 +93,7 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
         // value (attached or next); -i takes an optional attached suffix and ends the bundle.
         let body = &t[1..];
         for (pos, flag) in body.char_indices() {
-            let rest = &body[pos + 1..];
+            let rest = &body[pos + flag.len_utf8()..];
             match flag {
                 'e' | 'f' | 'l' => {
                     let value = if rest.is_empty() {
@@ -467,6 +467,27 @@ impl SedParser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multibyte_short_option() {
+        // Found by fuzz/classify_script: `sed -é` sliced the bundle inside the `é` and panicked.
+        use spear_core::CommandClass;
+        use spear_workspace::{Workspace, WorkspaceConfig};
+
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(&WorkspaceConfig::new(dir.path())).unwrap();
+        let policy =
+            crate::CommandPolicy::new(std::sync::Arc::new(ws), crate::PolicyConfig::new(None));
+        let class = |script: &str| policy.classify_script(script, dir.path()).class;
+        assert_eq!(class("sed -é s/a/b/ f"), CommandClass::ReadOnly);
+        assert_eq!(class("sed -né s/a/b/ f"), CommandClass::ReadOnly);
+        // The value of `-e` after a multibyte flag is still the script.
+        assert_eq!(
+            class("sed -ée '1e touch x' f"),
+            class("sed -e '1e touch x' f")
+        );
+        assert_eq!(class("sed -é1 s/a/b/ f"), CommandClass::ReadOnly);
+    }
 
     #[test]
     fn effects_table() {

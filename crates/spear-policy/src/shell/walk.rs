@@ -509,13 +509,31 @@ fn assignment_name(a: &Assignment) -> &str {
     }
 }
 
-/// Parses a script with brush-parser. A panic inside the parser is caught and reported as a parse
-/// failure, so hostile input cannot take the harness down.
+/// Scripts longer than this are not analysed (`SHELL_COMPLEX`).
+const MAX_SCRIPT_BYTES: usize = 1 << 20;
+
+/// Longest run of `(` (whitespace between allowed) that is handed to the parser. brush-parser's PEG
+/// grammar backtracks exponentially on such runs (`((` may open arithmetic or two subshells):
+/// 24 parentheses take half a second and 32 over two minutes, found by the `classify_script` fuzz
+/// target. Real scripts open three or four at most.
+const MAX_OPEN_PAREN_RUN: usize = 8;
+
+/// Parses a script with brush-parser, refusing inputs that would take it too long or too deep.
+/// A panic inside the parser is caught and reported as a parse failure, so hostile input cannot
+/// take the harness down.
 fn parse(script: &str) -> Result<ast::Program, String> {
+    if script.len() > MAX_SCRIPT_BYTES {
+        return Err(format!("it is longer than {MAX_SCRIPT_BYTES} bytes"));
+    }
     // Deeply nested input can exhaust the stack of a recursive-descent parser, which no catch
     // can recover from: refuse to parse beyond a nesting bound instead.
     if nesting_depth(script) > 64 {
         return Err("nesting is too deep".into());
+    }
+    if open_paren_run(script) > MAX_OPEN_PAREN_RUN {
+        return Err(format!(
+            "it opens more than {MAX_OPEN_PAREN_RUN} parentheses in a row"
+        ));
     }
     let options = parser_options();
     let result = catch_unwind(AssertUnwindSafe(|| {
@@ -526,6 +544,22 @@ fn parse(script: &str) -> Result<ast::Program, String> {
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("the parser failed".into()),
     }
+}
+
+/// The longest run of `(` separated only by whitespace.
+fn open_paren_run(script: &str) -> usize {
+    let (mut run, mut longest) = (0usize, 0usize);
+    for b in script.bytes() {
+        match b {
+            b'(' => {
+                run += 1;
+                longest = longest.max(run);
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => run = 0,
+        }
+    }
+    longest
 }
 
 /// An upper bound on the bracket nesting of a script (`(`, `{` and `[` count).
@@ -562,6 +596,22 @@ mod tests {
         ] {
             assert_eq!(is_fd_word(t), fd, "{t:?}");
         }
+    }
+
+    #[test]
+    fn paren_runs() {
+        assert_eq!(open_paren_run("echo $((1 + (2)))"), 2);
+        assert_eq!(open_paren_run("( ( ( (ls) ) ) )"), 4);
+        assert_eq!(open_paren_run("(a (b (c"), 1);
+        assert!(
+            parse(&"( ".repeat(40)).is_err(),
+            "refused quickly instead of backtracking"
+        );
+        assert!(
+            parse(&format!("{}hash x", "(".repeat(47))).is_err(),
+            "the fuzz-found timeout"
+        );
+        assert!(parse("((i++)); (cd x && (ls))").is_ok());
     }
 
     #[test]

@@ -16,6 +16,12 @@ use crate::shell::{ansi_c, arith};
 /// Most words one brace expression may produce before the word is treated as unknown.
 const MAX_BRACE_WORDS: usize = 256;
 
+/// Most unquoted `{` one word may hold for brace expansion to be attempted; beyond it the word is
+/// unknown. brush-parser's brace grammar backtracks exponentially on unmatched braces (about three
+/// times the work per `{`: `echo {a,{a,{a,...` with 16 of them takes seconds, 30 would take days).
+/// Quoted braces cost nothing (a quoted string is one piece), so `bash -c '...'` keeps its script.
+const MAX_BRACE_OPENS: usize = 8;
+
 /// A word after everything that can be known before the script runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Arg {
@@ -413,10 +419,16 @@ impl Analysis<'_> {
         );
     }
 
-    /// Expands braces the way bash does, on the raw word. `None` when the expansion is too large.
+    /// Expands braces the way bash does, on the raw word. `None` when the expansion is too large,
+    /// the word has too many braces to parse in reasonable time, or the parser fails.
     fn brace_expand(raw: &str) -> Option<Vec<String>> {
         if !raw.contains('{') {
             return Some(vec![raw.to_owned()]);
+        }
+        // Attack: `echo a{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{` would keep the classifier busy for days
+        // (see MAX_BRACE_OPENS).
+        if unquoted_braces(raw) > MAX_BRACE_OPENS {
+            return None;
         }
         match catch_unwind(|| word::parse_brace_expansions(raw, &parser_options())) {
             Ok(Ok(Some(pieces))) => expand_pieces(&pieces),
@@ -425,6 +437,23 @@ impl Analysis<'_> {
             Err(_) => None,
         }
     }
+}
+
+/// How many `{` of `raw` can open a brace expression: those outside quotes, escapes and
+/// expansions, as brush-parser's word grammar splits the word (its brace grammar reads the same
+/// pieces whole). Every `{` counts if the word does not parse.
+fn unquoted_braces(raw: &str) -> usize {
+    let Ok(pieces) = parse_word(raw) else {
+        return raw.matches('{').count();
+    };
+    pieces
+        .iter()
+        .filter(|p| matches!(p.piece, WordPiece::Text(_) | WordPiece::TildeExpansion(_)))
+        .map(|p| {
+            raw.get(p.start_index..p.end_index)
+                .map_or(usize::MAX, |s| s.matches('{').count())
+        })
+        .fold(0, usize::saturating_add)
 }
 
 fn expand_pieces(pieces: &[BraceExpressionOrText]) -> Option<Vec<String>> {
@@ -635,10 +664,45 @@ mod tests {
             "x=~-99999999999999999999 ls",
             "rm {9223372036854775808..1}",
             "touch a{99999999999999999999..1}",
+            "rm a{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{",
         ] {
             let class = policy.classify_script(script, dir.path()).class;
             assert_eq!(class, CommandClass::ShellComplex, "{script}");
         }
+    }
+
+    #[test]
+    fn brace_parse_cost_is_bounded() {
+        // Found by fuzz/classify_script: unmatched braces made brush-parser backtrack for hours.
+        let start = std::time::Instant::now();
+        for w in [
+            "as ath/to/ou{{{{{{{{{{{{{{{{{{{{{{{{{{{tput_file.o",
+            &"{a,".repeat(40),
+            &"{1..1,".repeat(40),
+        ] {
+            assert_eq!(Analysis::brace_expand(w), None, "{w}");
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        // Up to the bound, braces still expand.
+        assert_eq!(
+            Analysis::brace_expand("{a,b}{c,d}{e,f}{g,h}").map(|v| v.len()),
+            Some(16)
+        );
+        assert_eq!(
+            Analysis::brace_expand(&"{".repeat(8)),
+            Some(vec!["{".repeat(8)])
+        );
+        // Quoted, escaped or expanded braces cannot open an expression and do not count.
+        for w in [
+            "'{{{{{{{{{{{{{{{{{{{{'{a,b}",
+            "\"{{{{{{{{{{{{{{{{{{{{\"{a,b}",
+            "$'{{{{{{{{{{{{{{{{{{{{'{a,b}",
+            "\\{\\{\\{\\{\\{\\{\\{\\{\\{\\{{a,b}",
+            "${x:-{{{{{{{{{{{{{{{{{{{{}{a,b}",
+        ] {
+            assert_eq!(Analysis::brace_expand(w).map(|v| v.len()), Some(2), "{w}");
+        }
+        assert_eq!(unquoted_braces("'{{'{a,{b,c}}\"{\"~{{"), 4);
     }
 
     #[test]
