@@ -246,6 +246,45 @@ const ORDINARY: &[(&str, CommandClass, &[Check])] = &[
     ("find . -name '*.o' -delete", M, &[Writes(".")]),
     ("find . -fls listing.txt", M, &[Writes("listing.txt")]),
     ("git diff --output=patch.txt", M, &[Writes("patch.txt")]),
+    ("git archive -o out.tar HEAD", M, &[Writes("out.tar")]),
+    ("git archive -v -oout.tar HEAD", M, &[Writes("out.tar")]),
+    ("git archive --output=out.tar HEAD", M, &[Writes("out.tar")]),
+    ("shred -u payload.txt", M, &[Writes("payload.txt")]),
+    ("shred -n 3 -u payload.txt", M, &[Writes("payload.txt")]),
+    // Options with an optional argument never take the next word (GNU getopt).
+    ("tar --checkpoint -xf a.tgz", M, &[Writes(".")]),
+    ("cp --backup README.md copy.md", M, &[Writes("copy.md")]),
+    (
+        "cp --preserve {HOME}/.ssh/id_rsa .",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    ("mkdir -Z newdir", M, &[Writes("newdir")]),
+    (
+        "uniq --group payload.txt grouped.txt",
+        M,
+        &[Writes("grouped.txt")],
+    ),
+    (
+        "ls --color ~/.ssh",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    (
+        "grep --color x {HOME}/.ssh/id_rsa",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    (
+        "diff --unified README.md {HOME}/.netrc",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
+    (
+        "od --width {HOME}/.pgpass",
+        D,
+        &[Rule(RefusalRule::CredentialStore)],
+    ),
     (
         "curl -o page.html https://example.com",
         M,

@@ -293,11 +293,32 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
         "grep" if has(&items, &["-O"]) => a.complex("`git grep -O` runs a pager"),
         "cat-file" if has(&items, &["--filters", "--textconv"]) => {}
         "archive" => {
+            // archive has short options with values of its own: -o FILE.
+            let items = scan(
+                rest,
+                &OptionSpec::gnu(
+                    "o",
+                    &[
+                        "output",
+                        "remote",
+                        "exec",
+                        "prefix",
+                        "format",
+                        "add-file",
+                        "add-virtual-file",
+                        "mtime",
+                    ],
+                    &[],
+                ),
+            );
             if values(&items, &["--remote"]).next().is_some() {
                 a.needs(Capability::Network);
             }
-            for out in values(&items, &["-o"]) {
+            for out in values(&items, &["-o", "--output"]) {
                 a.write_path(out, &dir, "git archive");
+            }
+            for added in values(&items, &["--add-file"]) {
+                a.read_path(added, &dir);
             }
         }
         "clone" => clone(a, rest, &dir),

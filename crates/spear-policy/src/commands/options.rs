@@ -118,18 +118,25 @@ pub(crate) fn scan(args: &[Arg], spec: &OptionSpec) -> Vec<Item> {
                 Some((n, v)) => (n, Some(Arg::Lit(v.to_owned()))),
                 None => (long, None),
             };
-            let name = spec.canonical(name);
+            let canonical = spec.canonical(name);
+            // Matched only as a prefix: the program may have an option of exactly this name (with
+            // an optional argument) that spear does not list. The next word is then taken both as
+            // the value and as an operand, so neither reading can hide a path.
+            let by_prefix = canonical != name;
             let value = if attached.is_some() {
                 attached
-            } else if spec.long_values.contains(&name.as_str()) {
+            } else if spec.long_values.contains(&canonical.as_str()) {
                 let v = args.get(i).cloned();
                 i += 1;
+                if by_prefix && let Some(next) = &v {
+                    items.push(Item::Operand(next.clone()));
+                }
                 v
             } else {
                 None
             };
             items.push(Item::Opt {
-                name: format!("--{name}"),
+                name: format!("--{canonical}"),
                 value,
             });
             continue;
@@ -262,6 +269,20 @@ mod tests {
         let spec = OptionSpec::posix("n", &[]);
         let items = scan(&lits(&["-n", "5", "cmd", "-x"]), &spec);
         assert_eq!(operands(&items), lits(&["cmd", "-x"]));
+    }
+
+    #[test]
+    fn a_prefix_match_keeps_the_next_word_as_an_operand_too() {
+        let spec = OptionSpec::gnu("", &["time-style"], &[]);
+        let items = scan(&lits(&["--time", "/x"]), &spec);
+        assert!(
+            items.contains(&Item::Operand(Arg::Lit("/x".into()))),
+            "{items:?}"
+        );
+        assert_eq!(values(&items, &["--time-style"]).count(), 1);
+        // An exact match takes its value only.
+        let items = scan(&lits(&["--time-style", "iso"]), &spec);
+        assert!(operands(&items).is_empty());
     }
 
     #[test]

@@ -144,14 +144,12 @@ pub(crate) static READERS: &[Reader] = &[
     ),
     reader(
         &["od"],
-        "AjNStw",
+        "AjNSt",
         &[
             "address-radix",
             "skip-bytes",
             "read-bytes",
-            "strings",
             "format",
-            "width",
             "endian",
         ],
     ),
@@ -174,10 +172,8 @@ pub(crate) static READERS: &[Reader] = &[
             "time",
             "time-style",
             "block-size",
-            "color",
             "indicator-style",
             "quoting-style",
-            "hyperlink",
         ],
     ),
     reader(&["stat"], "ct", &["format", "printf", "cached"]),
@@ -210,18 +206,12 @@ pub(crate) static READERS: &[Reader] = &[
                 "exclude-from",
                 "files0-from",
                 "time-style",
-                "time",
             ],
         )
     },
-    reader(
-        &["df"],
-        "Btx",
-        &["block-size", "type", "exclude-type", "output"],
-    ),
+    reader(&["df"], "Btx", &["block-size", "type", "exclude-type"]),
     Reader {
         writes: &["-o"],
-        reads: &["--fromfile"],
         ..reader(
             &["tree"],
             "LPIoHT",
@@ -230,7 +220,6 @@ pub(crate) static READERS: &[Reader] = &[
                 "filelimit",
                 "timefmt",
                 "sort",
-                "fromfile",
                 "gitfile",
                 "infofile",
             ],
@@ -247,8 +236,6 @@ pub(crate) static READERS: &[Reader] = &[
             &["diff"],
             "CUFILSxXWD",
             &[
-                "context",
-                "unified",
                 "show-function-line",
                 "ignore-matching-lines",
                 "label",
@@ -267,7 +254,6 @@ pub(crate) static READERS: &[Reader] = &[
                 "new-group-format",
                 "changed-group-format",
                 "unchanged-group-format",
-                "color",
                 "palette",
                 "horizon-lines",
                 "tabsize",
@@ -315,13 +301,7 @@ pub(crate) static READERS: &[Reader] = &[
         ..reader(
             &["uniq"],
             "fsw",
-            &[
-                "skip-fields",
-                "skip-chars",
-                "check-chars",
-                "group",
-                "all-repeated",
-            ],
+            &["skip-fields", "skip-chars", "check-chars"],
         )
     },
     Reader {
@@ -421,13 +401,12 @@ pub(crate) static READERS: &[Reader] = &[
     reader(&["wdiff", "colordiff"], "", &[]),
     reader(
         &["shellcheck"],
-        "efsSCoPW",
+        "efsSoPW",
         &[
             "exclude",
             "format",
             "shell",
             "severity",
-            "color",
             "enable",
             "source-path",
             "wiki-link-count",
@@ -457,15 +436,7 @@ pub(crate) static READERS: &[Reader] = &[
     reader(
         &["eza", "exa", "lsd"],
         "LIT",
-        &[
-            "level",
-            "ignore-glob",
-            "sort",
-            "time",
-            "color",
-            "icons",
-            "time-style",
-        ],
+        &["level", "ignore-glob", "sort", "time", "time-style"],
     ),
     reader(
         &["tokei", "cloc", "scc"],

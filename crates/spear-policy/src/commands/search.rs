@@ -275,8 +275,6 @@ fn grep(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             "binary-files",
             "devices",
             "directories",
-            "color",
-            "colour",
             "group-separator",
         ],
         &["recursive", "dereference-recursive"],

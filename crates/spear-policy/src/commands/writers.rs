@@ -14,12 +14,8 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd)
             let spec = match name {
                 "touch" => OptionSpec::gnu("rdtB", &["reference", "date", "time"], &[]),
                 "truncate" => OptionSpec::gnu("sr", &["size", "reference"], &[]),
-                "mkdir" | "mkfifo" => OptionSpec::gnu("mZ", &["mode", "context"], &[]),
-                "shred" => OptionSpec::gnu(
-                    "nsu",
-                    &["iterations", "size", "random-source", "remove"],
-                    &[],
-                ),
+                "mkdir" | "mkfifo" => OptionSpec::gnu("m", &["mode"], &[]),
+                "shred" => OptionSpec::gnu("ns", &["iterations", "size", "random-source"], &[]),
                 _ => OptionSpec::gnu("", &[], &[]),
             };
             let items = scan(args, &spec);
@@ -125,7 +121,7 @@ fn unknown_words(a: &mut Analysis<'_>, name: &str, items: &[Item], cwd: &Cwd) {
 fn copy_like(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     let spec = match name {
         "install" => OptionSpec::gnu(
-            "tmogSZ",
+            "tmogS",
             &[
                 "target-directory",
                 "mode",
@@ -133,23 +129,12 @@ fn copy_like(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
                 "group",
                 "suffix",
                 "strip-program",
-                "backup",
-                "context",
             ],
             &[],
         ),
         _ => OptionSpec::gnu(
-            "tSZ",
-            &[
-                "target-directory",
-                "suffix",
-                "backup",
-                "reflink",
-                "sparse",
-                "preserve",
-                "no-preserve",
-                "context",
-            ],
+            "tS",
+            &["target-directory", "suffix", "sparse", "no-preserve"],
             &[],
         ),
     };
@@ -371,8 +356,6 @@ fn split(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
                 "number",
                 "separator",
                 "filter",
-                "numeric-suffixes",
-                "hex-suffixes",
             ],
             &[],
         )

@@ -1,0 +1,359 @@
+//! Soundness on real commands: every tldr command the classifier calls `READ_ONLY` is run for real,
+//! in a bubblewrap sandbox where the workspace is writable and the rest of the host read-only, and
+//! must leave the workspace exactly as it was (paths, kinds, modes, sizes, modification times and
+//! contents). A positive control shows that the same runner sees a write.
+//!
+//! bubblewrap is installed by scripts/setup.sh; without it this test fails, it does not skip.
+
+// A test fails loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use spear_core::CommandClass;
+use spear_policy::{CommandPolicy, PolicyConfig};
+use spear_workspace::{Workspace, WorkspaceConfig};
+
+/// One entry of a workspace snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    kind: u32,
+    mode: u32,
+    size: u64,
+    mtime: (i64, i64),
+    content: u64,
+}
+
+type Snapshot = BTreeMap<PathBuf, Entry>;
+
+fn snapshot(root: &Path) -> Snapshot {
+    let mut out = Snapshot::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let Ok(m) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let content = if m.is_file() {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                std::fs::read(&path).unwrap_or_default().hash(&mut h);
+                h.finish()
+            } else if m.file_type().is_symlink() {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                std::fs::read_link(&path).unwrap_or_default().hash(&mut h);
+                h.finish()
+            } else {
+                0
+            };
+            if m.is_dir() {
+                stack.push(path.clone());
+            }
+            let rel = path.strip_prefix(root).unwrap().to_path_buf();
+            out.insert(
+                rel,
+                Entry {
+                    kind: m.mode() & 0o170_000,
+                    mode: m.mode() & 0o7777,
+                    size: if m.is_dir() { 0 } else { m.size() },
+                    mtime: (m.mtime(), m.mtime_nsec()),
+                    content,
+                },
+            );
+        }
+    }
+    out
+}
+
+fn differences(before: &Snapshot, after: &Snapshot) -> Vec<String> {
+    let mut diffs = Vec::new();
+    for (p, e) in before {
+        match after.get(p) {
+            None => diffs.push(format!("removed {}", p.display())),
+            Some(a) if a != e => diffs.push(format!("changed {}", p.display())),
+            Some(_) => {}
+        }
+    }
+    for p in after.keys() {
+        if !before.contains_key(p) {
+            diffs.push(format!("created {}", p.display()));
+        }
+    }
+    diffs
+}
+
+/// A workspace with the files the corpus placeholders are replaced by, and a git repository.
+fn make_workspace(ws: &Path) {
+    for d in ["data/sub", "src"] {
+        std::fs::create_dir_all(ws.join(d)).unwrap();
+    }
+    for (f, text) in [
+        ("README.md", "# readme\n"),
+        ("data/file.txt", "alpha\nbeta\ngamma\n"),
+        ("data/file2.txt", "one,two\nthree,four\n"),
+        ("data/sub/deep.txt", "deep\n"),
+        ("data/file.json", "{\"name\": \"x\", \"list\": [1, 2]}\n"),
+        ("src/main.rs", "fn main() {}\n"),
+    ] {
+        std::fs::write(ws.join(f), text).unwrap();
+    }
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@e",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(ws)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "init"]);
+}
+
+/// Replaces the tldr placeholders: `{{[-a|--all]}}` by its first alternative, paths by fixture
+/// files, numbers by 1, URLs by an address that goes nowhere.
+fn substitute(command: &str) -> String {
+    let mut out = String::new();
+    let mut rest = command;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start..].find("}}") else {
+            break;
+        };
+        let inner = &rest[start + 2..start + len];
+        let lower = inner.to_ascii_lowercase();
+        let value = if inner.starts_with('[') && inner.contains('|') {
+            inner
+                .trim_start_matches('[')
+                .split('|')
+                .next()
+                .unwrap_or("")
+                .to_owned()
+        } else if lower.contains("dir") || lower.contains("folder") {
+            "data".to_owned()
+        } else if lower.contains("json") {
+            "data/file.json".to_owned()
+        } else if lower.contains("file") || lower.contains("path") {
+            "data/file.txt".to_owned()
+        } else if lower.contains("url") || lower.contains("http") {
+            "http://192.0.2.1/x".to_owned()
+        } else if lower.chars().all(|c| c.is_ascii_digit())
+            || [
+                "number", "count", "size", "seconds", "lines", "bytes", "port",
+            ]
+            .iter()
+            .any(|w| lower.contains(w))
+        {
+            "1".to_owned()
+        } else {
+            "x".to_owned()
+        };
+        out.push_str(&value);
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Runs `script` in a bubblewrap sandbox: the workspace writable, the host read-only, no network,
+/// a private /tmp, at most 2 seconds.
+fn run_confined(ws: &Path, script: &str) {
+    let status = Command::new("timeout")
+        .args([
+            "-s",
+            "KILL",
+            "2",
+            "bwrap",
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--ro-bind",
+            "/",
+            "/",
+            "--tmpfs",
+            "/tmp",
+        ])
+        .arg("--bind")
+        .arg(ws)
+        .arg(ws)
+        .args(["--dev", "/dev", "--proc", "/proc", "--chdir"])
+        .arg(ws)
+        .args(["--", "bash", "-c", script])
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", "/tmp")
+        .env("LANG", "C.UTF-8")
+        .env("TERM", "dumb")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("timeout and bwrap run (scripts/setup.sh installs bubblewrap)");
+    // The command's own status does not matter; only its effect on the workspace does.
+    let _ = status;
+}
+
+struct Lane {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    policy: CommandPolicy,
+}
+
+fn lane() -> Lane {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    // Let an unprivileged run of this test reach the workspace from inside the sandbox.
+    make_workspace(&ws);
+    let workspace = Workspace::open(&WorkspaceConfig::new(&ws)).unwrap();
+    let policy = CommandPolicy::new(
+        Arc::new(workspace),
+        PolicyConfig::new(Some(PathBuf::from("/tmp"))),
+    );
+    Lane {
+        _dir: dir,
+        ws,
+        policy,
+    }
+}
+
+#[test]
+fn the_runner_sees_a_write() {
+    let bwrap = Command::new("bwrap").arg("--version").output();
+    assert!(
+        bwrap.is_ok_and(|o| o.status.success()),
+        "bubblewrap is missing: run scripts/setup.sh"
+    );
+    let lane = lane();
+    let before = snapshot(&lane.ws);
+    run_confined(&lane.ws, "touch data/new.txt; echo x >> README.md");
+    let diffs = differences(&before, &snapshot(&lane.ws));
+    assert!(
+        diffs.iter().any(|d| d == "created data/new.txt"),
+        "{diffs:?}"
+    );
+    assert!(diffs.iter().any(|d| d == "changed README.md"), "{diffs:?}");
+    // And that a read changes nothing.
+    let before = snapshot(&lane.ws);
+    run_confined(&lane.ws, "cat README.md; git log --oneline; git status");
+    assert_eq!(
+        differences(&before, &snapshot(&lane.ws)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn every_read_only_corpus_command_changes_nothing() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/tldr-commands.jsonl"
+    );
+    let commands: Vec<String> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            substitute(
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["command"]
+                    .as_str()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    // Classify in one lane; run in two lanes, one per core.
+    let read_only: Vec<String> = {
+        let l = lane();
+        commands
+            .into_iter()
+            .filter(|c| l.policy.classify_script(c, &l.ws).class == CommandClass::ReadOnly)
+            .collect()
+    };
+    assert!(
+        read_only.len() > 1_000,
+        "only {} READ_ONLY commands",
+        read_only.len()
+    );
+    let queue = Arc::new(Mutex::new(read_only.clone()));
+    let violations = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let queue = Arc::clone(&queue);
+            let violations = Arc::clone(&violations);
+            std::thread::spawn(move || {
+                let mut l = lane();
+                let mut before = snapshot(&l.ws);
+                loop {
+                    let Some(cmd) = queue.lock().unwrap().pop() else {
+                        break;
+                    };
+                    run_confined(&l.ws, &cmd);
+                    let after = snapshot(&l.ws);
+                    let diffs = differences(&before, &after);
+                    if diffs.is_empty() {
+                        continue;
+                    }
+                    violations
+                        .lock()
+                        .unwrap()
+                        .push(format!("{cmd:?}: {}", diffs.join(", ")));
+                    l = lane();
+                    before = snapshot(&l.ws);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let violations = violations.lock().unwrap();
+    eprintln!(
+        "ran {} READ_ONLY corpus commands; {} changed the workspace",
+        read_only.len(),
+        violations.len()
+    );
+    assert!(
+        violations.is_empty(),
+        "READ_ONLY commands that changed the workspace:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn placeholders() {
+    assert_eq!(
+        substitute("ls {{[-a|--all]}} {{path/to/dir}}"),
+        "ls -a data"
+    );
+    assert_eq!(
+        substitute("head -n {{count}} {{path/to/file}}"),
+        "head -n 1 data/file.txt"
+    );
+    assert_eq!(
+        substitute("curl {{https://example.com}}"),
+        "curl http://192.0.2.1/x"
+    );
+}
