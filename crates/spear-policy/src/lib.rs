@@ -46,3 +46,32 @@ pub use config::{
 };
 pub use policy::CommandPolicy;
 pub use target_policy::{Pattern, TargetRules, generated_header};
+
+/// A workspace on disk and a policy over it, for the unit tests of the analysers.
+#[cfg(test)]
+mod tests_support {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    pub(crate) struct Fixture {
+        _dir: tempfile::TempDir,
+        pub ws: PathBuf,
+        pub policy: crate::CommandPolicy,
+    }
+
+    pub(crate) fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let workspace =
+            spear_workspace::Workspace::open(&spear_workspace::WorkspaceConfig::new(&ws)).unwrap();
+        let home = dir.path().join("home");
+        let policy =
+            crate::CommandPolicy::new(Arc::new(workspace), crate::PolicyConfig::new(Some(home)));
+        Fixture {
+            _dir: dir,
+            ws,
+            policy,
+        }
+    }
+}

@@ -70,9 +70,14 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd)
                 None => (t.to_owned(), None),
             }
         } else {
-            let rest = &t[2.min(t.len())..];
+            // `-X` and what is attached to it, split by characters: the option letter may be any
+            // character, not one byte.
+            let mut chars = t.chars();
+            let dash = chars.next().unwrap_or('-');
+            let letter = chars.next().map(String::from).unwrap_or_default();
+            let rest = chars.as_str();
             (
-                t[..2.min(t.len())].to_owned(),
+                format!("{dash}{letter}"),
                 (!rest.is_empty()).then(|| rest.to_owned()),
             )
         };
@@ -127,8 +132,43 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd)
                 let file = attached.clone().unwrap_or_else(|| default.to_owned());
                 a.write_path(&Arg::Lit(file), cwd, name);
             }
-            // `-S`/`--sandbox` and any other option change nothing spear checks.
-            _ => {}
+            // Flags that only change parsing, output or diagnostics.
+            "-b"
+            | "--characters-as-bytes"
+            | "-c"
+            | "--traditional"
+            | "-C"
+            | "--copyright"
+            | "-g"
+            | "--gen-pot"
+            | "-h"
+            | "--help"
+            | "-L"
+            | "--lint"
+            | "-M"
+            | "--bignum"
+            | "-N"
+            | "--use-lc-numeric"
+            | "-n"
+            | "--non-decimal-data"
+            | "-O"
+            | "--optimize"
+            | "-P"
+            | "--posix"
+            | "-r"
+            | "--re-interval"
+            | "-s"
+            | "--no-optimize"
+            | "-S"
+            | "--sandbox"
+            | "-t"
+            | "--lint-old"
+            | "-V"
+            | "--version"
+            | "-D"
+            | "--debug" => {}
+            // mawk's and gawk's `-W` carries implementation options, among them `exec FILE`.
+            _ => a.complex(format!("`{name} {opt}` is an option spear does not know")),
         }
     }
     if !program_given {
@@ -386,6 +426,34 @@ fn regex_allowed(prev: Option<&Tok>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn option_letters_may_be_any_character() {
+        // Found by the classify_script fuzz target: byte slicing split a multi-byte character.
+        let fx = crate::tests_support::fixture();
+        let a = fx
+            .policy
+            .classify_script("nawk -\u{fffd}\u{fffd}o x.txt", &fx.ws);
+        assert_eq!(
+            a.class,
+            spear_core::CommandClass::ShellComplex,
+            "an unknown option: {}",
+            a.reason
+        );
+        let a = fx
+            .policy
+            .classify_script("mawk -W exec prog.awk data.txt", &fx.ws);
+        assert_eq!(
+            a.class,
+            spear_core::CommandClass::ShellComplex,
+            "{}",
+            a.reason
+        );
+        let a = fx
+            .policy
+            .classify_script("awk -F: '{print $1}' data.txt", &fx.ws);
+        assert_eq!(a.class, spear_core::CommandClass::ReadOnly, "{}", a.reason);
+    }
 
     #[test]
     fn table() {
