@@ -251,6 +251,54 @@ const ORDINARY: &[(&str, CommandClass, &[Check])] = &[
     ("git archive --output=out.tar HEAD", M, &[Writes("out.tar")]),
     ("shred -u payload.txt", M, &[Writes("payload.txt")]),
     ("shred -n 3 -u payload.txt", M, &[Writes("payload.txt")]),
+    // Backups and derived names are written too (a backup suffix with `*` names a path).
+    (
+        "sed -i'.git/hooks/*' s/x/x/ pre-commit",
+        D,
+        &[Rule(RefusalRule::ProtectedEntry)],
+    ),
+    (
+        "sed --in-place='bak/*' s/x/y/ README.md",
+        M,
+        &[Writes("README.md"), Writes("bak/README.md")],
+    ),
+    (
+        "sed -i.orig s/x/y/ README.md",
+        M,
+        &[Writes("README.md.orig")],
+    ),
+    (
+        "perl -pi'.git/hooks/*' -e 1 pre-commit",
+        D,
+        &[Rule(RefusalRule::ProtectedEntry)],
+    ),
+    (
+        "perl -pi.bak -e 's/a/b/' README.md",
+        C,
+        &[Writes("README.md.bak")],
+    ),
+    ("cp -b README.md notes.md", M, &[Writes("notes.md~")]),
+    (
+        "mv --backup -S .prev README.md notes.md",
+        M,
+        &[Writes("notes.md.prev")],
+    ),
+    ("cp --backup -S .envrc a b/", M, &[Writes("b/a.envrc")]),
+    ("cp -b -t dir a b", M, &[Writes("dir/a~"), Writes("dir/b~")]),
+    (
+        "patch -B .git/hooks/ -p1 < fix.diff",
+        D,
+        &[Rule(RefusalRule::ProtectedEntry)],
+    ),
+    (
+        "patch -b -z .old README.md fix.diff",
+        M,
+        &[Writes("README.md.old")],
+    ),
+    ("gzip payload.txt", M, &[Writes("payload.txt.gz")]),
+    ("gunzip payload.txt.gz", M, &[Writes("payload.txt")]),
+    ("xz -k payload.txt", M, &[Writes("payload.txt.xz")]),
+    ("gzip .envrc", D, &[Rule(RefusalRule::ProtectedEntry)]),
     // Options with an optional argument never take the next word (GNU getopt).
     ("tar --checkpoint -xf a.tgz", M, &[Writes(".")]),
     ("cp --backup README.md copy.md", M, &[Writes("copy.md")]),

@@ -46,8 +46,15 @@ fn snapshot(root: &Path) -> Snapshot {
                 continue;
             };
             let content = if m.is_file() {
+                // The first MiB; size and modification time cover the rest (a command may leave a
+                // 10 GiB sparse file behind, as `truncate -s 10G` does).
                 let mut h = std::collections::hash_map::DefaultHasher::new();
-                std::fs::read(&path).unwrap_or_default().hash(&mut h);
+                let mut head = Vec::new();
+                if let Ok(f) = std::fs::File::open(&path) {
+                    let _ =
+                        std::io::Read::read_to_end(&mut std::io::Read::take(f, 1 << 20), &mut head);
+                }
+                head.hash(&mut h);
                 h.finish()
             } else if m.file_type().is_symlink() {
                 let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -267,8 +274,17 @@ fn the_runner_sees_a_write() {
     );
 }
 
+/// One corpus command to run, and what it may change.
+struct Job {
+    command: String,
+    class: CommandClass,
+    /// For `WORKSPACE_MUTATING`: the write targets, as host path strings. A target names a path or a
+    /// file-name prefix (`split`'s `x`), so a change must start with one of them.
+    targets: Vec<String>,
+}
+
 #[test]
-fn every_read_only_corpus_command_changes_nothing() {
+fn read_only_changes_nothing_and_writes_stay_in_their_targets() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/tldr-commands.jsonl"
@@ -284,42 +300,94 @@ fn every_read_only_corpus_command_changes_nothing() {
             )
         })
         .collect();
-    // Classify in one lane; run in two lanes, one per core.
-    let read_only: Vec<String> = {
+    // Classify in one lane (the fixture paths differ per lane, so targets are kept relative);
+    // run in two lanes, one per core.
+    let jobs: Vec<Job> = {
         let l = lane();
         commands
             .into_iter()
-            .filter(|c| l.policy.classify_script(c, &l.ws).class == CommandClass::ReadOnly)
+            .filter_map(|command| {
+                let a = l.policy.classify_script(&command, &l.ws);
+                let targets = a
+                    .write_targets
+                    .iter()
+                    .map(|t| {
+                        t.strip_prefix(&l.ws)
+                            .unwrap_or(t)
+                            .to_string_lossy()
+                            .into_owned()
+                    })
+                    .collect();
+                matches!(
+                    a.class,
+                    CommandClass::ReadOnly | CommandClass::WorkspaceMutating
+                )
+                .then_some(Job {
+                    command,
+                    class: a.class,
+                    targets,
+                })
+            })
             .collect()
     };
+    let read_only = jobs
+        .iter()
+        .filter(|j| j.class == CommandClass::ReadOnly)
+        .count();
+    let mutating = jobs.len() - read_only;
     assert!(
-        read_only.len() > 1_000,
-        "only {} READ_ONLY commands",
-        read_only.len()
+        read_only > 1_000 && mutating > 500,
+        "{read_only} READ_ONLY, {mutating} WORKSPACE_MUTATING"
     );
-    let queue = Arc::new(Mutex::new(read_only.clone()));
+    let queue = Arc::new(Mutex::new(jobs));
     let violations = Arc::new(Mutex::new(Vec::new()));
+    let slow: Arc<Mutex<Vec<(std::time::Duration, String)>>> = Arc::new(Mutex::new(Vec::new()));
     let workers: Vec<_> = (0..2)
         .map(|_| {
             let queue = Arc::clone(&queue);
             let violations = Arc::clone(&violations);
+            let slow = Arc::clone(&slow);
             std::thread::spawn(move || {
                 let mut l = lane();
                 let mut before = snapshot(&l.ws);
                 loop {
-                    let Some(cmd) = queue.lock().unwrap().pop() else {
+                    let Some(job) = queue.lock().unwrap().pop() else {
                         break;
                     };
-                    run_confined(&l.ws, &cmd);
+                    let started = std::time::Instant::now();
+                    run_confined(&l.ws, &job.command);
                     let after = snapshot(&l.ws);
                     let diffs = differences(&before, &after);
+                    slow.lock()
+                        .unwrap()
+                        .push((started.elapsed(), job.command.clone()));
                     if diffs.is_empty() {
                         continue;
                     }
-                    violations
-                        .lock()
-                        .unwrap()
-                        .push(format!("{cmd:?}: {}", diffs.join(", ")));
+                    let stray: Vec<&String> = diffs
+                        .iter()
+                        .filter(|d| {
+                            let rel = d.split_once(' ').map_or("", |x| x.1);
+                            job.class == CommandClass::ReadOnly
+                                || !job.targets.iter().any(|t| {
+                                    t.is_empty()
+                                        || t == "."
+                                        || rel.starts_with(t.as_str())
+                                        || t.starts_with(rel)
+                                })
+                        })
+                        .collect();
+                    if !stray.is_empty() {
+                        let what = if job.class == CommandClass::ReadOnly {
+                            "READ_ONLY, changed"
+                        } else {
+                            "wrote outside its targets"
+                        };
+                        violations.lock().unwrap().push(format!(
+                            "{:?} {what}: {stray:?} (targets {:?})",
+                            job.command, job.targets
+                        ));
+                    }
                     l = lane();
                     before = snapshot(&l.ws);
                 }
@@ -329,17 +397,17 @@ fn every_read_only_corpus_command_changes_nothing() {
     for w in workers {
         w.join().unwrap();
     }
+    let mut slow = slow.lock().unwrap();
+    slow.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+    for (t, c) in slow.iter().take(25) {
+        eprintln!("slow: {t:?} {c:?}");
+    }
     let violations = violations.lock().unwrap();
     eprintln!(
-        "ran {} READ_ONLY corpus commands; {} changed the workspace",
-        read_only.len(),
+        "ran {read_only} READ_ONLY and {mutating} WORKSPACE_MUTATING corpus commands; {} violations",
         violations.len()
     );
-    assert!(
-        violations.is_empty(),
-        "READ_ONLY commands that changed the workspace:\n{}",
-        violations.join("\n")
-    );
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
 
 #[test]

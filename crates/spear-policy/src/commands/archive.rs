@@ -278,7 +278,7 @@ fn compressor(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     let items = scan(
         args,
         &OptionSpec::gnu(
-            "SoTMLD",
+            "SoTMLDF",
             &[
                 "suffix",
                 "output",
@@ -307,14 +307,33 @@ fn compressor(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     if let Some(out) = values(&items, &["-o", "--output"]).last() {
         a.write_path(out, cwd, name);
     }
+    let decompress = name.starts_with("gun")
+        || name.starts_with("un")
+        || name == "bunzip2"
+        || has(&items, &["-d", "--decompress", "--uncompress"]);
+    let suffix = values(&items, &["-S", "--suffix"])
+        .last()
+        .and_then(Arg::lit)
+        .map_or_else(|| compressed_suffix(name).to_owned(), str::to_owned);
     for op in &ops {
         if op.lit() == Some("-") {
             continue;
         }
         if read_only {
             a.read_path(op, cwd);
-        } else {
-            a.write_path(op, cwd, name);
+            continue;
+        }
+        a.write_path(op, cwd, name);
+        // The output beside it: FILE.gz when compressing, FILE without .gz when decompressing.
+        if let Some(file) = op.lit() {
+            let derived = if decompress {
+                file.strip_suffix(suffix.as_str()).map(str::to_owned)
+            } else {
+                Some(format!("{file}{suffix}"))
+            };
+            if let Some(derived) = derived.filter(|d| !d.is_empty()) {
+                a.write_path(&Arg::Lit(derived), cwd, name);
+            }
         }
     }
     for item in &items {
@@ -324,5 +343,20 @@ fn compressor(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
                 a.mutates(format!("{name} rewrites files known only at run time"));
             }
         }
+    }
+}
+
+/// The suffix a compressor gives its output.
+fn compressed_suffix(name: &str) -> &'static str {
+    match name.trim_start_matches("un").trim_start_matches("gun") {
+        "bzip2" | "bunzip2" | "zip2" => ".bz2",
+        "xz" => ".xz",
+        "lzma" => ".lzma",
+        "zstd" => ".zst",
+        "lz4" => ".lz4",
+        "lzop" => ".lzo",
+        "compress" => ".Z",
+        "brotli" => ".br",
+        _ => ".gz",
     }
 }

@@ -27,7 +27,8 @@ pub(crate) fn analyse(
     }
     let mut i = 0;
     let mut program_seen = false;
-    let mut in_place = false;
+    // `-i[SUFFIX]` of perl and ruby: `None` when not editing in place.
+    let mut in_place: Option<String> = None;
     while i < args.len() {
         let arg = &args[i];
         i += 1;
@@ -41,8 +42,15 @@ pub(crate) fn analyse(
         if program_seen || text == "-" || !text.starts_with('-') {
             if program_seen {
                 // Operands of the program: files it reads, or rewrites with `-i`.
-                if in_place {
+                if let Some(suffix) = &in_place {
                     a.write_path(arg, cwd, &format!("{name} -i"));
+                    crate::commands::backups::write_backup(
+                        a,
+                        arg,
+                        suffix,
+                        cwd,
+                        &format!("{name} -i"),
+                    );
                 } else {
                     a.unknown_operand(arg, cwd);
                 }
@@ -113,7 +121,7 @@ pub(crate) fn analyse(
                     return true;
                 }
                 Letter::InPlace => {
-                    in_place = true;
+                    in_place = Some(rest.clone());
                     break;
                 }
                 Letter::Digits => {

@@ -5,6 +5,7 @@
 
 pub(crate) mod archive;
 pub(crate) mod awk;
+pub(crate) mod backups;
 pub(crate) mod build;
 pub(crate) mod builtins;
 pub(crate) mod git;

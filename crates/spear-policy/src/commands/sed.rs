@@ -6,6 +6,7 @@
 //! recognise makes the command `SHELL_COMPLEX`. The tests check the parser against `sed --debug`.
 
 use crate::analysis::{Analysis, Cwd};
+use crate::commands::backups;
 use crate::shell::word::Arg;
 
 /// What a sed script does besides editing text.
@@ -25,7 +26,8 @@ pub(crate) struct SedEffects {
 pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     let mut scripts: Vec<String> = Vec::new();
     let mut script_given = false;
-    let mut in_place = false;
+    // `-i[SUFFIX]`: `None` when not editing in place; `Some("")` without a backup.
+    let mut in_place: Option<String> = None;
     let mut sandbox = false;
     let mut operands: Vec<Arg> = Vec::new();
     let mut i = 0;
@@ -80,7 +82,9 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
                         cwd,
                     );
                 }
-                _ if "in-place".starts_with(name) && name.len() >= 2 => in_place = true,
+                _ if "in-place".starts_with(name) && name.len() >= 2 => {
+                    in_place = Some(value.clone().unwrap_or_default());
+                }
                 _ if "sandbox".starts_with(name) && name.len() >= 2 => sandbox = true,
                 _ if "line-length".starts_with(name) && name.len() >= 2 && value.is_none() => {
                     i += 1;
@@ -114,7 +118,7 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
                     break;
                 }
                 'i' => {
-                    in_place = true;
+                    in_place = Some(rest.to_owned());
                     break;
                 }
                 _ => {}
@@ -136,10 +140,12 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
         if op.lit() == Some("-") {
             continue;
         }
-        if in_place {
-            a.write_path(op, cwd, "sed -i");
-        } else {
-            a.read_path(op, cwd);
+        match &in_place {
+            Some(suffix) => {
+                a.write_path(op, cwd, "sed -i");
+                backups::write_backup(a, op, suffix, cwd, "sed -i");
+            }
+            None => a.read_path(op, cwd),
         }
     }
 }

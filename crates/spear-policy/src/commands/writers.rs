@@ -4,6 +4,7 @@
 use spear_core::{Capability, Refusal};
 
 use crate::analysis::{Analysis, Cwd};
+use crate::commands::backups;
 use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
 use crate::shell::word::Arg;
 
@@ -187,7 +188,36 @@ fn copy_like(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
         }
     }
     match dest {
-        Some(d) => a.write_path(&d, cwd, name),
+        Some(d) => {
+            a.write_path(&d, cwd, name);
+            // `-b`/`--backup` keeps what it replaces as DEST~ (or DEST + `-S SUFFIX`); into a
+            // directory, as DIR/SOURCE~ for each source.
+            if has(&items, &["-b", "--backup"]) {
+                let suffix = values(&items, &["-S", "--suffix"])
+                    .last()
+                    .and_then(Arg::lit);
+                let suffix = backups::coreutils_suffix(suffix);
+                let into_directory =
+                    !targets.is_empty() || ops.len() > 1 || d.display().ends_with('/');
+                if into_directory {
+                    for src in &ops {
+                        let base = src
+                            .lit()
+                            .and_then(|t| std::path::Path::new(t).file_name())
+                            .map(|f| f.to_string_lossy().into_owned());
+                        if let (Some(dir), Some(base)) = (d.lit(), base) {
+                            let replaced =
+                                Arg::Lit(format!("{}/{base}", dir.trim_end_matches('/')));
+                            backups::write_backup(a, &replaced, &suffix, cwd, name);
+                        } else {
+                            a.complex(format!("{name} -b writes backups named at run time"));
+                        }
+                    }
+                } else {
+                    backups::write_backup(a, &d, &suffix, cwd, name);
+                }
+            }
+        }
         None => a.mutates(format!("{name} writes without a destination spear can see")),
     }
 }
@@ -422,6 +452,20 @@ fn patch(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
         a.write_path(original, cwd, "patch");
     } else {
         a.write_path(&here, cwd, "patch");
+    }
+    // Backups: `-B PREFIX` and `-Y PREFIX` put them under a path prefix (`-B .git/hooks/` would
+    // plant hooks); `-b` with `-z SUFFIX` beside the original.
+    for prefix in values(&items, &["-B", "--prefix", "-Y", "--basename-prefix"]) {
+        a.write_path(prefix, cwd, "patch");
+    }
+    if let (Some(original), true) = (ops.first(), has(&items, &["-b", "--backup"])) {
+        let suffix = values(&items, &["-z", "--suffix"])
+            .last()
+            .and_then(Arg::lit)
+            .unwrap_or(".orig");
+        if let Some(name) = original.lit() {
+            a.write_path(&Arg::Lit(format!("{name}{suffix}")), cwd, "patch -b");
+        }
     }
     if let Some(reject) = values(&items, &["-r", "--reject-file"]).last().cloned() {
         a.write_path(&reject, cwd, "patch");
