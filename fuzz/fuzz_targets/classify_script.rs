@@ -1,0 +1,44 @@
+//! Fuzzes `CommandPolicy::classify_script`: any script, however hostile, is classified without a
+//! panic, a hang or a stack overflow, and the assessment keeps its invariants.
+//!
+//! The input is taken as text (`String::from_utf8_lossy`) and the red-team placeholders (`{WS}`,
+//! `{HOME}`, `{CANARY}`...) are replaced by the fixture's paths, so the seeds taken from
+//! `testdata/redteam-public-cases.jsonl` mean what they say.
+
+#![no_main]
+// A failed invariant must abort the run: that is how libFuzzer learns of it.
+#![allow(clippy::manual_assert, clippy::panic)]
+
+use libfuzzer_sys::fuzz_target;
+use spear_core::{Capability, CommandClass};
+
+fuzz_target!(
+    init: spear_fuzz::install_panic_hook(),
+    |data: &[u8]| {
+        let fixture = spear_fuzz::policy_fixture();
+        let script = fixture.substitute(&String::from_utf8_lossy(data));
+        let a = fixture.policy.classify_script(&script, &fixture.ws);
+
+        // DANGEROUS is exactly "refused in every mode".
+        if (a.class == CommandClass::Dangerous) != a.refusal.is_some() {
+            panic!(
+                "class {} but refusal {:?} for {script:?} ({})",
+                a.class, a.refusal, a.reason
+            );
+        }
+        // Every script may at least read.
+        if !a.capabilities.contains(Capability::FilesystemRead) {
+            panic!("no filesystem:read in {:?} for {script:?}", a.capabilities);
+        }
+        // READ_ONLY changes nothing.
+        if a.class == CommandClass::ReadOnly && (a.mutates() || !a.write_targets.is_empty()) {
+            panic!(
+                "READ_ONLY but writes {:?} / caps {:?} for {script:?}",
+                a.write_targets, a.capabilities
+            );
+        }
+        if a.reason.is_empty() {
+            panic!("no reason for {script:?}");
+        }
+    }
+);

@@ -1,0 +1,1 @@
+./src/../src/lib.rs

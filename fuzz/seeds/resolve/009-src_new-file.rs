@@ -1,0 +1,1 @@
+src/new-file.rs

@@ -1,0 +1,1 @@
+sub/deeper/up3/src/main.rs

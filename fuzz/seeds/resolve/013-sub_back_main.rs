@@ -1,0 +1,1 @@
+sub/back/main.rs

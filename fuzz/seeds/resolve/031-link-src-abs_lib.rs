@@ -1,0 +1,1 @@
+link-src-abs/lib.rs

@@ -1,0 +1,1 @@
+link-up/env.sh

@@ -1,0 +1,1 @@
+link-other/lib.rs

@@ -1,0 +1,1 @@
+/workspace/ws/src/main.rs

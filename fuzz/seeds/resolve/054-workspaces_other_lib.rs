@@ -1,0 +1,1 @@
+/workspaces/other/lib.rs

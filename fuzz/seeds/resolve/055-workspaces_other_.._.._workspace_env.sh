@@ -1,0 +1,1 @@
+/workspaces/other/../../workspace/env.sh

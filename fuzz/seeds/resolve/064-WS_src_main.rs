@@ -1,0 +1,1 @@
+{WS}/src/main.rs

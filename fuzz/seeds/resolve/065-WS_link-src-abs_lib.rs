@@ -1,0 +1,1 @@
+{WS}/link-src-abs/lib.rs

@@ -1,0 +1,1 @@
+{BASE}/tree/env.sh

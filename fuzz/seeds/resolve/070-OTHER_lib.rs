@@ -1,0 +1,1 @@
+{OTHER}/lib.rs
