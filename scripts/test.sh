@@ -26,7 +26,7 @@ fi
 
 if [ -f fuzz/Cargo.toml ]; then
     step "the fuzz targets still build"
-    cargo check --manifest-path fuzz/Cargo.toml --quiet
+    cargo check --manifest-path fuzz/Cargo.toml --locked --quiet
 fi
 
 step "all gates passed"
