@@ -149,15 +149,7 @@ impl WorkspaceFs {
     pub fn write(&self, path: &ResolvedPath, contents: &[u8]) -> Result<WriteOutcome, FsError> {
         let loc = &path.entry;
         let err = |e: Errno| fs_error(e, self.label(loc));
-        let root = self.root_fd(loc)?;
-        let Some((parent_rel, leaf)) = split_leaf(&loc.rel).map_err(err)? else {
-            return Err(FsError::IsDirectory {
-                label: self.label(loc),
-            });
-        };
-        // Attack: a parent swapped for a symlink to a directory outside; each step opens beneath
-        // the one before, so the swap is EXDEV instead of a write elsewhere.
-        let parent = open_dir_chain(root, parent_rel, true).map_err(err)?;
+        let (parent, leaf) = self.entry_parent(loc, true)?;
 
         // What is there now decides the mode and whether this creates the entry. It is only
         // looked at (never followed, never opened): the rename below replaces it whatever it is.
@@ -204,16 +196,32 @@ impl WorkspaceFs {
     pub fn delete(&self, path: &ResolvedPath) -> Result<(), FsError> {
         let loc = &path.entry;
         let err = |e: Errno| fs_error(e, self.label(loc));
+        let (parent, leaf) = self.entry_parent(loc, false)?;
+        // unlinkat removes the name in `parent`, never what a link there points at; on a
+        // directory Linux answers EISDIR.
+        unlinkat(&parent, leaf, AtFlags::empty()).map_err(err)
+    }
+
+    /// The directory holding the entry at `loc`, opened step by step beneath its root (creating
+    /// missing directories when `create`), and the entry's name in it. The root itself has no
+    /// parent: [`FsError::IsDirectory`].
+    ///
+    /// Attack stopped: a parent swapped for a symlink to a directory outside. Each step opens
+    /// beneath the one before, so the swap is EXDEV instead of a write or delete elsewhere.
+    fn entry_parent<'l>(
+        &self,
+        loc: &'l Location,
+        create: bool,
+    ) -> Result<(OwnedFd, &'l OsStr), FsError> {
+        let err = |e: Errno| fs_error(e, self.label(loc));
         let root = self.root_fd(loc)?;
         let Some((parent_rel, leaf)) = split_leaf(&loc.rel).map_err(err)? else {
             return Err(FsError::IsDirectory {
                 label: self.label(loc),
             });
         };
-        let parent = open_dir_chain(root, parent_rel, false).map_err(err)?;
-        // unlinkat removes the name in `parent`, never what a link there points at; on a
-        // directory Linux answers EISDIR.
-        unlinkat(&parent, leaf, AtFlags::empty()).map_err(err)
+        let parent = open_dir_chain(root, parent_rel, create).map_err(err)?;
+        Ok((parent, leaf))
     }
 
     /// Lists the directory at `path.target`, sorted by name, without following entries' links.

@@ -35,6 +35,21 @@ pub(crate) struct Invocation {
     pub stdin: Stdin,
 }
 
+/// The command a program runs for each item it finds or reads (`find -exec ... {}`, `fd --exec`,
+/// `xargs -I R`): a word holding the placeholder `marker` is known only at run time.
+pub(crate) fn with_placeholders(words: &[Arg], marker: &str) -> Vec<Arg> {
+    words
+        .iter()
+        .map(|w| {
+            if w.display().contains(marker) {
+                Arg::unknown(w.display())
+            } else {
+                w.clone()
+            }
+        })
+        .collect()
+}
+
 /// Directories whose programs are the system's own; `/usr/bin/rm` is `rm`.
 const SYSTEM_BIN_DIRS: &[&str] = &[
     "/bin",

@@ -253,13 +253,7 @@ mod tests {
 
     #[test]
     fn runtime_words_may_be_options() {
-        let args = vec![
-            Arg::Dyn {
-                raw: "$o".into(),
-                prefix: String::new(),
-            },
-            Arg::Glob("*".into()),
-        ];
+        let args = vec![Arg::unknown("$o"), Arg::Glob("*".into())];
         let items = scan(&args, &SORT);
         assert!(items.iter().all(|i| matches!(i, Item::Unknown(_))));
     }

@@ -115,19 +115,7 @@ fn find(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
                     .iter()
                     .position(|x| matches!(x.lit(), Some(";" | "+")))
                     .map_or(args.len(), |p| i + p);
-                let inner: Vec<Arg> = args[i..end]
-                    .iter()
-                    .map(|w| {
-                        if w.display().contains("{}") {
-                            Arg::Dyn {
-                                raw: w.display().to_owned(),
-                                prefix: String::new(),
-                            }
-                        } else {
-                            w.clone()
-                        }
-                    })
-                    .collect();
+                let inner = crate::commands::with_placeholders(&args[i..end], "{}");
                 a.complex(format!("`find {t}` runs a command for every file it finds"));
                 let mut inner_cwd = if t.ends_with("dir") {
                     Cwd::Unknown
@@ -237,19 +225,8 @@ fn fd(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             .iter()
             .position(|x| x.lit() == Some(";"))
             .unwrap_or(cmd.len());
-        let inner: Vec<Arg> = cmd[..end]
-            .iter()
-            .map(|w| {
-                if w.display().contains('{') {
-                    Arg::Dyn {
-                        raw: w.display().to_owned(),
-                        prefix: String::new(),
-                    }
-                } else {
-                    w.clone()
-                }
-            })
-            .collect();
+        // fd's placeholders: {}, {/}, {//}, {.}, {/.}.
+        let inner = crate::commands::with_placeholders(&cmd[..end], "{");
         let mut inner_cwd = cwd.clone();
         a.run_words(inner, &mut inner_cwd, Stdin::Inherited);
     }

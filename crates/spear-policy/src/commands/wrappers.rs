@@ -412,20 +412,15 @@ fn xargs(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     if inner.is_empty() {
         inner.push(Arg::Lit("echo".into()));
     }
-    let from_input = Arg::Dyn {
-        raw: "(xargs input)".into(),
-        prefix: String::new(),
-    };
+    let from_input = Arg::unknown("(xargs input)");
     match replace {
         Some(r) => {
-            for w in inner.iter_mut().skip(1) {
-                if w.display().contains(r.as_str()) {
-                    *w = Arg::Dyn {
-                        raw: w.display().to_owned(),
-                        prefix: String::new(),
-                    };
-                }
-            }
+            let (program, rest) = inner.split_at(1);
+            inner = [
+                program.to_vec(),
+                crate::commands::with_placeholders(rest, &r),
+            ]
+            .concat();
         }
         None => inner.push(from_input),
     }

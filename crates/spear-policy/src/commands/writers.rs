@@ -165,13 +165,7 @@ fn copy_like(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
                     .file_name()
                     .map(|f| f.to_string_lossy().into_owned())
             });
-            Some(base.map_or(
-                Arg::Dyn {
-                    raw: ops[0].display().to_owned(),
-                    prefix: String::new(),
-                },
-                Arg::Lit,
-            ))
+            Some(base.map_or(Arg::unknown(ops[0].display().to_owned()), Arg::Lit))
         } else {
             ops.pop()
         }

@@ -357,10 +357,7 @@ impl Analysis<'_> {
             }
             CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
                 self.walk_list(&sub.list, &mut cwd.clone());
-                words.push(Arg::Dyn {
-                    raw: "/dev/fd/63".into(),
-                    prefix: String::new(),
-                });
+                words.push(Arg::unknown("/dev/fd/63"));
             }
         }
     }

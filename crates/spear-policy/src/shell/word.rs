@@ -40,6 +40,14 @@ pub(crate) enum Arg {
 }
 
 impl Arg {
+    /// A word known only at run time, with no known prefix.
+    pub(crate) fn unknown(raw: impl Into<String>) -> Arg {
+        Arg::Dyn {
+            raw: raw.into(),
+            prefix: String::new(),
+        }
+    }
+
     /// The literal value, when fully known.
     pub(crate) fn lit(&self) -> Option<&str> {
         match self {
@@ -122,10 +130,7 @@ impl Analysis<'_> {
     pub(crate) fn eval_word(&mut self, raw: &str, cwd: &Cwd) -> Vec<Arg> {
         let Some(alternatives) = Self::brace_expand(raw) else {
             self.analyse_pieces_only(raw, cwd);
-            return vec![Arg::Dyn {
-                raw: raw.to_owned(),
-                prefix: String::new(),
-            }];
+            return vec![Arg::unknown(raw.to_owned())];
         };
         alternatives
             .iter()
@@ -159,10 +164,7 @@ impl Analysis<'_> {
             Ok(p) => p,
             Err(e) => {
                 self.complex(format!("the word {raw:?} cannot be parsed: {e}"));
-                return Arg::Dyn {
-                    raw: raw.to_owned(),
-                    prefix: String::new(),
-                };
+                return Arg::unknown(raw.to_owned());
             }
         };
         let mut built = Built::default();
@@ -587,13 +589,7 @@ mod tests {
         assert!(Arg::Glob("[-a]x".into()).could_be_option());
         assert!(!Arg::Glob("src/*.rs".into()).could_be_option());
         assert!(!Arg::Glob("./*".into()).could_be_option());
-        assert!(
-            Arg::Dyn {
-                raw: "$x".into(),
-                prefix: String::new()
-            }
-            .could_be_option()
-        );
+        assert!(Arg::unknown("$x").could_be_option());
         assert!(
             !Arg::Dyn {
                 raw: "a$x".into(),
