@@ -102,10 +102,6 @@ impl Fixture {
     pub fn path(&self, rel: &str) -> PathBuf {
         self.ws.join(rel)
     }
-
-    pub fn in_home(&self, rel: &str) -> PathBuf {
-        self.home.join(rel)
-    }
 }
 
 /// The restriction order used by the invariants: a DANGEROUS script is the most restricted.
@@ -116,10 +112,6 @@ pub fn rank(class: CommandClass) -> u8 {
         CommandClass::ShellComplex => 2,
         CommandClass::Dangerous => 3,
     }
-}
-
-pub fn exists(p: &Path) -> bool {
-    p.symlink_metadata().is_ok()
 }
 
 /// Folds `.` components so `ws/.` and `ws` compare equal.
