@@ -9,6 +9,7 @@
 //!   tests all see the same words.
 
 mod assessment;
+pub mod credentials;
 mod capability;
 mod class;
 mod mode;

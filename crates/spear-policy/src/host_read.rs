@@ -13,9 +13,10 @@
 //! every sandbox already and need nothing.
 
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use spear_core::Refusal;
+pub(crate) use spear_core::credentials::{is_credential_store, names_credential_store};
 
 /// What a read of a host path outside the roots needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,67 +27,6 @@ pub(crate) enum HostRead {
     Needs,
     /// Refused in every mode.
     Refused(Refusal),
-}
-
-/// Names of credential stores, matched against every component of a path.
-const CREDENTIAL_DIRS: &[&str] = &[
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".docker",
-    ".kube",
-    ".azure",
-    ".password-store",
-    ".vault-token",
-    ".netrc",
-    ".pgpass",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".Xauthority",
-    "shadow",
-    "gshadow",
-    "sudoers",
-    "sudoers.d",
-    "master.passwd",
-];
-
-/// Credential stores that are a sequence of components (`.config/gh`).
-const CREDENTIAL_SEQUENCES: &[&[&str]] = &[
-    &[".config", "gh"],
-    &[".config", "gcloud"],
-    &[".config", "hub"],
-    &[".cargo", "credentials"],
-    &[".cargo", "credentials.toml"],
-    &[".local", "share", "keyrings"],
-    &["etc", "ssh"],
-];
-
-/// Whether `path` is or lies inside a credential store: a component such as `.ssh` or `shadow`, a
-/// private key file (`id_*`, `ssh_host_*_key`), or a sequence such as `.config/gh`.
-pub(crate) fn is_credential_store(path: &Path) -> bool {
-    let parts: Vec<&str> = normal_components(path);
-    parts.iter().any(|p| {
-        CREDENTIAL_DIRS.contains(p)
-            || p.starts_with("id_")
-            || (p.starts_with("ssh_host_") && p.contains("_key"))
-    }) || CREDENTIAL_SEQUENCES
-        .iter()
-        .any(|seq| parts.windows(seq.len()).any(|w| w == *seq))
-}
-
-/// Whether a pattern or a partly known word names a credential store in its known components:
-/// `link-*/.ssh/x`, `$D/.aws/credentials`, `~*/id_rsa`. Only unambiguous names count here (a glob
-/// such as `src/id_*.rs` is not a key).
-pub(crate) fn names_credential_store(text: &str) -> bool {
-    const KEYS: &[&str] = &["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_xmss"];
-    let parts: Vec<&str> = text.split('/').collect();
-    parts
-        .iter()
-        .any(|p| CREDENTIAL_DIRS.contains(p) || KEYS.iter().any(|k| p.starts_with(k)))
-        || CREDENTIAL_SEQUENCES
-            .iter()
-            .any(|seq| parts.windows(seq.len()).any(|w| w == *seq))
 }
 
 /// Standard devices every sandbox provides.
@@ -197,16 +137,6 @@ impl HostView {
     fn is_named(&self, path: &Path) -> bool {
         self.named.iter().any(|n| path.starts_with(n))
     }
-}
-
-/// The normal components of a path, as strings.
-pub(crate) fn normal_components(path: &Path) -> Vec<&str> {
-    path.components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => s.to_str(),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]

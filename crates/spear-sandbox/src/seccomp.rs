@@ -1,0 +1,1 @@
+//! The seccomp filter every sandboxed command runs under (placeholder; being written).
