@@ -12,5 +12,26 @@
 //!
 //! This crate imports no spear crate but `spear-core`: it knows nothing of modes or policy.
 
+mod argv;
 pub mod cgroup;
+mod env;
+mod layout;
+mod output;
+mod rlimits;
 pub mod seccomp;
+mod spawn;
+mod spec;
+
+pub use argv::build_argv;
+pub use env::{EnvInputs, looks_secret, sandbox_env};
+pub use layout::{
+    ETC_ENTRIES, ToolchainInputs, Toolchains, credential_masks, etc_entries, host_entry,
+    system_dirs, toolchains,
+};
+pub use output::{CappedOutput, Captured};
+pub use rlimits::ResourceLimits;
+pub use spawn::{
+    CancelToken, Exit, Finished, Launch, ProcessSpawner, Running, SECCOMP_CHILD_FD, Spawner, Stop,
+    Watch, supervise,
+};
+pub use spec::{BwrapSpec, Mask, RootMount, SpecError, SystemDir, TmpfsSizes};

@@ -1,0 +1,251 @@
+//! The bubblewrap argv, built from a [`BwrapSpec`] by a pure function.
+//!
+//! Order matters, and it is this:
+//! 1. Isolation flags: every namespace unshared (`--unshare-all --unshare-user`), no nested user
+//!    namespaces (`--disable-userns`), killed with spear (`--die-with-parent`), a new session so
+//!    the command cannot push keystrokes into the operator's terminal with TIOCSTI
+//!    (`--new-session`), no capabilities, and an empty environment (`--clearenv`).
+//! 2. The system: `/usr` read-only and the host's `/bin`, `/lib*`, `/sbin` as it lays them out;
+//!    `--proc`, a minimal `--dev` with a size-capped `/dev/shm`; the curated `/etc` entries.
+//! 3. Private, size-capped tmpfs mounts for `/tmp` and the home directory. They come before every
+//!    bind below, so that a toolchain under the home directory or a root under `/tmp` is visible
+//!    on top of them rather than hidden by them.
+//! 4. Toolchains, then declared host-read paths, read-only (`--ro-bind-try`: one that vanished is
+//!    simply absent). They come before the workspace so that a root nested under one of them keeps
+//!    its own access (a writable root under a read-only `/opt` stays writable).
+//! 5. The workspace roots, read-write only when the profile grants workspace writes.
+//! 6. Protected entries read-only on top of their roots (`.git/hooks` inside a writable root), and
+//!    credential stores inside any bound directory masked. These come after every bind, so nothing
+//!    bound later can uncover them.
+//! 7. `--remount-ro /`: the root tmpfs itself is read-only, so nothing can be created at `/x`.
+//! 8. The working directory, the environment, the seccomp program, and the command after `--`.
+//!
+//! The builder refuses, before anything runs: declared-but-unimplemented capabilities, the network
+//! (not implemented by this sandbox yet), a bind of a credential store or of a directory that
+//! would cover the sandbox's own mount points, a root that holds the home directory, relative
+//! paths, and a secret-looking environment variable.
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use spear_core::credentials::is_credential_store;
+
+use crate::env::looks_secret;
+use crate::spec::{BwrapSpec, Mask, SpecError, SystemDir};
+
+/// The sandbox's own mount points: a bind at or above one of them would replace or expose it.
+const RESERVED: &[&str] = &[
+    "/", "/usr", "/etc", "/proc", "/dev", "/tmp", "/bin", "/sbin", "/lib", "/lib64",
+];
+
+/// Builds the bubblewrap argv (without the bwrap program itself) for `spec`. Pure: no I/O.
+pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
+    validate(spec)?;
+    let mut a = Argv::default();
+
+    a.flags(&["--unshare-all", "--unshare-user", "--disable-userns"]);
+    a.flags(&[
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+    ]);
+
+    for dir in &spec.system {
+        match dir {
+            SystemDir::Bind(p) => a.pair("--ro-bind", p, p),
+            SystemDir::Symlink { path, target } => a.pair("--symlink", target, path),
+        }
+    }
+    a.flags(&["--proc", "/proc", "--dev", "/dev"]);
+    a.tmpfs(spec.tmpfs.shm, Path::new("/dev/shm"));
+    for entry in &spec.etc {
+        a.pair("--ro-bind-try", entry, entry);
+    }
+
+    a.tmpfs(spec.tmpfs.tmp, Path::new("/tmp"));
+    a.tmpfs(spec.tmpfs.home, &spec.home);
+
+    for dir in spec.toolchains.iter().chain(&spec.profile.host_read_paths) {
+        a.pair("--ro-bind-try", dir, dir);
+    }
+
+    let root_bind = if spec.profile.workspace_write {
+        "--bind"
+    } else {
+        "--ro-bind"
+    };
+    for root in &spec.roots {
+        a.pair(root_bind, &root.host, &root.mount);
+    }
+
+    for entry in &spec.protected {
+        a.pair("--ro-bind", entry, entry);
+    }
+    for mask in &spec.masks {
+        match mask {
+            Mask::File(p) => a.pair("--ro-bind", Path::new("/dev/null"), p),
+            Mask::Dir(p) => {
+                a.one("--tmpfs", p);
+                a.one("--remount-ro", p);
+            }
+        }
+    }
+    a.one("--remount-ro", Path::new("/"));
+
+    a.one("--chdir", &spec.cwd);
+    for (name, value) in &spec.env {
+        a.0.push("--setenv".into());
+        a.0.push(name.clone());
+        a.0.push(value.clone());
+    }
+    a.0.push("--seccomp".into());
+    a.0.push(spec.seccomp_fd.to_string().into());
+    a.0.push("--".into());
+    a.0.extend(spec.command.iter().cloned());
+    Ok(a.0)
+}
+
+/// Every refusal of [`build_argv`], checked before any argument is written.
+fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
+    let unimplemented = spec.profile.unimplemented();
+    if !unimplemented.is_empty() {
+        return Err(SpecError::Unimplemented(unimplemented));
+    }
+    if spec.profile.network {
+        return Err(SpecError::NetworkUnavailable);
+    }
+    if spec.command.is_empty() {
+        return Err(SpecError::EmptyCommand);
+    }
+    if spec.seccomp_fd < 3 {
+        return Err(SpecError::SeccompFd(spec.seccomp_fd));
+    }
+    absolute("the working directory", &spec.cwd)?;
+    absolute("the home directory", &spec.home)?;
+    for dir in &spec.system {
+        let (SystemDir::Bind(p) | SystemDir::Symlink { path: p, .. }) = dir;
+        absolute("a system directory", p)?;
+    }
+    for entry in &spec.etc {
+        absolute("an /etc entry", entry)?;
+        if !entry.starts_with("/etc") || entry == Path::new("/etc") {
+            return Err(SpecError::Reserved {
+                path: entry.clone(),
+                covers: PathBuf::from("/etc"),
+            });
+        }
+        no_credentials(entry)?;
+    }
+    let reserved_home = [spec.home.as_path()];
+    for dir in spec.toolchains.iter().chain(&spec.profile.host_read_paths) {
+        absolute("a read-only bind", dir)?;
+        no_credentials(dir)?;
+        not_covering(dir, &reserved_home)?;
+    }
+    for root in &spec.roots {
+        absolute("a workspace root", &root.host)?;
+        absolute("a workspace mount point", &root.mount)?;
+        for p in [&root.host, &root.mount] {
+            no_credentials(p)?;
+            if spec.home.starts_with(p) {
+                return Err(SpecError::RootCoversHome(p.clone()));
+            }
+            not_covering(p, &[])?;
+        }
+    }
+    let bound: Vec<&Path> = spec
+        .roots
+        .iter()
+        .map(|r| r.mount.as_path())
+        .chain(spec.toolchains.iter().map(PathBuf::as_path))
+        .chain(spec.profile.host_read_paths.iter().map(PathBuf::as_path))
+        .collect();
+    let masked = spec.masks.iter().map(Mask::path);
+    for entry in spec.protected.iter().map(PathBuf::as_path).chain(masked) {
+        absolute("a protected entry or mask", entry)?;
+        if !bound.iter().any(|b| entry.starts_with(b) && entry != *b) {
+            return Err(SpecError::Unbound(entry.to_path_buf()));
+        }
+    }
+    if let Some((name, _)) = spec.env.iter().find(|(n, v)| looks_secret(n, v)) {
+        return Err(SpecError::SecretInEnvironment(
+            name.to_string_lossy().into_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// Attack stopped: a relative or `..` path binds something other than what was checked.
+fn absolute(what: &'static str, path: &Path) -> Result<(), SpecError> {
+    let normal = path.is_absolute()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if normal {
+        Ok(())
+    } else {
+        Err(SpecError::NotAbsolute {
+            what,
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+/// Attack stopped: key and token theft through a bind of `~/.ssh`, `/etc/shadow`, ...
+fn no_credentials(path: &Path) -> Result<(), SpecError> {
+    if is_credential_store(path) {
+        Err(SpecError::CredentialStore(path.to_path_buf()))
+    } else {
+        Ok(())
+    }
+}
+
+/// Attack stopped: a bind of `/`, `/etc` or an ancestor of a mount point, which would expose the
+/// whole host or replace the sandbox's own view of it.
+fn not_covering(path: &Path, extra: &[&Path]) -> Result<(), SpecError> {
+    let hit = RESERVED
+        .iter()
+        .map(Path::new)
+        .chain(extra.iter().copied())
+        .find(|r| r.starts_with(path));
+    match hit {
+        Some(covers) => Err(SpecError::Reserved {
+            path: path.to_path_buf(),
+            covers: covers.to_path_buf(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// An argv under construction.
+#[derive(Default)]
+struct Argv(Vec<OsString>);
+
+impl Argv {
+    fn flags(&mut self, flags: &[&str]) {
+        self.0.extend(flags.iter().map(OsString::from));
+    }
+
+    fn one(&mut self, flag: &str, path: &Path) {
+        self.0.push(flag.into());
+        self.0.push(path.into());
+    }
+
+    fn pair(&mut self, flag: &str, from: &Path, to: &Path) {
+        self.0.push(flag.into());
+        self.0.push(from.into());
+        self.0.push(to.into());
+    }
+
+    fn tmpfs(&mut self, size: u64, path: &Path) {
+        self.0.push("--size".into());
+        self.0.push(size.to_string().into());
+        self.one("--tmpfs", path);
+    }
+}
+
+#[cfg(test)]
+#[path = "argv_tests.rs"]
+mod tests;

@@ -1,0 +1,297 @@
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use spear_core::ExecutionProfile;
+
+use super::build_argv;
+use crate::spec::{BwrapSpec, Mask, RootMount, SpecError, SystemDir, TmpfsSizes};
+
+fn p(s: &str) -> PathBuf {
+    PathBuf::from(s)
+}
+
+fn profile(write: bool) -> ExecutionProfile {
+    ExecutionProfile {
+        workspace_read: true,
+        workspace_write: write,
+        ..ExecutionProfile::default()
+    }
+}
+
+fn spec(write: bool) -> BwrapSpec {
+    BwrapSpec {
+        profile: profile(write),
+        command: vec!["/bin/sh".into(), "-c".into(), "true".into()],
+        cwd: p("/work/proj"),
+        home: p("/home/u"),
+        system: vec![
+            SystemDir::Bind(p("/usr")),
+            SystemDir::Symlink {
+                path: p("/bin"),
+                target: p("usr/bin"),
+            },
+        ],
+        etc: vec![p("/etc/passwd"), p("/etc/ssl")],
+        toolchains: vec![p("/home/u/.cargo")],
+        roots: vec![RootMount {
+            host: p("/work/proj"),
+            mount: p("/work/proj"),
+        }],
+        protected: vec![p("/work/proj/.git/hooks")],
+        masks: vec![
+            Mask::File(p("/home/u/.cargo/credentials.toml")),
+            Mask::Dir(p("/work/proj/.ssh")),
+        ],
+        env: vec![
+            ("HOME".into(), "/home/u".into()),
+            ("PATH".into(), "/usr/bin".into()),
+        ],
+        tmpfs: TmpfsSizes {
+            tmp: 100,
+            home: 200,
+            shm: 50,
+        },
+        seccomp_fd: 3,
+    }
+}
+
+fn words(list: &str) -> Vec<OsString> {
+    list.split_whitespace().map(OsString::from).collect()
+}
+
+#[test]
+fn writable_workspace_exact_argv() {
+    let argv = build_argv(&spec(true)).unwrap();
+    let expected = words(
+        "--unshare-all --unshare-user --disable-userns \
+         --die-with-parent --new-session --cap-drop ALL --clearenv \
+         --ro-bind /usr /usr --symlink usr/bin /bin \
+         --proc /proc --dev /dev --size 50 --tmpfs /dev/shm \
+         --ro-bind-try /etc/passwd /etc/passwd --ro-bind-try /etc/ssl /etc/ssl \
+         --size 100 --tmpfs /tmp --size 200 --tmpfs /home/u \
+         --ro-bind-try /home/u/.cargo /home/u/.cargo \
+         --bind /work/proj /work/proj \
+         --ro-bind /work/proj/.git/hooks /work/proj/.git/hooks \
+         --ro-bind /dev/null /home/u/.cargo/credentials.toml \
+         --tmpfs /work/proj/.ssh --remount-ro /work/proj/.ssh \
+         --remount-ro / \
+         --chdir /work/proj \
+         --setenv HOME /home/u --setenv PATH /usr/bin \
+         --seccomp 3 -- /bin/sh -c true",
+    );
+    assert_eq!(argv, expected);
+}
+
+#[test]
+fn read_only_workspace_and_host_reads_before_roots() {
+    let mut s = spec(false);
+    s.profile.host_read_paths = vec![p("/data")];
+    s.roots.push(RootMount {
+        host: p("/data/nested"),
+        mount: p("/data/nested"),
+    });
+    s.protected.clear();
+    s.masks.clear();
+    let argv = build_argv(&s).unwrap();
+    let text: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let joined = text.join(" ");
+    assert!(
+        joined.contains(
+            "--ro-bind-try /home/u/.cargo /home/u/.cargo --ro-bind-try /data /data \
+         --ro-bind /work/proj /work/proj --ro-bind /data/nested /data/nested --remount-ro /"
+        ),
+        "{joined}"
+    );
+    assert!(
+        !text.iter().any(|a| a == "--bind"),
+        "no writable bind in a read-only profile"
+    );
+}
+
+#[test]
+fn the_command_follows_the_separator_verbatim() {
+    let mut s = spec(true);
+    s.command = vec!["--help".into(), "--bind".into(), "/".into(), "/".into()];
+    let argv = build_argv(&s).unwrap();
+    let sep = argv.iter().rposition(|a| a == "--").unwrap();
+    assert_eq!(&argv[sep + 1..], &s.command[..]);
+    assert_eq!(argv.iter().filter(|a| *a == "--").count(), 1);
+}
+
+#[test]
+fn refusals() {
+    type Edit = fn(&mut BwrapSpec);
+    type Check = fn(&SpecError) -> bool;
+    let cases: Vec<(&str, Edit, Check)> = vec![
+        (
+            "gpu",
+            |s| s.profile.gpu = true,
+            |e| matches!(e, SpecError::Unimplemented(v) if v == &["gpu"]),
+        ),
+        (
+            "ssh+secrets",
+            |s| {
+                s.profile.ssh = true;
+                s.profile.secrets = true;
+            },
+            |e| matches!(e, SpecError::Unimplemented(v) if v.len() == 2),
+        ),
+        (
+            "container",
+            |s| s.profile.container_runtime = true,
+            |e| matches!(e, SpecError::Unimplemented(_)),
+        ),
+        (
+            "network",
+            |s| s.profile.network = true,
+            |e| *e == SpecError::NetworkUnavailable,
+        ),
+        (
+            "empty command",
+            |s| s.command.clear(),
+            |e| *e == SpecError::EmptyCommand,
+        ),
+        (
+            "stdio seccomp fd",
+            |s| s.seccomp_fd = 2,
+            |e| *e == SpecError::SeccompFd(2),
+        ),
+        (
+            "relative cwd",
+            |s| s.cwd = p("work"),
+            |e| matches!(e, SpecError::NotAbsolute { .. }),
+        ),
+        (
+            "dotdot root",
+            |s| s.roots[0].host = p("/work/../etc"),
+            |e| matches!(e, SpecError::NotAbsolute { .. }),
+        ),
+        (
+            "ssh toolchain",
+            |s| s.toolchains.push(p("/home/u/.ssh")),
+            |e| matches!(e, SpecError::CredentialStore(_)),
+        ),
+        (
+            "aws host read",
+            |s| s.profile.host_read_paths.push(p("/home/u/.aws/config")),
+            |e| matches!(e, SpecError::CredentialStore(_)),
+        ),
+        (
+            "gh config",
+            |s| s.toolchains.push(p("/home/u/.config/gh")),
+            |e| matches!(e, SpecError::CredentialStore(_)),
+        ),
+        (
+            "shadow via etc",
+            |s| s.etc.push(p("/etc/shadow")),
+            |e| matches!(e, SpecError::CredentialStore(_)),
+        ),
+        (
+            "etc outside etc",
+            |s| s.etc.push(p("/root")),
+            |e| matches!(e, SpecError::Reserved { .. }),
+        ),
+        (
+            "whole etc",
+            |s| s.etc.push(p("/etc")),
+            |e| matches!(e, SpecError::Reserved { .. }),
+        ),
+        (
+            "host read of /",
+            |s| s.profile.host_read_paths.push(p("/")),
+            |e| matches!(e, SpecError::Reserved { .. }),
+        ),
+        (
+            "host read of home",
+            |s| s.profile.host_read_paths.push(p("/home/u")),
+            |e| matches!(e, SpecError::Reserved { .. }),
+        ),
+        (
+            "host read of /home",
+            |s| s.profile.host_read_paths.push(p("/home")),
+            |e| matches!(e, SpecError::Reserved { .. }),
+        ),
+        (
+            "toolchain /usr",
+            |s| s.toolchains.push(p("/usr")),
+            |e| matches!(e, SpecError::Reserved { .. }),
+        ),
+        (
+            "root at home",
+            |s| s.roots[0].host = p("/home/u"),
+            |e| matches!(e, SpecError::RootCoversHome(_)),
+        ),
+        (
+            "root above home",
+            |s| s.roots[0].mount = p("/home"),
+            |e| matches!(e, SpecError::RootCoversHome(_)),
+        ),
+        (
+            "root at /tmp",
+            |s| s.roots[0].host = p("/tmp"),
+            |e| matches!(e, SpecError::Reserved { .. }),
+        ),
+        (
+            "root at /",
+            |s| s.roots[0].mount = p("/"),
+            |e| matches!(e, SpecError::RootCoversHome(_)),
+        ),
+        (
+            "root /etc",
+            |s| s.roots[0].host = p("/etc"),
+            |e| matches!(e, SpecError::Reserved { .. }),
+        ),
+        (
+            "unbound protected",
+            |s| s.protected.push(p("/elsewhere/.git/hooks")),
+            |e| matches!(e, SpecError::Unbound(_)),
+        ),
+        (
+            "protected root itself",
+            |s| s.protected.push(p("/work/proj")),
+            |e| matches!(e, SpecError::Unbound(_)),
+        ),
+        (
+            "unbound mask",
+            |s| s.masks.push(Mask::Dir(p("/x/.ssh"))),
+            |e| matches!(e, SpecError::Unbound(_)),
+        ),
+        (
+            "secret env",
+            |s| s.env.push(("OPENAI_API_KEY".into(), "x".into())),
+            |e| matches!(e, SpecError::SecretInEnvironment(n) if n == "OPENAI_API_KEY"),
+        ),
+        (
+            "secret value",
+            |s| s.env.push(("X".into(), "ghp_123".into())),
+            |e| matches!(e, SpecError::SecretInEnvironment(_)),
+        ),
+    ];
+    for (name, edit, check) in cases {
+        let mut s = spec(true);
+        edit(&mut s);
+        match build_argv(&s) {
+            Err(e) => assert!(check(&e), "{name}: unexpected error {e}"),
+            Ok(argv) => panic!("{name}: accepted: {argv:?}"),
+        }
+    }
+}
+
+#[test]
+fn error_messages_say_what_to_do() {
+    let mut s = spec(true);
+    s.roots[0].host = p("/home/u");
+    let msg = build_argv(&s).unwrap_err().to_string();
+    assert!(msg.contains("start spear in a project directory"), "{msg}");
+    let mut s = spec(true);
+    s.profile.gpu = true;
+    assert!(
+        build_argv(&s)
+            .unwrap_err()
+            .to_string()
+            .contains("does not implement gpu")
+    );
+}

@@ -1,0 +1,430 @@
+//! Spawning and supervising one sandboxed process tree.
+//!
+//! - The child is held through a pidfd from the moment `spawn` returns (opened on our own unreaped
+//!   child, so the pid cannot have been reused), waited on through it, and signalled only through
+//!   `pidfd_send_signal`. Never a numeric pid: attack stopped, killing an unrelated process that
+//!   inherited a recycled pid.
+//! - Between fork and exec the child joins its cgroup, takes its rlimits, marks every inherited fd
+//!   but stdio and the seccomp program close-on-exec (attack stopped: a sandboxed command reaching
+//!   an fd the harness opened), and sets no-new-privs. stdin is `/dev/null`.
+//! - stdout and stderr are drained concurrently in one poll loop, capped (head and tail kept), and
+//!   a flood past `flood_bytes` kills the tree. The loop ends when the sandbox's main process has
+//!   exited and the pipes are drained, or shortly after: a process holding stdout open cannot hang
+//!   the call (and none can survive it: the PID namespace dies with its init, and the caller kills
+//!   the cgroup).
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::io::Errno;
+use rustix::process::{
+    Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, pidfd_open, pidfd_send_signal, waitid,
+};
+
+use crate::output::{CappedOutput, Captured};
+use crate::rlimits::ResourceLimits;
+
+/// The fd number at which the child receives the seccomp program.
+pub const SECCOMP_CHILD_FD: i32 = 3;
+
+/// How long to wait for a killed tree to be confirmed dead before calling containment failed.
+const KILL_CONFIRM: Duration = Duration::from_secs(5);
+
+/// How long to keep draining pipes after the main process exited.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
+
+/// One process to start: the program, its arguments, and what the child does before exec.
+#[derive(Debug)]
+pub struct Launch<'a> {
+    /// The program (bwrap, or a cgroup backend's wrapper in front of it).
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// The seccomp program, handed to the child as fd [`SECCOMP_CHILD_FD`].
+    pub seccomp: BorrowedFd<'a>,
+    /// cgroup.procs files the child writes `0` to (joins) before exec.
+    pub join: Vec<BorrowedFd<'a>>,
+    /// The child's rlimits.
+    pub rlimits: ResourceLimits,
+}
+
+/// A started process: its pidfd and the read ends of its stdout and stderr.
+#[derive(Debug)]
+pub struct Running {
+    /// The process, pinned.
+    pub pidfd: OwnedFd,
+    /// Its stdout.
+    pub stdout: OwnedFd,
+    /// Its stderr.
+    pub stderr: OwnedFd,
+}
+
+/// Starts processes. The real one is [`ProcessSpawner`]; tests substitute a recording one to prove
+/// that a refused command never reached it.
+pub trait Spawner: std::fmt::Debug + Send + Sync {
+    /// Starts `launch`.
+    fn spawn(&self, launch: &Launch<'_>) -> io::Result<Running>;
+}
+
+/// Spawns real processes.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ProcessSpawner;
+
+impl Spawner for ProcessSpawner {
+    fn spawn(&self, launch: &Launch<'_>) -> io::Result<Running> {
+        let join: Vec<RawFd> = launch.join.iter().map(AsRawFd::as_raw_fd).collect();
+        let seccomp = launch.seccomp.as_raw_fd();
+        let limits = launch.rlimits.pairs();
+        let mut cmd = Command::new(&launch.program);
+        cmd.args(&launch.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env_clear();
+        // SAFETY: the closure runs in the forked child before exec. It only makes raw system calls
+        // (write, setrlimit, dup2, fcntl, close_range, prctl) on data prepared before the fork; it
+        // does not allocate, lock or touch anything another thread could have held.
+        #[allow(unsafe_code)]
+        unsafe {
+            cmd.pre_exec(move || child_setup(&join, seccomp, &limits));
+        }
+        let child = cmd.spawn()?;
+        let pid = Pid::from_raw(
+            i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?,
+        )
+        .ok_or_else(|| io::Error::other("spawned process has no pid"))?;
+        // Our own unreaped child: its pid cannot have been recycled yet.
+        let pidfd = pidfd_open(pid, PidfdFlags::empty())?;
+        let mut child = child;
+        let stdout: OwnedFd = child
+            .stdout
+            .take()
+            .ok_or_else(|| io::Error::other("no stdout pipe"))?
+            .into();
+        let stderr: OwnedFd = child
+            .stderr
+            .take()
+            .ok_or_else(|| io::Error::other("no stderr pipe"))?
+            .into();
+        // `child` is dropped without waiting: it is reaped through the pidfd.
+        Ok(Running {
+            pidfd,
+            stdout,
+            stderr,
+        })
+    }
+}
+
+/// What the child does between fork and exec. Async-signal-safe: raw system calls only.
+#[allow(unsafe_code)]
+fn child_setup(
+    join: &[RawFd],
+    seccomp: RawFd,
+    limits: &[(rustix::process::Resource, u64)],
+) -> io::Result<()> {
+    for fd in join {
+        // SAFETY: `fd` is a cgroup.procs file kept open by the parent for the child's lifetime.
+        let n = unsafe { libc::write(*fd, b"0".as_ptr().cast(), 1) };
+        if n != 1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    for (resource, value) in limits {
+        let limit = rustix::process::Rlimit {
+            current: Some(*value),
+            maximum: Some(*value),
+        };
+        rustix::process::setrlimit(*resource, limit)?;
+    }
+    // SAFETY: plain fd syscalls on numbers we own in this child.
+    unsafe {
+        if seccomp != SECCOMP_CHILD_FD && libc::dup2(seccomp, SECCOMP_CHILD_FD) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::fcntl(SECCOMP_CHILD_FD, libc::F_SETFD, 0) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let from = u32::try_from(SECCOMP_CHILD_FD + 1).unwrap_or(4);
+        if libc::syscall(
+            libc::SYS_close_range,
+            from,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        ) < 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    rustix::thread::set_no_new_privs(true)?;
+    Ok(())
+}
+
+/// A cancellation that can be triggered from another thread and wakes the supervising poll.
+#[derive(Debug, Clone)]
+pub struct CancelToken(Arc<CancelInner>);
+
+#[derive(Debug)]
+struct CancelInner {
+    cancelled: AtomicBool,
+    read: OwnedFd,
+    write: OwnedFd,
+}
+
+impl CancelToken {
+    /// A token not yet cancelled.
+    pub fn new() -> io::Result<Self> {
+        let (read, write) = rustix::pipe::pipe_with(
+            rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
+        )?;
+        Ok(CancelToken(Arc::new(CancelInner {
+            cancelled: AtomicBool::new(false),
+            read,
+            write,
+        })))
+    }
+
+    /// Cancels: the supervised tree is killed and the call ends as cancelled.
+    pub fn cancel(&self) {
+        self.0.cancelled.store(true, Ordering::SeqCst);
+        // A full pipe already wakes the poll; the error is irrelevant.
+        let _ = rustix::io::write(&self.0.write, b"x");
+    }
+
+    /// Whether [`CancelToken::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+/// How to watch a running tree.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    /// Wall-clock limit.
+    pub timeout: Duration,
+    /// Bytes kept per stream (head and tail).
+    pub output_cap: usize,
+    /// Bytes per stream after which the tree is killed as a flood.
+    pub flood_bytes: u64,
+    /// Cancellation from outside.
+    pub cancel: Option<CancelToken>,
+}
+
+/// Why the supervisor stopped the tree, if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// It was not stopped: the main process exited by itself.
+    None,
+    /// The timeout passed.
+    Timeout,
+    /// It was cancelled.
+    Cancelled,
+    /// A stream passed the flood limit.
+    Flood,
+}
+
+/// How the main process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal killed it.
+    Signal(i32),
+    /// Its end could not be confirmed (containment failed).
+    Unknown,
+}
+
+/// The end of one supervised run.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// How the main process ended.
+    pub exit: Exit,
+    /// Whether and why the supervisor stopped it.
+    pub stop: Stop,
+    /// What it printed on stdout.
+    pub stdout: Captured,
+    /// What it printed on stderr.
+    pub stderr: Captured,
+    /// Wall-clock time.
+    pub duration: Duration,
+}
+
+/// Supervises `running` until it ends or is stopped. `kill_tree` kills every process of the tree
+/// (the cgroup); it is called on a stop, and the main process is killed through its pidfd too.
+pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finished {
+    let started = Instant::now();
+    let mut out = Stream::new(running.stdout, watch.output_cap);
+    let mut err = Stream::new(running.stderr, watch.output_cap);
+    let mut exit: Option<Exit> = None;
+    let mut stop = Stop::None;
+    let mut exited_at: Option<Instant> = None;
+    let mut kill_sent: Option<Instant> = None;
+
+    loop {
+        if exit.is_some()
+            && ((out.eof && err.eof) || exited_at.is_some_and(|t| t.elapsed() >= DRAIN_AFTER_EXIT))
+        {
+            break;
+        }
+        if exit.is_none() && kill_sent.is_some_and(|t| t.elapsed() >= KILL_CONFIRM) {
+            exit = Some(Exit::Unknown);
+            break;
+        }
+        if stop == Stop::None && exit.is_none() {
+            let reason = if watch.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+                Some(Stop::Cancelled)
+            } else if started.elapsed() >= watch.timeout {
+                Some(Stop::Timeout)
+            } else if out.out.total() > watch.flood_bytes || err.out.total() > watch.flood_bytes {
+                Some(Stop::Flood)
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                stop = reason;
+                kill_tree();
+                let _ = pidfd_send_signal(&running.pidfd, Signal::KILL);
+                kill_sent = Some(Instant::now());
+            }
+        }
+
+        let wait = if exit.is_some() {
+            DRAIN_AFTER_EXIT.saturating_sub(exited_at.map_or(Duration::ZERO, |t| t.elapsed()))
+        } else if let Some(t) = kill_sent {
+            KILL_CONFIRM.saturating_sub(t.elapsed())
+        } else {
+            watch.timeout.saturating_sub(started.elapsed())
+        };
+        let wait = wait.min(Duration::from_millis(500));
+        let timespec = rustix::event::Timespec {
+            tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(wait.subsec_nanos()),
+        };
+        let mut fds = Vec::with_capacity(4);
+        fds.push(PollFd::new(&running.pidfd, PollFlags::IN));
+        let out_i = (!out.eof).then(|| {
+            fds.push(PollFd::new(&out.fd, PollFlags::IN));
+            fds.len() - 1
+        });
+        let err_i = (!err.eof).then(|| {
+            fds.push(PollFd::new(&err.fd, PollFlags::IN));
+            fds.len() - 1
+        });
+        let cancel_i = watch.cancel.as_ref().map(|c| {
+            fds.push(PollFd::new(&c.0.read, PollFlags::IN));
+            fds.len() - 1
+        });
+        match poll(&mut fds, Some(&timespec)) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => {
+                tracing::error!("poll failed while supervising a sandbox: {e}");
+                if stop == Stop::None {
+                    stop = Stop::Cancelled;
+                    kill_tree();
+                    let _ = pidfd_send_signal(&running.pidfd, Signal::KILL);
+                    kill_sent = Some(Instant::now());
+                }
+            }
+        }
+        let ready = |i: Option<usize>| i.is_some_and(|i| !fds[i].revents().is_empty());
+        let (pid_ready, out_ready, err_ready, cancel_ready) = (
+            !fds[0].revents().is_empty(),
+            ready(out_i),
+            ready(err_i),
+            ready(cancel_i),
+        );
+        drop(fds);
+        if cancel_ready && let Some(c) = &watch.cancel {
+            let mut buf = [0u8; 16];
+            let _ = rustix::io::read(&c.0.read, &mut buf);
+        }
+        if out_ready {
+            out.read_available();
+        }
+        if err_ready {
+            err.read_available();
+        }
+        if pid_ready
+            && exit.is_none()
+            && let Some(e) = reap(&running.pidfd)
+        {
+            exit = Some(e);
+            exited_at = Some(Instant::now());
+            // The sandbox's init is gone, so its PID namespace is too; make sure of the rest.
+            kill_tree();
+        }
+    }
+    // Whatever is still buffered in the pipes.
+    out.read_available();
+    err.read_available();
+    Finished {
+        exit: exit.unwrap_or(Exit::Unknown),
+        stop,
+        stdout: out.out.finish(),
+        stderr: err.out.finish(),
+        duration: started.elapsed(),
+    }
+}
+
+/// Reaps the process behind `pidfd` if it has exited.
+fn reap(pidfd: &OwnedFd) -> Option<Exit> {
+    match waitid(
+        WaitId::PidFd(pidfd.as_fd()),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+    ) {
+        Ok(Some(status)) => {
+            if let Some(code) = status.exit_status() {
+                Some(Exit::Code(code))
+            } else {
+                status.terminating_signal().map(Exit::Signal)
+            }
+        }
+        Ok(None) | Err(Errno::INTR | Errno::AGAIN) => None,
+        Err(e) => {
+            tracing::error!("waitid on a sandbox pidfd failed: {e}");
+            Some(Exit::Unknown)
+        }
+    }
+}
+
+/// One output pipe being drained.
+struct Stream {
+    fd: OwnedFd,
+    out: CappedOutput,
+    eof: bool,
+}
+
+impl Stream {
+    fn new(fd: OwnedFd, cap: usize) -> Self {
+        let _ = rustix::io::ioctl_fionbio(&fd, true);
+        Stream {
+            fd,
+            out: CappedOutput::new(cap),
+            eof: false,
+        }
+    }
+
+    /// Reads what is there now, without blocking, in bounded rounds.
+    fn read_available(&mut self) {
+        let mut buf = [0u8; 16 * 1024];
+        for _ in 0..64 {
+            if self.eof {
+                return;
+            }
+            match rustix::io::read(&self.fd, &mut buf) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.out.push(&buf[..n]),
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => return,
+                Err(_) => self.eof = true,
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! What a sandbox is made of: the structured input of [`crate::build_argv`].
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use spear_core::ExecutionProfile;
+
+/// One sandbox, fully described. Built by the runtime from an [`ExecutionProfile`] and a workspace;
+/// [`crate::build_argv`] turns it into the bubblewrap argv without any I/O.
+///
+/// The spec cannot be wider than its profile: root writability and host-read paths come from
+/// `profile`, not from separate fields, and a profile that asks for something not implemented is
+/// refused by the builder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BwrapSpec {
+    /// What the decision layer granted.
+    pub profile: ExecutionProfile,
+    /// The program and its arguments, run inside the sandbox.
+    pub command: Vec<OsString>,
+    /// The working directory, as seen inside the sandbox.
+    pub cwd: PathBuf,
+    /// The home directory: a private tmpfs at the user's real home path, so that toolchains under
+    /// it keep their paths. Credential stores under it are never bound.
+    pub home: PathBuf,
+    /// How the host lays out its system directories.
+    pub system: Vec<SystemDir>,
+    /// The curated `/etc` entries, each bound read-only if it exists.
+    pub etc: Vec<PathBuf>,
+    /// Toolchain directories (the operator's `PATH`, `CARGO_HOME`, `/opt`, ...), bound read-only.
+    pub toolchains: Vec<PathBuf>,
+    /// The workspace roots.
+    pub roots: Vec<RootMount>,
+    /// Protected entries that exist under writable roots, as paths inside the sandbox; each is bound
+    /// read-only on top of its root.
+    pub protected: Vec<PathBuf>,
+    /// Credential stores that exist inside a bound directory; each is hidden.
+    pub masks: Vec<Mask>,
+    /// The whole environment of the command (the builder adds nothing but what is here).
+    pub env: Vec<(OsString, OsString)>,
+    /// Size caps of the private tmpfs mounts.
+    pub tmpfs: TmpfsSizes,
+    /// The fd number (in the bwrap process) that holds the seccomp program.
+    pub seccomp_fd: i32,
+}
+
+/// A workspace root: where it is on the host and where the sandbox sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootMount {
+    /// The root's path on the host.
+    pub host: PathBuf,
+    /// Where the sandbox sees it.
+    pub mount: PathBuf,
+}
+
+/// A system directory of the host's root, reproduced in the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SystemDir {
+    /// A real directory, bound read-only (`/usr`, or `/bin` on a host without merged /usr).
+    Bind(PathBuf),
+    /// A symlink such as `/bin -> usr/bin` on a merged-/usr host.
+    Symlink {
+        /// The link's path.
+        path: PathBuf,
+        /// What it points to, as the host's link says.
+        target: PathBuf,
+    },
+}
+
+/// A credential store inside a bound directory, hidden from the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mask {
+    /// A file, covered by `/dev/null`.
+    File(PathBuf),
+    /// A directory, covered by an empty read-only tmpfs.
+    Dir(PathBuf),
+}
+
+impl Mask {
+    /// The path it hides.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            Mask::File(p) | Mask::Dir(p) => p,
+        }
+    }
+}
+
+/// Size caps of the private tmpfs mounts, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TmpfsSizes {
+    /// `/tmp`.
+    pub tmp: u64,
+    /// The home directory.
+    pub home: u64,
+    /// `/dev/shm`.
+    pub shm: u64,
+}
+
+impl Default for TmpfsSizes {
+    /// 1 GiB for `/tmp`, 512 MiB for home, 256 MiB for `/dev/shm`. Pages written there are also
+    /// charged to the command's memory cgroup.
+    fn default() -> Self {
+        TmpfsSizes {
+            tmp: 1 << 30,
+            home: 512 << 20,
+            shm: 256 << 20,
+        }
+    }
+}
+
+/// Why a spec cannot become a sandbox. Nothing runs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// The profile asks for capabilities spear does not implement.
+    #[error(
+        "the sandbox does not implement {}: spear refuses to run the command rather than run it without them",
+        .0.join(", ")
+    )]
+    Unimplemented(Vec<&'static str>),
+    /// The profile asks for the network, which this build's sandbox cannot provide yet.
+    #[error(
+        "the command needs the network, and this sandbox has no network path yet; run it without network access or outside spear"
+    )]
+    NetworkUnavailable,
+    /// No program to run.
+    #[error("no command to run")]
+    EmptyCommand,
+    /// A path that must be absolute and normal is not.
+    #[error("{what} `{}` must be an absolute path without `.` or `..`", path.display())]
+    NotAbsolute {
+        /// Which part of the spec.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+    },
+    /// A bind would expose a credential store.
+    #[error("`{}` is or holds a credential store and is never bound into a sandbox", .0.display())]
+    CredentialStore(PathBuf),
+    /// A bind would cover one of the sandbox's own mount points, or the whole host.
+    #[error("`{}` would cover the sandbox's own {} and is never bound", path.display(), covers.display())]
+    Reserved {
+        /// The path.
+        path: PathBuf,
+        /// What it would cover.
+        covers: PathBuf,
+    },
+    /// A workspace root is the home directory or holds it.
+    #[error(
+        "the workspace root `{}` holds the home directory, which holds credential stores; start spear in a project directory instead",
+        .0.display()
+    )]
+    RootCoversHome(PathBuf),
+    /// A protected entry or mask lies under no bound directory.
+    #[error("`{}` lies under no directory the sandbox binds", .0.display())]
+    Unbound(PathBuf),
+    /// An environment variable looks like a secret.
+    #[error("the environment variable {0} looks like a secret and is never passed into a sandbox")]
+    SecretInEnvironment(String),
+    /// The seccomp fd is one of stdio.
+    #[error("the seccomp program must be on an fd above stdio, not {0}")]
+    SeccompFd(i32),
+}
