@@ -14,7 +14,9 @@
 //!    simply absent). They come before the workspace so that a root nested under one of them keeps
 //!    its own access (a writable root under a read-only `/opt` stays writable).
 //! 5. The workspace roots, read-write only when the profile grants workspace writes.
-//! 6. Protected entries read-only on top of their roots (`.git/hooks` inside a writable root), and
+//! 6. Anchors: the directories holding protected entries bound onto themselves, so that they are
+//!    mount points and cannot be renamed or replaced; then protected entries read-only on top of
+//!    their roots (`.git/hooks` inside a writable root), and
 //!    credential stores inside any bound directory masked. These come after every bind, so nothing
 //!    bound later can uncover them.
 //! 7. `--remount-ro /`: the root tmpfs itself is read-only, so nothing can be created at `/x`.
@@ -80,6 +82,9 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
         a.pair(root_bind, &root.host, &root.mount);
     }
 
+    for anchor in &spec.anchors {
+        a.pair("--bind", anchor, anchor);
+    }
     for entry in &spec.protected {
         a.pair("--ro-bind", entry, entry);
     }
@@ -162,8 +167,12 @@ fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         .chain(spec.toolchains.iter().map(PathBuf::as_path))
         .chain(spec.profile.host_read_paths.iter().map(PathBuf::as_path))
         .collect();
+    if !spec.profile.workspace_write && !spec.anchors.is_empty() {
+        return Err(SpecError::Unbound(spec.anchors[0].clone()));
+    }
     let masked = spec.masks.iter().map(Mask::path);
-    for entry in spec.protected.iter().map(PathBuf::as_path).chain(masked) {
+    let pinned = spec.anchors.iter().chain(&spec.protected).map(PathBuf::as_path);
+    for entry in pinned.chain(masked) {
         absolute("a protected entry or mask", entry)?;
         if !bound.iter().any(|b| entry.starts_with(b) && entry != *b) {
             return Err(SpecError::Unbound(entry.to_path_buf()));

@@ -37,6 +37,7 @@ fn spec(write: bool) -> BwrapSpec {
             host: p("/work/proj"),
             mount: p("/work/proj"),
         }],
+        anchors: vec![p("/work/proj/.git")],
         protected: vec![p("/work/proj/.git/hooks")],
         masks: vec![
             Mask::File(p("/home/u/.cargo/credentials.toml")),
@@ -71,6 +72,7 @@ fn writable_workspace_exact_argv() {
          --size 100 --tmpfs /tmp --size 200 --tmpfs /home/u \
          --ro-bind-try /home/u/.cargo /home/u/.cargo \
          --bind /work/proj /work/proj \
+         --bind /work/proj/.git /work/proj/.git \
          --ro-bind /work/proj/.git/hooks /work/proj/.git/hooks \
          --ro-bind /dev/null /home/u/.cargo/credentials.toml \
          --tmpfs /work/proj/.ssh --remount-ro /work/proj/.ssh \
@@ -91,6 +93,7 @@ fn read_only_workspace_and_host_reads_before_roots() {
         mount: p("/data/nested"),
     });
     s.protected.clear();
+    s.anchors.clear();
     s.masks.clear();
     let argv = build_argv(&s).unwrap();
     let text: Vec<String> = argv

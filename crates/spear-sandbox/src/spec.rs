@@ -30,6 +30,11 @@ pub struct BwrapSpec {
     pub toolchains: Vec<PathBuf>,
     /// The workspace roots.
     pub roots: Vec<RootMount>,
+    /// Directories inside writable roots that hold protected entries (`.git` of `.git/hooks`), as
+    /// paths inside the sandbox. Each is bound onto itself, writable, which makes it a mount point:
+    /// it cannot be renamed, removed or replaced (`mv .git x; mkdir -p .git/hooks` would otherwise
+    /// plant hooks beside the read-only ones).
+    pub anchors: Vec<PathBuf>,
     /// Protected entries that exist under writable roots, as paths inside the sandbox; each is bound
     /// read-only on top of its root.
     pub protected: Vec<PathBuf>,

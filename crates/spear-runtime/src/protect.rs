@@ -1,0 +1,1 @@
+//! Protected entries under writable roots (being written).
