@@ -2,6 +2,8 @@
 # spear's benchmarks. Each prints its figures beside a baseline measured in the same run, pinned
 # to one core when taskset is available. Set SPEAR_BENCH_MS to change the time per measurement.
 #
+# - sandbox: `spear exec --auto -- /bin/true` against bare bwrap running /bin/true, interleaved;
+#   the ratio of medians.
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
 set -euo pipefail
@@ -16,3 +18,10 @@ fi
 echo "== classification"
 cargo bench --quiet -p spear-policy --bench classify --no-run
 "${pin[@]}" cargo bench --quiet -p spear-policy --bench classify
+
+echo
+echo "== sandbox: spear exec --auto -- /bin/true, beside bare bwrap running /bin/true"
+cargo build --quiet --release -p spear-cli
+bench_ws=$(mktemp -d)
+trap 'rm -rf "$bench_ws"' EXIT
+"${pin[@]}" python3 scripts/bench_exec.py target/release/spear "$bench_ws" "${SPEAR_BENCH_RUNS:-100}"

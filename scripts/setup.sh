@@ -5,12 +5,13 @@
 # - Debian packages: bubblewrap and slirp4netns (the sandbox and its network), util-linux
 #   (setpriv/runuser for unprivileged test runs), iproute2 and nftables (network tests), GNU sed
 #   and gawk (the classifier's tests use them as oracles), gcc and g++ (crates that build C and
-#   C++, such as libFuzzer for the fuzz targets).
+#   C++, such as libFuzzer for the fuzz targets; the seccomp tests compile their probes), python3,
+#   git and procps (programs the sandbox tests run inside the sandbox).
 # - A Rust toolchain with rustfmt and clippy (the machine's rustup).
 # - An unprivileged user, spear-test, that the security tests also run as.
 set -euo pipefail
 
-packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc g++ libc6-dev bash coreutils findutils)
+packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc g++ libc6-dev bash coreutils findutils python3 git procps)
 test_user=spear-test
 
 say() { printf 'setup: %s\n' "$*"; }

@@ -99,7 +99,9 @@ mod tests {
     #[test]
     fn stores() {
         assert!(is_credential_store(Path::new("/home/u/.ssh/id_rsa")));
-        assert!(is_credential_store(Path::new("/home/u/.cargo/credentials.toml")));
+        assert!(is_credential_store(Path::new(
+            "/home/u/.cargo/credentials.toml"
+        )));
         assert!(is_credential_store(Path::new("/etc/shadow")));
         assert!(!is_credential_store(Path::new("/home/u/.cargo/bin")));
         let home = home_stores(Path::new("/h"));

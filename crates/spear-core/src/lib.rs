@@ -9,9 +9,9 @@
 //!   tests all see the same words.
 
 mod assessment;
-pub mod credentials;
 mod capability;
 mod class;
+pub mod credentials;
 mod mode;
 mod profile;
 mod refusal;

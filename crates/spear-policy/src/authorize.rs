@@ -173,6 +173,20 @@ fn summary(command: &str) -> String {
     out
 }
 
+/// `text` with every control, bidirectional and invisible character shown escaped (`\u{202e}`),
+/// and nothing cut: what a confirmation shows, so that what is approved reads as what runs.
+pub fn make_visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if (c.is_control() && c != '\n') || is_bidi_or_invisible(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Bidirectional overrides and zero-width characters, which can make displayed text differ from
 /// what runs.
 pub(crate) fn is_bidi_or_invisible(c: char) -> bool {

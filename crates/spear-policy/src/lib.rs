@@ -39,6 +39,7 @@ mod target_policy;
 
 pub use authorize::{
     Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, authorize, decide,
+    make_visible,
 };
 pub use config::{
     ConfigError, OperatorConfig, OperatorPaths, OperatorTargets, OperatorWorkspace, PolicyConfig,

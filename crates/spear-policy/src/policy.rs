@@ -47,6 +47,11 @@ impl CommandPolicy {
         &self.workspace
     }
 
+    /// The workspace, shared (for the runner that executes what this policy allowed).
+    pub fn shared_workspace(&self) -> Arc<Workspace> {
+        Arc::clone(&self.workspace)
+    }
+
     /// The configuration.
     pub fn config(&self) -> &PolicyConfig {
         &self.config

@@ -161,6 +161,15 @@ impl TargetRules {
         self
     }
 
+    /// The protected-entry patterns, as configured (`.git/hooks/`, `.envrc`, ...): the runtime binds
+    /// the entries they match read-only in every writable sandbox.
+    pub fn protected_patterns(&self) -> Vec<String> {
+        self.protected
+            .iter()
+            .map(|(p, _)| p.as_str().to_owned())
+            .collect()
+    }
+
     /// Checks a write to `rel`, a path relative to its root, by its name alone (the header of an
     /// existing file is checked by [`generated_header`]).
     pub fn check(&self, rel: &Path) -> Result<(), Refusal> {

@@ -1,0 +1,205 @@
+//! What `spear doctor` reports: each mechanism the sandbox uses, whether it is usable, why, and
+//! the fix. Probes look and try; they never change the host.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use crate::Sandbox;
+
+/// One mechanism and its state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mechanism {
+    /// Its name (`bwrap`, `user namespaces`, ...).
+    pub name: &'static str,
+    /// Whether spear can use it.
+    pub usable: bool,
+    /// Whether a command can run without it.
+    pub required: bool,
+    /// What was found.
+    pub detail: String,
+    /// How to make it usable, when it is not.
+    pub fix: Option<String>,
+}
+
+impl Mechanism {
+    fn new(name: &'static str, required: bool, result: Result<String, (String, String)>) -> Self {
+        match result {
+            Ok(detail) => Mechanism {
+                name,
+                usable: true,
+                required,
+                detail,
+                fix: None,
+            },
+            Err((detail, fix)) => Mechanism {
+                name,
+                usable: false,
+                required,
+                detail,
+                fix: Some(fix),
+            },
+        }
+    }
+}
+
+/// Probes every mechanism `sandbox` relies on, and the ones later layers will (slirp4netns).
+pub fn probe(sandbox: &Sandbox) -> Vec<Mechanism> {
+    let bwrap = &sandbox.config().bwrap;
+    let limits_active = sandbox.config().cgroup.is_some();
+    vec![
+        Mechanism::new("bwrap", true, probe_bwrap(bwrap)),
+        Mechanism::new("user namespaces", true, probe_userns(bwrap)),
+        Mechanism::new("seccomp", true, probe_seccomp()),
+        Mechanism::new("pidfd", true, probe_pidfd()),
+        Mechanism::new("cgroup backend", limits_active, probe_cgroup(sandbox)),
+        Mechanism::new("landlock", false, probe_landlock()),
+        Mechanism::new("slirp4netns", false, probe_slirp()),
+    ]
+}
+
+fn probe_bwrap(bwrap: &Path) -> Result<String, (String, String)> {
+    let out = Command::new(bwrap).arg("--version").output().map_err(|e| {
+        (
+            format!("{} cannot be run: {e}", bwrap.display()),
+            "install bubblewrap (Debian: apt-get install bubblewrap)".to_owned(),
+        )
+    })?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if out.status.success() {
+        Ok(format!("{version} at {}", bwrap.display()))
+    } else {
+        Err((
+            format!("{} --version failed", bwrap.display()),
+            "reinstall bubblewrap".to_owned(),
+        ))
+    }
+}
+
+/// Tries a real user namespace through bwrap, and reads the sysctls that commonly forbid it.
+fn probe_userns(bwrap: &Path) -> Result<String, (String, String)> {
+    let read = |p: &str| fs::read_to_string(p).ok().map(|s| s.trim().to_owned());
+    let max = read("/proc/sys/user/max_user_namespaces");
+    let out = Command::new(bwrap)
+        .args([
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--ro-bind",
+            "/",
+            "/",
+            "--",
+            "/bin/true",
+        ])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Ok(format!(
+            "a user namespace can be created (user.max_user_namespaces = {})",
+            max.as_deref().unwrap_or("?")
+        )),
+        Ok(o) => {
+            let msg = String::from_utf8_lossy(&o.stderr).trim().to_owned();
+            let mut fix = String::from(
+                "allow unprivileged user namespaces: sysctl -w user.max_user_namespaces=15000",
+            );
+            if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
+                fix.push_str("; sysctl -w kernel.unprivileged_userns_clone=1");
+            }
+            if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref()
+                == Some("1")
+            {
+                fix.push_str("; add an AppArmor profile for bwrap (Ubuntu 24.04+) or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
+            }
+            Err((
+                format!("bwrap could not create a user namespace: {msg}"),
+                fix,
+            ))
+        }
+        Err(e) => Err((
+            format!("bwrap could not be run: {e}"),
+            "install bubblewrap".to_owned(),
+        )),
+    }
+}
+
+fn probe_seccomp() -> Result<String, (String, String)> {
+    crate::seccomp::kernel_supports_seccomp()
+        .and_then(|()| crate::seccomp::program_bytes())
+        .map(|bytes| {
+            format!(
+                "filter of {} instructions refusing {} system calls",
+                bytes.len() / 8,
+                crate::seccomp::DENIED.len()
+            )
+        })
+        .map_err(|e| {
+            (
+                e.to_string(),
+                "use a kernel built with CONFIG_SECCOMP_FILTER".to_owned(),
+            )
+        })
+}
+
+fn probe_pidfd() -> Result<String, (String, String)> {
+    rustix::process::pidfd_open(
+        rustix::process::getpid(),
+        rustix::process::PidfdFlags::empty(),
+    )
+    .map(|_| "pidfd_open works".to_owned())
+    .map_err(|e| {
+        (
+            format!("pidfd_open failed: {e}"),
+            "use Linux 5.3 or later".to_owned(),
+        )
+    })
+}
+
+fn probe_cgroup(sandbox: &Sandbox) -> Result<String, (String, String)> {
+    match sandbox.backend() {
+        Ok(backend) => Ok(format!("{}: {}", backend.kind().as_str(), backend.describe())),
+        Err(why) => Err((why.to_owned(), "see the message: delegate a cgroup to your user, run under systemd with a user bus, or set SPEAR_RESOURCE_CONTROL=delegated when a container runtime limits spear".to_owned())),
+    }
+}
+
+/// Landlock's ABI version, asked of the kernel (`landlock_create_ruleset` with the version flag).
+fn probe_landlock() -> Result<String, (String, String)> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute pointer, size 0 and the version flag, the kernel only returns
+    // the ABI version (or an error); nothing is read or written.
+    #[allow(unsafe_code)]
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if abi > 0 {
+        Ok(format!(
+            "ABI version {abi} (not used by this build: bubblewrap's mount namespace confines the filesystem)"
+        ))
+    } else {
+        Err((
+            format!("not available ({})", std::io::Error::last_os_error()),
+            "optional: boot with lsm=...,landlock to enable it".to_owned(),
+        ))
+    }
+}
+
+fn probe_slirp() -> Result<String, (String, String)> {
+    let out = Command::new("slirp4netns").arg("--version").output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let v = String::from_utf8_lossy(&o.stdout);
+            Ok(format!(
+                "{} (the network path is not in this build yet: every sandbox has loopback only)",
+                v.lines().next().unwrap_or("").trim()
+            ))
+        }
+        _ => Err((
+            "slirp4netns is not installed".to_owned(),
+            "apt-get install slirp4netns (needed for networked commands)".to_owned(),
+        )),
+    }
+}

@@ -1,0 +1,365 @@
+//! The sandbox instance: checks mechanisms, runs the cached preflight, and runs commands.
+//!
+//! There is no code path from "a mechanism is unavailable" to "run it anyway": every check below
+//! returns an error before the spawner is reached.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::ResourceLimits;
+use crate::argv::build_argv;
+use crate::cgroup::{CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, LimitsHit};
+use crate::seccomp::{self, SeccompError};
+use crate::spawn::{Exit, Finished, Launch, ProcessSpawner, Spawner, Stop, Watch, supervise};
+use crate::spec::{BwrapSpec, SpecError};
+
+/// How a sandbox runs commands.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// The bubblewrap binary.
+    pub bwrap: PathBuf,
+    /// Per-process limits.
+    pub rlimits: ResourceLimits,
+    /// Per-tree limits; `None` turns cgroup limits off (library callers only; spear's own
+    /// front ends always set them).
+    pub cgroup: Option<CgroupLimits>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            bwrap: PathBuf::from("/usr/bin/bwrap"),
+            rlimits: ResourceLimits::default(),
+            cgroup: Some(CgroupLimits::default()),
+        }
+    }
+}
+
+/// Why a command could not be run. Nothing of it was spawned, except where stated.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The spec was refused.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// bwrap is not there.
+    #[error("bubblewrap is not installed at {}: install it (Debian: apt-get install bubblewrap)", .0.display())]
+    BwrapAbsent(PathBuf),
+    /// bwrap is there but cannot be executed.
+    #[error("bubblewrap at {path} cannot be executed ({1}): check its permissions", path = .0.display())]
+    BwrapInexecutable(PathBuf, String),
+    /// The kernel or bwrap refused to create the sandbox.
+    #[error(
+        "the kernel refused to create the sandbox: {0}; unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, or an AppArmor profile for bwrap)"
+    )]
+    BwrapRefused(String),
+    /// The preflight sandbox ran but did not look as it must.
+    #[error("the sandbox preflight failed: {0}")]
+    Preflight(String),
+    /// seccomp is unavailable or the filter could not be built.
+    #[error(transparent)]
+    Seccomp(#[from] SeccompError),
+    /// Limits are active and no cgroup backend can enforce them.
+    #[error("resource limits are active and cannot be enforced: {0}")]
+    NoCgroupBackend(String),
+    /// The per-command cgroup could not be created.
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    /// The process could not be started.
+    #[error("the sandbox could not be started: {0}")]
+    Spawn(io::Error),
+}
+
+impl SandboxError {
+    /// Whether this failure is permanent for the life of the sandbox instance (not re-probed).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            SandboxError::BwrapAbsent(_)
+                | SandboxError::BwrapInexecutable(..)
+                | SandboxError::BwrapRefused(_)
+        )
+    }
+}
+
+/// What a finished command did, as the sandbox saw it.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The process tree's end.
+    pub finished: Finished,
+    /// Which cgroup limits it hit.
+    pub limits_hit: LimitsHit,
+    /// The cgroup could not be removed (named in the text); the command itself ended.
+    pub cleanup_error: Option<String>,
+    /// bwrap itself failed before the command ran (its message).
+    pub setup_error: Option<String>,
+}
+
+/// Preflight results cached per (working directory, writability): terminal failures too.
+type PreflightCache = HashMap<(PathBuf, bool), Result<(), Arc<SandboxError>>>;
+
+/// A sandbox: one bwrap, one cgroup backend, one preflight cache.
+#[derive(Debug)]
+pub struct Sandbox {
+    config: SandboxConfig,
+    backend: Result<Box<dyn CgroupBackend>, String>,
+    spawner: Arc<dyn Spawner>,
+    preflight: Mutex<PreflightCache>,
+    terminal: Mutex<Option<Arc<SandboxError>>>,
+    counter: AtomicU64,
+}
+
+impl Sandbox {
+    /// A sandbox with the host's cgroup backend ([`crate::cgroup::detect`]) and real processes.
+    pub fn new(config: SandboxConfig) -> Self {
+        let backend = crate::cgroup::detect().map_err(|e| e.to_string());
+        Sandbox::with_parts(config, backend, Arc::new(ProcessSpawner))
+    }
+
+    /// A sandbox with a given backend (or the reason there is none) and spawner.
+    pub fn with_parts(
+        config: SandboxConfig,
+        backend: Result<Box<dyn CgroupBackend>, String>,
+        spawner: Arc<dyn Spawner>,
+    ) -> Self {
+        Sandbox {
+            config,
+            backend,
+            spawner,
+            preflight: Mutex::new(HashMap::new()),
+            terminal: Mutex::new(None),
+            counter: AtomicU64::new(0),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SandboxConfig {
+        &self.config
+    }
+
+    /// The cgroup backend, or why there is none.
+    pub fn backend(&self) -> Result<&dyn CgroupBackend, &str> {
+        self.backend.as_deref().map_err(String::as_str)
+    }
+
+    /// Checks every mechanism a command needs, without running anything: the bwrap binary,
+    /// seccomp, and the cgroup backend when limits are active.
+    pub fn check_mechanisms(&self) -> Result<(), SandboxError> {
+        if let Some(e) = lock(&self.terminal).as_ref() {
+            return Err(clone_error(e));
+        }
+        check_bwrap(&self.config.bwrap)?;
+        seccomp::kernel_supports_seccomp()?;
+        if self.config.cgroup.is_some()
+            && let Err(why) = &self.backend
+        {
+            return Err(SandboxError::NoCgroupBackend(why.clone()));
+        }
+        Ok(())
+    }
+
+    /// Runs the preflight for sandboxes shaped like `spec` once, and caches the result: a real
+    /// minimal sandbox whose shell asserts its working directory, the workspace's writability when
+    /// the profile writes, `$HOME` and `$TMPDIR`. Terminal failures (bwrap absent, not executable,
+    /// refused by the kernel) are remembered for the life of the instance and not re-probed.
+    pub fn ensure(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
+        self.check_mechanisms()?;
+        let key = (spec.cwd.clone(), spec.profile.workspace_write);
+        if let Some(cached) = lock(&self.preflight).get(&key) {
+            return cached.clone().map_err(|e| clone_error(&e));
+        }
+        let result = self.probe(spec);
+        match &result {
+            Err(e) if e.is_terminal() => {
+                let e = Arc::new(clone_error(e));
+                *lock(&self.terminal) = Some(e.clone());
+                lock(&self.preflight).insert(key, Err(e));
+            }
+            Ok(()) => {
+                lock(&self.preflight).insert(key, Ok(()));
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    fn probe(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
+        let mut probe = spec.clone();
+        let cwd = spec.cwd.to_string_lossy();
+        let home = spec.home.to_string_lossy();
+        let mut script = format!(
+            "test \"$PWD\" = {cwd} || {{ echo \"working directory is $PWD, not {cwd}\"; exit 1; }}; \
+             test \"$HOME\" = {home} && test -d \"$HOME\" && test -w \"$HOME\" || {{ echo 'HOME is missing or not writable'; exit 1; }}; \
+             test -d \"$TMPDIR\" && test -w \"$TMPDIR\" || {{ echo 'TMPDIR is missing or not writable'; exit 1; }}; ",
+            cwd = shell_quote(&cwd),
+            home = shell_quote(&home),
+        );
+        if spec.profile.workspace_write {
+            script.push_str("test -w . || { echo 'the workspace is not writable'; exit 1; }; ");
+        } else {
+            script.push_str(
+                "test -w . && { echo 'the workspace is writable in a read-only profile'; exit 1; }; ",
+            );
+        }
+        script.push_str("exit 0");
+        probe.command = vec!["/bin/sh".into(), "-c".into(), script.into()];
+        let watch = Watch {
+            timeout: Duration::from_secs(30),
+            output_cap: 16 * 1024,
+            flood_bytes: 1 << 20,
+            cancel: None,
+        };
+        let outcome = self.run_unchecked(&probe, &watch)?;
+        let f = &outcome.finished;
+        if let Some(msg) = outcome.setup_error {
+            return Err(SandboxError::BwrapRefused(msg));
+        }
+        match (f.exit, f.stop) {
+            (Exit::Code(0), Stop::None) => Ok(()),
+            _ => Err(SandboxError::Preflight(format!(
+                "{} {}",
+                f.stdout.text.trim(),
+                f.stderr.text.trim()
+            ))),
+        }
+    }
+
+    /// Runs `spec` under `watch`: mechanisms checked, preflight ensured, a fresh cgroup, the tree
+    /// supervised and killed on timeout or cancellation, the cgroup removed.
+    pub fn run(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
+        build_argv(spec)?;
+        self.ensure(spec)?;
+        self.run_unchecked(spec, watch)
+    }
+
+    fn run_unchecked(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
+        let args = build_argv(spec)?;
+        check_bwrap(&self.config.bwrap)?;
+        let program = seccomp::program_fd()?;
+        let cgroup: Option<CommandCgroup> = match (&self.config.cgroup, &self.backend) {
+            (None, _) => None,
+            (Some(_), Err(why)) => return Err(SandboxError::NoCgroupBackend(why.clone())),
+            (Some(limits), Ok(backend)) => {
+                let n = self.counter.fetch_add(1, Ordering::Relaxed);
+                let name = format!("spear-{}-{n}", std::process::id());
+                Some(backend.prepare(limits, &name)?)
+            }
+        };
+        let mut full: Vec<OsString> = Vec::new();
+        let program_path = match cgroup.as_ref().map(CommandCgroup::argv_prefix) {
+            Some([first, rest @ ..]) => {
+                full.extend(rest.iter().cloned());
+                full.push(self.config.bwrap.clone().into_os_string());
+                PathBuf::from(first)
+            }
+            _ => self.config.bwrap.clone(),
+        };
+        full.extend(args);
+        let launch = Launch {
+            program: program_path,
+            args: full,
+            seccomp: program.as_fd(),
+            join: cgroup
+                .as_ref()
+                .map(CommandCgroup::join_fds)
+                .unwrap_or_default(),
+            rlimits: self.config.rlimits,
+        };
+        let running = match self.spawner.spawn(&launch) {
+            Ok(r) => r,
+            Err(e) => {
+                drop(launch);
+                if let Some(cg) = cgroup {
+                    let _ = cg.remove();
+                }
+                return Err(match e.kind() {
+                    io::ErrorKind::NotFound => SandboxError::BwrapAbsent(self.config.bwrap.clone()),
+                    io::ErrorKind::PermissionDenied => {
+                        SandboxError::BwrapInexecutable(self.config.bwrap.clone(), e.to_string())
+                    }
+                    _ if e.raw_os_error() == Some(libc::ENOEXEC) => {
+                        SandboxError::BwrapInexecutable(self.config.bwrap.clone(), e.to_string())
+                    }
+                    _ => SandboxError::Spawn(e),
+                });
+            }
+        };
+        drop(launch);
+        let kill = || {
+            if let Some(cg) = &cgroup
+                && let Err(e) = cg.kill_all()
+            {
+                tracing::error!("killing a sandbox's cgroup failed: {e}");
+            }
+        };
+        let finished = supervise(running, watch, &kill);
+        let limits_hit = cgroup
+            .as_ref()
+            .map(CommandCgroup::limits_hit)
+            .unwrap_or_default();
+        let cleanup_error = cgroup
+            .and_then(|cg| cg.remove().err())
+            .map(|e| e.to_string());
+        let setup_error = setup_failure(&finished);
+        Ok(RunOutcome {
+            finished,
+            limits_hit,
+            cleanup_error,
+            setup_error,
+        })
+    }
+}
+
+/// bwrap reports its own setup failures as `bwrap: ...` on stderr and exit status 1, before the
+/// command ran.
+fn setup_failure(f: &Finished) -> Option<String> {
+    let text = f.stderr.text.trim();
+    (f.exit == Exit::Code(1) && f.stdout.total_bytes == 0 && text.starts_with("bwrap: "))
+        .then(|| text.lines().next().unwrap_or(text).to_owned())
+}
+
+/// Checks that `bwrap` exists and is an executable file.
+fn check_bwrap(bwrap: &Path) -> Result<(), SandboxError> {
+    use rustix::fs::{Access, access};
+    match std::fs::metadata(bwrap) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(SandboxError::BwrapAbsent(bwrap.to_path_buf()))
+        }
+        Err(e) => Err(SandboxError::BwrapInexecutable(
+            bwrap.to_path_buf(),
+            e.to_string(),
+        )),
+        Ok(m) if !m.is_file() => Err(SandboxError::BwrapInexecutable(
+            bwrap.to_path_buf(),
+            "not a regular file".into(),
+        )),
+        Ok(_) => access(bwrap, Access::EXEC_OK)
+            .map_err(|e| SandboxError::BwrapInexecutable(bwrap.to_path_buf(), e.to_string())),
+    }
+}
+
+/// A copy of a cached error (io errors are not `Clone`; their text is kept).
+fn clone_error(e: &SandboxError) -> SandboxError {
+    match e {
+        SandboxError::BwrapAbsent(p) => SandboxError::BwrapAbsent(p.clone()),
+        SandboxError::BwrapInexecutable(p, w) => {
+            SandboxError::BwrapInexecutable(p.clone(), w.clone())
+        }
+        SandboxError::BwrapRefused(m) => SandboxError::BwrapRefused(m.clone()),
+        other => SandboxError::Preflight(other.to_string()),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Quotes `s` for `sh` in single quotes.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
