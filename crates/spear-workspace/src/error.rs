@@ -117,6 +117,15 @@ pub enum FsError {
         /// The audit label of the path.
         label: String,
     },
+    /// A bound on the work of one operation was reached (entries walked, bytes or entries kept,
+    /// depth); callers fail closed.
+    #[error("{label}: {what}")]
+    LimitExceeded {
+        /// The audit label of the path where the bound was reached.
+        label: String,
+        /// Which bound, with its value.
+        what: String,
+    },
     /// The kernel does not have openat2 (Linux older than 5.6): fail closed.
     #[error("this kernel has no openat2(2); spear needs Linux 5.6 or newer")]
     Openat2Unavailable,

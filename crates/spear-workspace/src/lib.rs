@@ -38,6 +38,7 @@ mod resolve;
 mod roots;
 #[cfg(test)]
 mod tests;
+mod tree;
 
 pub use config::{MountSchemeChoice, WorkspaceConfig};
 pub use error::{FsError, ResolveError, WorkspaceError};
@@ -45,3 +46,4 @@ pub use fs::{DirEntry, EntryKind, ReadOutcome, WorkspaceFs, WriteOutcome};
 pub use mount::{FIXED_PRIMARY_MOUNT, FIXED_SECONDARY_MOUNTS, MountScheme, identity_mount_is_safe};
 pub use resolve::ResolvedPath;
 pub use roots::{Location, Root, Workspace};
+pub use tree::{Budget, MAX_TREE_DEPTH, Node, Walk};

@@ -13,6 +13,7 @@ mod fs_ops;
 mod mapping;
 mod open;
 mod props;
+mod tree;
 
 use std::path::{Path, PathBuf};
 
