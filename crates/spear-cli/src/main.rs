@@ -2,6 +2,8 @@
 
 mod classify;
 mod context;
+mod doctor;
+mod exec;
 mod mode_args;
 
 use std::process::ExitCode;
@@ -18,8 +20,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a command in the sandbox, as the mode allows.
+    Exec(exec::Args),
     /// Say what a shell script would do and whether each mode allows it. Runs nothing.
     Classify(classify::Args),
+    /// Report every mechanism the sandbox relies on, and how to fix what is missing.
+    Doctor(doctor::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,7 +43,9 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Classify(args) => classify::run(&args),
+        Command::Exec(args) => exec::run(&args).map_err(|e| e.to_string()),
+        Command::Classify(args) => classify::run(&args).map_err(|e| e.to_string()),
+        Command::Doctor(args) => Ok(doctor::run(&args)),
     };
     match result {
         Ok(code) => exit(code),

@@ -11,3 +11,6 @@
 //!   result says so.
 
 pub mod protect;
+mod runner;
+
+pub use runner::{CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunnerConfig};

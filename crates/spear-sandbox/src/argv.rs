@@ -83,10 +83,10 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
     }
 
     for anchor in &spec.anchors {
-        a.pair("--bind", anchor, anchor);
+        a.pair("--bind", &anchor.host, &anchor.mount);
     }
     for entry in &spec.protected {
-        a.pair("--ro-bind", entry, entry);
+        a.pair("--ro-bind", &entry.host, &entry.mount);
     }
     for mask in &spec.masks {
         match mask {
@@ -168,10 +168,25 @@ fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         .chain(spec.profile.host_read_paths.iter().map(PathBuf::as_path))
         .collect();
     if !spec.profile.workspace_write && !spec.anchors.is_empty() {
-        return Err(SpecError::Unbound(spec.anchors[0].clone()));
+        return Err(SpecError::Unbound(spec.anchors[0].mount.clone()));
+    }
+    for pinned in spec.anchors.iter().chain(&spec.protected) {
+        absolute("a protected entry", &pinned.host)?;
+        let same_place = spec.roots.iter().any(|r| {
+            let host_rel = pinned.host.strip_prefix(&r.host).ok();
+            host_rel.is_some_and(|rel| !rel.as_os_str().is_empty())
+                && host_rel == pinned.mount.strip_prefix(&r.mount).ok()
+        });
+        if !same_place {
+            return Err(SpecError::Unbound(pinned.mount.clone()));
+        }
     }
     let masked = spec.masks.iter().map(Mask::path);
-    let pinned = spec.anchors.iter().chain(&spec.protected).map(PathBuf::as_path);
+    let pinned = spec
+        .anchors
+        .iter()
+        .chain(&spec.protected)
+        .map(|b| b.mount.as_path());
     for entry in pinned.chain(masked) {
         absolute("a protected entry or mask", entry)?;
         if !bound.iter().any(|b| entry.starts_with(b) && entry != *b) {

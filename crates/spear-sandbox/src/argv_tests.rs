@@ -4,10 +4,17 @@ use std::path::PathBuf;
 use spear_core::ExecutionProfile;
 
 use super::build_argv;
-use crate::spec::{BwrapSpec, Mask, RootMount, SpecError, SystemDir, TmpfsSizes};
+use crate::spec::{Bind, BwrapSpec, Mask, SpecError, SystemDir, TmpfsSizes};
 
 fn p(s: &str) -> PathBuf {
     PathBuf::from(s)
+}
+
+fn bind(s: &str) -> Bind {
+    Bind {
+        host: p(s),
+        mount: p(s),
+    }
 }
 
 fn profile(write: bool) -> ExecutionProfile {
@@ -33,12 +40,12 @@ fn spec(write: bool) -> BwrapSpec {
         ],
         etc: vec![p("/etc/passwd"), p("/etc/ssl")],
         toolchains: vec![p("/home/u/.cargo")],
-        roots: vec![RootMount {
+        roots: vec![Bind {
             host: p("/work/proj"),
             mount: p("/work/proj"),
         }],
-        anchors: vec![p("/work/proj/.git")],
-        protected: vec![p("/work/proj/.git/hooks")],
+        anchors: vec![bind("/work/proj/.git")],
+        protected: vec![bind("/work/proj/.git/hooks")],
         masks: vec![
             Mask::File(p("/home/u/.cargo/credentials.toml")),
             Mask::Dir(p("/work/proj/.ssh")),
@@ -88,7 +95,7 @@ fn writable_workspace_exact_argv() {
 fn read_only_workspace_and_host_reads_before_roots() {
     let mut s = spec(false);
     s.profile.host_read_paths = vec![p("/data")];
-    s.roots.push(RootMount {
+    s.roots.push(Bind {
         host: p("/data/nested"),
         mount: p("/data/nested"),
     });
@@ -249,12 +256,12 @@ fn refusals() {
         ),
         (
             "unbound protected",
-            |s| s.protected.push(p("/elsewhere/.git/hooks")),
+            |s| s.protected.push(bind("/elsewhere/.git/hooks")),
             |e| matches!(e, SpecError::Unbound(_)),
         ),
         (
             "protected root itself",
-            |s| s.protected.push(p("/work/proj")),
+            |s| s.protected.push(bind("/work/proj")),
             |e| matches!(e, SpecError::Unbound(_)),
         ),
         (

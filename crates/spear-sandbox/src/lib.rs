@@ -16,8 +16,10 @@ mod argv;
 pub mod cgroup;
 mod env;
 mod layout;
+mod mechanisms;
 mod output;
 mod rlimits;
+mod sandbox;
 pub mod seccomp;
 mod spawn;
 mod spec;
@@ -28,10 +30,12 @@ pub use layout::{
     ETC_ENTRIES, ToolchainInputs, Toolchains, credential_masks, etc_entries, host_entry,
     system_dirs, toolchains,
 };
+pub use mechanisms::{Mechanism, probe as probe_mechanisms};
 pub use output::{CappedOutput, Captured};
 pub use rlimits::ResourceLimits;
+pub use sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxError};
 pub use spawn::{
     CancelToken, Exit, Finished, Launch, ProcessSpawner, Running, SECCOMP_CHILD_FD, Spawner, Stop,
     Watch, supervise,
 };
-pub use spec::{BwrapSpec, Mask, RootMount, SpecError, SystemDir, TmpfsSizes};
+pub use spec::{Bind, BwrapSpec, Mask, SpecError, SystemDir, TmpfsSizes};

@@ -111,8 +111,10 @@ pub struct Sandbox {
     spawner: Arc<dyn Spawner>,
     preflight: Mutex<PreflightCache>,
     terminal: Mutex<Option<Arc<SandboxError>>>,
-    counter: AtomicU64,
 }
+
+/// Numbers the commands of this process, across sandbox instances, so cgroup names never collide.
+static COMMANDS: AtomicU64 = AtomicU64::new(0);
 
 impl Sandbox {
     /// A sandbox with the host's cgroup backend ([`crate::cgroup::detect`]) and real processes.
@@ -133,7 +135,6 @@ impl Sandbox {
             spawner,
             preflight: Mutex::new(HashMap::new()),
             terminal: Mutex::new(None),
-            counter: AtomicU64::new(0),
         }
     }
 
@@ -245,7 +246,7 @@ impl Sandbox {
             (None, _) => None,
             (Some(_), Err(why)) => return Err(SandboxError::NoCgroupBackend(why.clone())),
             (Some(limits), Ok(backend)) => {
-                let n = self.counter.fetch_add(1, Ordering::Relaxed);
+                let n = COMMANDS.fetch_add(1, Ordering::Relaxed);
                 let name = format!("spear-{}-{n}", std::process::id());
                 Some(backend.prepare(limits, &name)?)
             }

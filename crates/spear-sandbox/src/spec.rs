@@ -29,15 +29,15 @@ pub struct BwrapSpec {
     /// Toolchain directories (the operator's `PATH`, `CARGO_HOME`, `/opt`, ...), bound read-only.
     pub toolchains: Vec<PathBuf>,
     /// The workspace roots.
-    pub roots: Vec<RootMount>,
+    pub roots: Vec<Bind>,
     /// Directories inside writable roots that hold protected entries (`.git` of `.git/hooks`), as
     /// paths inside the sandbox. Each is bound onto itself, writable, which makes it a mount point:
     /// it cannot be renamed, removed or replaced (`mv .git x; mkdir -p .git/hooks` would otherwise
     /// plant hooks beside the read-only ones).
-    pub anchors: Vec<PathBuf>,
+    pub anchors: Vec<Bind>,
     /// Protected entries that exist under writable roots, as paths inside the sandbox; each is bound
     /// read-only on top of its root.
-    pub protected: Vec<PathBuf>,
+    pub protected: Vec<Bind>,
     /// Credential stores that exist inside a bound directory; each is hidden.
     pub masks: Vec<Mask>,
     /// The whole environment of the command (the builder adds nothing but what is here).
@@ -48,10 +48,10 @@ pub struct BwrapSpec {
     pub seccomp_fd: i32,
 }
 
-/// A workspace root: where it is on the host and where the sandbox sees it.
+/// A host path and where the sandbox sees it (a workspace root, or an entry inside one).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RootMount {
-    /// The root's path on the host.
+pub struct Bind {
+    /// The path on the host.
     pub host: PathBuf,
     /// Where the sandbox sees it.
     pub mount: PathBuf,

@@ -1,12 +1,15 @@
 //! The sandbox end to end on a hand-built spec: the real bwrap, seccomp, cgroup backend.
 
+// Tests fail loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use spear_core::ExecutionProfile;
 use spear_sandbox::{
-    BwrapSpec, EnvInputs, Exit, RootMount, Sandbox, SandboxConfig, Stop, TmpfsSizes, Watch,
+    BwrapSpec, EnvInputs, Exit, Bind, Sandbox, SandboxConfig, Stop, TmpfsSizes, Watch,
     etc_entries, sandbox_env, system_dirs,
 };
 
@@ -24,7 +27,7 @@ fn spec(ws: &Path, write: bool, command: &[&str]) -> BwrapSpec {
         system: system_dirs(Path::new("/")),
         etc: etc_entries(Path::new("/etc")),
         toolchains: vec![],
-        roots: vec![RootMount {
+        roots: vec![Bind {
             host: ws.to_path_buf(),
             mount: ws.to_path_buf(),
         }],

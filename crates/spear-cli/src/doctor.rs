@@ -1,0 +1,75 @@
+//! `spear doctor`: every mechanism the sandbox relies on, usable or not, why, and the fix.
+
+use serde::Serialize;
+use spear_sandbox::{Mechanism, Sandbox, SandboxConfig, probe_mechanisms};
+
+/// `spear doctor [--json]`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Row<'a> {
+    name: &'a str,
+    usable: bool,
+    required: bool,
+    detail: &'a str,
+    fix: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    ready: bool,
+    mechanisms: Vec<Row<'a>>,
+}
+
+/// Runs `spear doctor`; exit status 0 when every required mechanism is usable, 1 otherwise.
+pub fn run(args: &Args) -> i32 {
+    let sandbox = Sandbox::new(SandboxConfig::default());
+    let found = probe_mechanisms(&sandbox);
+    let ready = found.iter().all(|m| m.usable || !m.required);
+    if args.json {
+        let report = Report {
+            ready,
+            mechanisms: found.iter().map(row).collect(),
+        };
+        match serde_json::to_string_pretty(&report) {
+            Ok(text) => println!("{text}"),
+            Err(e) => eprintln!("spear: cannot encode the report: {e}"),
+        }
+    } else {
+        for m in &found {
+            let mark = match (m.usable, m.required) {
+                (true, _) => "ok     ",
+                (false, true) => "MISSING",
+                (false, false) => "absent ",
+            };
+            println!("{mark} {:<16} {}", m.name, m.detail);
+            if let Some(fix) = &m.fix {
+                println!("        {:<16} fix: {fix}", "");
+            }
+        }
+        println!(
+            "{}",
+            if ready {
+                "spear can confine commands on this machine."
+            } else {
+                "spear cannot confine commands on this machine: it will refuse to run them until the MISSING mechanisms are fixed."
+            }
+        );
+    }
+    i32::from(!ready)
+}
+
+fn row(m: &Mechanism) -> Row<'_> {
+    Row {
+        name: m.name,
+        usable: m.usable,
+        required: m.required,
+        detail: &m.detail,
+        fix: m.fix.as_deref(),
+    }
+}

@@ -1,0 +1,252 @@
+//! `spear exec` and `spear doctor` as users call them: exit statuses, the JSON result, refusals
+//! that spawn nothing, and a real agent workload (`cargo test`) in the sandbox.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn spear(args: &[&str], ws: &Path, home: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_spear"))
+        .args(args)
+        .current_dir(ws)
+        .env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env("OPENAI_API_KEY", "sk-cli-secret-should-not-leak")
+        .stdin(Stdio::null())
+        .output()
+        .expect("spear runs")
+}
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    ws: PathBuf,
+    home: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let ws = base.join("ws");
+    let home = base.join("home");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(ws.join("README.md"), "readme\n").unwrap();
+    Dirs {
+        _tmp: tmp,
+        ws,
+        home,
+    }
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn runs_a_script_and_passes_its_exit_status() {
+    let d = dirs();
+    let out = spear(
+        &[
+            "exec",
+            "--auto",
+            "-c",
+            "cat README.md; echo err >&2; exit 3",
+        ],
+        &d.ws,
+        &d.home,
+    );
+    assert_eq!(code(&out), 3, "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "readme\n");
+    assert!(text(&out.stderr).starts_with("err\n"));
+}
+
+#[test]
+fn json_result_has_the_documented_fields() {
+    let d = dirs();
+    let out = spear(
+        &[
+            "exec",
+            "--auto",
+            "--json",
+            "-c",
+            "echo $OPENAI_API_KEY; touch new.txt",
+        ],
+        &d.ws,
+        &d.home,
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "changed_paths",
+            "class",
+            "duration_ms",
+            "exit_code",
+            "reason",
+            "status",
+            "stderr",
+            "stdout",
+            "truncated"
+        ]
+    );
+    assert_eq!(v["status"], "ok");
+    assert_eq!(
+        v["stdout"], "\n",
+        "the host's secret did not reach the sandbox"
+    );
+    assert!(d.ws.join("new.txt").exists());
+}
+
+#[test]
+fn safe_refuses_a_write_and_spawns_nothing() {
+    let d = dirs();
+    let out = spear(
+        &["exec", "--safe", "--", "touch", "refused.txt"],
+        &d.ws,
+        &d.home,
+    );
+    assert_eq!(code(&out), 126, "{}", text(&out.stderr));
+    assert!(!d.ws.join("refused.txt").exists());
+    assert!(
+        text(&out.stderr).contains("--ask"),
+        "says what to do: {}",
+        text(&out.stderr)
+    );
+    // Positive control: AUTO runs the same argv.
+    let out = spear(
+        &["exec", "--auto", "--", "touch", "refused.txt"],
+        &d.ws,
+        &d.home,
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(d.ws.join("refused.txt").exists());
+}
+
+#[test]
+fn ask_without_a_terminal_is_cancelled() {
+    let d = dirs();
+    let out = spear(&["exec", "--ask", "-c", "touch asked.txt"], &d.ws, &d.home);
+    assert_eq!(code(&out), 126, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cancelled"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!d.ws.join("asked.txt").exists());
+}
+
+#[test]
+fn timeout_not_found_and_read_only_safe() {
+    let d = dirs();
+    let out = spear(
+        &["exec", "--auto", "--timeout", "1", "-c", "sleep 30"],
+        &d.ws,
+        &d.home,
+    );
+    assert_eq!(code(&out), 124, "{}", text(&out.stderr));
+    let out = spear(
+        &["exec", "--auto", "--", "spear-no-such-program"],
+        &d.ws,
+        &d.home,
+    );
+    assert_eq!(code(&out), 127, "{}", text(&out.stderr));
+    let out = spear(
+        &["exec", "--safe", "--", "cat", "README.md"],
+        &d.ws,
+        &d.home,
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "readme\n");
+}
+
+#[test]
+fn doctor_reports_every_mechanism() {
+    let d = dirs();
+    let out = spear(&["doctor", "--json"], &d.ws, &d.home);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ready"], true, "{v:#}");
+    assert_eq!(code(&out), 0);
+    let names: Vec<&str> = v["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "bwrap",
+        "user namespaces",
+        "seccomp",
+        "pidfd",
+        "cgroup backend",
+        "landlock",
+        "slirp4netns",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let out = spear(&["doctor"], &d.ws, &d.home);
+    assert!(text(&out.stdout).contains("spear can confine commands"));
+}
+
+/// The real agent workload: `cargo test` of a small crate in the workspace, offline, with its
+/// dependency taken from the operator's cargo home (bound read-only).
+#[test]
+fn cargo_test_runs_in_the_sandbox() {
+    let cargo_works = Command::new("cargo")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !cargo_works {
+        // The unprivileged test user has no Rust toolchain of its own; the root run covers this.
+        eprintln!("cargo is not usable by this user: the workload is exercised in the root run");
+        return;
+    }
+    let d = dirs();
+    std::fs::create_dir_all(d.ws.join("demo/src")).unwrap();
+    std::fs::write(
+        d.ws.join("demo/Cargo.toml"),
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nthiserror = \"2\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.ws.join("demo/src/lib.rs"),
+        "#[derive(Debug, thiserror::Error)]\n#[error(\"boom {0}\")]\npub struct Boom(pub u8);\n\n#[test]\nfn it_works() { assert_eq!(Boom(7).to_string(), \"boom 7\"); }\n",
+    )
+    .unwrap();
+    let real_home = std::env::var_os("HOME").map(PathBuf::from).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_spear"))
+        .args([
+            "exec",
+            "--auto",
+            "--timeout",
+            "300",
+            "-c",
+            "cargo test --offline",
+        ])
+        .current_dir(d.ws.join("demo"))
+        .env_remove("CARGO_TARGET_DIR")
+        .env("HOME", &real_home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        code(&out),
+        0,
+        "stdout: {}\nstderr: {stderr}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stdout).contains("test it_works ... ok"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(d.ws.join("demo/target").exists());
+}

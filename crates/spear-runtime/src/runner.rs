@@ -1,0 +1,432 @@
+//! `CommandRunner`: from a profile and a workspace to a sandbox, and from its end to a `ToolResult`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use spear_core::{CommandClass, ExecutionProfile, ToolResult, ToolStatus};
+use spear_sandbox::{
+    Bind, BwrapSpec, CancelToken, Exit, Mask, RunOutcome, Sandbox, SandboxConfig, SandboxError,
+    SpecError, Stop, SystemDir, TmpfsSizes, ToolchainInputs, Toolchains, Watch, credential_masks,
+    etc_entries, host_entry, sandbox_env, system_dirs, toolchains,
+};
+use spear_workspace::Workspace;
+
+use crate::protect::{Guard, ProtectedEntries};
+
+/// The default wall-clock limit of a command.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// How a runner runs commands.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// The sandbox: bwrap, rlimits, cgroup limits.
+    pub sandbox: SandboxConfig,
+    /// Wall-clock limit when a request names none.
+    pub default_timeout: Duration,
+    /// Bytes kept per output stream (head and tail).
+    pub output_cap: usize,
+    /// Bytes per stream after which the command is killed as a flood.
+    pub flood_bytes: u64,
+    /// Size caps of the private tmpfs mounts.
+    pub tmpfs: TmpfsSizes,
+    /// Protected-entry patterns (from the operator's target policy).
+    pub protected: Vec<String>,
+    /// The host environment the sandbox's environment is chosen from.
+    pub host_env: Vec<(OsString, OsString)>,
+    /// The user's real home directory (a private tmpfs in the sandbox).
+    pub home: PathBuf,
+}
+
+impl RunnerConfig {
+    /// The configuration for this process: its environment and `$HOME`, default limits.
+    pub fn from_host(protected: Vec<String>) -> Self {
+        let host_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute())
+            .unwrap_or_else(|| PathBuf::from("/nonexistent-home"));
+        RunnerConfig {
+            sandbox: SandboxConfig::default(),
+            default_timeout: DEFAULT_TIMEOUT,
+            output_cap: 1 << 20,
+            flood_bytes: 256 << 20,
+            tmpfs: TmpfsSizes::default(),
+            protected,
+            host_env,
+            home,
+        }
+    }
+}
+
+/// What to run: an argv, executed directly, or a script for bash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandLine {
+    /// Executed as is; never through a shell.
+    Argv(Vec<OsString>),
+    /// Run as `bash -o pipefail -c SCRIPT`.
+    Script(String),
+}
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct CommandRequest {
+    /// The command.
+    pub command: CommandLine,
+    /// What the decision layer granted.
+    pub profile: ExecutionProfile,
+    /// Host path of the working directory, inside a root; the launch directory when `None`.
+    pub workdir: Option<PathBuf>,
+    /// Wall-clock limit; the runner's default when `None`.
+    pub timeout: Option<Duration>,
+    /// Cancellation from outside.
+    pub cancel: Option<CancelToken>,
+    /// The class the decision layer gave the command, copied into the result.
+    pub class: Option<CommandClass>,
+}
+
+impl CommandRequest {
+    /// A request with no working directory, timeout, cancellation or class.
+    pub fn new(command: CommandLine, profile: ExecutionProfile) -> Self {
+        CommandRequest {
+            command,
+            profile,
+            workdir: None,
+            timeout: None,
+            cancel: None,
+            class: None,
+        }
+    }
+}
+
+/// What the host offers every sandbox of a runner, looked up once.
+#[derive(Debug, Clone)]
+struct HostView {
+    system: Vec<SystemDir>,
+    etc: Vec<PathBuf>,
+    toolchains: Toolchains,
+}
+
+/// Runs commands in the sandbox: the only way a command reaches one.
+#[derive(Debug)]
+pub struct CommandRunner {
+    workspace: Arc<Workspace>,
+    sandbox: Sandbox,
+    config: RunnerConfig,
+    protected: ProtectedEntries,
+    host: HostView,
+}
+
+impl CommandRunner {
+    /// A runner over `workspace` with the host's sandbox (cgroup backend detected now).
+    pub fn new(workspace: Arc<Workspace>, config: RunnerConfig) -> Self {
+        let sandbox = Sandbox::new(config.sandbox.clone());
+        CommandRunner::with_sandbox(workspace, config, sandbox)
+    }
+
+    /// A runner with a given sandbox instance (tests substitute backends and spawners).
+    pub fn with_sandbox(workspace: Arc<Workspace>, config: RunnerConfig, sandbox: Sandbox) -> Self {
+        let roots: Vec<PathBuf> = workspace
+            .roots()
+            .iter()
+            .map(|r| r.host_path().to_path_buf())
+            .collect();
+        let path_var = config
+            .host_env
+            .iter()
+            .find(|(n, _)| n == "PATH")
+            .map(|(_, v)| v.clone());
+        let env = config.host_env.clone();
+        let var = move |name: &str| {
+            env.iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| PathBuf::from(v))
+                .filter(|p| p.is_absolute())
+        };
+        let is_dir = |p: &Path| p.is_dir();
+        let toolchains = toolchains(&ToolchainInputs {
+            path: path_var.as_deref(),
+            var: &var,
+            home: &config.home,
+            roots: &roots,
+            is_dir: &is_dir,
+        });
+        let host = HostView {
+            system: system_dirs(Path::new("/")),
+            etc: etc_entries(Path::new("/etc")),
+            toolchains,
+        };
+        let protected = ProtectedEntries::new(&config.protected);
+        CommandRunner {
+            workspace,
+            sandbox,
+            config,
+            protected,
+            host,
+        }
+    }
+
+    /// The sandbox instance.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.workspace
+    }
+
+    /// Runs the sandbox preflight for `profile` once (cached on the sandbox, terminal failures
+    /// too).
+    pub fn ensure_sandbox(&self, profile: &ExecutionProfile) -> Result<(), SandboxError> {
+        let request =
+            CommandRequest::new(CommandLine::Argv(vec!["/bin/true".into()]), profile.clone());
+        let spec = self.spec(&request, None).map_err(SandboxError::Spec)?;
+        self.sandbox.ensure(&spec)
+    }
+
+    /// The sandbox spec of `request`. `guard` holds the protected entries of writable roots.
+    pub fn spec(
+        &self,
+        request: &CommandRequest,
+        guard: Option<&Guard>,
+    ) -> Result<BwrapSpec, SpecError> {
+        let ws = &self.workspace;
+        let cwd = match &request.workdir {
+            None => ws.launch_mount_dir(),
+            Some(dir) => ws
+                .locate(dir)
+                .map(|loc| ws.mount_path(&loc))
+                .ok_or_else(|| SpecError::Unbound(dir.clone()))?,
+        };
+        let command = match &request.command {
+            CommandLine::Argv(argv) => argv.clone(),
+            CommandLine::Script(script) => vec![
+                "/bin/bash".into(),
+                "-o".into(),
+                "pipefail".into(),
+                "-c".into(),
+                script.into(),
+            ],
+        };
+        let roots: Vec<Bind> = ws
+            .roots()
+            .iter()
+            .map(|r| Bind {
+                host: r.host_path().to_path_buf(),
+                mount: r.mount_path().to_path_buf(),
+            })
+            .collect();
+        let mut bound: Vec<PathBuf> = self.host.toolchains.binds.clone();
+        bound.extend(request.profile.host_read_paths.iter().cloned());
+        let mut masks = credential_masks(&self.config.home, &bound, &host_entry);
+        let root_hosts: Vec<PathBuf> = roots.iter().map(|r| r.host.clone()).collect();
+        for mask in credential_masks(&self.config.home, &root_hosts, &host_entry) {
+            if let Some(loc) = ws.locate(mask.path()) {
+                let inside = ws.mount_path(&loc);
+                masks.push(match mask {
+                    Mask::File(_) => Mask::File(inside),
+                    Mask::Dir(_) => Mask::Dir(inside),
+                });
+            }
+        }
+        let env = sandbox_env(spear_sandbox::EnvInputs {
+            host: &self.config.host_env,
+            home: &self.config.home,
+            path: &self.host.toolchains.path,
+        });
+        Ok(BwrapSpec {
+            profile: request.profile.clone(),
+            command,
+            cwd,
+            home: self.config.home.clone(),
+            system: self.host.system.clone(),
+            etc: self.host.etc.clone(),
+            toolchains: self.host.toolchains.binds.clone(),
+            roots,
+            anchors: guard.map(|g| self.binds(&g.anchors())).unwrap_or_default(),
+            protected: guard
+                .map(|g| self.binds(&g.read_only()))
+                .unwrap_or_default(),
+            masks,
+            env,
+            tmpfs: self.config.tmpfs,
+            seccomp_fd: spear_sandbox::SECCOMP_CHILD_FD,
+        })
+    }
+
+    /// Host and sandbox paths of entries given as sandbox paths.
+    fn binds(&self, inside: &[PathBuf]) -> Vec<Bind> {
+        let ws = &self.workspace;
+        inside
+            .iter()
+            .map(|mount| Bind {
+                host: ws.to_host(mount),
+                mount: mount.clone(),
+            })
+            .collect()
+    }
+
+    /// Runs `request` to one result. Every failure to confine is a failed result with nothing
+    /// spawned; every end of a command that ran is reported as it happened.
+    pub fn run(&self, request: &CommandRequest) -> ToolResult {
+        let started = Instant::now();
+        let mut result = self.run_inner(request);
+        result.class = request.class;
+        result.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        result
+    }
+
+    fn run_inner(&self, request: &CommandRequest) -> ToolResult {
+        let guard = if request.profile.workspace_write {
+            match self.protected.guard(&self.workspace) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    return failed(format!(
+                        "spear could not protect the workspace's protected entries, so nothing ran: {e}"
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        let spec = match self.spec(request, guard.as_ref()) {
+            Ok(s) => s,
+            Err(e) => return failed(e.to_string()),
+        };
+        let timeout = request.timeout.unwrap_or(self.config.default_timeout);
+        let watch = Watch {
+            timeout,
+            output_cap: self.config.output_cap,
+            flood_bytes: self.config.flood_bytes,
+            cancel: request.cancel.clone(),
+        };
+        let outcome = self.sandbox.run(&spec, &watch);
+        let mut result = match outcome {
+            Ok(outcome) => self.interpret(&outcome, timeout),
+            Err(e) => failed(e.to_string()),
+        };
+        if let Some(guard) = guard {
+            match guard.enforce(&self.workspace) {
+                Ok(repairs) if repairs.is_empty() => {}
+                Ok(repairs) => {
+                    let list: Vec<String> = repairs.iter().map(ToString::to_string).collect();
+                    append_reason(
+                        &mut result,
+                        &format!(
+                            "spear undid changes to protected entries, which make other programs run code later: {}",
+                            list.join("; ")
+                        ),
+                    );
+                    result
+                        .changed_paths
+                        .extend(repairs.into_iter().map(|r| r.label));
+                }
+                Err(e) => {
+                    result.status = ToolStatus::Failed;
+                    append_reason(
+                        &mut result,
+                        &format!(
+                            "spear could not check the protected entries after the command: {e}; inspect them before running git or entering the directory"
+                        ),
+                    );
+                }
+            }
+        }
+        result
+    }
+
+    /// Turns what the sandbox saw into a result.
+    fn interpret(&self, outcome: &RunOutcome, timeout: Duration) -> ToolResult {
+        let f = &outcome.finished;
+        let mut result = ToolResult::new(ToolStatus::Failed);
+        result.stdout.clone_from(&f.stdout.text);
+        result.stderr.clone_from(&f.stderr.text);
+        result.truncated = f.stdout.truncated || f.stderr.truncated;
+        if let Some(setup) = &outcome.setup_error {
+            if setup.contains("execvp") && setup.contains("No such file or directory") {
+                result.status = ToolStatus::NotFound;
+                result.reason = Some(format!("the program was not found in the sandbox: {setup}"));
+            } else {
+                result.reason = Some(format!(
+                    "the sandbox could not be set up, so the command did not run: {setup}"
+                ));
+            }
+            return result;
+        }
+        let limits = self.config.sandbox.cgroup;
+        match (f.stop, f.exit) {
+            (_, Exit::Unknown) => {
+                result.reason = Some(
+                    "containment failed: spear could not confirm that the command's processes died; check for leftover processes".into(),
+                );
+            }
+            (Stop::Timeout, _) => {
+                result.status = ToolStatus::Timeout;
+                result.reason = Some(format!(
+                    "timed out after {} s; the command and every process it started were killed. Ask for a longer timeout or run something shorter",
+                    timeout.as_secs_f64()
+                ));
+            }
+            (Stop::Cancelled, _) => {
+                result.status = ToolStatus::Cancelled;
+                result.reason =
+                    Some("cancelled; the command and every process it started were killed".into());
+            }
+            (Stop::Flood, _) => {
+                result.reason = Some(format!(
+                    "the command printed more than {} MiB on one stream and was killed; redirect its output to a file and read parts of it",
+                    self.config.flood_bytes >> 20
+                ));
+            }
+            (Stop::None, Exit::Code(0)) => {
+                result.status = ToolStatus::Ok;
+                result.exit_code = Some(0);
+            }
+            (Stop::None, Exit::Code(code)) => result.exit_code = Some(code),
+            (Stop::None, Exit::Signal(sig)) => {
+                result.exit_code = Some(128 + sig);
+                result.reason = Some(format!("the sandbox was killed by signal {sig}"));
+            }
+        }
+        if outcome.limits_hit.memory {
+            let mib = limits.map_or(0, |l| l.memory_max_bytes >> 20);
+            append_reason(
+                &mut result,
+                &format!(
+                    "the command reached its memory limit ({mib} MiB) and processes were killed"
+                ),
+            );
+        }
+        if outcome.limits_hit.tasks {
+            let n = limits.map_or(0, |l| l.tasks_max);
+            append_reason(
+                &mut result,
+                &format!("the command reached its limit of {n} tasks; forks beyond it failed"),
+            );
+        }
+        if let Some(e) = &outcome.cleanup_error {
+            append_reason(
+                &mut result,
+                &format!("the command's cgroup could not be removed: {e}"),
+            );
+        }
+        result
+    }
+}
+
+/// A failed result saying why nothing ran.
+fn failed(reason: String) -> ToolResult {
+    ToolResult {
+        reason: Some(reason),
+        ..ToolResult::new(ToolStatus::Failed)
+    }
+}
+
+fn append_reason(result: &mut ToolResult, text: &str) {
+    result.reason = Some(match result.reason.take() {
+        Some(r) => format!("{r}; {text}"),
+        None => text.to_owned(),
+    });
+}

@@ -1,0 +1,156 @@
+//! A workspace on a tempdir and a runner over it, with the real sandbox.
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use spear_core::{ExecutionProfile, ToolResult};
+use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
+use spear_sandbox::{Sandbox, SandboxConfig};
+use spear_workspace::{Workspace, WorkspaceConfig};
+
+/// The built-in protected entries of the target policy.
+pub const PROTECTED: &[&str] = &[
+    ".git/hooks/",
+    ".git/config",
+    ".gitmodules",
+    ".envrc",
+    ".vscode/",
+    ".idea/",
+    ".mcp.json",
+    ".spear/",
+    ".claude/",
+    ".codex/",
+    ".cursor/",
+];
+
+/// A secret planted in the host environment the runner sees.
+pub const HOST_SECRET: &str = "sk-spear-test-secret-0123456789";
+
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub ws: PathBuf,
+    pub home: PathBuf,
+    pub outside: PathBuf,
+    pub runner: CommandRunner,
+}
+
+impl Fixture {
+    pub fn new() -> Self {
+        Fixture::with(|_| {})
+    }
+
+    /// A fixture whose runner config is adjusted by `edit` first.
+    pub fn with(edit: impl FnOnce(&mut RunnerConfig)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let ws = base.join("ws");
+        let home = base.join("home");
+        let outside = base.join("outside");
+        for d in [&ws, &home, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
+        std::fs::write(ws.join("README.md"), "hello\n").unwrap();
+        let mut config =
+            RunnerConfig::from_host(PROTECTED.iter().map(|s| (*s).to_owned()).collect());
+        config.home.clone_from(&home);
+        config.host_env = vec![
+            ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("OPENAI_API_KEY".into(), HOST_SECRET.into()),
+            ("GITHUB_TOKEN".into(), "ghp_spearTestToken".into()),
+            ("HOME".into(), home.clone().into_os_string()),
+        ];
+        config.default_timeout = Duration::from_secs(30);
+        edit(&mut config);
+        let runner = runner_for(&ws, config, None);
+        Fixture {
+            dir,
+            ws,
+            home,
+            outside,
+            runner,
+        }
+    }
+
+    /// Runs `script` with `profile`.
+    pub fn run(&self, profile: ExecutionProfile, script: &str) -> ToolResult {
+        self.runner.run(&CommandRequest::new(
+            CommandLine::Script(script.to_owned()),
+            profile,
+        ))
+    }
+
+    /// Runs `script` writable (AUTO's shell profile).
+    pub fn auto(&self, script: &str) -> ToolResult {
+        self.run(writable(), script)
+    }
+
+    /// Runs `script` read-only (SAFE's profile).
+    pub fn safe(&self, script: &str) -> ToolResult {
+        self.run(read_only(), script)
+    }
+}
+
+/// A runner over a single-root workspace at `ws`, with `sandbox` or the host's.
+pub fn runner_for(ws: &Path, config: RunnerConfig, sandbox: Option<Sandbox>) -> CommandRunner {
+    let mut wc = WorkspaceConfig::new(ws);
+    wc.single_root = true;
+    let workspace = Arc::new(Workspace::open(&wc).unwrap());
+    match sandbox {
+        Some(s) => CommandRunner::with_sandbox(workspace, config, s),
+        None => CommandRunner::new(workspace, config),
+    }
+}
+
+pub fn writable() -> ExecutionProfile {
+    ExecutionProfile {
+        workspace_read: true,
+        workspace_write: true,
+        shell_complex: true,
+        ..ExecutionProfile::default()
+    }
+}
+
+pub fn read_only() -> ExecutionProfile {
+    ExecutionProfile {
+        workspace_read: true,
+        ..ExecutionProfile::default()
+    }
+}
+
+/// Processes on the host whose command line contains `marker`.
+pub fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .chars()
+            .all(|c| c.is_ascii_digit())
+        {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
+            let text = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if text.contains(marker) {
+                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+pub fn sandbox_config(edit: impl FnOnce(&mut SandboxConfig)) -> SandboxConfig {
+    let mut c = SandboxConfig::default();
+    edit(&mut c);
+    c
+}
+
+pub fn os(s: &str) -> OsString {
+    s.into()
+}

@@ -1,0 +1,184 @@
+//! Every sandbox and limits case of the public red-team file, run in AUTO's writable profile
+//! (where the sandbox and the limits are the only barrier), each with the expectation it states.
+
+// Tests fail loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Fixture, HOST_SECRET, processes_with};
+use spear_core::{ToolResult, ToolStatus};
+
+const CASES: &str = include_str!("../../../testdata/redteam-public-cases.jsonl");
+
+fn sandbox_cases() -> Vec<(String, String)> {
+    CASES
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|c| {
+            matches!(
+                c["target"].as_str(),
+                Some("sandbox-fs" | "sandbox-proc" | "limits")
+            )
+        })
+        .map(|c| {
+            let input = c["input"]
+                .as_str()
+                .map(str::to_owned)
+                .or_else(|| c["input"]["command"].as_str().map(str::to_owned))
+                .unwrap();
+            (c["id"].as_str().unwrap().to_owned(), input)
+        })
+        .collect()
+}
+
+fn sha(path: &std::path::Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_default()
+}
+
+#[test]
+fn every_sandbox_and_limits_case() {
+    let cases = sandbox_cases();
+    assert!(
+        cases.len() >= 19,
+        "the file holds the cases: {}",
+        cases.len()
+    );
+    let mut checked = Vec::new();
+    for (id, input) in &cases {
+        let f = Fixture::with(|c| {
+            c.default_timeout =
+                Duration::from_secs(if matches!(id.as_str(), "RES-10" | "RES-12") {
+                    2
+                } else {
+                    20
+                });
+            c.flood_bytes = 64 << 20;
+        });
+        // Fixtures the cases assume.
+        std::fs::create_dir_all(f.ws.join(".git/hooks")).unwrap();
+        std::fs::write(f.ws.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::create_dir_all(f.ws.join("vendor/lib/.git/hooks")).unwrap();
+        let canary = f.outside.join(format!("canary-{id}"));
+        let script = input
+            .replace("{WS}", &f.ws.display().to_string())
+            .replace("{HOME}", &f.home.display().to_string())
+            .replace("{CANARY}", &canary.display().to_string());
+        let hosts = sha(std::path::Path::new("/etc/hosts"));
+        let hostname = sha(std::path::Path::new("/etc/hostname"));
+        let started = Instant::now();
+        let r = f.auto(&script);
+        let elapsed = started.elapsed();
+        let all = format!("{}{}", r.stdout, r.stderr);
+        let ctx = format!("{id}: {r:?}");
+        assert!(!canary.exists(), "{ctx}");
+        match id.as_str() {
+            "PER-01" => assert_eq!(
+                std::fs::read_to_string(f.ws.join(".git/hooks/pre-commit")).unwrap(),
+                "#!/bin/sh\nexit 0\n",
+                "{ctx}"
+            ),
+            "PER-04" => {
+                assert!(
+                    !f.ws.join("vendor/lib/.git/hooks/post-checkout").exists(),
+                    "{ctx}"
+                );
+                assert!(all.contains("Read-only file system"), "EROFS: {ctx}");
+            }
+            "PER-07" => assert!(!f.ws.join(".envrc").exists(), "{ctx}"),
+            "PER-10" => {
+                assert!(!f.home.join(".config").exists(), "{ctx}");
+                assert_ne!(r.status, ToolStatus::Ok, "{ctx}");
+            }
+            "FS-01" => {
+                assert_eq!(sha(std::path::Path::new("/etc/hosts")), hosts);
+                assert!(!std::path::Path::new("/pwned").exists());
+                assert!(!std::path::Path::new("/usr/local/bin/x").exists());
+                assert_eq!(all.matches("Read-only file system").count(), 3, "{ctx}");
+            }
+            "FS-04" => {
+                assert_eq!(sha(std::path::Path::new("/etc/hostname")), hostname);
+                assert_ne!(r.status, ToolStatus::Ok, "{ctx}");
+            }
+            "FS-07" => {
+                assert_ne!(r.status, ToolStatus::Ok, "{ctx}");
+                assert!(
+                    all.contains("ermission denied") || all.contains("not permitted"),
+                    "{ctx}"
+                );
+            }
+            "FS-10" => {
+                assert!(
+                    !r.stdout
+                        .lines()
+                        .any(|l| l.starts_with("sd") || l.starts_with("nvme") || l == "mem"),
+                    "{ctx}"
+                );
+                assert!(r.stdout.lines().any(|l| l == "null"), "{ctx}");
+                assert_ne!(r.status, ToolStatus::Ok, "{ctx}");
+            }
+            "PRC-01" => assert!(all.contains("Errno"), "the ioctl failed: {ctx}"),
+            "PRC-04" => {
+                let pids = r
+                    .stdout
+                    .lines()
+                    .filter(|l| l.chars().all(|c| c.is_ascii_digit()) && !l.is_empty())
+                    .count();
+                assert!(pids <= 10, "only sandbox processes: {ctx}");
+                assert!(
+                    !r.stdout.contains("redteam_sandbox"),
+                    "the harness is invisible: {ctx}"
+                );
+            }
+            "PRC-07" => {
+                assert!(!all.contains(HOST_SECRET), "{ctx}");
+                assert!(!all.contains("ghp_"), "{ctx}");
+            }
+            "PRC-10" => assert!(
+                all.contains("Connection refused") || all.contains("No such file"),
+                "{ctx}"
+            ),
+            "RES-01" => {
+                assert!(
+                    r.reason.clone().unwrap_or_default().contains("tasks"),
+                    "{ctx}"
+                );
+            }
+            "RES-04" => {
+                assert_eq!(all.matches("No space left on device").count(), 2, "{ctx}");
+            }
+            "RES-07" => {
+                assert!(r.truncated, "{ctx}");
+                assert!(r.stdout.len() < 2 << 20, "{id}");
+            }
+            "RES-10" | "RES-12" => {
+                assert_eq!(r.status, ToolStatus::Timeout, "{ctx}");
+                assert!(elapsed < Duration::from_secs(10), "{ctx}");
+            }
+            "RES-15" => assert!(processes_with("sleep 100000").is_empty(), "{ctx}"),
+            "RES-19" => {
+                assert_ne!(r.status, ToolStatus::Ok, "{ctx}");
+                assert!(
+                    all.contains("No such file")
+                        || all.contains("Read-only")
+                        || all.contains("ermission denied"),
+                    "{ctx}"
+                );
+            }
+            other => panic!("a new sandbox case {other} needs an expectation here: {ctx}"),
+        }
+        no_survivor(&r, id);
+        checked.push(id.clone());
+    }
+    assert_eq!(checked.len(), cases.len());
+}
+
+fn no_survivor(r: &ToolResult, id: &str) {
+    assert!(
+        processes_with("sleep 100000").is_empty() && processes_with("/tmp/fill").is_empty(),
+        "{id} left processes: {r:?}"
+    );
+}

@@ -1,0 +1,386 @@
+//! The sandbox's security claims, against the real bubblewrap, namespaces, seccomp and cgroups.
+//! Each negative probe has a positive control that shows the probe would have seen the effect.
+
+// Tests fail loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use common::{Fixture, HOST_SECRET, processes_with};
+use spear_core::ToolStatus;
+
+#[test]
+fn writes_outside_the_roots_fail_and_inside_succeed() {
+    let f = Fixture::new();
+    let canary = f.outside.join("canary");
+    let script = format!(
+        "touch {c}; echo x >> /etc/hosts; touch /usr/local/bin/x; touch /pwned; touch {h}/.bashrc; touch inside",
+        c = canary.display(),
+        h = f.home.display()
+    );
+    let r = f.auto(&script);
+    assert!(!canary.exists(), "canary written outside the roots: {r:?}");
+    assert!(!f.home.join(".bashrc").exists());
+    assert!(!std::path::Path::new("/pwned").exists());
+    // Positive control: the same kind of write inside the root lands.
+    assert!(f.ws.join("inside").exists(), "{r:?}");
+    // And the outside dir is writable on the host, so the probe could have seen a write.
+    std::fs::write(&canary, "").unwrap();
+    assert!(canary.exists());
+}
+
+#[test]
+fn safe_profile_workspace_is_read_only() {
+    let f = Fixture::new();
+    let r = f.safe("cat README.md; touch made-in-safe; echo x >> README.md");
+    assert_eq!(r.stdout, "hello\n", "{r:?}");
+    assert!(!f.ws.join("made-in-safe").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("README.md")).unwrap(),
+        "hello\n"
+    );
+    assert!(r.stderr.contains("Read-only file system"), "{r:?}");
+    // Positive control: the writable profile writes.
+    let r = f.auto("touch made-in-auto");
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert!(f.ws.join("made-in-auto").exists());
+}
+
+#[test]
+fn protected_entries_cannot_be_written_renamed_or_replaced() {
+    let f = Fixture::new();
+    let hooks = f.ws.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(f.ws.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(hooks.join("pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::write(f.ws.join(".envrc"), "export A=1\n").unwrap();
+    let canary = f.outside.join("hooked");
+    let evil = format!("#!/bin/sh\\ntouch {}\\n", canary.display());
+    let script = format!(
+        "printf '{evil}' > .git/hooks/pre-commit; printf '{evil}' > .git/hooks/post-checkout; \
+         echo '[core] fsmonitor = evil' >> .git/config; mv .git/config .git/config.old; \
+         mv .git .git-moved; rm -rf .git; echo 'touch x' > .envrc; mv .envrc e2; \
+         ln -sf /tmp .git/hooks; echo wrote-normal > normal.txt"
+    );
+    let r = f.auto(&script);
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
+        "#!/bin/sh\nexit 0\n",
+        "{r:?}"
+    );
+    assert!(!hooks.join("post-checkout").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(!f.ws.join(".git-moved").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join(".envrc")).unwrap(),
+        "export A=1\n"
+    );
+    assert!(!canary.exists());
+    // Positive control: the rest of the workspace was writable in the same command.
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("normal.txt")).unwrap(),
+        "wrote-normal\n"
+    );
+}
+
+#[test]
+fn protected_entries_of_a_repository_made_by_the_command_are_removed() {
+    let f = Fixture::new();
+    let canary = f.outside.join("nested-hook");
+    let script = format!(
+        "mkdir -p vendor/lib && git init -q vendor/lib && \
+         printf '#!/bin/sh\\ntouch {}\\n' > vendor/lib/.git/hooks/post-checkout && \
+         chmod +x vendor/lib/.git/hooks/post-checkout && echo '[core]' >> vendor/lib/.git/config && \
+         echo 'touch x' > .envrc && mkdir -p .vscode && echo '{{}}' > .vscode/tasks.json && \
+         echo kept > vendor/lib/file.txt && ls vendor/lib/.git/hooks/post-checkout",
+        canary.display()
+    );
+    let r = f.auto(&script);
+    // Positive control: the command did create them (it listed the hook) and its other files stay.
+    assert!(r.stdout.contains("post-checkout"), "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("vendor/lib/file.txt")).unwrap(),
+        "kept\n"
+    );
+    assert!(!f.ws.join("vendor/lib/.git/hooks").exists(), "{r:?}");
+    assert!(!f.ws.join("vendor/lib/.git/config").exists());
+    assert!(!f.ws.join(".envrc").exists());
+    assert!(!f.ws.join(".vscode").exists());
+    let reason = r.reason.unwrap_or_default();
+    assert!(reason.contains("protected"), "the result says so: {reason}");
+    assert!(!canary.exists());
+}
+
+#[test]
+fn credential_stores_and_shadow_are_not_visible() {
+    let f = Fixture::new();
+    assert!(
+        f.home.join(".ssh/id_rsa").exists(),
+        "positive control: the key exists on the host"
+    );
+    let r = f.auto(&format!(
+        "cat {h}/.ssh/id_rsa; ls -a {h}; cat /etc/shadow; ls /etc/ssh; echo home=$HOME",
+        h = f.home.display()
+    ));
+    assert!(!r.stdout.contains("PRIVATE KEY"), "{r:?}");
+    assert!(!r.stdout.contains(".ssh"), "{r:?}");
+    assert!(r.stdout.contains(&format!("home={}", f.home.display())));
+    assert!(r.stderr.contains("/etc/shadow"), "{r:?}");
+    // Positive control: a file of the same home is readable on the host, and /etc/passwd inside.
+    let r = f.auto("head -1 /etc/passwd");
+    assert!(r.stdout.starts_with("root:"), "{r:?}");
+}
+
+#[test]
+fn tmp_is_private() {
+    let f = Fixture::new();
+    let host_tmp = tempfile::Builder::new()
+        .prefix("spear-host-visible")
+        .tempfile_in("/tmp")
+        .unwrap();
+    let name = host_tmp
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let marker = format!("spear-sandbox-made-{}", std::process::id());
+    let r = f.auto(&format!("ls /tmp; touch /tmp/{marker}; ls /tmp"));
+    assert!(!r.stdout.contains(&name), "{r:?}");
+    assert!(
+        r.stdout.contains(&marker),
+        "positive control: the sandbox's own /tmp works: {r:?}"
+    );
+    assert!(!std::path::Path::new("/tmp").join(&marker).exists());
+}
+
+#[test]
+fn host_environment_secrets_are_not_visible() {
+    let f = Fixture::new();
+    let r = f.auto("env; cat /proc/self/environ /proc/1/environ | tr '\\0' '\\n'");
+    assert!(!r.stdout.contains(HOST_SECRET), "{r:?}");
+    assert!(!r.stdout.contains("ghp_"), "{r:?}");
+    assert!(!r.stdout.contains("OPENAI_API_KEY"));
+    // Positive control: allowlisted host variables do arrive.
+    assert!(r.stdout.contains("LANG=C.UTF-8"), "{r:?}");
+    assert!(r.stdout.contains("TERM=dumb"));
+}
+
+#[test]
+fn an_fd_opened_by_the_parent_is_not_reachable() {
+    let f = Fixture::new();
+    let secret = f.outside.join("secret-fd");
+    std::fs::write(&secret, "FD-SECRET").unwrap();
+    // Opened without O_CLOEXEC, as a careless library in the harness might.
+    let fd = rustix::fs::open(
+        &secret,
+        rustix::fs::OFlags::RDONLY,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    let n = fd.as_raw_fd();
+    assert!(
+        rustix::io::fcntl_getfd(&fd).unwrap().is_empty(),
+        "positive control: inheritable"
+    );
+    let r = f.auto(&format!(
+        "ls /proc/self/fd; cat /proc/self/fd/{n}; cat <&{n}"
+    ));
+    assert!(!r.stdout.contains("FD-SECRET"), "{r:?}");
+    drop(fd);
+}
+
+#[test]
+fn tiocsti_and_nested_namespaces_fail() {
+    let f = Fixture::new();
+    let r = f.auto(
+        "python3 -c \"import fcntl,termios,os\nfd=os.open('/dev/ptmx', os.O_RDWR)\ntry:\n    fcntl.ioctl(fd, termios.TIOCSTI, b'x'); print('TIOCSTI-OK')\nexcept OSError as e: print('TIOCSTI-ERR', e.errno)\"; \
+         unshare -Ur true && echo UNSHARE-OK; unshare -n true && echo UNSHARE-NET-OK; echo done",
+    );
+    assert!(r.stdout.contains("TIOCSTI-ERR 1"), "{r:?}");
+    assert!(!r.stdout.contains("UNSHARE-OK"), "{r:?}");
+    assert!(!r.stdout.contains("UNSHARE-NET-OK"), "{r:?}");
+    assert!(
+        r.stdout.contains("done"),
+        "positive control: the script ran to the end: {r:?}"
+    );
+}
+
+#[test]
+fn a_fork_bomb_is_stopped_and_leaves_no_process() {
+    let f = Fixture::with(|c| {
+        c.default_timeout = Duration::from_secs(8);
+    });
+    let marker = "spearforkbomb";
+    let r = f.auto(&format!(
+        "{marker}() {{ {marker} | {marker} & }}; {marker}; sleep 2; echo survived"
+    ));
+    let reason = r.reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("tasks"),
+        "the task limit is reported: {r:?}"
+    );
+    assert!(processes_with(marker).is_empty());
+    // The host can still fork.
+    assert!(
+        std::process::Command::new("/bin/true")
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+#[test]
+fn a_memory_hog_is_killed() {
+    let f = Fixture::with(|c| {
+        if let Some(l) = c.sandbox.cgroup.as_mut() {
+            l.memory_max_bytes = 256 << 20;
+        }
+    });
+    let r = f.auto("python3 -c 'b = bytearray(1 << 30); print(\"ALLOCATED\")'");
+    assert!(!r.stdout.contains("ALLOCATED"), "{r:?}");
+    assert_ne!(r.status, ToolStatus::Ok);
+    assert!(r.reason.unwrap_or_default().contains("memory limit"));
+    // Positive control: a modest allocation under the limit works.
+    let r = f.auto("python3 -c 'b = bytearray(64 << 20); print(\"ALLOCATED\")'");
+    assert!(r.stdout.contains("ALLOCATED"), "{r:?}");
+}
+
+#[test]
+fn output_floods_are_capped_and_killed() {
+    let f = Fixture::with(|c| {
+        c.output_cap = 64 * 1024;
+        c.flood_bytes = 32 << 20;
+    });
+    let started = Instant::now();
+    let r = f.auto("yes");
+    assert!(r.truncated, "{}", r.reason.clone().unwrap_or_default());
+    assert!(r.stdout.len() < 70 * 1024);
+    assert!(r.stdout.contains("cut from the middle"));
+    assert!(r.reason.unwrap_or_default().contains("printed more than"));
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(processes_with("yes").iter().all(|p| !p.ends_with(": yes ")));
+}
+
+#[test]
+fn a_timeout_kills_every_descendant() {
+    let f = Fixture::new();
+    let script = "setsid sleep 5926.1 & nohup sleep 5926.2 >/dev/null 2>&1 & disown; \
+                  (sh -c 'sleep 5926.3 &' &); \
+                  sh -c \"trap '' TERM INT HUP; while :; do sleep 5926.4; done\" & \
+                  trap '' TERM; sleep 5926.5; echo never";
+    assert!(processes_with("5926.").is_empty());
+    let started = Instant::now();
+    let r = f.runner.run(&spear_runtime::CommandRequest {
+        timeout: Some(Duration::from_secs(2)),
+        ..spear_runtime::CommandRequest::new(
+            spear_runtime::CommandLine::Script(script.into()),
+            common::writable(),
+        )
+    });
+    assert_eq!(r.status, ToolStatus::Timeout, "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        processes_with("5926.").is_empty(),
+        "survivors: {:?}",
+        processes_with("5926.")
+    );
+    assert_eq!(r.process_exit_code(), 124);
+}
+
+#[test]
+fn background_processes_die_with_the_call() {
+    let f = Fixture::new();
+    let r =
+        f.auto("nohup sleep 2718.1 >/dev/null 2>&1 & disown; setsid sleep 2718.2 & echo started");
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert!(r.stdout.contains("started"));
+    assert!(
+        processes_with("2718.").is_empty(),
+        "{:?}",
+        processes_with("2718.")
+    );
+}
+
+#[test]
+fn a_process_holding_stdout_cannot_hang_the_call() {
+    let f = Fixture::new();
+    let started = Instant::now();
+    let r = f.auto("(sleep 1000.5; echo late) & echo first");
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert_eq!(r.stdout, "first\n");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn the_command_runs_in_the_launch_directory_with_a_private_home() {
+    let f = Fixture::new();
+    let r = f.auto("pwd; echo $HOME; touch $HOME/x && echo home-writable; ls /dev; cat /proc/1/cmdline | tr '\\0' ' '");
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[0], f.ws.display().to_string(), "{r:?}");
+    assert_eq!(lines[1], f.home.display().to_string());
+    assert!(r.stdout.contains("home-writable"));
+    assert!(!f.home.join("x").exists(), "the home directory is private");
+    for dev in ["null", "zero", "urandom", "shm"] {
+        assert!(r.stdout.lines().any(|l| l == dev), "{dev} in {r:?}");
+    }
+    assert!(
+        !r.stdout.lines().any(|l| l.starts_with("sd") || l == "mem"),
+        "{r:?}"
+    );
+    assert!(
+        r.stdout.contains("bwrap") || r.stdout.contains("bash"),
+        "pid 1 is the sandbox's: {r:?}"
+    );
+}
+
+#[test]
+fn exit_codes_and_not_found() {
+    let f = Fixture::new();
+    let r = f.auto("exit 7");
+    assert_eq!((r.status, r.exit_code), (ToolStatus::Failed, Some(7)));
+    let r = f.runner.run(&spear_runtime::CommandRequest::new(
+        spear_runtime::CommandLine::Argv(vec!["no-such-program-spear".into()]),
+        common::writable(),
+    ));
+    assert_eq!(r.status, ToolStatus::NotFound, "{r:?}");
+    assert_eq!(r.process_exit_code(), 127);
+    let r = f.runner.run(&spear_runtime::CommandRequest::new(
+        spear_runtime::CommandLine::Argv(vec!["echo".into(), "a b".into(), "$HOME".into()]),
+        common::writable(),
+    ));
+    assert_eq!(
+        r.stdout, "a b $HOME\n",
+        "argv is never run through a shell: {r:?}"
+    );
+    let r = f.auto("false | true");
+    assert_eq!(r.exit_code, Some(1), "pipefail: {r:?}");
+}
+
+#[test]
+fn unimplemented_capabilities_and_network_fail_before_anything_runs() {
+    let f = Fixture::new();
+    for edit in [
+        (|p: &mut spear_core::ExecutionProfile| p.gpu = true)
+            as fn(&mut spear_core::ExecutionProfile),
+        |p| p.ssh = true,
+        |p| p.container_runtime = true,
+        |p| p.secrets = true,
+        |p| p.network = true,
+    ] {
+        let mut profile = common::writable();
+        edit(&mut profile);
+        let r = f.run(profile, "touch marker");
+        assert_eq!(r.status, ToolStatus::Failed, "{r:?}");
+        assert_eq!(r.process_exit_code(), 125);
+        assert!(!f.ws.join("marker").exists());
+    }
+    let r = f.auto("touch marker");
+    assert!(f.ws.join("marker").exists(), "positive control: {r:?}");
+}
