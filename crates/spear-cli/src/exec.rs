@@ -52,6 +52,7 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 
 /// Runs `spear exec`; returns the exit status.
 pub fn run(args: &Args) -> Result<i32, ContextError> {
+    tracing::debug!("exec starts");
     let ctx = Context::open(&args.workspace)?;
     let policy = &ctx.policy;
     let cwd = policy.workspace().launch_dir().to_path_buf();
@@ -70,6 +71,7 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
     let mode = args.mode.mode();
     let terminal = TerminalConfirmer;
     let confirmer: Option<&dyn Confirmer> = Some(&terminal);
+    tracing::debug!("classified");
     let auth = authorize(
         &assessment,
         args.mode.policy_for(mode),
@@ -79,8 +81,10 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
     let result = match auth {
         Authorization::Granted(caps) => {
             let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone());
-            let config = RunnerConfig::from_host(policy.config().targets.protected_patterns());
+            let mut config = RunnerConfig::from_host(policy.config().targets.protected_patterns());
+            config.sandbox.persist_preflight = true;
             let runner = CommandRunner::new(policy.shared_workspace(), config);
+            tracing::debug!("runner ready");
             let mut request = CommandRequest::new(line, profile);
             request.timeout = args.timeout;
             request.class = Some(assessment.class);
@@ -152,7 +156,11 @@ impl Confirmer for TerminalConfirmer {
             return Confirmation::Unavailable;
         };
         let mut writer = &tty;
-        let caps: Vec<&str> = request.capabilities.iter().map(spear_core::Capability::as_str).collect();
+        let caps: Vec<&str> = request
+            .capabilities
+            .iter()
+            .map(spear_core::Capability::as_str)
+            .collect();
         let _ = write!(
             writer,
             "spear: this command needs confirmation ({}; {}).\n  capabilities: {}\n  command:\n    {}\nRun it? [y/N] ",

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use spear_core::{CommandClass, ExecutionProfile, ToolResult, ToolStatus};
 use spear_sandbox::{
-    Bind, BwrapSpec, CancelToken, Exit, Mask, RunOutcome, Sandbox, SandboxConfig, SandboxError,
-    SpecError, Stop, SystemDir, TmpfsSizes, ToolchainInputs, Toolchains, Watch, credential_masks,
-    etc_entries, host_entry, sandbox_env, system_dirs, toolchains,
+    Bind, BwrapSpec, CancelToken, Etc, Exit, Mask, RunOutcome, Sandbox, SandboxConfig,
+    SandboxError, SpecError, Stop, SystemDir, TmpfsSizes, ToolchainInputs, Toolchains, Watch,
+    credential_masks, etc_entries, host_entry, prepare_etc_view, sandbox_env, system_dirs,
+    toolchains, user_private_dir,
 };
 use spear_workspace::Workspace;
 
@@ -105,6 +106,10 @@ impl CommandRequest {
 struct HostView {
     system: Vec<SystemDir>,
     etc: Vec<PathBuf>,
+    /// The curated `/etc` entries that are directories.
+    etc_dirs: Vec<PathBuf>,
+    /// Where `/etc` views are prepared, when a private directory could be made.
+    etc_views: Option<PathBuf>,
     toolchains: Toolchains,
 }
 
@@ -152,9 +157,16 @@ impl CommandRunner {
             roots: &roots,
             is_dir: &is_dir,
         });
+        let etc = etc_entries(Path::new("/etc"));
         let host = HostView {
             system: system_dirs(Path::new("/")),
-            etc: etc_entries(Path::new("/etc")),
+            etc_dirs: etc
+                .iter()
+                .filter(|e| std::fs::symlink_metadata(e).is_ok_and(|m| m.is_dir()))
+                .cloned()
+                .collect(),
+            etc,
+            etc_views: user_private_dir("etc"),
             toolchains,
         };
         let protected = ProtectedEntries::new(&config.protected);
@@ -242,7 +254,7 @@ impl CommandRunner {
             cwd,
             home: self.config.home.clone(),
             system: self.host.system.clone(),
-            etc: self.host.etc.clone(),
+            etc: self.etc(),
             toolchains: self.host.toolchains.binds.clone(),
             roots,
             anchors: guard.map(|g| self.binds(&g.anchors())).unwrap_or_default(),
@@ -254,6 +266,27 @@ impl CommandRunner {
             tmpfs: self.config.tmpfs,
             seccomp_fd: spear_sandbox::SECCOMP_CHILD_FD,
         })
+    }
+
+    /// The sandbox's `/etc`: a view prepared in the user's private directory (one mount), or the
+    /// curated entries bound one by one when no view can be made.
+    fn etc(&self) -> Etc {
+        let view = self
+            .host
+            .etc_views
+            .as_ref()
+            .map(|base| prepare_etc_view(base, Path::new("/etc"), &self.host.etc));
+        match view {
+            Some(Ok(files)) => Etc::View {
+                files,
+                dirs: self.host.etc_dirs.clone(),
+            },
+            Some(Err(e)) => {
+                tracing::warn!("binding /etc entries one by one: no view ({e})");
+                Etc::Entries(self.host.etc.clone())
+            }
+            None => Etc::Entries(self.host.etc.clone()),
+        }
     }
 
     /// Host and sandbox paths of entries given as sandbox paths.
@@ -291,10 +324,12 @@ impl CommandRunner {
         } else {
             None
         };
+        tracing::debug!("protected entries guarded");
         let spec = match self.spec(request, guard.as_ref()) {
             Ok(s) => s,
             Err(e) => return failed(e.to_string()),
         };
+        tracing::debug!("sandbox spec built");
         let timeout = request.timeout.unwrap_or(self.config.default_timeout);
         let watch = Watch {
             timeout,

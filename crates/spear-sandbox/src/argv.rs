@@ -33,7 +33,7 @@ use std::path::{Component, Path, PathBuf};
 use spear_core::credentials::is_credential_store;
 
 use crate::env::looks_secret;
-use crate::spec::{BwrapSpec, Mask, SpecError, SystemDir};
+use crate::spec::{BwrapSpec, Etc, Mask, SpecError, SystemDir};
 
 /// The sandbox's own mount points: a bind at or above one of them would replace or expose it.
 const RESERVED: &[&str] = &[
@@ -62,8 +62,18 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
     }
     a.flags(&["--proc", "/proc", "--dev", "/dev"]);
     a.tmpfs(spec.tmpfs.shm, Path::new("/dev/shm"));
-    for entry in &spec.etc {
-        a.pair("--ro-bind-try", entry, entry);
+    match &spec.etc {
+        Etc::View { files, dirs } => {
+            a.pair("--ro-bind", files, Path::new("/etc"));
+            for dir in dirs {
+                a.pair("--ro-bind-try", dir, dir);
+            }
+        }
+        Etc::Entries(entries) => {
+            for entry in entries {
+                a.pair("--ro-bind-try", entry, entry);
+            }
+        }
     }
 
     a.tmpfs(spec.tmpfs.tmp, Path::new("/tmp"));
@@ -133,7 +143,16 @@ fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         let (SystemDir::Bind(p) | SystemDir::Symlink { path: p, .. }) = dir;
         absolute("a system directory", p)?;
     }
-    for entry in &spec.etc {
+    let entries = match &spec.etc {
+        Etc::View { files, dirs } => {
+            absolute("the /etc view", files)?;
+            no_credentials(files)?;
+            not_covering(files, &[])?;
+            dirs.as_slice()
+        }
+        Etc::Entries(entries) => entries.as_slice(),
+    };
+    for entry in entries {
         absolute("an /etc entry", entry)?;
         if !entry.starts_with("/etc") || entry == Path::new("/etc") {
             return Err(SpecError::Reserved {

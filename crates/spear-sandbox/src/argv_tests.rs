@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use spear_core::ExecutionProfile;
 
 use super::build_argv;
-use crate::spec::{Bind, BwrapSpec, Mask, SpecError, SystemDir, TmpfsSizes};
+use crate::spec::{Bind, BwrapSpec, Etc, Mask, SpecError, SystemDir, TmpfsSizes};
 
 fn p(s: &str) -> PathBuf {
     PathBuf::from(s)
@@ -38,7 +38,7 @@ fn spec(write: bool) -> BwrapSpec {
                 target: p("usr/bin"),
             },
         ],
-        etc: vec![p("/etc/passwd"), p("/etc/ssl")],
+        etc: Etc::Entries(vec![p("/etc/passwd"), p("/etc/ssl/certs")]),
         toolchains: vec![p("/home/u/.cargo")],
         roots: vec![Bind {
             host: p("/work/proj"),
@@ -75,7 +75,7 @@ fn writable_workspace_exact_argv() {
          --die-with-parent --new-session --cap-drop ALL --clearenv \
          --ro-bind /usr /usr --symlink usr/bin /bin \
          --proc /proc --dev /dev --size 50 --tmpfs /dev/shm \
-         --ro-bind-try /etc/passwd /etc/passwd --ro-bind-try /etc/ssl /etc/ssl \
+         --ro-bind-try /etc/passwd /etc/passwd --ro-bind-try /etc/ssl/certs /etc/ssl/certs \
          --size 100 --tmpfs /tmp --size 200 --tmpfs /home/u \
          --ro-bind-try /home/u/.cargo /home/u/.cargo \
          --bind /work/proj /work/proj \
@@ -119,6 +119,34 @@ fn read_only_workspace_and_host_reads_before_roots() {
         !text.iter().any(|a| a == "--bind"),
         "no writable bind in a read-only profile"
     );
+}
+
+#[test]
+fn an_etc_view_is_one_read_only_bind() {
+    let mut s = spec(true);
+    s.etc = Etc::View {
+        files: p("/run/user/1/spear/etc/etc-0123"),
+        dirs: vec![p("/etc/ssl/certs")],
+    };
+    let text: Vec<String> = build_argv(&s)
+        .unwrap()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let joined = text.join(" ");
+    assert!(
+        joined.contains(
+            "--tmpfs /dev/shm --ro-bind /run/user/1/spear/etc/etc-0123 /etc \
+         --ro-bind-try /etc/ssl/certs /etc/ssl/certs --size"
+        ),
+        "{joined}"
+    );
+    assert!(!joined.contains("/etc/passwd"));
+    s.etc = Etc::View {
+        files: p("/x"),
+        dirs: vec![p("/etc/shadow")],
+    };
+    assert!(matches!(build_argv(&s), Err(SpecError::CredentialStore(_))));
 }
 
 #[test]
@@ -196,18 +224,48 @@ fn refusals() {
         ),
         (
             "shadow via etc",
-            |s| s.etc.push(p("/etc/shadow")),
+            |s| s.etc = Etc::Entries(vec![p("/etc/shadow")]),
             |e| matches!(e, SpecError::CredentialStore(_)),
         ),
         (
             "etc outside etc",
-            |s| s.etc.push(p("/root")),
+            |s| s.etc = Etc::Entries(vec![p("/root")]),
             |e| matches!(e, SpecError::Reserved { .. }),
         ),
         (
             "whole etc",
-            |s| s.etc.push(p("/etc")),
+            |s| s.etc = Etc::Entries(vec![p("/etc")]),
             |e| matches!(e, SpecError::Reserved { .. }),
+        ),
+        (
+            "etc view of /",
+            |s| {
+                s.etc = Etc::View {
+                    files: p("/"),
+                    dirs: vec![],
+                }
+            },
+            |e| matches!(e, SpecError::Reserved { .. }),
+        ),
+        (
+            "relative etc view",
+            |s| {
+                s.etc = Etc::View {
+                    files: p("v"),
+                    dirs: vec![],
+                }
+            },
+            |e| matches!(e, SpecError::NotAbsolute { .. }),
+        ),
+        (
+            "etc view in a credential store",
+            |s| {
+                s.etc = Etc::View {
+                    files: p("/home/u/.ssh/etc"),
+                    dirs: vec![],
+                }
+            },
+            |e| matches!(e, SpecError::CredentialStore(_)),
         ),
         (
             "host read of /",

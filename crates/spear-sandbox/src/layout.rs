@@ -10,7 +10,7 @@ use spear_core::credentials::{home_stores, is_credential_store};
 
 use crate::spec::{Mask, SystemDir};
 
-/// Entries of `/etc` that programs need: users and groups (names for `ls -l`, `id`), name
+/// Entries of `/etc` that programs need (`ssl/certs`, not `ssl`, which holds `private/`): users and groups (names for `ls -l`, `id`), name
 /// resolution files, the dynamic linker cache, time zone, TLS certificates, alternatives, shells and
 /// profile, locale and MIME tables. Never `shadow`, `sudoers`, `ssh`, `npmrc`, `pip.conf`,
 /// `gitconfig` or anything else that holds secrets or credentials of the host.
@@ -41,7 +41,8 @@ pub const ETC_ENTRIES: &[&str] = &[
     "protocols",
     "services",
     "shells",
-    "ssl",
+    "ssl/certs",
+    "ssl/openssl.cnf",
     "terminfo",
     "timezone",
 ];

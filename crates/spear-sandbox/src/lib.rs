@@ -15,9 +15,11 @@
 mod argv;
 pub mod cgroup;
 mod env;
+mod etc_view;
 mod layout;
 mod mechanisms;
 mod output;
+mod preflight_store;
 mod rlimits;
 mod sandbox;
 pub mod seccomp;
@@ -26,16 +28,18 @@ mod spec;
 
 pub use argv::build_argv;
 pub use env::{EnvInputs, looks_secret, sandbox_env};
+pub use etc_view::prepare as prepare_etc_view;
 pub use layout::{
     ETC_ENTRIES, ToolchainInputs, Toolchains, credential_masks, etc_entries, host_entry,
     system_dirs, toolchains,
 };
 pub use mechanisms::{Mechanism, probe as probe_mechanisms};
 pub use output::{CappedOutput, Captured};
+pub use preflight_store::user_private_dir;
 pub use rlimits::ResourceLimits;
 pub use sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxError};
 pub use spawn::{
     CancelToken, Exit, Finished, Launch, ProcessSpawner, Running, SECCOMP_CHILD_FD, Spawner, Stop,
     Watch, supervise,
 };
-pub use spec::{Bind, BwrapSpec, Mask, SpecError, SystemDir, TmpfsSizes};
+pub use spec::{Bind, BwrapSpec, Etc, Mask, SpecError, SystemDir, TmpfsSizes};

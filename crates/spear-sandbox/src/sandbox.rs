@@ -15,6 +15,7 @@ use std::time::Duration;
 use crate::ResourceLimits;
 use crate::argv::build_argv;
 use crate::cgroup::{CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, LimitsHit};
+use crate::preflight_store::PreflightStore;
 use crate::seccomp::{self, SeccompError};
 use crate::spawn::{Exit, Finished, Launch, ProcessSpawner, Spawner, Stop, Watch, supervise};
 use crate::spec::{BwrapSpec, SpecError};
@@ -29,6 +30,9 @@ pub struct SandboxConfig {
     /// Per-tree limits; `None` turns cgroup limits off (library callers only; spear's own
     /// front ends always set them).
     pub cgroup: Option<CgroupLimits>,
+    /// Also remember successful preflights across processes (for one-command-per-process front
+    /// ends such as `spear exec`).
+    pub persist_preflight: bool,
 }
 
 impl Default for SandboxConfig {
@@ -37,6 +41,7 @@ impl Default for SandboxConfig {
             bwrap: PathBuf::from("/usr/bin/bwrap"),
             rlimits: ResourceLimits::default(),
             cgroup: Some(CgroupLimits::default()),
+            persist_preflight: false,
         }
     }
 }
@@ -174,7 +179,25 @@ impl Sandbox {
         if let Some(cached) = lock(&self.preflight).get(&key) {
             return cached.clone().map_err(|e| clone_error(&e));
         }
+        let store = self
+            .config
+            .persist_preflight
+            .then(PreflightStore::for_user)
+            .flatten();
+        let store_key =
+            PreflightStore::key(&self.config.bwrap, &spec.cwd, spec.profile.workspace_write);
+        if let (Some(store), Some(k)) = (&store, &store_key)
+            && store.contains(k)
+        {
+            lock(&self.preflight).insert(key, Ok(()));
+            return Ok(());
+        }
         let result = self.probe(spec);
+        if result.is_ok()
+            && let (Some(store), Some(k)) = (&store, &store_key)
+        {
+            store.record(k);
+        }
         match &result {
             Err(e) if e.is_terminal() => {
                 let e = Arc::new(clone_error(e));
@@ -218,7 +241,11 @@ impl Sandbox {
         let outcome = self.run_unchecked(&probe, &watch)?;
         let f = &outcome.finished;
         if let Some(msg) = outcome.setup_error {
-            return Err(SandboxError::BwrapRefused(msg));
+            return Err(if is_namespace_refusal(&msg) {
+                SandboxError::BwrapRefused(msg)
+            } else {
+                SandboxError::Preflight(msg)
+            });
         }
         match (f.exit, f.stop) {
             (Exit::Code(0), Stop::None) => Ok(()),
@@ -242,13 +269,16 @@ impl Sandbox {
         let args = build_argv(spec)?;
         check_bwrap(&self.config.bwrap)?;
         let program = seccomp::program_fd()?;
+        tracing::debug!("seccomp program ready");
         let cgroup: Option<CommandCgroup> = match (&self.config.cgroup, &self.backend) {
             (None, _) => None,
             (Some(_), Err(why)) => return Err(SandboxError::NoCgroupBackend(why.clone())),
             (Some(limits), Ok(backend)) => {
                 let n = COMMANDS.fetch_add(1, Ordering::Relaxed);
                 let name = format!("spear-{}-{n}", std::process::id());
-                Some(backend.prepare(limits, &name)?)
+                let cgroup = backend.prepare(limits, &name)?;
+                tracing::debug!(name, "cgroup prepared");
+                Some(cgroup)
             }
         };
         let mut full: Vec<OsString> = Vec::new();
@@ -291,6 +321,7 @@ impl Sandbox {
             }
         };
         drop(launch);
+        tracing::debug!("sandbox spawned");
         let kill = || {
             if let Some(cg) = &cgroup
                 && let Err(e) = cg.kill_all()
@@ -299,6 +330,7 @@ impl Sandbox {
             }
         };
         let finished = supervise(running, watch, &kill);
+        tracing::debug!(exit = ?finished.exit, stop = ?finished.stop, "sandbox finished");
         let limits_hit = cgroup
             .as_ref()
             .map(CommandCgroup::limits_hit)
@@ -322,6 +354,22 @@ fn setup_failure(f: &Finished) -> Option<String> {
     let text = f.stderr.text.trim();
     (f.exit == Exit::Code(1) && f.stdout.total_bytes == 0 && text.starts_with("bwrap: "))
         .then(|| text.lines().next().unwrap_or(text).to_owned())
+}
+
+/// Whether a bwrap setup failure is the kernel refusing namespaces (terminal), rather than a
+/// problem with this particular sandbox's mounts.
+fn is_namespace_refusal(msg: &str) -> bool {
+    const SIGNS: &[&str] = &[
+        "namespace",
+        "uid map",
+        "gid map",
+        "setgroups",
+        "Operation not permitted",
+        "Permission denied",
+    ];
+    SIGNS.iter().any(|s| msg.contains(s))
+        && !msg.contains("mkdir")
+        && !msg.contains("Can't find source path")
 }
 
 /// Checks that `bwrap` exists and is an executable file.

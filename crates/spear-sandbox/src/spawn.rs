@@ -357,6 +357,7 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
         {
             exit = Some(e);
             exited_at = Some(Instant::now());
+            tracing::debug!(?e, "sandbox main process reaped");
             // The sandbox's init is gone, so its PID namespace is too; make sure of the rest.
             kill_tree();
         }

@@ -24,8 +24,8 @@ pub struct BwrapSpec {
     pub home: PathBuf,
     /// How the host lays out its system directories.
     pub system: Vec<SystemDir>,
-    /// The curated `/etc` entries, each bound read-only if it exists.
-    pub etc: Vec<PathBuf>,
+    /// The sandbox's `/etc`.
+    pub etc: Etc,
     /// Toolchain directories (the operator's `PATH`, `CARGO_HOME`, `/opt`, ...), bound read-only.
     pub toolchains: Vec<PathBuf>,
     /// The workspace roots.
@@ -55,6 +55,21 @@ pub struct Bind {
     pub host: PathBuf,
     /// Where the sandbox sees it.
     pub mount: PathBuf,
+}
+
+/// How the sandbox gets its curated `/etc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Etc {
+    /// A prepared copy of the curated files (see [`crate::prepare_etc_view`]), bound read-only as
+    /// `/etc` with one mount, and the curated directories bound read-only on top.
+    View {
+        /// The copy.
+        files: PathBuf,
+        /// Curated directories (`/etc/ssl/certs`, ...), each bound if it exists.
+        dirs: Vec<PathBuf>,
+    },
+    /// The curated entries themselves, each bound read-only if it exists.
+    Entries(Vec<PathBuf>),
 }
 
 /// A system directory of the host's root, reproduced in the sandbox.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use spear_core::ExecutionProfile;
 use spear_sandbox::{
-    BwrapSpec, EnvInputs, Exit, Bind, Sandbox, SandboxConfig, Stop, TmpfsSizes, Watch,
+    Bind, BwrapSpec, EnvInputs, Etc, Exit, Sandbox, SandboxConfig, Stop, TmpfsSizes, Watch,
     etc_entries, sandbox_env, system_dirs,
 };
 
@@ -25,7 +25,7 @@ fn spec(ws: &Path, write: bool, command: &[&str]) -> BwrapSpec {
         cwd: ws.to_path_buf(),
         home: home.clone(),
         system: system_dirs(Path::new("/")),
-        etc: etc_entries(Path::new("/etc")),
+        etc: Etc::Entries(etc_entries(Path::new("/etc"))),
         toolchains: vec![],
         roots: vec![Bind {
             host: ws.to_path_buf(),
