@@ -165,7 +165,7 @@ impl Confirmer for TerminalConfirmer {
             writer,
             "spear: this command needs confirmation ({}; {}).\n  capabilities: {}\n  command:\n    {}\nRun it? [y/N] ",
             request.class,
-            request.reason,
+            make_visible(&request.reason),
             caps.join(", "),
             make_visible(&request.command).replace('\n', "\n    "),
         );

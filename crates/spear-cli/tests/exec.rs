@@ -250,3 +250,37 @@ fn cargo_test_runs_in_the_sandbox() {
     );
     assert!(d.ws.join("demo/target").exists());
 }
+
+/// Runs `spear exec ARGS` on a pseudo-terminal (util-linux `script`), typing `answer`.
+fn on_a_terminal(args: &str, ws: &Path, answer: &str) -> Output {
+    let command = format!("{} exec {args}", env!("CARGO_BIN_EXE_spear"));
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(ws)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), answer.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn ask_confirms_on_the_terminal_and_shows_what_runs() {
+    let d = dirs();
+    let out = on_a_terminal("--ask -c 'touch approved.txt'", &d.ws, "y\n");
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("Run it? [y/N]"));
+    assert!(d.ws.join("approved.txt").exists());
+
+    let out = on_a_terminal("--ask -c 'touch declined.txt'", &d.ws, "n\n");
+    assert_eq!(code(&out), 126, "{}", text(&out.stdout));
+    assert!(!d.ws.join("declined.txt").exists());
+
+    // A right-to-left override is shown escaped, so what is approved reads as what runs.
+    let out = on_a_terminal("--ask -c \"touch 'a\u{202e}txt.exe'\"", &d.ws, "n\n");
+    let shown = text(&out.stdout);
+    assert!(shown.contains("\\u{202e}"), "{shown}");
+    assert!(!shown.contains('\u{202e}'), "{shown}");
+}
