@@ -31,6 +31,13 @@ scratch=$(mktemp -d)
 chown "$user" "$scratch"
 trap 'rm -rf "$scratch"' EXIT
 
+# spear limits each command through a cgroup of its own, created under the cgroup it runs in; a
+# user may do that only in a subtree delegated to them. systemd delegates one to each user session;
+# without systemd, delegate a cgroup v1 subtree to the user here (as root) and move this shell, and
+# so every test binary it starts, into it. Undone on exit.
+scripts/delegate-cgroup.sh "$user" $$
+trap 'scripts/delegate-cgroup.sh --undo "$user" $$ || echo "test-unprivileged: could not remove the delegated cgroups" >&2; rm -rf "$scratch"' EXIT
+
 failed=0
 for bin in "${binaries[@]}"; do
     printf -- '-- %s as %s\n' "$(basename "$bin")" "$user"

@@ -1,0 +1,275 @@
+//! cgroupfs operations shared by the v1 and v2 backends: writing values, creating and removing
+//! directories, and the freeze, pidfd-kill, thaw loop.
+
+use std::fs::OpenOptions;
+use std::io::{ErrorKind, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rustix::io::Errno;
+use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+
+use super::parse::{self, Hierarchy};
+use super::{CgroupDir, CgroupError};
+
+/// How long [`super::CommandCgroup::kill_all`] may take, freezing and waiting included.
+pub(crate) const KILL_DEADLINE: Duration = Duration::from_secs(10);
+/// How long removing a directory may be retried while the kernel still reports it busy.
+const REMOVE_DEADLINE: Duration = Duration::from_secs(2);
+/// The pause between two looks at a cgroup that is settling.
+const POLL: Duration = Duration::from_millis(5);
+/// How long one round of the kill loop waits for the cgroup to empty before freezing again.
+const ROUND: Duration = Duration::from_millis(200);
+
+pub(crate) fn io_error(op: &'static str, path: &Path, source: std::io::Error) -> CgroupError {
+    CgroupError::Io {
+        op,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Writes `value` to the cgroup file `path` in one write(2), without creating or truncating it.
+pub(crate) fn write_value(path: &Path, value: &str) -> Result<(), CgroupError> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| io_error("open", path, e))?;
+    file.write_all(value.as_bytes())
+        .map_err(|e| io_error("write", path, e))
+}
+
+pub(crate) fn read_text(path: &Path) -> Result<String, CgroupError> {
+    std::fs::read_to_string(path).map_err(|e| io_error("read", path, e))
+}
+
+/// The pids in the `cgroup.procs` of `dir`.
+pub(crate) fn read_procs(dir: &Path) -> Result<Vec<i32>, CgroupError> {
+    let path = dir.join("cgroup.procs");
+    parse::parse_procs(&read_text(&path)?)
+        .map_err(|e| io_error("parse", &path, std::io::Error::other(e)))
+}
+
+/// Opens `dir/cgroup.procs` write-only (and close-on-exec) for a child to join through.
+pub(crate) fn open_procs(dir: &Path) -> Result<OwnedFd, CgroupError> {
+    let path = dir.join("cgroup.procs");
+    let file = OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_error("open", &path, e))?;
+    Ok(file.into())
+}
+
+/// Creates the per-command cgroup `path`. One that exists already is an error, never reused:
+/// it may belong to a live command (names are unique per command) or be left from a spear that
+/// died, and removing or sharing it could end or loosen someone else's limits.
+pub(crate) fn create_dir(path: &Path) -> Result<(), CgroupError> {
+    match std::fs::create_dir(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            Err(CgroupError::AlreadyExists(path.to_owned()))
+        }
+        Err(e) => Err(io_error("create", path, e)),
+    }
+}
+
+/// Removes the directories of `dirs` (last first), closing their `cgroup.procs` fds first. A
+/// directory already gone is fine; one the kernel still reports busy (its last processes are
+/// exiting) is retried for a short while. Every directory is tried; the first error is returned.
+pub(crate) fn remove_dirs(dirs: &mut [CgroupDir]) -> Result<(), CgroupError> {
+    let mut first_error = None;
+    for dir in dirs.iter_mut().rev() {
+        dir.procs = None;
+        if let Err(e) = remove_dir(&dir.path) {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+fn remove_dir(path: &Path) -> Result<(), CgroupError> {
+    let deadline = Instant::now() + REMOVE_DEADLINE;
+    loop {
+        match std::fs::remove_dir(path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e)
+                if e.raw_os_error() == Some(Errno::BUSY.raw_os_error())
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(POLL);
+            }
+            Err(e) => return Err(io_error("remove", path, e)),
+        }
+    }
+}
+
+/// Polls `done` until it is true or `deadline` passes; returns whether it became true.
+pub(crate) fn wait_until(
+    deadline: Instant,
+    mut done: impl FnMut() -> Result<bool, CgroupError>,
+) -> Result<bool, CgroupError> {
+    loop {
+        if done()? {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Waits until every directory of `dirs` holds no process.
+pub(crate) fn wait_empty(dirs: &[CgroupDir], deadline: Instant) -> Result<(), CgroupError> {
+    for dir in dirs {
+        if !wait_until(deadline, || Ok(read_procs(&dir.path)?.is_empty()))? {
+            return Err(timeout(&dir.path, "waiting for its processes to exit"));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn timeout(path: &Path, what: &str) -> CgroupError {
+    CgroupError::Timeout {
+        path: path.to_owned(),
+        what: what.to_owned(),
+        secs: KILL_DEADLINE.as_secs(),
+    }
+}
+
+/// The freezer of a cgroup: v1's `freezer.state` or v2's `cgroup.freeze`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Freezer {
+    /// `freezer.state`: write `FROZEN` / `THAWED`, reads `FROZEN` once frozen.
+    V1,
+    /// `cgroup.freeze`: write `1` / `0`; `cgroup.events` reads `frozen 1` once frozen.
+    V2,
+}
+
+impl Freezer {
+    fn freeze(self, dir: &Path) -> Result<(), CgroupError> {
+        match self {
+            Self::V1 => write_value(&dir.join("freezer.state"), "FROZEN"),
+            Self::V2 => write_value(&dir.join("cgroup.freeze"), "1"),
+        }
+    }
+
+    fn thaw(self, dir: &Path) -> Result<(), CgroupError> {
+        match self {
+            Self::V1 => write_value(&dir.join("freezer.state"), "THAWED"),
+            Self::V2 => write_value(&dir.join("cgroup.freeze"), "0"),
+        }
+    }
+
+    fn is_frozen(self, dir: &Path) -> Result<bool, CgroupError> {
+        Ok(match self {
+            Self::V1 => read_text(&dir.join("freezer.state"))?.trim() == "FROZEN",
+            Self::V2 => {
+                parse::flat_keyed(&read_text(&dir.join("cgroup.events"))?, "frozen") == Some(1)
+            }
+        })
+    }
+}
+
+/// Kills every process of `dir` by freezing it, signalling each process through a pidfd, and
+/// thawing it, until it is empty or `deadline` passes. See
+/// [`super::CommandCgroup::kill_all`] for why the freeze makes the pids safe to open.
+pub(crate) fn freeze_kill_thaw(
+    dir: &CgroupDir,
+    freezer: Freezer,
+    deadline: Instant,
+) -> Result<(), CgroupError> {
+    loop {
+        if read_procs(&dir.path)?.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(timeout(&dir.path, "killing its processes"));
+        }
+        freezer.freeze(&dir.path)?;
+        let signalled = match wait_until(deadline, || freezer.is_frozen(&dir.path)) {
+            Ok(true) => read_procs(&dir.path).and_then(|pids| signal_all(&pids, dir)),
+            Ok(false) => Err(timeout(&dir.path, "freezing")),
+            Err(e) => Err(e),
+        };
+        // Thaw whatever happened: a frozen cgroup would hold its processes (and their SIGKILL)
+        // forever.
+        let thawed = freezer.thaw(&dir.path);
+        signalled?;
+        thawed?;
+        let round_end = deadline.min(Instant::now() + ROUND);
+        wait_until(round_end, || Ok(read_procs(&dir.path)?.is_empty()))?;
+    }
+}
+
+/// Opens a pidfd for each pid, checks that its process is in `dir`, and sends it SIGKILL through
+/// the pidfd. A process that is gone, or is no longer in `dir`, is skipped.
+fn signal_all(pids: &[i32], dir: &CgroupDir) -> Result<(), CgroupError> {
+    let pidfds: Vec<(i32, OwnedFd)> = pids
+        .iter()
+        .filter_map(|&raw| {
+            let pid = Pid::from_raw(raw)?;
+            match pidfd_open(pid, PidfdFlags::empty()) {
+                Ok(fd) => Some(Ok((raw, fd))),
+                Err(Errno::SRCH) => None,
+                Err(e) => Some(Err(io_error(
+                    "open a pidfd for a process of",
+                    &dir.path,
+                    e.into(),
+                ))),
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    for (raw, pidfd) in pidfds {
+        if !in_cgroup(raw, dir.hierarchy, &dir.rel)? {
+            continue;
+        }
+        match pidfd_send_signal(&pidfd, Signal::KILL) {
+            Ok(()) | Err(Errno::SRCH) => {}
+            Err(e) => return Err(io_error("signal a process of", &dir.path, e.into())),
+        }
+    }
+    Ok(())
+}
+
+/// Whether `/proc/<pid>/cgroup` puts the process in cgroup `rel` of `hierarchy`. A process that is
+/// gone is not.
+fn in_cgroup(pid: i32, hierarchy: Hierarchy, rel: &str) -> Result<bool, CgroupError> {
+    let path = PathBuf::from(format!("/proc/{pid}/cgroup"));
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            Ok(parse::cgroup_path(&parse::parse_proc_cgroup(&text), hierarchy) == Some(rel))
+        }
+        Err(e)
+            if e.kind() == ErrorKind::NotFound
+                || e.raw_os_error() == Some(Errno::SRCH.raw_os_error()) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(io_error("read", &path, e)),
+    }
+}
+
+/// The value of `key` in the flat-keyed file `path`, or `None` (logged) when it cannot be read.
+pub(crate) fn counter(path: &Path, key: &str) -> Option<u64> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse::flat_keyed(&text, key),
+        Err(error) => {
+            tracing::warn!(file = %path.display(), %error, "cannot read a cgroup counter");
+            None
+        }
+    }
+}
+
+/// The number in the single-value file `path`, or `None` (logged) when it cannot be read.
+pub(crate) fn number(path: &Path) -> Option<u64> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => text.trim().parse().ok(),
+        Err(error) => {
+            tracing::warn!(file = %path.display(), %error, "cannot read a cgroup counter");
+            None
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! The systemd backend: each command runs in a transient scope of the user's systemd manager,
+//! `systemd-run --user --scope --collect -p MemoryMax=.. -p MemorySwapMax=.. -p TasksMax=..
+//! -p CPUQuota=..% --quiet --unit=<name> -- <argv>`.
+//!
+//! systemd-run creates the scope, moves itself into it and execs the command, so the command's
+//! whole tree is born inside. `--collect` lets systemd drop the unit once its last process exits,
+//! even when it failed.
+//!
+//! systemd-run reaches the user manager through the session bus, named by
+//! `$DBUS_SESSION_BUS_ADDRESS` or found at `$XDG_RUNTIME_DIR/bus`. The spawner builds the
+//! command's environment from an allowlist, so the prefix carries those variables itself
+//! (`env VAR=.. systemd-run ..`) and removes them again after systemd-run (`-- env -u VAR ..`), so
+//! that the bus address does not reach the sandboxed command.
+//!
+//! Detection also requires the unified cgroup v2 hierarchy with memory, pids and cpu available in
+//! our cgroup: on a cgroup v1 host, or where the user manager is not delegated those controllers,
+//! systemd accepts the properties and enforces nothing, which would be a silent pass.
+//!
+//! Untested on a real systemd here: the hosts spear is tested on have no systemd. The argv is
+//! unit-tested.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::ops::KILL_DEADLINE;
+use super::parse::{self, Hierarchy, ProcCgroupLine};
+use super::{
+    BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, Control, LimitsHit, v2,
+};
+
+/// The programs and bus of the user's systemd manager.
+#[derive(Debug, Clone)]
+pub(crate) struct SystemdScope {
+    pub env: PathBuf,
+    pub systemd_run: PathBuf,
+    pub systemctl: PathBuf,
+    /// The variables that lead to the user bus, as found.
+    pub bus_env: Vec<(String, String)>,
+    /// Where the cgroup v2 hierarchy is mounted.
+    pub cgroup2_mount: PathBuf,
+}
+
+/// The argv prefix that runs a command in a scope named `name` with `limits`.
+pub(crate) fn scope_argv(scope: &SystemdScope, limits: &CgroupLimits, name: &str) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = vec![scope.env.clone().into()];
+    argv.extend(
+        scope
+            .bus_env
+            .iter()
+            .map(|(k, v)| OsString::from(format!("{k}={v}"))),
+    );
+    argv.push(scope.systemd_run.clone().into());
+    for arg in [
+        "--user".to_owned(),
+        "--scope".to_owned(),
+        "--collect".to_owned(),
+        "-p".to_owned(),
+        format!("MemoryMax={}", limits.memory_max_bytes),
+        "-p".to_owned(),
+        format!("MemorySwapMax={}", limits.swap_max_bytes),
+        "-p".to_owned(),
+        format!("TasksMax={}", limits.tasks_max),
+        "-p".to_owned(),
+        format!("CPUQuota={}%", limits.cpu_percent),
+        "--quiet".to_owned(),
+        format!("--unit={name}"),
+        "--".to_owned(),
+    ] {
+        argv.push(arg.into());
+    }
+    argv.push(scope.env.clone().into());
+    for (key, _) in &scope.bus_env {
+        argv.push("-u".into());
+        argv.push(key.into());
+    }
+    argv
+}
+
+impl CgroupBackend for SystemdScope {
+    fn kind(&self) -> BackendKind {
+        BackendKind::SystemdScope
+    }
+
+    fn describe(&self) -> String {
+        let bus: Vec<String> = self
+            .bus_env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!(
+            "systemd user scope via {} ({}; untested on real systemd by spear's own tests)",
+            self.systemd_run.display(),
+            bus.join(" ")
+        )
+    }
+
+    fn prepare(&self, limits: &CgroupLimits, name: &str) -> Result<CommandCgroup, CgroupError> {
+        limits.validate()?;
+        if !parse::is_valid_name(name) {
+            return Err(CgroupError::InvalidName(name.to_owned()));
+        }
+        let control = ScopeControl {
+            scope: self.clone(),
+            unit: format!("{name}.scope"),
+        };
+        let mut cgroup =
+            CommandCgroup::new(BackendKind::SystemdScope, name, Control::Systemd(control));
+        cgroup.argv_prefix = scope_argv(self, limits, name);
+        Ok(cgroup)
+    }
+}
+
+/// A command's scope unit.
+#[derive(Debug)]
+pub(crate) struct ScopeControl {
+    scope: SystemdScope,
+    unit: String,
+}
+
+impl ScopeControl {
+    fn systemctl(&self, args: &[&str]) -> Result<(bool, String), CgroupError> {
+        let output = Command::new(&self.scope.systemctl)
+            .arg("--user")
+            .args(args)
+            .envs(self.scope.bus_env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| {
+                CgroupError::Systemd(format!(
+                    "cannot run {}: {e}",
+                    self.scope.systemctl.display()
+                ))
+            })?;
+        Ok((
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+        ))
+    }
+
+    fn active_state(&self) -> Result<String, CgroupError> {
+        Ok(self
+            .systemctl(&["show", "--property=ActiveState", "--value", &self.unit])?
+            .1)
+    }
+
+    /// `systemctl --user kill --signal=SIGKILL` (every process of the unit), then waits until
+    /// the unit is no longer active. A unit that never started or is already collected is fine.
+    pub(crate) fn kill_all(&self) -> Result<(), CgroupError> {
+        let deadline = Instant::now() + KILL_DEADLINE;
+        let (killed, _) = self.systemctl(&["kill", "--signal=SIGKILL", &self.unit])?;
+        loop {
+            let state = self.active_state()?;
+            if matches!(state.as_str(), "inactive" | "failed" | "") {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(CgroupError::Systemd(format!(
+                    "{} is still {state} after SIGKILL{}; see `systemctl --user status {}`",
+                    self.unit,
+                    if killed {
+                        ""
+                    } else {
+                        " (systemctl kill failed)"
+                    },
+                    self.unit
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub(crate) fn limits_hit(&self) -> LimitsHit {
+        match self.systemctl(&["show", "--property=ControlGroup", "--value", &self.unit]) {
+            Ok((true, path)) if path.starts_with('/') => v2::limits_hit(&parse::under_root(
+                &self.scope.cgroup2_mount,
+                Path::new(&path),
+            )),
+            Ok(_) => LimitsHit::default(),
+            Err(error) => {
+                tracing::warn!(unit = %self.unit, %error, "cannot read the scope's cgroup");
+                LimitsHit::default()
+            }
+        }
+    }
+
+    pub(crate) fn contains(&self, lines: &[ProcCgroupLine<'_>]) -> bool {
+        parse::cgroup_path(lines, Hierarchy::V2)
+            .is_some_and(|p| p.ends_with(&format!("/{}", self.unit)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(bus_env: &[(&str, &str)]) -> SystemdScope {
+        SystemdScope {
+            env: "/usr/bin/env".into(),
+            systemd_run: "/usr/bin/systemd-run".into(),
+            systemctl: "/usr/bin/systemctl".into(),
+            bus_env: bus_env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            cgroup2_mount: "/sys/fs/cgroup".into(),
+        }
+    }
+
+    fn strings(argv: &[OsString]) -> Vec<&str> {
+        argv.iter()
+            .map(|a| a.to_str().unwrap_or("<non-utf8>"))
+            .collect()
+    }
+
+    #[test]
+    fn argv_for_the_defaults() {
+        let scope = scope(&[("XDG_RUNTIME_DIR", "/run/user/1000")]);
+        assert_eq!(
+            strings(&scope_argv(&scope, &CgroupLimits::default(), "spear-12-3")),
+            vec![
+                "/usr/bin/env",
+                "XDG_RUNTIME_DIR=/run/user/1000",
+                "/usr/bin/systemd-run",
+                "--user",
+                "--scope",
+                "--collect",
+                "-p",
+                "MemoryMax=2147483648",
+                "-p",
+                "MemorySwapMax=0",
+                "-p",
+                "TasksMax=256",
+                "-p",
+                "CPUQuota=800%",
+                "--quiet",
+                "--unit=spear-12-3",
+                "--",
+                "/usr/bin/env",
+                "-u",
+                "XDG_RUNTIME_DIR",
+            ]
+        );
+    }
+
+    #[test]
+    fn argv_with_other_limits_and_both_bus_variables() {
+        let scope = scope(&[
+            ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/1000/bus"),
+            ("XDG_RUNTIME_DIR", "/run/user/1000"),
+        ]);
+        let limits = CgroupLimits {
+            memory_max_bytes: 64 << 20,
+            swap_max_bytes: 1 << 20,
+            tasks_max: 10,
+            cpu_percent: 50,
+        };
+        assert_eq!(
+            strings(&scope_argv(&scope, &limits, "x")),
+            vec![
+                "/usr/bin/env",
+                "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus",
+                "XDG_RUNTIME_DIR=/run/user/1000",
+                "/usr/bin/systemd-run",
+                "--user",
+                "--scope",
+                "--collect",
+                "-p",
+                "MemoryMax=67108864",
+                "-p",
+                "MemorySwapMax=1048576",
+                "-p",
+                "TasksMax=10",
+                "-p",
+                "CPUQuota=50%",
+                "--quiet",
+                "--unit=x",
+                "--",
+                "/usr/bin/env",
+                "-u",
+                "DBUS_SESSION_BUS_ADDRESS",
+                "-u",
+                "XDG_RUNTIME_DIR",
+            ]
+        );
+    }
+
+    #[test]
+    fn prepare_makes_no_files_and_checks_its_inputs() {
+        let scope = scope(&[("XDG_RUNTIME_DIR", "/run/user/1000")]);
+        let cgroup = scope.prepare(&CgroupLimits::default(), "spear-1-1");
+        assert!(
+            matches!(&cgroup, Ok(c) if c.join_fds().is_empty() && c.dirs().is_empty() && c.argv_prefix().len() == 20)
+        );
+        if let Ok(cgroup) = cgroup {
+            // Dropping it must not touch systemd: nothing was started.
+            std::mem::forget(cgroup);
+        }
+        assert!(matches!(
+            scope.prepare(&CgroupLimits::default(), "a/b"),
+            Err(CgroupError::InvalidName(_))
+        ));
+        let zero = CgroupLimits {
+            tasks_max: 0,
+            ..CgroupLimits::default()
+        };
+        assert!(matches!(
+            scope.prepare(&zero, "x"),
+            Err(CgroupError::InvalidLimits(_))
+        ));
+    }
+
+    #[test]
+    fn membership_by_unit_name() {
+        let control = ScopeControl {
+            scope: scope(&[]),
+            unit: "spear-1-1.scope".into(),
+        };
+        let inside = parse::parse_proc_cgroup(
+            "0::/user.slice/user-1000.slice/user@1000.service/app.slice/spear-1-1.scope\n",
+        );
+        let outside = parse::parse_proc_cgroup(
+            "0::/user.slice/user-1000.slice/user@1000.service/app.slice/xspear-1-1.scope\n",
+        );
+        assert!(control.contains(&inside));
+        assert!(!control.contains(&outside));
+    }
+}

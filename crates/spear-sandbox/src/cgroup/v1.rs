@@ -1,0 +1,154 @@
+//! The cgroup v1 backend: a child `<name>` of our own cgroup in each of the memory, pids, cpu and
+//! freezer hierarchies, limits written directly.
+//!
+//! Usable where we may create cgroups under our own ones: as root, or as a user a v1 subtree was
+//! delegated to (`scripts/delegate-cgroup.sh`). Moving a process into a v1 cgroup needs write
+//! access to the destination's `cgroup.procs` and, unless root, the same uid as the process: a
+//! command joining its own cgroups from between fork and exec meets both.
+//!
+//! Swap: with swap accounting (`memory.memsw.*`), memory + swap is capped at
+//! `memory_max + swap_max`. Without it, swap cannot be accounted; a swap limit of zero is then kept
+//! with `memory.swappiness=0` (the cgroup's reclaim does not swap), and any other swap limit is an
+//! error.
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::ops::{self, Freezer, KILL_DEADLINE};
+use super::parse::{self, Hierarchy, Located, V1Swap};
+use super::{
+    BackendKind, CgroupBackend, CgroupDir, CgroupError, CgroupLimits, CommandCgroup, Control,
+    LimitsHit,
+};
+
+/// The controllers spear uses, in join order: the freezer first, so that any process in one of a
+/// command's cgroups is in the one `kill_all` freezes.
+pub(crate) const CONTROLLERS: [&str; 4] = ["freezer", "pids", "memory", "cpu"];
+
+/// Our own cgroups in the v1 hierarchies spear uses.
+#[derive(Debug)]
+pub(crate) struct CgroupV1 {
+    /// Our cgroup in each of [`CONTROLLERS`], in that order.
+    own: Vec<(&'static str, Located)>,
+    swap: V1Swap,
+}
+
+impl CgroupV1 {
+    /// A backend over our own cgroups `own` (one per controller of [`CONTROLLERS`], in order).
+    pub(crate) fn new(own: Vec<(&'static str, Located)>, swap: V1Swap) -> Self {
+        Self { own, swap }
+    }
+}
+
+impl CgroupBackend for CgroupV1 {
+    fn kind(&self) -> BackendKind {
+        BackendKind::CgroupV1
+    }
+
+    fn describe(&self) -> String {
+        let dirs: Vec<String> = self
+            .own
+            .iter()
+            .map(|(c, l)| format!("{c} at {}", l.dir.display()))
+            .collect();
+        let swap = match self.swap {
+            V1Swap::Memsw => "swap capped by memory.memsw",
+            V1Swap::SwappinessOnly => {
+                "no swap accounting: swap kept at zero by memory.swappiness=0"
+            }
+        };
+        format!("cgroup v1 ({}; {swap})", dirs.join(", "))
+    }
+
+    fn prepare(&self, limits: &CgroupLimits, name: &str) -> Result<CommandCgroup, CgroupError> {
+        limits.validate()?;
+        if !parse::is_valid_name(name) {
+            return Err(CgroupError::InvalidName(name.to_owned()));
+        }
+        let memory_writes = parse::v1_memory_writes(limits, self.swap).ok_or_else(|| match self
+            .swap
+        {
+            V1Swap::SwappinessOnly => CgroupError::SwapUncontrolled(format!(
+                "swap limit {} bytes asked for, but this kernel does not account swap in cgroup v1 \
+                 (no memory.memsw files): set the swap limit to 0, or boot with swapaccount=1",
+                limits.swap_max_bytes
+            )),
+            V1Swap::Memsw => CgroupError::InvalidLimits("memory + swap overflows".to_owned()),
+        })?;
+        // Built up as directories are made: on an error, dropping it removes what exists.
+        let mut cgroup = CommandCgroup::new(BackendKind::CgroupV1, name, Control::V1);
+        for (controller, own) in &self.own {
+            let path = own.dir.join(name);
+            ops::create_dir(&path)?;
+            cgroup.dirs.push(CgroupDir {
+                hierarchy: Hierarchy::V1(controller),
+                rel: parse::child_rel(&own.rel, name),
+                path: path.clone(),
+                procs: None,
+            });
+            match *controller {
+                "memory" => {
+                    for (file, value) in &memory_writes {
+                        ops::write_value(&path.join(file), value)?;
+                    }
+                }
+                "pids" => ops::write_value(&path.join("pids.max"), &limits.tasks_max.to_string())?,
+                "cpu" => {
+                    let period_path = path.join("cpu.cfs_period_us");
+                    let period = ops::read_text(&period_path)?
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|e| {
+                            ops::io_error(
+                                "parse",
+                                &period_path,
+                                std::io::Error::other(e.to_string()),
+                            )
+                        })?;
+                    let quota =
+                        parse::cfs_quota_us(limits.cpu_percent, period).ok_or_else(|| {
+                            CgroupError::InvalidLimits("cpu quota overflows".to_owned())
+                        })?;
+                    ops::write_value(&path.join("cpu.cfs_quota_us"), &quota.to_string())?;
+                }
+                _ => {}
+            }
+            let procs = ops::open_procs(&path)?;
+            if let Some(dir) = cgroup.dirs.last_mut() {
+                dir.procs = Some(procs);
+            }
+        }
+        Ok(cgroup)
+    }
+}
+
+/// Kills through the freezer cgroup, then waits until every directory is empty. Without a
+/// freezer directory (a `prepare` that failed before making it) nothing can have joined.
+pub(crate) fn kill_all(dirs: &[CgroupDir]) -> Result<(), CgroupError> {
+    let deadline = Instant::now() + KILL_DEADLINE;
+    if let Some(freezer) = dirs
+        .iter()
+        .find(|d| d.hierarchy == Hierarchy::V1("freezer"))
+    {
+        ops::freeze_kill_thaw(freezer, Freezer::V1, deadline)?;
+    }
+    ops::wait_empty(dirs, deadline)
+}
+
+pub(crate) fn limits_hit(dirs: &[CgroupDir]) -> LimitsHit {
+    let memory = dir_of(dirs, "memory").is_some_and(|dir| {
+        ops::number(&dir.join("memory.failcnt")).is_some_and(|n| n > 0)
+            || (dir.join("memory.memsw.failcnt").exists()
+                && ops::number(&dir.join("memory.memsw.failcnt")).is_some_and(|n| n > 0))
+            || ops::counter(&dir.join("memory.oom_control"), "oom_kill").is_some_and(|n| n > 0)
+    });
+    let tasks = dir_of(dirs, "pids")
+        .is_some_and(|dir| ops::counter(&dir.join("pids.events"), "max").is_some_and(|n| n > 0));
+    LimitsHit { memory, tasks }
+}
+
+fn dir_of<'a>(dirs: &'a [CgroupDir], controller: &str) -> Option<&'a Path> {
+    dirs.iter()
+        .find(|d| matches!(d.hierarchy, Hierarchy::V1(c) if c == controller))
+        .map(|d| d.path.as_path())
+}

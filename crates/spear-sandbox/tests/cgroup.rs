@@ -1,0 +1,435 @@
+//! The cgroupfs backends against the real kernel: limits hold, `kill_all` ends a whole tree, and
+//! nothing is left behind.
+//!
+//! Runs as root (a cgroup v1 host: the v1 backend), and as the unprivileged user through
+//! `scripts/test-unprivileged.sh`, which first delegates a v1 subtree to that user
+//! (`scripts/delegate-cgroup.sh`). A host where no cgroupfs backend is usable fails these tests:
+//! an unavailable mechanism is a failure, never a skip. Every negative probe has a positive
+//! control next to it.
+//!
+//! Children join their cgroups the way the spawner makes them: by writing `0` to the
+//! `cgroup.procs` fds of [`CommandCgroup::join_fds`], here from a shell that got the fds as its
+//! standard streams (the rest, past three, by path).
+
+#[cfg(test)]
+mod cgroup {
+    use std::os::fd::OwnedFd;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, ExitStatus, Stdio};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::{Duration, Instant};
+
+    use spear_sandbox::cgroup::{
+        BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, HostPaths, LimitsHit,
+        RESOURCE_CONTROL_ENV, detect, detect_with,
+    };
+
+    /// The cgroupfs backend of this host (`SPEAR_RESOURCE_CONTROL=cgroupfs`).
+    fn backend() -> Box<dyn CgroupBackend> {
+        let env = |key: &str| {
+            if key == RESOURCE_CONTROL_ENV {
+                Some("cgroupfs".to_owned())
+            } else {
+                std::env::var(key).ok()
+            }
+        };
+        match detect_with(&env, &HostPaths::default()) {
+            Ok(backend) => backend,
+            Err(e) => panic!(
+                "no cgroupfs backend on this host (run as root, or through scripts/test-unprivileged.sh): {e}"
+            ),
+        }
+    }
+
+    fn unique_name() -> String {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        format!(
+            "spear-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    fn prepare(limits: &CgroupLimits) -> CommandCgroup {
+        backend().prepare(limits, &unique_name()).unwrap()
+    }
+
+    /// Spawns `sh -c script` inside `cgroup`: a wrapper shell joins through the join fds (given to
+    /// it as stdin, stdout and stderr; any past three by path), exits 99 if a join fails, and execs
+    /// the script with its streams on /dev/null. Returns once the child is in the cgroup (or has
+    /// exited), as the spawner does once exec has happened.
+    fn spawn_in(cgroup: &CommandCgroup, script: &str) -> Child {
+        let fds = cgroup.join_fds();
+        assert!(!fds.is_empty(), "a cgroupfs command has join fds");
+        let mut joins: Vec<String> = Vec::new();
+        let mut streams: Vec<OwnedFd> = Vec::new();
+        for (i, fd) in fds.iter().enumerate() {
+            if i < 3 {
+                streams.push(fd.try_clone_to_owned().unwrap());
+                joins.push(format!("echo 0 >&{i}"));
+            } else {
+                let procs = cgroup.dirs()[i].join("cgroup.procs");
+                joins.push(format!("echo 0 > '{}'", procs.display()));
+            }
+        }
+        let wrapper = format!(
+            "{} || exit 99; exec sh -c \"$1\" </dev/null >/dev/null 2>/dev/null",
+            joins.join(" && ")
+        );
+        let mut streams = streams.into_iter();
+        let mut stream = || streams.next().map_or_else(Stdio::null, Stdio::from);
+        let (stdin, stdout, stderr) = (stream(), stream(), stream());
+        let mut child = Command::new("sh")
+            .args(["-c", &wrapper, "sh", script])
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let joined = wait_for(Duration::from_secs(5), || {
+            cgroup.contains_pid(pid).unwrap() || child.try_wait().unwrap().is_some()
+        });
+        assert!(joined, "the child neither joined nor exited");
+        assert_ne!(
+            child.try_wait().unwrap().and_then(|s| s.code()),
+            Some(99),
+            "the child could not join"
+        );
+        child
+    }
+
+    /// How many live processes have `marker` in their command line.
+    fn marked(marker: &str) -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
+            })
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .filter(|cmdline| {
+                cmdline
+                    .windows(marker.len())
+                    .any(|w| w == marker.as_bytes())
+            })
+            .count()
+    }
+
+    fn wait_for(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if done() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn wait_exit(child: &mut Child, timeout: Duration) -> ExitStatus {
+        let mut status = None;
+        assert!(
+            wait_for(timeout, || {
+                status = child.try_wait().unwrap();
+                status.is_some()
+            }),
+            "child did not exit"
+        );
+        status.unwrap()
+    }
+
+    fn procs_of(dir: &Path) -> String {
+        std::fs::read_to_string(dir.join("cgroup.procs")).unwrap()
+    }
+
+    /// The directory of `cgroup` that holds `file` (v1 has one per controller).
+    fn dir_with(cgroup: &CommandCgroup, file: &str) -> PathBuf {
+        cgroup
+            .dirs()
+            .into_iter()
+            .find(|d| d.join(file).exists())
+            .map(Path::to_owned)
+            .unwrap()
+    }
+
+    fn read_number(path: &Path) -> i64 {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn detects_a_cgroupfs_backend() {
+        let backend = backend();
+        assert!(
+            matches!(
+                backend.kind(),
+                BackendKind::CgroupV1 | BackendKind::CgroupV2
+            ),
+            "{backend:?}"
+        );
+        // A hybrid host (memory bound to v1) must get v1.
+        let hybrid = std::fs::read_to_string("/proc/self/cgroup")
+            .unwrap()
+            .lines()
+            .any(|l| l.contains(":memory:"));
+        if hybrid {
+            assert_eq!(backend.kind(), BackendKind::CgroupV1);
+            let describe = backend.describe();
+            for controller in ["freezer at /", "pids at /", "memory at /", "cpu at /"] {
+                assert!(describe.contains(controller), "{describe}");
+            }
+        }
+        // The real environment finds a backend too (this one, or systemd where it is usable).
+        assert!(detect().is_ok());
+    }
+
+    #[test]
+    fn the_limits_are_written() {
+        let cgroup = prepare(&CgroupLimits::default());
+        match cgroup.kind() {
+            BackendKind::CgroupV1 => {
+                let memory = dir_with(&cgroup, "memory.limit_in_bytes");
+                assert_eq!(read_number(&memory.join("memory.limit_in_bytes")), 2 << 30);
+                if memory.join("memory.memsw.limit_in_bytes").exists() {
+                    assert_eq!(
+                        read_number(&memory.join("memory.memsw.limit_in_bytes")),
+                        2 << 30
+                    );
+                } else {
+                    assert_eq!(read_number(&memory.join("memory.swappiness")), 0);
+                }
+                assert_eq!(
+                    read_number(&dir_with(&cgroup, "pids.max").join("pids.max")),
+                    256
+                );
+                let cpu = dir_with(&cgroup, "cpu.cfs_quota_us");
+                let period = read_number(&cpu.join("cpu.cfs_period_us"));
+                assert_eq!(read_number(&cpu.join("cpu.cfs_quota_us")), 8 * period);
+                assert_eq!(cgroup.dirs().len(), 4);
+                assert_eq!(cgroup.join_fds().len(), 4);
+            }
+            BackendKind::CgroupV2 => {
+                let dir = cgroup.dirs()[0].to_owned();
+                assert_eq!(read_number(&dir.join("memory.max")), 2 << 30);
+                assert_eq!(read_number(&dir.join("pids.max")), 256);
+                assert_eq!(
+                    std::fs::read_to_string(dir.join("cpu.max")).unwrap().trim(),
+                    "800000 100000"
+                );
+                assert_eq!(cgroup.join_fds().len(), 1);
+            }
+            other => panic!("not a cgroupfs backend: {other}"),
+        }
+        assert!(cgroup.argv_prefix().is_empty());
+        assert_eq!(cgroup.limits_hit(), LimitsHit::default());
+        cgroup.remove().unwrap();
+    }
+
+    #[test]
+    fn a_child_joins_through_the_fds() {
+        let cgroup = prepare(&CgroupLimits::default());
+        let marker = "3141.51";
+        let mut child = spawn_in(&cgroup, &format!("sleep {marker}"));
+        let pid = child.id();
+        assert!(
+            wait_for(Duration::from_secs(5), || cgroup.contains_pid(pid).unwrap()),
+            "the child joined"
+        );
+        for dir in cgroup.dirs() {
+            assert!(
+                procs_of(dir).lines().any(|l| l == pid.to_string()),
+                "{pid} in {}",
+                dir.display()
+            );
+        }
+        // Positive control of contains_pid: this test process is not in the cgroup.
+        assert!(!cgroup.contains_pid(std::process::id()).unwrap());
+        let dirs: Vec<PathBuf> = cgroup.dirs().into_iter().map(Path::to_owned).collect();
+        cgroup.remove().unwrap();
+        let status = wait_exit(&mut child, Duration::from_secs(5));
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
+        assert_eq!(marked(marker), 0);
+        for dir in dirs {
+            assert!(!dir.exists(), "{} is left behind", dir.display());
+        }
+    }
+
+    #[test]
+    fn a_fork_bomb_stops_at_the_task_limit() {
+        // Positive control: with room for them, 300 processes do start.
+        let roomy = prepare(&CgroupLimits {
+            tasks_max: 1024,
+            ..CgroupLimits::default()
+        });
+        let marker = "3141.52";
+        let bomb = |n: u32| format!("for i in $(seq {n}); do sleep {marker} & done; wait");
+        let mut child = spawn_in(&roomy, &bomb(300));
+        assert!(
+            wait_for(Duration::from_secs(20), || marked(marker) >= 300),
+            "300 sleeps started"
+        );
+        assert!(!roomy.limits_hit().tasks);
+        roomy.kill_all().unwrap();
+        wait_exit(&mut child, Duration::from_secs(5));
+        assert_eq!(marked(marker), 0);
+        roomy.remove().unwrap();
+
+        let limited = prepare(&CgroupLimits::default());
+        let pids = dir_with(&limited, "pids.current");
+        let mut child = spawn_in(&limited, &bomb(400));
+        let mut most_tasks = 0;
+        let mut most_marked = 0;
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(3) {
+            most_tasks = most_tasks.max(read_number(&pids.join("pids.current")));
+            most_marked = most_marked.max(marked(marker));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(most_tasks <= 256, "{most_tasks} tasks");
+        assert!(most_marked <= 256, "{most_marked} processes");
+        assert!(
+            most_marked >= 200,
+            "the bomb filled the cgroup ({most_marked} processes)"
+        );
+        assert!(limited.limits_hit().tasks);
+        assert!(!limited.limits_hit().memory);
+        limited.kill_all().unwrap();
+        wait_exit(&mut child, Duration::from_secs(5));
+        assert_eq!(marked(marker), 0);
+        limited.remove().unwrap();
+    }
+
+    #[test]
+    fn a_memory_hog_is_oom_killed() {
+        let limits = CgroupLimits {
+            memory_max_bytes: 64 << 20,
+            ..CgroupLimits::default()
+        };
+        // `tail` keeps all of an input without newlines in memory.
+        let hog = |bytes: u64| format!("head -c {bytes} /dev/zero | tail >/dev/null");
+
+        // Positive control: 16 MiB fits in 64 MiB.
+        let cgroup = prepare(&limits);
+        let mut child = spawn_in(&cgroup, &hog(16 << 20));
+        let status = wait_exit(&mut child, Duration::from_secs(30));
+        assert_eq!(status.code(), Some(0), "{status}");
+        assert_eq!(cgroup.limits_hit(), LimitsHit::default());
+        cgroup.remove().unwrap();
+
+        let cgroup = prepare(&limits);
+        let mut child = spawn_in(&cgroup, &hog(3 << 30));
+        let status = wait_exit(&mut child, Duration::from_secs(60));
+        assert_eq!(status.code(), Some(128 + 9), "tail was SIGKILLed: {status}");
+        assert!(cgroup.limits_hit().memory);
+        assert!(!cgroup.limits_hit().tasks);
+        cgroup.remove().unwrap();
+    }
+
+    #[test]
+    fn kill_all_ends_the_whole_tree() {
+        let marker = "3141.53";
+        let tree = format!(
+            "setsid sleep {marker} &
+             (sleep {marker} &) &
+             sh -c 'trap \"\" TERM HUP INT; sleep {marker}' &
+             sh -c 'kill -STOP $$; echo {marker}' &
+             nohup sleep {marker} >/dev/null 2>&1 &
+             while :; do sleep {marker} & sleep 0.05; done"
+        );
+        let cgroup = prepare(&CgroupLimits::default());
+        let mut child = spawn_in(&cgroup, &tree);
+        assert!(
+            wait_for(Duration::from_secs(5), || marked(marker) >= 8),
+            "the tree started"
+        );
+
+        // Positive control: killing the top of the tree leaves the rest running.
+        let pidfd = rustix::process::pidfd_open(
+            rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap(),
+            rustix::process::PidfdFlags::empty(),
+        )
+        .unwrap();
+        rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL).unwrap();
+        wait_exit(&mut child, Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(100));
+        let survivors = marked(marker);
+        assert!(survivors >= 6, "{survivors} of the tree outlive its top");
+
+        cgroup.kill_all().unwrap();
+        assert_eq!(marked(marker), 0);
+        for dir in cgroup.dirs() {
+            assert_eq!(procs_of(dir), "", "{} is empty", dir.display());
+        }
+        // Killing an empty cgroup is fine.
+        cgroup.kill_all().unwrap();
+        cgroup.remove().unwrap();
+    }
+
+    #[test]
+    fn remove_and_drop_leave_nothing_behind() {
+        let marker = "3141.54";
+        let cgroup = prepare(&CgroupLimits::default());
+        let mut child = spawn_in(&cgroup, &format!("sleep {marker} & sleep {marker} & wait"));
+        assert!(wait_for(Duration::from_secs(5), || marked(marker) >= 2));
+        let dirs: Vec<PathBuf> = cgroup.dirs().into_iter().map(Path::to_owned).collect();
+        assert!(dirs.iter().all(|d| d.is_dir()));
+        cgroup.remove().unwrap();
+        wait_exit(&mut child, Duration::from_secs(5));
+        assert_eq!(marked(marker), 0);
+        assert!(dirs.iter().all(|d| !d.exists()));
+
+        let cgroup = prepare(&CgroupLimits::default());
+        let mut child = spawn_in(&cgroup, &format!("sleep {marker}"));
+        assert!(wait_for(Duration::from_secs(5), || marked(marker) >= 1));
+        let dirs: Vec<PathBuf> = cgroup.dirs().into_iter().map(Path::to_owned).collect();
+        drop(cgroup);
+        wait_exit(&mut child, Duration::from_secs(5));
+        assert_eq!(marked(marker), 0);
+        assert!(dirs.iter().all(|d| !d.exists()));
+    }
+
+    #[test]
+    fn a_name_is_never_reused_or_escaped() {
+        let backend = backend();
+        let name = unique_name();
+        let first = backend.prepare(&CgroupLimits::default(), &name).unwrap();
+        let second = backend.prepare(&CgroupLimits::default(), &name);
+        assert!(
+            matches!(second, Err(CgroupError::AlreadyExists(_))),
+            "{second:?}"
+        );
+        // The failed attempt removed nothing of the first.
+        assert!(first.dirs().iter().all(|d| d.is_dir()));
+        first.remove().unwrap();
+
+        for bad in ["../escape", "a/b", "", ".hidden"] {
+            let result = backend.prepare(&CgroupLimits::default(), bad);
+            assert!(
+                matches!(result, Err(CgroupError::InvalidName(_))),
+                "{bad:?}: {result:?}"
+            );
+        }
+        let zero = CgroupLimits {
+            memory_max_bytes: 0,
+            ..CgroupLimits::default()
+        };
+        assert!(matches!(
+            backend.prepare(&zero, &unique_name()),
+            Err(CgroupError::InvalidLimits(_))
+        ));
+    }
+}
