@@ -384,3 +384,24 @@ fn unimplemented_capabilities_and_network_fail_before_anything_runs() {
     let r = f.auto("touch marker");
     assert!(f.ws.join("marker").exists(), "positive control: {r:?}");
 }
+
+#[test]
+fn host_reads_are_visible_only_when_granted_and_never_writable() {
+    let f = Fixture::new();
+    std::fs::write(f.outside.join("data.txt"), "outside-data").unwrap();
+    let script = format!(
+        "cat {o}/data.txt; echo changed > {o}/data.txt",
+        o = f.outside.display()
+    );
+    let r = f.auto(&script);
+    assert!(!r.stdout.contains("outside-data"), "not granted: {r:?}");
+    let mut profile = common::writable();
+    profile.host_read_paths = vec![f.outside.clone()];
+    let r = f.run(profile, &script);
+    assert!(r.stdout.contains("outside-data"), "granted: {r:?}");
+    assert!(r.stderr.contains("Read-only file system"), "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(f.outside.join("data.txt")).unwrap(),
+        "outside-data"
+    );
+}
