@@ -18,6 +18,10 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The layout of a view; bumped whenever `build` changes what a view holds.
+const VIEW_FORMAT: u32 = 3;
 
 /// Entries (files, directories, links) a view may hold; more is refused.
 const MAX_ENTRIES: usize = 20_000;
@@ -38,6 +42,8 @@ struct Item {
 pub fn prepare(base: &Path, etc: &Path, entries: &[PathBuf]) -> io::Result<PathBuf> {
     let items = collect(etc, entries)?;
     let mut h = DefaultHasher::new();
+    // How views are laid out: a view made by an older spear is never reused.
+    (VIEW_FORMAT, env!("CARGO_PKG_VERSION")).hash(&mut h);
     for item in &items {
         let m = &item.meta;
         (
@@ -57,7 +63,11 @@ pub fn prepare(base: &Path, etc: &Path, entries: &[PathBuf]) -> io::Result<PathB
     if view.is_dir() {
         return Ok(view);
     }
-    let tmp = base.join(format!(".etc-tmp-{}-{:x}", std::process::id(), h.finish()));
+    // A name of its own for every build, also between threads of one process: builds of the same
+    // view race, and the first rename wins.
+    static BUILDS: AtomicU64 = AtomicU64::new(0);
+    let n = BUILDS.fetch_add(1, Ordering::Relaxed);
+    let tmp = base.join(format!(".etc-tmp-{}-{n}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
     fs::DirBuilder::new().mode(0o755).create(&tmp)?;
     let built = build(etc, &tmp, &items);

@@ -17,8 +17,18 @@ use super::{CgroupDir, CgroupError};
 pub(crate) const KILL_DEADLINE: Duration = Duration::from_secs(10);
 /// How long removing a directory may be retried while the kernel still reports it busy.
 const REMOVE_DEADLINE: Duration = Duration::from_secs(2);
-/// The pause between two looks at a cgroup that is settling.
+/// The longest pause between two looks at a cgroup that is settling. Pauses start at
+/// [`FIRST_POLL`] and double: a cgroup usually settles within a millisecond of its last exit, and
+/// every command's end waits for that.
 const POLL: Duration = Duration::from_millis(5);
+/// The first pause.
+const FIRST_POLL: Duration = Duration::from_micros(100);
+
+/// Sleeps for `*pause` and doubles it, up to [`POLL`].
+fn back_off(pause: &mut Duration) {
+    std::thread::sleep(*pause);
+    *pause = (*pause * 2).min(POLL);
+}
 /// How long one round of the kill loop waits for the cgroup to empty before freezing again.
 const ROUND: Duration = Duration::from_millis(200);
 
@@ -53,7 +63,13 @@ pub(crate) fn read_procs(dir: &Path) -> Result<Vec<i32>, CgroupError> {
 
 /// Opens `dir/cgroup.procs` write-only (and close-on-exec) for a child to join through.
 pub(crate) fn open_procs(dir: &Path) -> Result<OwnedFd, CgroupError> {
-    let path = dir.join("cgroup.procs");
+    open_join_file(dir, "cgroup.procs")
+}
+
+/// Opens `dir/name` (`cgroup.procs`, or v1's `tasks`) write-only and close-on-exec, for a child
+/// to join through.
+pub(crate) fn open_join_file(dir: &Path, name: &str) -> Result<OwnedFd, CgroupError> {
+    let path = dir.join(name);
     let file = OpenOptions::new()
         .write(true)
         .open(&path)
@@ -90,6 +106,7 @@ pub(crate) fn remove_dirs(dirs: &mut [CgroupDir]) -> Result<(), CgroupError> {
 
 fn remove_dir(path: &Path) -> Result<(), CgroupError> {
     let deadline = Instant::now() + REMOVE_DEADLINE;
+    let mut pause = FIRST_POLL;
     loop {
         match std::fs::remove_dir(path) {
             Ok(()) => return Ok(()),
@@ -98,7 +115,7 @@ fn remove_dir(path: &Path) -> Result<(), CgroupError> {
                 if e.raw_os_error() == Some(Errno::BUSY.raw_os_error())
                     && Instant::now() < deadline =>
             {
-                std::thread::sleep(POLL);
+                back_off(&mut pause);
             }
             Err(e) => return Err(io_error("remove", path, e)),
         }
@@ -110,6 +127,7 @@ pub(crate) fn wait_until(
     deadline: Instant,
     mut done: impl FnMut() -> Result<bool, CgroupError>,
 ) -> Result<bool, CgroupError> {
+    let mut pause = FIRST_POLL;
     loop {
         if done()? {
             return Ok(true);
@@ -117,7 +135,7 @@ pub(crate) fn wait_until(
         if Instant::now() >= deadline {
             return Ok(false);
         }
-        std::thread::sleep(POLL);
+        back_off(&mut pause);
     }
 }
 

@@ -113,7 +113,12 @@ impl CgroupBackend for CgroupV1 {
                 }
                 _ => {}
             }
-            let procs = ops::open_procs(&path)?;
+            // The child joins through `tasks`, not `cgroup.procs`: it writes `0` (itself) from
+            // between fork and exec, where it has exactly one thread, so moving that thread moves
+            // the whole process. The kernel moves a single `current` thread without taking the
+            // global threadgroup lock, whose RCU grace period otherwise costs every command
+            // several milliseconds (tens on a busy host).
+            let procs = ops::open_join_file(&path, "tasks")?;
             if let Some(dir) = cgroup.dirs.last_mut() {
                 dir.procs = Some(procs);
             }
