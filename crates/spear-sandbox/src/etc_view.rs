@@ -20,6 +20,9 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Numbers the builds of this process, for their temporary names.
+static BUILDS: AtomicU64 = AtomicU64::new(0);
+
 /// The layout of a view; bumped whenever `build` changes what a view holds.
 const VIEW_FORMAT: u32 = 3;
 
@@ -65,7 +68,6 @@ pub fn prepare(base: &Path, etc: &Path, entries: &[PathBuf]) -> io::Result<PathB
     }
     // A name of its own for every build, also between threads of one process: builds of the same
     // view race, and the first rename wins.
-    static BUILDS: AtomicU64 = AtomicU64::new(0);
     let n = BUILDS.fetch_add(1, Ordering::Relaxed);
     let tmp = base.join(format!(".etc-tmp-{}-{n}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
