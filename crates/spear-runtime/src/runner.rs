@@ -106,8 +106,6 @@ impl CommandRequest {
 struct HostView {
     system: Vec<SystemDir>,
     etc: Vec<PathBuf>,
-    /// The curated `/etc` entries that are directories.
-    etc_dirs: Vec<PathBuf>,
     /// Where `/etc` views are prepared, when a private directory could be made.
     etc_views: Option<PathBuf>,
     toolchains: Toolchains,
@@ -160,11 +158,6 @@ impl CommandRunner {
         let etc = etc_entries(Path::new("/etc"));
         let host = HostView {
             system: system_dirs(Path::new("/")),
-            etc_dirs: etc
-                .iter()
-                .filter(|e| std::fs::symlink_metadata(e).is_ok_and(|m| m.is_dir()))
-                .cloned()
-                .collect(),
             etc,
             etc_views: user_private_dir("etc"),
             toolchains,
@@ -279,7 +272,7 @@ impl CommandRunner {
         match view {
             Some(Ok(files)) => Etc::View {
                 files,
-                dirs: self.host.etc_dirs.clone(),
+                dirs: Vec::new(),
             },
             Some(Err(e)) => {
                 tracing::warn!("binding /etc entries one by one: no view ({e})");
