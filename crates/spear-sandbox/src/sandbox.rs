@@ -295,6 +295,7 @@ impl Sandbox {
             program: program_path,
             args: full,
             seccomp: program.as_fd(),
+            inherit: Vec::new(),
             join: cgroup
                 .as_ref()
                 .map(CommandCgroup::join_fds)

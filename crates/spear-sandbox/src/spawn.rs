@@ -50,6 +50,9 @@ pub struct Launch<'a> {
     pub args: Vec<OsString>,
     /// The seccomp program, handed to the child as fd [`SECCOMP_CHILD_FD`].
     pub seccomp: BorrowedFd<'a>,
+    /// More fds for the child, at `SECCOMP_CHILD_FD + 1`, `+ 2`, ... in order (the network path's
+    /// info and block pipes).
+    pub inherit: Vec<BorrowedFd<'a>>,
     /// cgroup.procs files the child writes `0` to (joins) before exec.
     pub join: Vec<BorrowedFd<'a>>,
     /// The child's rlimits.
@@ -81,7 +84,9 @@ pub struct ProcessSpawner;
 impl Spawner for ProcessSpawner {
     fn spawn(&self, launch: &Launch<'_>) -> io::Result<Running> {
         let join: Vec<RawFd> = launch.join.iter().map(AsRawFd::as_raw_fd).collect();
-        let seccomp = launch.seccomp.as_raw_fd();
+        let fds: Vec<RawFd> = std::iter::once(launch.seccomp.as_raw_fd())
+            .chain(launch.inherit.iter().map(AsRawFd::as_raw_fd))
+            .collect();
         let limits = launch.rlimits.pairs();
         let mut cmd = Command::new(&launch.program);
         cmd.args(&launch.args)
@@ -94,7 +99,7 @@ impl Spawner for ProcessSpawner {
         // does not allocate, lock or touch anything another thread could have held.
         #[allow(unsafe_code)]
         unsafe {
-            cmd.pre_exec(move || child_setup(&join, seccomp, &limits));
+            cmd.pre_exec(move || child_setup(&join, &fds, &limits));
         }
         let child = cmd.spawn()?;
         let pid = Pid::from_raw(
@@ -124,14 +129,14 @@ impl Spawner for ProcessSpawner {
 }
 
 /// What the child does between fork and exec. Async-signal-safe: raw system calls only.
-#[allow(unsafe_code)]
 fn child_setup(
     join: &[RawFd],
-    seccomp: RawFd,
+    fds: &[RawFd],
     limits: &[(rustix::process::Resource, u64)],
 ) -> io::Result<()> {
     for fd in join {
         // SAFETY: `fd` is a cgroup.procs file kept open by the parent for the child's lifetime.
+        #[allow(unsafe_code)]
         let n = unsafe { libc::write(*fd, b"0".as_ptr().cast(), 1) };
         if n != 1 {
             return Err(io::Error::last_os_error());
@@ -144,18 +149,44 @@ fn child_setup(
         };
         rustix::process::setrlimit(*resource, limit)?;
     }
-    // SAFETY: plain fd syscalls on numbers we own in this child.
+    place_fds(fds)?;
+    rustix::thread::set_no_new_privs(true)?;
+    Ok(())
+}
+
+/// In a forked child: puts `fds[i]` at fd `3 + i`, inheritable, and marks every other fd above
+/// stdio close-on-exec. Async-signal-safe: raw system calls only, no allocation.
+///
+/// Attack stopped: a sandboxed program reaching an fd the harness opened (a secret file, a socket,
+/// another sandbox's pipe).
+pub(crate) fn place_fds(fds: &[RawFd]) -> io::Result<()> {
+    /// Where sources are parked first, above any target, so that no dup2 clobbers a source.
+    const PARK: RawFd = 512;
+    let mut parked = [0 as RawFd; 8];
+    if fds.len() > parked.len() {
+        return Err(io::Error::from_raw_os_error(libc::EMFILE));
+    }
+    // SAFETY: plain fd system calls on numbers this child owns; nothing is dereferenced.
+    #[allow(unsafe_code)]
     unsafe {
-        if seccomp != SECCOMP_CHILD_FD && libc::dup2(seccomp, SECCOMP_CHILD_FD) < 0 {
-            return Err(io::Error::last_os_error());
+        for (slot, fd) in parked.iter_mut().zip(fds) {
+            *slot = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, PARK);
+            if *slot < 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
-        if libc::fcntl(SECCOMP_CHILD_FD, libc::F_SETFD, 0) < 0 {
-            return Err(io::Error::last_os_error());
+        for (i, src) in parked.iter().take(fds.len()).enumerate() {
+            let target = SECCOMP_CHILD_FD + i32::try_from(i).unwrap_or(0);
+            // dup2 onto a different number clears close-on-exec on the copy.
+            if libc::dup2(*src, target) < 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
-        let from = u32::try_from(SECCOMP_CHILD_FD + 1).unwrap_or(4);
+        let first_free = u32::try_from(SECCOMP_CHILD_FD).unwrap_or(3)
+            + u32::try_from(fds.len()).unwrap_or(0);
         if libc::syscall(
             libc::SYS_close_range,
-            from,
+            first_free,
             u32::MAX,
             libc::CLOSE_RANGE_CLOEXEC,
         ) < 0
@@ -163,7 +194,6 @@ fn child_setup(
             return Err(io::Error::last_os_error());
         }
     }
-    rustix::thread::set_no_new_privs(true)?;
     Ok(())
 }
 
