@@ -182,8 +182,8 @@ pub(crate) fn place_fds(fds: &[RawFd]) -> io::Result<()> {
                 return Err(io::Error::last_os_error());
             }
         }
-        let first_free = u32::try_from(SECCOMP_CHILD_FD).unwrap_or(3)
-            + u32::try_from(fds.len()).unwrap_or(0);
+        let first_free =
+            u32::try_from(SECCOMP_CHILD_FD).unwrap_or(3) + u32::try_from(fds.len()).unwrap_or(0);
         if libc::syscall(
             libc::SYS_close_range,
             first_free,
