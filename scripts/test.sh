@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 
 scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+if [ "$(id -u)" -eq 0 ]; then
+    # The network tests' "internet" (a host in its own namespace at 203.0.113.10:8080).
+    scripts/test-host.sh up
+fi
 
 step() { printf '\n== %s\n' "$*"; }
 

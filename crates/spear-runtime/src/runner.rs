@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use spear_core::{CommandClass, ExecutionProfile, ToolResult, ToolStatus};
 use spear_sandbox::{
-    Bind, BwrapSpec, CancelToken, Etc, Exit, Mask, RunOutcome, Sandbox, SandboxConfig,
+    Bind, BwrapSpec, CancelToken, Etc, Exit, Mask, NetworkSpec, RunOutcome, Sandbox, SandboxConfig,
     SandboxError, SpecError, Stop, SystemDir, TmpfsSizes, ToolchainInputs, Toolchains, Watch,
     credential_masks, etc_entries, host_entry, prepare_etc_view, sandbox_env, system_dirs,
     toolchains, user_private_dir,
@@ -108,6 +108,8 @@ struct HostView {
     etc: Vec<PathBuf>,
     /// Where `/etc` views are prepared, when a private directory could be made.
     etc_views: Option<PathBuf>,
+    /// The resolver file of networked sandboxes, when it could be written.
+    resolv_conf: Option<PathBuf>,
     toolchains: Toolchains,
 }
 
@@ -160,6 +162,7 @@ impl CommandRunner {
             system: system_dirs(Path::new("/")),
             etc,
             etc_views: user_private_dir("etc"),
+            resolv_conf: resolver_file(),
             toolchains,
         };
         let protected = ProtectedEntries::new(&config.protected);
@@ -258,6 +261,11 @@ impl CommandRunner {
             env,
             tmpfs: self.config.tmpfs,
             seccomp_fd: spear_sandbox::SECCOMP_CHILD_FD,
+            network: self
+                .host
+                .resolv_conf
+                .clone()
+                .map(|resolv_conf| NetworkSpec { resolv_conf }),
         })
     }
 
@@ -434,6 +442,15 @@ impl CommandRunner {
                 &format!("the command reached its limit of {n} tasks; forks beyond it failed"),
             );
         }
+        if let Some(e) = &outcome.network_error {
+            result.status = ToolStatus::Failed;
+            append_reason(
+                &mut result,
+                &format!(
+                    "network containment failed: {e}; this session refuses networked commands from now on"
+                ),
+            );
+        }
         if let Some(e) = &outcome.cleanup_error {
             append_reason(
                 &mut result,
@@ -442,6 +459,18 @@ impl CommandRunner {
         }
         result
     }
+}
+
+/// Writes the resolver file of networked sandboxes (slirp4netns's forwarder) into the user's
+/// private directory.
+fn resolver_file() -> Option<PathBuf> {
+    let dir = user_private_dir("net")?;
+    let path = dir.join("resolv.conf");
+    let text = format!("nameserver {}\n", spear_sandbox::SLIRP_DNS);
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+        std::fs::write(&path, text).ok()?;
+    }
+    Some(path)
 }
 
 /// A failed result saying why nothing ran.

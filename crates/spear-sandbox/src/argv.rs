@@ -22,8 +22,12 @@
 //! 7. `--remount-ro /`: the root tmpfs itself is read-only, so nothing can be created at `/x`.
 //! 8. The working directory, the environment, the seccomp program, and the command after `--`.
 //!
+//! In network mode the sandbox's `/etc/resolv.conf` names slirp4netns's resolver, and bwrap reports
+//! its child on `--info-fd` and holds the command on `--block-fd` until the network path is up
+//! (see `network.rs`).
+//!
 //! The builder refuses, before anything runs: declared-but-unimplemented capabilities, the network
-//! (not implemented by this sandbox yet), a bind of a credential store or of a directory that
+//! without a network path, a bind of a credential store or of a directory that
 //! would cover the sandbox's own mount points, a root that holds the home directory, relative
 //! paths, and a secret-looking environment variable.
 
@@ -33,7 +37,7 @@ use std::path::{Component, Path, PathBuf};
 use spear_core::credentials::is_credential_store;
 
 use crate::env::looks_secret;
-use crate::spec::{BwrapSpec, Etc, Mask, SpecError, SystemDir};
+use crate::spec::{BLOCK_CHILD_FD, BwrapSpec, Etc, INFO_CHILD_FD, Mask, SpecError, SystemDir};
 
 /// The sandbox's own mount points: a bind at or above one of them would replace or expose it.
 const RESERVED: &[&str] = &[
@@ -76,6 +80,10 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
         }
     }
 
+    if let (true, Some(net)) = (spec.profile.network, &spec.network) {
+        a.pair("--ro-bind", &net.resolv_conf, Path::new("/etc/resolv.conf"));
+    }
+
     a.tmpfs(spec.tmpfs.tmp, Path::new("/tmp"));
     a.tmpfs(spec.tmpfs.home, &spec.home);
 
@@ -109,6 +117,12 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
     }
     a.one("--remount-ro", Path::new("/"));
 
+    if spec.profile.network {
+        a.0.push("--info-fd".into());
+        a.0.push(INFO_CHILD_FD.to_string().into());
+        a.0.push("--block-fd".into());
+        a.0.push(BLOCK_CHILD_FD.to_string().into());
+    }
     a.one("--chdir", &spec.cwd);
     for (name, value) in &spec.env {
         a.0.push("--setenv".into());
@@ -129,7 +143,10 @@ fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         return Err(SpecError::Unimplemented(unimplemented));
     }
     if spec.profile.network {
-        return Err(SpecError::NetworkUnavailable);
+        let Some(net) = &spec.network else {
+            return Err(SpecError::NetworkUnavailable);
+        };
+        absolute("the resolver file", &net.resolv_conf)?;
     }
     if spec.command.is_empty() {
         return Err(SpecError::EmptyCommand);

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use spear_core::ExecutionProfile;
 
 use super::build_argv;
-use crate::spec::{Bind, BwrapSpec, Etc, Mask, SpecError, SystemDir, TmpfsSizes};
+use crate::spec::{Bind, BwrapSpec, Etc, Mask, NetworkSpec, SpecError, SystemDir, TmpfsSizes};
 
 fn p(s: &str) -> PathBuf {
     PathBuf::from(s)
@@ -60,6 +60,7 @@ fn spec(write: bool) -> BwrapSpec {
             shm: 50,
         },
         seccomp_fd: 3,
+        network: None,
     }
 }
 
@@ -147,6 +148,41 @@ fn an_etc_view_is_one_read_only_bind() {
         dirs: vec![p("/etc/shadow")],
     };
     assert!(matches!(build_argv(&s), Err(SpecError::CredentialStore(_))));
+}
+
+#[test]
+fn network_mode_reports_holds_and_names_the_resolver() {
+    let mut s = spec(true);
+    s.profile.network = true;
+    assert_eq!(build_argv(&s), Err(SpecError::NetworkUnavailable));
+    s.network = Some(NetworkSpec {
+        resolv_conf: p("/run/spear/net/resolv.conf"),
+    });
+    let joined = build_argv(&s)
+        .unwrap()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        joined.contains(
+            "--ro-bind /run/spear/net/resolv.conf /etc/resolv.conf --size 100 --tmpfs /tmp"
+        ),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("--remount-ro / --info-fd 4 --block-fd 5 --chdir /work/proj"),
+        "{joined}"
+    );
+    assert!(
+        joined.starts_with("--unshare-all --unshare-user"),
+        "the network namespace is unshared: {joined}"
+    );
+    // A closed profile gets neither, even with a network path configured.
+    s.profile.network = false;
+    let closed = build_argv(&s).unwrap();
+    assert!(!closed.iter().any(|a| a == "--info-fd" || a == "--block-fd"));
+    assert!(!closed.iter().any(|a| a == "/etc/resolv.conf"));
 }
 
 #[test]

@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime};
 static BUILDS: AtomicU64 = AtomicU64::new(0);
 
 /// The layout of a view; bumped whenever `build` changes what a view holds.
-const VIEW_FORMAT: u32 = 4;
+const VIEW_FORMAT: u32 = 5;
 
 /// How long a verified view is used before `/etc` is fingerprinted again.
 pub const RECHECK: Duration = Duration::from_secs(10);
@@ -197,6 +197,9 @@ fn build(etc: &Path, dest: &Path, items: &[Item]) -> io::Result<()> {
             fs::set_permissions(&to, fs::Permissions::from_mode(item.meta.mode() & 0o755))?;
         }
     }
+    // A mount point for a networked sandbox's resolver file (the host's names host-local
+    // resolvers a sandbox cannot reach, so it is never copied).
+    fs::write(dest.join("resolv.conf"), b"")?;
     for item in items.iter().filter(|i| i.meta.is_dir()).rev() {
         let mode = item.meta.mode() & 0o755;
         fs::set_permissions(dest.join(&item.rel), fs::Permissions::from_mode(mode))?;

@@ -18,6 +18,7 @@ mod env;
 mod etc_view;
 mod layout;
 mod mechanisms;
+mod network;
 mod output;
 mod preflight_store;
 mod rlimits;
@@ -34,6 +35,7 @@ pub use layout::{
     system_dirs, toolchains,
 };
 pub use mechanisms::{Mechanism, probe as probe_mechanisms};
+pub use network::{EgressAllow, NetworkConfig, NetworkError, REFUSED_RANGES, SLIRP_DNS};
 pub use output::{CappedOutput, Captured};
 pub use preflight_store::user_private_dir;
 pub use rlimits::ResourceLimits;
@@ -42,4 +44,7 @@ pub use spawn::{
     CancelToken, Exit, Finished, Launch, ProcessSpawner, Running, SECCOMP_CHILD_FD, Spawner, Stop,
     Watch, supervise,
 };
-pub use spec::{Bind, BwrapSpec, Etc, Mask, SpecError, SystemDir, TmpfsSizes};
+pub use spec::{
+    BLOCK_CHILD_FD, Bind, BwrapSpec, Etc, INFO_CHILD_FD, Mask, NetworkSpec, SpecError, SystemDir,
+    TmpfsSizes,
+};

@@ -8,13 +8,14 @@ use std::ffi::OsString;
 use std::io;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::ResourceLimits;
 use crate::argv::build_argv;
 use crate::cgroup::{CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, LimitsHit};
+use crate::network::{self, NetworkConfig};
 use crate::preflight_store::PreflightStore;
 use crate::seccomp::{self, SeccompError};
 use crate::spawn::{Exit, Finished, Launch, ProcessSpawner, Spawner, Stop, Watch, supervise};
@@ -27,6 +28,8 @@ pub struct SandboxConfig {
     pub bwrap: PathBuf,
     /// Per-process limits.
     pub rlimits: ResourceLimits,
+    /// The network path of networked profiles.
+    pub network: NetworkConfig,
     /// Per-tree limits; `None` turns cgroup limits off (library callers only; spear's own
     /// front ends always set them).
     pub cgroup: Option<CgroupLimits>,
@@ -41,6 +44,7 @@ impl Default for SandboxConfig {
             bwrap: PathBuf::from("/usr/bin/bwrap"),
             rlimits: ResourceLimits::default(),
             cgroup: Some(CgroupLimits::default()),
+            network: NetworkConfig::default(),
             persist_preflight: false,
         }
     }
@@ -78,6 +82,14 @@ pub enum SandboxError {
     /// The process could not be started.
     #[error("the sandbox could not be started: {0}")]
     Spawn(io::Error),
+    /// The network path could not be set up; the command was killed before it ran.
+    #[error("{0}; the command did not run")]
+    Network(#[from] network::NetworkError),
+    /// An earlier teardown could not be confirmed; this sandbox gives no more network.
+    #[error(
+        "network containment failed earlier in this session (slirp4netns could not be confirmed dead), so this sandbox refuses every networked command; run it without the network, or restart spear after checking for a leftover slirp4netns"
+    )]
+    NetworkPoisoned,
 }
 
 impl SandboxError {
@@ -103,6 +115,8 @@ pub struct RunOutcome {
     pub cleanup_error: Option<String>,
     /// bwrap itself failed before the command ran (its message).
     pub setup_error: Option<String>,
+    /// slirp4netns could not be confirmed dead; the sandbox's network is poisoned since.
+    pub network_error: Option<String>,
 }
 
 /// Preflight results cached per (working directory, writability): terminal failures too.
@@ -116,6 +130,7 @@ pub struct Sandbox {
     spawner: Arc<dyn Spawner>,
     preflight: Mutex<PreflightCache>,
     terminal: Mutex<Option<Arc<SandboxError>>>,
+    network_poisoned: AtomicBool,
 }
 
 /// Numbers the commands of this process, across sandbox instances, so cgroup names never collide.
@@ -140,7 +155,20 @@ impl Sandbox {
             spawner,
             preflight: Mutex::new(HashMap::new()),
             terminal: Mutex::new(None),
+            network_poisoned: AtomicBool::new(false),
         }
+    }
+
+    /// Whether a network teardown could not be confirmed: every later networked command on this
+    /// sandbox is refused.
+    pub fn network_containment_failed(&self) -> bool {
+        self.network_poisoned.load(Ordering::SeqCst)
+    }
+
+    /// Marks the network as poisoned (for fault-injection tests of the refusal that follows).
+    #[doc(hidden)]
+    pub fn poison_network_for_tests(&self) {
+        self.network_poisoned.store(true, Ordering::SeqCst);
     }
 
     /// The configuration.
@@ -232,6 +260,8 @@ impl Sandbox {
         }
         script.push_str("exit 0");
         probe.command = vec!["/bin/sh".into(), "-c".into(), script.into()];
+        // The preflight proves the closed sandbox; the network path is attached per command.
+        probe.profile.network = false;
         let watch = Watch {
             timeout: Duration::from_secs(30),
             output_cap: 16 * 1024,
@@ -267,6 +297,20 @@ impl Sandbox {
 
     fn run_unchecked(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
         let args = build_argv(spec)?;
+        if spec.profile.network && self.network_poisoned.load(Ordering::SeqCst) {
+            return Err(SandboxError::NetworkPoisoned);
+        }
+        // The network path's pipes: bwrap reports on `info`, and waits on `block` before it runs
+        // the command.
+        let pipes = if spec.profile.network {
+            let flags = rustix::pipe::PipeFlags::CLOEXEC;
+            let info = rustix::pipe::pipe_with(flags).map_err(|e| SandboxError::Spawn(e.into()))?;
+            let block =
+                rustix::pipe::pipe_with(flags).map_err(|e| SandboxError::Spawn(e.into()))?;
+            Some((info, block))
+        } else {
+            None
+        };
         check_bwrap(&self.config.bwrap)?;
         let program = seccomp::program_fd()?;
         tracing::debug!("seccomp program ready");
@@ -295,7 +339,10 @@ impl Sandbox {
             program: program_path,
             args: full,
             seccomp: program.as_fd(),
-            inherit: Vec::new(),
+            inherit: pipes
+                .as_ref()
+                .map(|((_, info_w), (block_r, _))| vec![info_w.as_fd(), block_r.as_fd()])
+                .unwrap_or_default(),
             join: cgroup
                 .as_ref()
                 .map(CommandCgroup::join_fds)
@@ -330,7 +377,52 @@ impl Sandbox {
                 tracing::error!("killing a sandbox's cgroup failed: {e}");
             }
         };
+        let mut slirp = None;
+        if let Some(((info_r, info_w), (block_r, block_w))) = pipes {
+            // Our copies of the child's ends go, so that their EOFs mean what they say.
+            drop((info_w, block_r));
+            match network::attach(&self.config.network, &info_r) {
+                Ok(s) => {
+                    // Release the command: the network is up and the egress policy in place.
+                    if rustix::io::write(&block_w, b"1").is_err() {
+                        tracing::error!("could not release a networked sandbox");
+                    }
+                    slirp = Some(s);
+                }
+                Err(e) => {
+                    // Kill before the block pipe closes: its EOF would release the command.
+                    kill();
+                    let _ = rustix::process::pidfd_send_signal(
+                        &running.pidfd,
+                        rustix::process::Signal::KILL,
+                    );
+                    let reap = Watch {
+                        timeout: std::time::Duration::ZERO,
+                        ..watch.clone()
+                    };
+                    let reaped = supervise(running, &reap, &kill);
+                    drop(block_w);
+                    if let Some(cg) = cgroup {
+                        let _ = cg.remove();
+                    }
+                    // bwrap's own words, when it failed on its side of the setup.
+                    if let Some(setup) = setup_failure(&reaped) {
+                        return Err(SandboxError::Preflight(setup));
+                    }
+                    tracing::debug!(stderr = %reaped.stderr.text, "networked sandbox killed before release");
+                    return Err(SandboxError::Network(e));
+                }
+            }
+            drop(block_w);
+        }
         let finished = supervise(running, watch, &kill);
+        let network_error = slirp
+            .map(|s| network::stop_slirp(&s))
+            .and_then(Result::err)
+            .map(|e| {
+                self.network_poisoned.store(true, Ordering::SeqCst);
+                e.to_string()
+            });
         tracing::debug!(exit = ?finished.exit, stop = ?finished.stop, "sandbox finished");
         let limits_hit = cgroup
             .as_ref()
@@ -345,6 +437,7 @@ impl Sandbox {
             limits_hit,
             cleanup_error,
             setup_error,
+            network_error,
         })
     }
 }

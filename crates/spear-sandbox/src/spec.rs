@@ -46,7 +46,21 @@ pub struct BwrapSpec {
     pub tmpfs: TmpfsSizes,
     /// The fd number (in the bwrap process) that holds the seccomp program.
     pub seccomp_fd: i32,
+    /// How a networked profile gets its network; `None` refuses a networked profile.
+    pub network: Option<NetworkSpec>,
 }
+
+/// What a networked sandbox needs beyond the closed one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkSpec {
+    /// A file naming slirp4netns's resolver, bound as `/etc/resolv.conf`.
+    pub resolv_conf: PathBuf,
+}
+
+/// The fd at which bwrap reports its child (`--info-fd`); the seccomp program is at 3.
+pub const INFO_CHILD_FD: i32 = 4;
+/// The fd bwrap waits on before it runs the command (`--block-fd`).
+pub const BLOCK_CHILD_FD: i32 = 5;
 
 /// A host path and where the sandbox sees it (a workspace root, or an entry inside one).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,9 +150,9 @@ pub enum SpecError {
         .0.join(", ")
     )]
     Unimplemented(Vec<&'static str>),
-    /// The profile asks for the network, which this build's sandbox cannot provide yet.
+    /// The profile asks for the network and the spec has no network path.
     #[error(
-        "the command needs the network, and this sandbox has no network path yet; run it without network access or outside spear"
+        "the command needs the network, and this sandbox has no network path configured; run it without network access"
     )]
     NetworkUnavailable,
     /// No program to run.

@@ -41,6 +41,7 @@ fn spec(ws: &Path, write: bool, command: &[&str]) -> BwrapSpec {
         }),
         tmpfs: TmpfsSizes::default(),
         seccomp_fd: 3,
+        network: None,
     }
 }
 

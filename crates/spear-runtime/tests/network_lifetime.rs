@@ -1,0 +1,113 @@
+//! No survivors of the network path: after 50 sequential and 10 concurrent networked calls, no
+//! slirp4netns or sandbox process, no namespace or pipe fd, and no cgroup of theirs remains. Its
+//! own test binary, so that no other test's sandboxes are alive while it counts.
+
+// Tests fail loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Fixture, processes_with};
+use spear_core::{ExecutionProfile, ToolStatus};
+
+fn networked() -> ExecutionProfile {
+    ExecutionProfile {
+        network: true,
+        ..common::writable()
+    }
+}
+
+/// Our own children that are slirp4netns or bwrap.
+fn our_sandbox_processes() -> Vec<String> {
+    let me = std::process::id().to_string();
+    ["slirp4netns", "bwrap"]
+        .iter()
+        .flat_map(|m| processes_with(m))
+        .filter(|p| {
+            let pid = p.split(':').next().unwrap_or("");
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(')').next().map(str::to_owned))
+                .and_then(|rest| rest.split_whitespace().nth(1).map(str::to_owned))
+                .is_some_and(|ppid| ppid == me)
+        })
+        .collect()
+}
+
+/// Cgroup directories under `root` whose name starts with `prefix`.
+fn cgroups_named(root: &str, prefix: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![std::path::PathBuf::from(root)];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                if e.file_name().to_string_lossy().starts_with(prefix) {
+                    found.push(e.path().display().to_string());
+                }
+                stack.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_survivors_after_many_networked_calls() {
+    let f = Fixture::with(|c| {
+        c.sandbox.network.allow = vec!["203.0.113.10/32".parse().unwrap()];
+        c.default_timeout = Duration::from_secs(30);
+    });
+    // Warm up (preflight, /etc view) before counting fds.
+    assert_eq!(f.run(networked(), "true").status, ToolStatus::Ok);
+    let fds_before = std::fs::read_dir("/proc/self/fd").unwrap().count();
+    for i in 0..50 {
+        let r = f.run(networked(), "true");
+        assert_eq!(r.status, ToolStatus::Ok, "call {i}: {r:?}");
+    }
+    let f = Arc::new(f);
+    let handles: Vec<_> = (0..10)
+        .map(|_| {
+            let f = f.clone();
+            std::thread::spawn(move || {
+                f.run(
+                    networked(),
+                    "curl -s -m 10 -o /dev/null -w '%{http_code}' http://203.0.113.10:8080/",
+                )
+            })
+        })
+        .collect();
+    for h in handles {
+        let r = h.join().unwrap();
+        assert_eq!(r.stdout, "200", "{r:?}");
+    }
+    assert!(
+        our_sandbox_processes().is_empty(),
+        "{:?}",
+        our_sandbox_processes()
+    );
+    let fds_after = std::fs::read_dir("/proc/self/fd").unwrap().count();
+    assert!(
+        fds_after <= fds_before,
+        "namespace or pipe fds leaked: {fds_before} -> {fds_after}"
+    );
+    let prefix = format!("spear-{}-", std::process::id());
+    for ctrl in ["pids", "freezer", "cpu", "memory"] {
+        let left = cgroups_named(&format!("/sys/fs/cgroup/{ctrl}"), &prefix);
+        assert!(left.is_empty(), "{left:?}");
+    }
+    // Positive control: while a call runs, its slirp4netns is seen by the same probe.
+    let g = f.clone();
+    let running = std::thread::spawn(move || g.run(networked(), "sleep 2"));
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !our_sandbox_processes().is_empty(),
+        "the probe sees a live sandbox"
+    );
+    assert_eq!(running.join().unwrap().status, ToolStatus::Ok);
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The tests' "internet": a host in its own network namespace, reachable from this machine's network
+# stack (and so through slirp4netns) at 203.0.113.10, serving HTTP on port 8080. The address is in a
+# documentation range, which spear refuses unless the configuration allows it; the network tests
+# allow it. Also makes /dev/net/tun usable by every user, as distributions ship it, so that the
+# unprivileged run tests the rootless network path.
+#
+#   scripts/test-host.sh up      create (idempotent) and check it answers
+#   scripts/test-host.sh down    remove it
+#
+# Needs root.
+set -euo pipefail
+
+ns=spear-testhost
+host_if=spear-th0
+peer_if=spear-th1
+
+up() {
+    if ! ip netns list | grep -qw "$ns"; then
+        ip netns add "$ns"
+    fi
+    if ! ip link show "$host_if" >/dev/null 2>&1; then
+        ip link add "$host_if" type veth peer name "$peer_if"
+        ip link set "$peer_if" netns "$ns"
+        ip addr add 203.0.113.1/24 dev "$host_if"
+        ip netns exec "$ns" ip addr add 203.0.113.10/24 dev "$peer_if"
+    fi
+    ip link set "$host_if" up
+    ip netns exec "$ns" ip link set "$peer_if" up
+    ip netns exec "$ns" ip link set lo up
+    if ! ip netns pids "$ns" | grep -q .; then
+        root=$(mktemp -d)
+        echo "spear test host" >"$root/index.html"
+        (cd "$root" && setsid ip netns exec "$ns" python3 -m http.server 8080 --bind 203.0.113.10 \
+            >/dev/null 2>&1 </dev/null &)
+    fi
+    for _ in $(seq 50); do
+        if python3 -c "import urllib.request; urllib.request.urlopen('http://203.0.113.10:8080/', timeout=1)" 2>/dev/null; then
+            break
+        fi
+        sleep 0.1
+    done
+    python3 -c "import urllib.request; urllib.request.urlopen('http://203.0.113.10:8080/', timeout=2)"
+    if [ -e /dev/net/tun ]; then
+        chmod 0666 /dev/net/tun
+    fi
+}
+
+down() {
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do
+        kill "$pid" 2>/dev/null || true
+    done
+    ip link del "$host_if" 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+*)
+    echo "usage: $0 up|down" >&2
+    exit 2
+    ;;
+esac
