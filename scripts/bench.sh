@@ -4,6 +4,7 @@
 #
 # - sandbox: `spear exec --auto -- /bin/true` against bare bwrap running /bin/true, interleaved;
 #   the ratio of medians.
+# - network path: a networked `/bin/true` against a closed one through CommandRunner; the ratio.
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
 set -euo pipefail
@@ -25,3 +26,7 @@ cargo build --quiet --release -p spear-cli
 bench_ws=$(mktemp -d)
 trap 'rm -rf "$bench_ws"' EXIT
 "${pin[@]}" python3 scripts/bench_exec.py target/release/spear "$bench_ws" "${SPEAR_BENCH_RUNS:-100}"
+
+echo
+echo "== network path: a networked /bin/true beside a closed one, through CommandRunner"
+cargo bench --quiet -p spear-runtime --bench network

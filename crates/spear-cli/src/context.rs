@@ -35,11 +35,16 @@ pub enum ContextError {
     /// A configuration file is broken.
     #[error(transparent)]
     Config(#[from] spear_policy::ConfigError),
+    /// An entry of `[network] allow` is malformed.
+    #[error("in [network] allow of the operator configuration: {0}")]
+    NetworkAllow(String),
 }
 
 /// The workspace and the policy for one invocation.
 pub struct Context {
     pub policy: CommandPolicy,
+    /// The operator's `[network] allow` entries, unparsed.
+    pub network_allow: Vec<String>,
 }
 
 impl Context {
@@ -89,6 +94,7 @@ impl Context {
         }
         Ok(Context {
             policy: CommandPolicy::new(Arc::new(workspace), config),
+            network_allow: operator.network.allow.clone(),
         })
     }
 }

@@ -9,6 +9,9 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Report as a session with `--no-network` would run: the network path unused.
+    #[arg(long)]
+    no_network: bool,
 }
 
 #[derive(Serialize)]
@@ -23,6 +26,7 @@ struct Row<'a> {
 #[derive(Serialize)]
 struct Report<'a> {
     ready: bool,
+    network: &'static str,
     mechanisms: Vec<Row<'a>>,
 }
 
@@ -34,6 +38,7 @@ pub fn run(args: &Args) -> i32 {
     if args.json {
         let report = Report {
             ready,
+            network: network_state(args, &found),
             mechanisms: found.iter().map(row).collect(),
         };
         match serde_json::to_string_pretty(&report) {
@@ -52,6 +57,7 @@ pub fn run(args: &Args) -> i32 {
                 println!("        {:<16} fix: {fix}", "");
             }
         }
+        println!("network: {}", network_state(args, &found));
         println!(
             "{}",
             if ready {
@@ -62,6 +68,17 @@ pub fn run(args: &Args) -> i32 {
         );
     }
     i32::from(!ready)
+}
+
+/// What networked commands get: removed by `--no-network`, the network path, or nothing.
+fn network_state(args: &Args, found: &[Mechanism]) -> &'static str {
+    if args.no_network {
+        "off (--no-network): every mode gives loopback only"
+    } else if found.iter().any(|m| m.name == "network path" && m.usable) {
+        "on where the mode grants it (AUTO; ASK after confirmation; never in SAFE)"
+    } else {
+        "unavailable: networked commands fail (see the network path line)"
+    }
 }
 
 fn row(m: &Mechanism) -> Row<'_> {

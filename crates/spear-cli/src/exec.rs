@@ -54,6 +54,9 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 pub fn run(args: &Args) -> Result<i32, ContextError> {
     tracing::debug!("exec starts");
     let ctx = Context::open(&args.workspace)?;
+    if args.mode.no_network {
+        eprintln!("spear: --no-network: commands get loopback only, in every mode");
+    }
     let policy = &ctx.policy;
     let cwd = policy.workspace().launch_dir().to_path_buf();
     let (assessment, command_text, line) = match &args.script {
@@ -83,6 +86,12 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
             let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone());
             let mut config = RunnerConfig::from_host(policy.config().targets.protected_patterns());
             config.sandbox.persist_preflight = true;
+            config.sandbox.network.allow = ctx
+                .network_allow
+                .iter()
+                .map(|a| a.parse())
+                .collect::<Result<_, String>>()
+                .map_err(ContextError::NetworkAllow)?;
             let runner = CommandRunner::new(policy.shared_workspace(), config);
             tracing::debug!("runner ready");
             let mut request = CommandRequest::new(line, profile);

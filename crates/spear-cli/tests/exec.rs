@@ -187,7 +187,7 @@ fn doctor_reports_every_mechanism() {
         "pidfd",
         "cgroup backend",
         "landlock",
-        "slirp4netns",
+        "network path",
     ] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }

@@ -37,6 +37,19 @@ pub struct OperatorConfig {
     /// `[targets]`.
     #[serde(default)]
     pub targets: OperatorTargets,
+    /// `[network]`: what networked commands may reach beyond the default egress policy.
+    #[serde(default)]
+    pub network: OperatorNetwork,
+}
+
+/// `[network]` of the operator's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorNetwork {
+    /// Destinations allowed despite the refused ranges: IPv4 prefixes (`203.0.113.0/24`) or
+    /// `host:port` (`203.0.113.10:8080`). Only the operator can widen egress; a workspace cannot.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 /// `[workspace]` of the operator's configuration.

@@ -42,7 +42,7 @@ pub use authorize::{
     make_visible,
 };
 pub use config::{
-    ConfigError, OperatorConfig, OperatorPaths, OperatorTargets, OperatorWorkspace, PolicyConfig,
+    ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorTargets, OperatorWorkspace, PolicyConfig,
     WorkspacePolicyFile, WorkspaceTargets,
 };
 pub use policy::CommandPolicy;

@@ -54,7 +54,7 @@ pub fn probe(sandbox: &Sandbox) -> Vec<Mechanism> {
         Mechanism::new("pidfd", true, probe_pidfd()),
         Mechanism::new("cgroup backend", limits_active, probe_cgroup(sandbox)),
         Mechanism::new("landlock", false, probe_landlock()),
-        Mechanism::new("slirp4netns", false, probe_slirp()),
+        Mechanism::new("network path", false, probe_slirp(&sandbox.config().network)),
     ]
 }
 
@@ -187,19 +187,41 @@ fn probe_landlock() -> Result<String, (String, String)> {
     }
 }
 
-fn probe_slirp() -> Result<String, (String, String)> {
-    let out = Command::new("slirp4netns").arg("--version").output();
-    match out {
-        Ok(o) if o.status.success() => {
-            let v = String::from_utf8_lossy(&o.stdout);
-            Ok(format!(
-                "{} (the network path is not in this build yet: every sandbox has loopback only)",
-                v.lines().next().unwrap_or("").trim()
-            ))
+fn probe_slirp(net: &crate::NetworkConfig) -> Result<String, (String, String)> {
+    let out = Command::new(&net.slirp4netns).arg("--version").output();
+    let version = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_owned(),
+        _ => {
+            return Err((
+                format!("{} is not installed", net.slirp4netns.display()),
+                "apt-get install slirp4netns (needed for networked commands)".to_owned(),
+            ));
         }
-        _ => Err((
-            "slirp4netns is not installed".to_owned(),
-            "apt-get install slirp4netns (needed for networked commands)".to_owned(),
+    };
+    for (tool, package) in [(&net.nft, "nftables"), (&net.nsenter, "util-linux")] {
+        if !tool.exists() {
+            return Err((
+                format!("{} is missing: the egress policy cannot be enforced, so networked commands are refused", tool.display()),
+                format!("apt-get install {package}"),
+            ));
+        }
+    }
+    let tun = std::fs::metadata("/dev/net/tun");
+    let root = rustix::process::geteuid().is_root();
+    match tun {
+        Ok(m) if root || std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o006 == 0o006 => Ok(format!(
+            "{version}; /dev/net/tun usable; egress policy by nftables; allowed beyond the defaults: {}",
+            if net.allow.is_empty() { "nothing".to_owned() } else { format!("{:?}", net.allow) }
         )),
+        Ok(_) => Err((
+            format!("{version}, but /dev/net/tun is not accessible to users, so networked commands fail when spear runs as a user"),
+            "chmod 0666 /dev/net/tun (distributions ship it so; a udev rule keeps it)".to_owned(),
+        )),
+        Err(e) => Err((format!("/dev/net/tun: {e}"), "load the tun module (modprobe tun)".to_owned())),
     }
 }
