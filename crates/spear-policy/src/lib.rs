@@ -42,8 +42,8 @@ pub use authorize::{
     make_visible,
 };
 pub use config::{
-    ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorTargets, OperatorWorkspace, PolicyConfig,
-    WorkspacePolicyFile, WorkspaceTargets,
+    ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorTargets,
+    OperatorWorkspace, PolicyConfig, WorkspacePolicyFile, WorkspaceTargets,
 };
 pub use policy::CommandPolicy;
 pub use target_policy::{Pattern, TargetRules, generated_header};

@@ -1,4 +1,4 @@
-//! A networked `true` against a closed one, through the same CommandRunner: the cost of the
+//! A networked `true` against a closed one, through the same `CommandRunner`: the cost of the
 //! network path (slirp4netns attached through pinned namespaces, the egress rules loaded, torn
 //! down and confirmed). Prints both medians and their ratio.
 
@@ -17,15 +17,26 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let runs: usize = std::env::var("SPEAR_BENCH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(40);
+    let runs: usize = std::env::var("SPEAR_BENCH_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
     let dir = tempfile::tempdir().unwrap();
     let mut wc = WorkspaceConfig::new(dir.path());
     wc.single_root = true;
     let ws = Arc::new(Workspace::open(&wc).unwrap());
     let runner = CommandRunner::new(ws, RunnerConfig::from_host(Vec::new()));
-    let closed = ExecutionProfile { workspace_read: true, ..ExecutionProfile::default() };
-    let networked = ExecutionProfile { network: true, ..closed.clone() };
-    let request = |p: &ExecutionProfile| CommandRequest::new(CommandLine::Argv(vec!["/bin/true".into()]), p.clone());
+    let closed = ExecutionProfile {
+        workspace_read: true,
+        ..ExecutionProfile::default()
+    };
+    let networked = ExecutionProfile {
+        network: true,
+        ..closed.clone()
+    };
+    let request = |p: &ExecutionProfile| {
+        CommandRequest::new(CommandLine::Argv(vec!["/bin/true".into()]), p.clone())
+    };
     for p in [&closed, &networked] {
         let r = runner.run(&request(p));
         assert!(r.reason.is_none(), "warm-up failed: {r:?}");
@@ -41,7 +52,16 @@ fn main() {
         assert!(r.reason.is_none(), "{r:?}");
     }
     let (c, n) = (median(c), median(n));
-    println!("closed   /bin/true (CommandRunner):  median {:7.2} ms  ({runs} runs)", c.as_secs_f64() * 1e3);
-    println!("networked /bin/true (CommandRunner): median {:7.2} ms  ({runs} runs)", n.as_secs_f64() * 1e3);
-    println!("ratio of medians: {:.2}x (aim: at most 3x)", n.as_secs_f64() / c.as_secs_f64());
+    println!(
+        "closed   /bin/true (CommandRunner):  median {:7.2} ms  ({runs} runs)",
+        c.as_secs_f64() * 1e3
+    );
+    println!(
+        "networked /bin/true (CommandRunner): median {:7.2} ms  ({runs} runs)",
+        n.as_secs_f64() * 1e3
+    );
+    println!(
+        "ratio of medians: {:.2}x (aim: at most 3x)",
+        n.as_secs_f64() / c.as_secs_f64()
+    );
 }

@@ -54,7 +54,11 @@ pub fn probe(sandbox: &Sandbox) -> Vec<Mechanism> {
         Mechanism::new("pidfd", true, probe_pidfd()),
         Mechanism::new("cgroup backend", limits_active, probe_cgroup(sandbox)),
         Mechanism::new("landlock", false, probe_landlock()),
-        Mechanism::new("network path", false, probe_slirp(&sandbox.config().network)),
+        Mechanism::new(
+            "network path",
+            false,
+            probe_slirp(&sandbox.config().network),
+        ),
     ]
 }
 
@@ -206,7 +210,10 @@ fn probe_slirp(net: &crate::NetworkConfig) -> Result<String, (String, String)> {
     for (tool, package) in [(&net.nft, "nftables"), (&net.nsenter, "util-linux")] {
         if !tool.exists() {
             return Err((
-                format!("{} is missing: the egress policy cannot be enforced, so networked commands are refused", tool.display()),
+                format!(
+                    "{} is missing: the egress policy cannot be enforced, so networked commands are refused",
+                    tool.display()
+                ),
                 format!("apt-get install {package}"),
             ));
         }
@@ -214,14 +221,28 @@ fn probe_slirp(net: &crate::NetworkConfig) -> Result<String, (String, String)> {
     let tun = std::fs::metadata("/dev/net/tun");
     let root = rustix::process::geteuid().is_root();
     match tun {
-        Ok(m) if root || std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o006 == 0o006 => Ok(format!(
-            "{version}; /dev/net/tun usable; egress policy by nftables; allowed beyond the defaults: {}",
-            if net.allow.is_empty() { "nothing".to_owned() } else { format!("{:?}", net.allow) }
-        )),
+        Ok(m)
+            if root
+                || std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o006 == 0o006 =>
+        {
+            Ok(format!(
+                "{version}; /dev/net/tun usable; egress policy by nftables; allowed beyond the defaults: {}",
+                if net.allow.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    format!("{:?}", net.allow)
+                }
+            ))
+        }
         Ok(_) => Err((
-            format!("{version}, but /dev/net/tun is not accessible to users, so networked commands fail when spear runs as a user"),
+            format!(
+                "{version}, but /dev/net/tun is not accessible to users, so networked commands fail when spear runs as a user"
+            ),
             "chmod 0666 /dev/net/tun (distributions ship it so; a udev rule keeps it)".to_owned(),
         )),
-        Err(e) => Err((format!("/dev/net/tun: {e}"), "load the tun module (modprobe tun)".to_owned())),
+        Err(e) => Err((
+            format!("/dev/net/tun: {e}"),
+            "load the tun module (modprobe tun)".to_owned(),
+        )),
     }
 }

@@ -371,13 +371,14 @@ fn spawn_with_fds(
     args: &[OsString],
     fds: &[RawFd],
     stdin: Stdio,
+    stderr: Stdio,
 ) -> io::Result<std::process::Child> {
     let fds = fds.to_vec();
     let mut cmd = Command::new(program);
     cmd.args(args)
         .stdin(stdin)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .stderr(stderr);
     // SAFETY: the closure only makes raw fd system calls (see place_fds) between fork and exec.
     #[allow(unsafe_code)]
     unsafe {
@@ -386,73 +387,103 @@ fn spawn_with_fds(
     cmd.spawn()
 }
 
-/// Starts slirp4netns against the pinned namespaces and waits until it reports ready.
-pub(crate) fn start_slirp(
+/// A slirp4netns that has been started and may not be ready yet.
+pub(crate) struct Starting {
+    slirp: Slirp,
+    ready: OwnedFd,
+    log: std::fs::File,
+}
+
+/// Starts slirp4netns against the pinned namespaces; [`wait_ready`] waits for it. Its stderr goes
+/// to an anonymous file (read only if it fails): a pipe nobody drains could block it.
+pub(crate) fn spawn_slirp(
     config: &NetworkConfig,
     pinned: &Pinned,
-    deadline: Instant,
-) -> Result<Slirp, NetworkError> {
-    let (ready_r, ready_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| NetworkError::Slirp(e.to_string()))?;
+) -> Result<Starting, NetworkError> {
+    let err = |e: &dyn std::fmt::Display| NetworkError::Slirp(e.to_string());
+    let (ready, ready_w) =
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| err(&e))?;
+    let log: std::fs::File =
+        rustix::fs::memfd_create("slirp4netns-log", rustix::fs::MemfdFlags::CLOEXEC)
+            .map_err(|e| err(&e))?
+            .into();
     // slirp4netns's own sandbox (a mount namespace holding only what it needs, capabilities
     // dropped) enters the sandbox's user namespace as uid 0, which bwrap maps only when spear runs
     // as root; for a user it fails ("setegid(0)"), so it is used for root only. Its seccomp filter
     // is used for everyone.
-    let own_sandbox = if rustix::process::geteuid().is_root() {
-        "--enable-sandbox"
-    } else {
-        "--enable-seccomp"
-    };
-    let args: Vec<OsString> = [
-        "--configure",
-        "--mtu=65520",
-        "--disable-host-loopback",
-        own_sandbox,
-        "--enable-seccomp",
-        "--ready-fd=5",
-        "--netns-type=path",
-        "--userns-path=/proc/self/fd/4",
-        "/proc/self/fd/3",
-        "tap0",
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
+    let mut args: Vec<OsString> = vec![
+        "--configure".into(),
+        "--mtu=65520".into(),
+        "--disable-host-loopback".into(),
+    ];
+    if rustix::process::geteuid().is_root() {
+        args.push("--enable-sandbox".into());
+    }
+    args.extend(
+        [
+            "--enable-seccomp",
+            "--ready-fd=5",
+            "--netns-type=path",
+            "--userns-path=/proc/self/fd/4",
+            "/proc/self/fd/3",
+            "tap0",
+        ]
+        .iter()
+        .map(OsString::from),
+    );
     let fds = [
         pinned.net.as_raw_fd(),
         pinned.user.as_raw_fd(),
         ready_w.as_raw_fd(),
     ];
-    let mut child = spawn_with_fds(&config.slirp4netns, &args, &fds, Stdio::null())
-        .map_err(|e| NetworkError::Slirp(format!("{}: {e}", config.slirp4netns.display())))?;
+    let stderr = log.try_clone().map_err(|e| err(&e))?;
+    let child = spawn_with_fds(
+        &config.slirp4netns,
+        &args,
+        &fds,
+        Stdio::null(),
+        Stdio::from(stderr),
+    )
+    .map_err(|e| NetworkError::Slirp(format!("{}: {e}", config.slirp4netns.display())))?;
     drop(ready_w);
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0))
         .ok_or_else(|| NetworkError::Slirp("no pid".into()))?;
-    let pidfd =
-        pidfd_open(pid, PidfdFlags::empty()).map_err(|e| NetworkError::Slirp(e.to_string()))?;
-    let stderr = child.stderr.take();
-    let slirp = Slirp { pidfd };
+    // Our own unreaped child: its pid is still its own.
+    let pidfd = pidfd_open(pid, PidfdFlags::empty()).map_err(|e| err(&e))?;
+    Ok(Starting {
+        slirp: Slirp { pidfd },
+        ready,
+        log,
+    })
+}
+
+/// Waits until slirp4netns reports ready on its ready fd; stops it and says why if it does not.
+pub(crate) fn wait_ready(starting: Starting, deadline: Instant) -> Result<Slirp, NetworkError> {
+    let Starting {
+        slirp,
+        ready,
+        mut log,
+    } = starting;
     let mut buf = [0u8; 8];
     let left = deadline.saturating_duration_since(Instant::now());
-    let mut fds = [PollFd::new(&ready_r, PollFlags::IN)];
+    let mut fds = [PollFd::new(&ready, PollFlags::IN)];
     let ts = Timespec {
         tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: i64::from(left.subsec_nanos()),
     };
-    let ready = matches!(poll(&mut fds, Some(&ts)), Ok(n) if n > 0)
-        && matches!(rustix::io::read(&ready_r, &mut buf), Ok(n) if n > 0 && buf[0] == b'1');
-    if !ready {
-        let mut msg = String::new();
-        let _ = stop_slirp(&slirp);
-        if let Some(mut e) = stderr {
-            let _ = io::Read::read_to_string(&mut e, &mut msg);
-        }
-        return Err(NetworkError::Slirp(format!(
-            "it did not report ready: {}",
-            msg.trim()
-        )));
+    let is_ready = matches!(poll(&mut fds, Some(&ts)), Ok(n) if n > 0)
+        && matches!(rustix::io::read(&ready, &mut buf), Ok(n) if n > 0 && buf[0] == b'1');
+    if is_ready {
+        return Ok(slirp);
     }
-    Ok(slirp)
+    let _ = stop_slirp(&slirp);
+    let mut msg = String::new();
+    let _ = io::Seek::seek(&mut log, io::SeekFrom::Start(0));
+    let _ = io::Read::read_to_string(&mut io::Read::take(&mut log, 4096), &mut msg);
+    Err(NetworkError::Slirp(format!(
+        "it did not report ready: {}",
+        msg.trim()
+    )))
 }
 
 /// Loads the egress rules into the pinned namespaces.
@@ -472,7 +503,7 @@ pub(crate) fn apply_egress(
     .chain([config.nft.clone().into_os_string(), "-f".into(), "-".into()])
     .collect();
     let fds = [pinned.net.as_raw_fd(), pinned.user.as_raw_fd()];
-    let mut child = spawn_with_fds(&config.nsenter, &args, &fds, Stdio::piped())
+    let mut child = spawn_with_fds(&config.nsenter, &args, &fds, Stdio::piped(), Stdio::piped())
         .map_err(|e| NetworkError::Egress(format!("{}: {e}", config.nsenter.display())))?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin
@@ -531,13 +562,15 @@ pub(crate) fn attach(config: &NetworkConfig, info: &OwnedFd) -> Result<Slirp, Ne
     let deadline = Instant::now() + ATTACH_DEADLINE;
     let report = read_info(info, deadline)?;
     let pinned = pin(report)?;
-    let slirp = start_slirp(config, &pinned, deadline)?;
+    // slirp4netns comes up while the rules load: the rules filter the namespace's output hook
+    // and do not need its tap device, and the command stays held until both are done.
+    let starting = spawn_slirp(config, &pinned)?;
     let rules = egress_rules(&config.allow, &host_addresses());
     if let Err(e) = apply_egress(config, &pinned, &rules) {
-        let _ = stop_slirp(&slirp);
+        let _ = stop_slirp(&starting.slirp);
         return Err(e);
     }
-    Ok(slirp)
+    wait_ready(starting, deadline)
 }
 
 #[cfg(test)]
@@ -581,7 +614,7 @@ mod tests {
 
     #[test]
     fn bwrap_info() {
-        let info = parse_info("{\n    \"child-pid\": 4242,\n    \"cgroup-namespace\": 4026531835,\n    \"net-namespace\": 4_026_532_999,\n    \"user-namespace\": 4_026_532_888\n}\n").unwrap();
+        let info = parse_info("{\n    \"child-pid\": 4242,\n    \"cgroup-namespace\": 4026531835,\n    \"net-namespace\": 4026532999,\n    \"user-namespace\": 4026532888\n}\n").unwrap();
         assert_eq!(
             info,
             Info {
