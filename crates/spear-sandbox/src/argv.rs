@@ -23,8 +23,8 @@
 //! 8. The working directory, the environment, the seccomp program, and the command after `--`.
 //!
 //! In network mode the sandbox's `/etc/resolv.conf` names slirp4netns's resolver, and bwrap reports
-//! its child on `--info-fd` and holds the command on `--block-fd` until the network path is up
-//! (see `network.rs`).
+//! its child on `--info-fd`, and the command runs behind [`crate::NETWORK_HOLD`], which says when
+//! the sandbox is set up and waits for spear's "go" (see `network.rs`).
 //!
 //! The builder refuses, before anything runs: declared-but-unimplemented capabilities, the network
 //! without a network path, a bind of a credential store or of a directory that
@@ -37,7 +37,7 @@ use std::path::{Component, Path, PathBuf};
 use spear_core::credentials::is_credential_store;
 
 use crate::env::looks_secret;
-use crate::spec::{BLOCK_CHILD_FD, BwrapSpec, Etc, INFO_CHILD_FD, Mask, SpecError, SystemDir};
+use crate::spec::{BwrapSpec, Etc, INFO_CHILD_FD, Mask, NETWORK_HOLD, SpecError, SystemDir};
 
 /// The sandbox's own mount points: a bind at or above one of them would replace or expose it.
 const RESERVED: &[&str] = &[
@@ -120,8 +120,6 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
     if spec.profile.network {
         a.0.push("--info-fd".into());
         a.0.push(INFO_CHILD_FD.to_string().into());
-        a.0.push("--block-fd".into());
-        a.0.push(BLOCK_CHILD_FD.to_string().into());
     }
     a.one("--chdir", &spec.cwd);
     for (name, value) in &spec.env {
@@ -132,6 +130,9 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
     a.0.push("--seccomp".into());
     a.0.push(spec.seccomp_fd.to_string().into());
     a.0.push("--".into());
+    if spec.profile.network {
+        a.flags(&["/bin/sh", "-c", NETWORK_HOLD, "spear-network-hold"]);
+    }
     a.0.extend(spec.command.iter().cloned());
     Ok(a.0)
 }

@@ -171,17 +171,37 @@ fn network_mode_reports_holds_and_names_the_resolver() {
         "{joined}"
     );
     assert!(
-        joined.contains("--remount-ro / --info-fd 4 --block-fd 5 --chdir /work/proj"),
+        joined.contains("--remount-ro / --info-fd 4 --chdir /work/proj"),
         "{joined}"
     );
     assert!(
         joined.starts_with("--unshare-all --unshare-user"),
         "the network namespace is unshared: {joined}"
     );
+    let argv = build_argv(&s).unwrap();
+    let sep = argv.iter().rposition(|a| a == "--").unwrap();
+    let tail: Vec<&str> = argv[sep + 1..]
+        .iter()
+        .map(|a| a.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "/bin/sh",
+            "-c",
+            crate::spec::NETWORK_HOLD,
+            "spear-network-hold",
+            "/bin/sh",
+            "-c",
+            "true"
+        ],
+        "the command runs behind the hold, verbatim"
+    );
     // A closed profile gets neither, even with a network path configured.
     s.profile.network = false;
     let closed = build_argv(&s).unwrap();
-    assert!(!closed.iter().any(|a| a == "--info-fd" || a == "--block-fd"));
+    assert!(!closed.iter().any(|a| a == "--info-fd"));
+    assert!(!closed.iter().any(|a| a == crate::spec::NETWORK_HOLD));
     assert!(!closed.iter().any(|a| a == "/etc/resolv.conf"));
 }
 

@@ -45,6 +45,6 @@ pub use spawn::{
     Watch, supervise,
 };
 pub use spec::{
-    BLOCK_CHILD_FD, Bind, BwrapSpec, Etc, INFO_CHILD_FD, Mask, NetworkSpec, SpecError, SystemDir,
-    TmpfsSizes,
+    Bind, BwrapSpec, Etc, GO_CHILD_FD, INFO_CHILD_FD, Mask, NETWORK_HOLD, NetworkSpec,
+    READY_CHILD_FD, SpecError, SystemDir, TmpfsSizes,
 };

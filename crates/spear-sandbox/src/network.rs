@@ -2,9 +2,11 @@
 //! egress policy the sandbox cannot undo.
 //!
 //! Order, and why:
-//! 1. bwrap starts with its namespaces unshared, `--info-fd` and `--block-fd`: it reports its
-//!    child's pid and namespace inodes, sets everything up, and then waits before exec'ing the
-//!    command. No byte of the command runs until spear releases it.
+//! 1. bwrap starts with its namespaces unshared and `--info-fd`: it reports its child's pid and
+//!    namespace inodes. The command runs behind a hold ([`crate::NETWORK_HOLD`]) that says when
+//!    bwrap has finished setting the sandbox up (`--block-fd` would block before that is known)
+//!    and then waits for "go". No byte of the command runs until spear releases it; if spear dies
+//!    or gives up, the hold exits without running it.
 //! 2. spear pins the child through a pidfd and its network namespace as an fd (`/proc/PID/ns/net`),
 //!    takes the namespace's owning user namespace with `NS_GET_USERNS`, and checks with
 //!    `NS_GET_NSTYPE` and the inode numbers that the fds are the namespaces bwrap reported, and that
@@ -257,6 +259,26 @@ pub(crate) struct Pinned {
 #[derive(Debug)]
 pub(crate) struct Slirp {
     pidfd: OwnedFd,
+}
+
+/// Waits for the hold's "r": bwrap has set the sandbox up and the command is held.
+fn wait_for_setup(ready: &OwnedFd, deadline: Instant) -> Result<(), NetworkError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let mut fds = [PollFd::new(ready, PollFlags::IN)];
+    let ts = Timespec {
+        tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(left.subsec_nanos()),
+    };
+    let mut buf = [0u8; 1];
+    let said = matches!(poll(&mut fds, Some(&ts)), Ok(n) if n > 0)
+        && matches!(rustix::io::read(ready, &mut buf), Ok(1) if buf[0] == b'r');
+    if said {
+        Ok(())
+    } else {
+        Err(NetworkError::Info(
+            "the sandbox did not finish its setup".into(),
+        ))
+    }
 }
 
 /// Reads bwrap's report from `info` (until EOF or a closing brace), within `deadline`.
@@ -550,7 +572,11 @@ pub(crate) fn stop_slirp(slirp: &Slirp) -> Result<(), NetworkError> {
 
 /// Attaches the network to a held sandbox: read its report, pin it, start slirp4netns, load the
 /// egress rules. The command is still held when this returns.
-pub(crate) fn attach(config: &NetworkConfig, info: &OwnedFd) -> Result<Slirp, NetworkError> {
+pub(crate) fn attach(
+    config: &NetworkConfig,
+    info: &OwnedFd,
+    ready: &OwnedFd,
+) -> Result<Slirp, NetworkError> {
     // One attach at a time per process. Concurrent attaches as a user (not as root) were seen to
     // get nft's netlink requests refused (EPERM) for some sandboxes, repeatably and not cured by
     // waiting; serialised, none is. The cause is not understood yet (see the closing note of the
@@ -561,7 +587,13 @@ pub(crate) fn attach(config: &NetworkConfig, info: &OwnedFd) -> Result<Slirp, Ne
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let deadline = Instant::now() + ATTACH_DEADLINE;
     let report = read_info(info, deadline)?;
+    // bwrap reports its child before the child has written its user namespace's maps and set up
+    // loopback; touching the namespaces before that races it (nft refused with EPERM, bwrap's
+    // RTM_NEWADDR failing). The hold says when the setup is done.
+    wait_for_setup(ready, deadline)?;
+    tracing::debug!("bwrap reported and set up");
     let pinned = pin(report)?;
+    tracing::debug!("namespaces pinned");
     // slirp4netns comes up while the rules load: the rules filter the namespace's output hook
     // and do not need its tap device, and the command stays held until both are done.
     let starting = spawn_slirp(config, &pinned)?;
@@ -570,7 +602,10 @@ pub(crate) fn attach(config: &NetworkConfig, info: &OwnedFd) -> Result<Slirp, Ne
         let _ = stop_slirp(&starting.slirp);
         return Err(e);
     }
-    wait_ready(starting, deadline)
+    tracing::debug!("egress rules loaded");
+    let ready = wait_ready(starting, deadline);
+    tracing::debug!("slirp4netns ready");
+    ready
 }
 
 #[cfg(test)]

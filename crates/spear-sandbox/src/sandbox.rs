@@ -165,12 +165,6 @@ impl Sandbox {
         self.network_poisoned.load(Ordering::SeqCst)
     }
 
-    /// Marks the network as poisoned (for fault-injection tests of the refusal that follows).
-    #[doc(hidden)]
-    pub fn poison_network_for_tests(&self) {
-        self.network_poisoned.store(true, Ordering::SeqCst);
-    }
-
     /// The configuration.
     pub fn config(&self) -> &SandboxConfig {
         &self.config
@@ -300,14 +294,12 @@ impl Sandbox {
         if spec.profile.network && self.network_poisoned.load(Ordering::SeqCst) {
             return Err(SandboxError::NetworkPoisoned);
         }
-        // The network path's pipes: bwrap reports on `info`, and waits on `block` before it runs
-        // the command.
+        // The network path's pipes: bwrap reports on `info`; the hold in front of the command
+        // says "r" on `ready` once the sandbox is set up, and waits for "go" on `go`.
         let pipes = if spec.profile.network {
             let flags = rustix::pipe::PipeFlags::CLOEXEC;
-            let info = rustix::pipe::pipe_with(flags).map_err(|e| SandboxError::Spawn(e.into()))?;
-            let block =
-                rustix::pipe::pipe_with(flags).map_err(|e| SandboxError::Spawn(e.into()))?;
-            Some((info, block))
+            let pipe = || rustix::pipe::pipe_with(flags).map_err(|e| SandboxError::Spawn(e.into()));
+            Some((pipe()?, pipe()?, pipe()?))
         } else {
             None
         };
@@ -341,7 +333,9 @@ impl Sandbox {
             seccomp: program.as_fd(),
             inherit: pipes
                 .as_ref()
-                .map(|((_, info_w), (block_r, _))| vec![info_w.as_fd(), block_r.as_fd()])
+                .map(|((_, info_w), (go_r, _), (_, ready_w))| {
+                    vec![info_w.as_fd(), go_r.as_fd(), ready_w.as_fd()]
+                })
                 .unwrap_or_default(),
             join: cgroup
                 .as_ref()
@@ -378,19 +372,20 @@ impl Sandbox {
             }
         };
         let mut slirp = None;
-        if let Some(((info_r, info_w), (block_r, block_w))) = pipes {
+        if let Some(((info_r, info_w), (go_r, go_w), (ready_r, ready_w))) = pipes {
             // Our copies of the child's ends go, so that their EOFs mean what they say.
-            drop((info_w, block_r));
-            match network::attach(&self.config.network, &info_r) {
+            drop((info_w, go_r, ready_w));
+            match network::attach(&self.config.network, &info_r, &ready_r) {
                 Ok(s) => {
                     // Release the command: the network is up and the egress policy in place.
-                    if rustix::io::write(&block_w, b"1").is_err() {
+                    if rustix::io::write(&go_w, b"go\n").is_err() {
                         tracing::error!("could not release a networked sandbox");
                     }
                     slirp = Some(s);
                 }
                 Err(e) => {
-                    // Kill before the block pipe closes: its EOF would release the command.
+                    // The hold runs nothing without "go"; kill the tree all the same.
+                    drop(go_w);
                     kill();
                     let _ = rustix::process::pidfd_send_signal(
                         &running.pidfd,
@@ -401,7 +396,6 @@ impl Sandbox {
                         ..watch.clone()
                     };
                     let reaped = supervise(running, &reap, &kill);
-                    drop(block_w);
                     if let Some(cg) = cgroup {
                         let _ = cg.remove();
                     }
@@ -409,11 +403,10 @@ impl Sandbox {
                     if let Some(setup) = setup_failure(&reaped) {
                         return Err(SandboxError::Preflight(setup));
                     }
-                    tracing::debug!(stderr = %reaped.stderr.text, "networked sandbox killed before release");
                     return Err(SandboxError::Network(e));
                 }
             }
-            drop(block_w);
+            drop(go_w);
         }
         let finished = supervise(running, watch, &kill);
         let network_error = slirp

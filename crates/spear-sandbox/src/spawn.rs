@@ -301,6 +301,7 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
         if exit.is_some()
             && ((out.eof && err.eof) || exited_at.is_some_and(|t| t.elapsed() >= DRAIN_AFTER_EXIT))
         {
+            tracing::debug!(out = out.eof, err = err.eof, "output drained");
             break;
         }
         if exit.is_none() && kill_sent.is_some_and(|t| t.elapsed() >= KILL_CONFIRM) {
@@ -390,6 +391,7 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
             tracing::debug!(?e, "sandbox main process reaped");
             // The sandbox's init is gone, so its PID namespace is too; make sure of the rest.
             kill_tree();
+            tracing::debug!("tree killed after exit");
         }
     }
     // Whatever is still buffered in the pipes.

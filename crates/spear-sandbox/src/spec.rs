@@ -59,8 +59,16 @@ pub struct NetworkSpec {
 
 /// The fd at which bwrap reports its child (`--info-fd`); the seccomp program is at 3.
 pub const INFO_CHILD_FD: i32 = 4;
-/// The fd bwrap waits on before it runs the command (`--block-fd`).
-pub const BLOCK_CHILD_FD: i32 = 5;
+/// The fd the hold reads "go" from before it execs the command.
+pub const GO_CHILD_FD: i32 = 5;
+/// The fd the hold writes "r" to once bwrap has set the sandbox up.
+pub const READY_CHILD_FD: i32 = 6;
+
+/// The hold in front of a networked command, run by `/bin/sh` inside the sandbox: it says the
+/// sandbox is set up (bwrap has written its user namespace maps and configured loopback, which
+/// `--block-fd` would not wait for), then waits for "go", closes both fds and execs the command.
+/// EOF or anything but "go" (spear died, or gave up) exits 125 without running it.
+pub const NETWORK_HOLD: &str = "printf r >&6 && exec 6>&- && IFS= read -r go <&5 && [ \"$go\" = go ] || exit 125; exec 5<&-; exec \"$@\"";
 
 /// A host path and where the sandbox sees it (a workspace root, or an entry inside one).
 #[derive(Debug, Clone, PartialEq, Eq)]
