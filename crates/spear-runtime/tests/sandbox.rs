@@ -364,7 +364,7 @@ fn exit_codes_and_not_found() {
 }
 
 #[test]
-fn unimplemented_capabilities_and_network_fail_before_anything_runs() {
+fn unimplemented_capabilities_fail_before_anything_runs() {
     let f = Fixture::new();
     for edit in [
         (|p: &mut spear_core::ExecutionProfile| p.gpu = true)
@@ -372,7 +372,6 @@ fn unimplemented_capabilities_and_network_fail_before_anything_runs() {
         |p| p.ssh = true,
         |p| p.container_runtime = true,
         |p| p.secrets = true,
-        |p| p.network = true,
     ] {
         let mut profile = common::writable();
         edit(&mut profile);
