@@ -16,6 +16,11 @@ host_if=spear-th0
 peer_if=spear-th1
 
 up() {
+    # A namespace file left without its mount (a host that rebooted /run, an interrupted run) is
+    # listed but unusable: start over.
+    if ip netns list | grep -qw "$ns" && ! ip netns exec "$ns" true 2>/dev/null; then
+        down
+    fi
     if ! ip netns list | grep -qw "$ns"; then
         ip netns add "$ns"
     fi

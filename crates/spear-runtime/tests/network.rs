@@ -323,8 +323,9 @@ fn every_sandbox_net_red_team_case() {
     }
 }
 
-/// A fake slirp4netns that reports ready and then freezes itself in a freezer cgroup of its own,
-/// where SIGKILL cannot end it: its teardown cannot be confirmed.
+/// A fake slirp4netns: the first time (the network preflight) the real one; after that it reports
+/// ready and then freezes itself in a freezer cgroup of its own, where SIGKILL cannot end it: its
+/// teardown cannot be confirmed.
 fn unkillable_slirp(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let own = std::fs::read_to_string("/proc/self/cgroup")
         .unwrap()
@@ -347,7 +348,8 @@ fn unkillable_slirp(dir: &std::path::Path) -> (std::path::PathBuf, std::path::Pa
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nmkdir -p {d}\necho $$ > {d}/cgroup.procs\nprintf 1 >&5\necho FROZEN > {d}/freezer.state\nsleep 1000\n",
+            "#!/bin/sh\nif [ ! -e {o} ]; then : > {o}; exec /usr/bin/slirp4netns \"$@\"; fi\nmkdir -p {d}\necho $$ > {d}/cgroup.procs\nprintf 1 >&5\necho FROZEN > {d}/freezer.state\nsleep 1000\n",
+            o = dir.join("once").display(),
             d = freezer.display()
         ),
     )
@@ -356,10 +358,29 @@ fn unkillable_slirp(dir: &std::path::Path) -> (std::path::PathBuf, std::path::Pa
     (script, freezer)
 }
 
+/// Thaws and removes the fake's freezer cgroup when the test ends, also when it fails: the frozen
+/// fake's pending SIGKILL then lands.
+struct Thaw(std::path::PathBuf);
+
+impl Drop for Thaw {
+    fn drop(&mut self) {
+        if self.0.exists() {
+            let _ = std::fs::write(self.0.join("freezer.state"), "THAWED");
+            for _ in 0..100 {
+                if std::fs::remove_dir(&self.0).is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
 #[test]
 fn an_unconfirmed_teardown_poisons_the_network_for_good() {
     let tmp = tempfile::tempdir().unwrap();
     let (fake, freezer) = unkillable_slirp(tmp.path());
+    let _thaw = Thaw(freezer);
     let f = Fixture::with(|c| c.sandbox.network.slirp4netns = fake.clone());
     let r = f.run(networked(), "echo ran");
     assert!(r.stdout.contains("ran"), "{r:?}");
@@ -392,12 +413,52 @@ fn an_unconfirmed_teardown_poisons_the_network_for_good() {
     let r = healthy.run(networked(), "echo ran");
     assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
     assert!(!healthy.runner.sandbox().network_containment_failed());
-    // Clean up the frozen fake: thaw it so that its pending SIGKILL lands.
-    let _ = std::fs::write(freezer.join("freezer.state"), "THAWED");
-    for _ in 0..100 {
-        if std::fs::remove_dir(&freezer).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+}
+
+#[test]
+fn a_missing_or_failing_egress_mechanism_fails_closed() {
+    // Missing tools: refused before anything is spawned, and remembered.
+    for (edit, missing) in [
+        (
+            (|c: &mut spear_runtime::RunnerConfig| {
+                c.sandbox.network.nft = "/nonexistent/nft".into();
+            }) as fn(&mut spear_runtime::RunnerConfig),
+            "/nonexistent/nft",
+        ),
+        (
+            |c| c.sandbox.network.slirp4netns = "/nonexistent/slirp4netns".into(),
+            "/nonexistent/slirp4netns",
+        ),
+    ] {
+        let f = Fixture::with(edit);
+        let r = f.run(networked(), "touch net-marker");
+        assert_eq!(r.status, ToolStatus::Failed, "{r:?}");
+        assert!(
+            r.reason.clone().unwrap_or_default().contains(missing),
+            "{r:?}"
+        );
+        assert!(!f.ws.join("net-marker").exists());
+        let r = f.run(common::writable(), "touch closed-marker");
+        assert_eq!(r.status, ToolStatus::Ok, "positive control: {r:?}");
     }
+    // An nft that refuses the rules: the command, already held in its sandbox, never runs.
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = tmp.path().join("nft");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'Error: refused for the test' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let f = Fixture::with(|c| c.sandbox.network.nft = fake.clone());
+    let r = f.run(networked(), "touch net-marker");
+    assert_eq!(r.status, ToolStatus::Failed, "{r:?}");
+    assert!(
+        r.reason
+            .clone()
+            .unwrap_or_default()
+            .contains("egress policy"),
+        "{r:?}"
+    );
+    assert!(!f.ws.join("net-marker").exists());
 }

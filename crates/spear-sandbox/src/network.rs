@@ -401,10 +401,17 @@ fn spawn_with_fds(
         .stdin(stdin)
         .stdout(Stdio::null())
         .stderr(stderr);
-    // SAFETY: the closure only makes raw fd system calls (see place_fds) between fork and exec.
+    // SAFETY: the closure only makes raw system calls (prctl, and the fd calls of place_fds)
+    // between fork and exec.
     #[allow(unsafe_code)]
     unsafe {
-        cmd.pre_exec(move || crate::spawn::place_fds(&fds));
+        cmd.pre_exec(move || {
+            // Dies with the spear thread that started it: a spear that crashes or is killed
+            // leaves no slirp4netns (or nsenter) behind. Attach, supervision and teardown all run
+            // on that one thread.
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            crate::spawn::place_fds(&fds)
+        });
     }
     cmd.spawn()
 }

@@ -85,6 +85,12 @@ pub enum SandboxError {
     /// The network path could not be set up; the command was killed before it ran.
     #[error("{0}; the command did not run")]
     Network(#[from] network::NetworkError),
+    /// A tool of the network path is missing.
+    #[error(
+        "{tool} is missing, so networked commands cannot be confined and are refused; install {1}",
+        tool = .0.display()
+    )]
+    NetworkTool(PathBuf, &'static str),
     /// An earlier teardown could not be confirmed; this sandbox gives no more network.
     #[error(
         "network containment failed earlier in this session (slirp4netns could not be confirmed dead), so this sandbox refuses every networked command; run it without the network, or restart spear after checking for a leftover slirp4netns"
@@ -131,7 +137,12 @@ pub struct Sandbox {
     preflight: Mutex<PreflightCache>,
     terminal: Mutex<Option<Arc<SandboxError>>>,
     network_poisoned: AtomicBool,
+    network_preflight: Mutex<NetworkPreflightCache>,
 }
+
+/// Network preflight results per (working directory, roots): successes, and failures of tools
+/// that are simply not there.
+type NetworkPreflightCache = HashMap<(PathBuf, Vec<PathBuf>), Result<(), Arc<SandboxError>>>;
 
 /// Numbers the commands of this process, across sandbox instances, so cgroup names never collide.
 static COMMANDS: AtomicU64 = AtomicU64::new(0);
@@ -156,6 +167,7 @@ impl Sandbox {
             preflight: Mutex::new(HashMap::new()),
             terminal: Mutex::new(None),
             network_poisoned: AtomicBool::new(false),
+            network_preflight: Mutex::new(HashMap::new()),
         }
     }
 
@@ -234,6 +246,70 @@ impl Sandbox {
         result
     }
 
+    /// The network preflight, once per (working directory, roots) and remembered: slirp4netns,
+    /// nsenter and nft are there, and a real networked `/bin/true` gets its network attached
+    /// through pinned namespaces, its egress policy loaded, and its teardown confirmed. Missing
+    /// tools are remembered as failures; other failures are probed again next time.
+    pub fn ensure_network(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
+        if self.network_poisoned.load(Ordering::SeqCst) {
+            return Err(SandboxError::NetworkPoisoned);
+        }
+        let key = (
+            spec.cwd.clone(),
+            spec.roots.iter().map(|r| r.host.clone()).collect(),
+        );
+        if let Some(cached) = lock(&self.network_preflight).get(&key) {
+            return cached.clone().map_err(|e| clone_error(&e));
+        }
+        let net = &self.config.network;
+        for (tool, package) in [
+            (&net.slirp4netns, "slirp4netns"),
+            (&net.nsenter, "util-linux"),
+            (&net.nft, "nftables"),
+        ] {
+            if !tool.is_file() {
+                let e = SandboxError::NetworkTool(tool.clone(), package);
+                lock(&self.network_preflight).insert(key, Err(Arc::new(clone_error(&e))));
+                return Err(e);
+            }
+        }
+        let store = self
+            .config
+            .persist_preflight
+            .then(PreflightStore::for_user)
+            .flatten();
+        let store_key = PreflightStore::key(&net.slirp4netns, &spec.cwd, true);
+        if let (Some(store), Some(k)) = (&store, &store_key)
+            && store.contains(&format!("net-{k}"))
+        {
+            lock(&self.network_preflight).insert(key, Ok(()));
+            return Ok(());
+        }
+        let mut probe = spec.clone();
+        probe.command = vec!["/bin/true".into()];
+        let watch = Watch {
+            timeout: Duration::from_secs(30),
+            output_cap: 16 * 1024,
+            flood_bytes: 1 << 20,
+            cancel: None,
+        };
+        let outcome = self.run_unchecked(&probe, &watch)?;
+        if let Some(e) = outcome.network_error {
+            return Err(SandboxError::Preflight(format!("network teardown: {e}")));
+        }
+        if outcome.finished.exit != Exit::Code(0) {
+            return Err(SandboxError::Preflight(format!(
+                "a networked /bin/true failed: {}",
+                outcome.finished.stderr.text.trim()
+            )));
+        }
+        if let (Some(store), Some(k)) = (&store, &store_key) {
+            store.record(&format!("net-{k}"));
+        }
+        lock(&self.network_preflight).insert(key, Ok(()));
+        Ok(())
+    }
+
     fn probe(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
         let mut probe = spec.clone();
         let cwd = spec.cwd.to_string_lossy();
@@ -286,6 +362,9 @@ impl Sandbox {
     pub fn run(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
         build_argv(spec)?;
         self.ensure(spec)?;
+        if spec.profile.network {
+            self.ensure_network(spec)?;
+        }
         self.run_unchecked(spec, watch)
     }
 
@@ -487,6 +566,7 @@ fn clone_error(e: &SandboxError) -> SandboxError {
             SandboxError::BwrapInexecutable(p.clone(), w.clone())
         }
         SandboxError::BwrapRefused(m) => SandboxError::BwrapRefused(m.clone()),
+        SandboxError::NetworkTool(p, pkg) => SandboxError::NetworkTool(p.clone(), pkg),
         other => SandboxError::Preflight(other.to_string()),
     }
 }
