@@ -1,7 +1,11 @@
 //! `spear doctor`: every mechanism the sandbox relies on, usable or not, why, and the fix.
 
 use serde::Serialize;
+use std::sync::Arc;
+
+use spear_runtime::{CommandRunner, RunnerConfig};
 use spear_sandbox::{Mechanism, Sandbox, SandboxConfig, probe_mechanisms};
+use spear_workspace::{Workspace, WorkspaceConfig};
 
 /// `spear doctor [--json]`.
 #[derive(Debug, clap::Args)]
@@ -33,7 +37,10 @@ struct Report<'a> {
 /// Runs `spear doctor`; exit status 0 when every required mechanism is usable, 1 otherwise.
 pub fn run(args: &Args) -> i32 {
     let sandbox = Sandbox::new(SandboxConfig::default());
-    let found = probe_mechanisms(&sandbox);
+    let mut found = probe_mechanisms(&sandbox);
+    if !args.no_network {
+        found.push(network_preflight());
+    }
     let ready = found.iter().all(|m| m.usable || !m.required);
     if args.json {
         let report = Report {
@@ -74,10 +81,42 @@ pub fn run(args: &Args) -> i32 {
 fn network_state(args: &Args, found: &[Mechanism]) -> &'static str {
     if args.no_network {
         "off (--no-network): every mode gives loopback only"
-    } else if found.iter().any(|m| m.name == "network path" && m.usable) {
+    } else if found
+        .iter()
+        .filter(|m| m.name.starts_with("network"))
+        .all(|m| m.usable)
+    {
         "on where the mode grants it (AUTO; ASK after confirmation; never in SAFE)"
     } else {
         "unavailable: networked commands fail (see the network path line)"
+    }
+}
+
+/// The network preflight, for real: a networked `/bin/true` in a scratch workspace.
+fn network_preflight() -> Mechanism {
+    let outcome = tempfile::tempdir()
+        .map_err(|e| e.to_string())
+        .and_then(|dir| {
+            let mut wc = WorkspaceConfig::new(dir.path());
+            wc.single_root = true;
+            let ws = Workspace::open(&wc).map_err(|e| e.to_string())?;
+            let runner = CommandRunner::new(Arc::new(ws), RunnerConfig::from_host(Vec::new()));
+            runner.ensure_network().map_err(|e| e.to_string())
+        });
+    let (usable, detail, fix) = match outcome {
+        Ok(()) => (
+            true,
+            "a networked /bin/true got its network attached, its egress policy loaded and its teardown confirmed".to_owned(),
+            None,
+        ),
+        Err(e) => (false, e, Some("see the network path line".to_owned())),
+    };
+    Mechanism {
+        name: "network preflight",
+        usable,
+        required: false,
+        detail,
+        fix,
     }
 }
 

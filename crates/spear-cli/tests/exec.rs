@@ -188,6 +188,7 @@ fn doctor_reports_every_mechanism() {
         "cgroup backend",
         "landlock",
         "network path",
+        "network preflight",
     ] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }

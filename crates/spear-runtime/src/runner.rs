@@ -194,6 +194,21 @@ impl CommandRunner {
         self.sandbox.ensure(&spec)
     }
 
+    /// Runs the network preflight for this workspace once (cached on the sandbox): a real
+    /// networked `/bin/true` with its network attached, its egress policy loaded and its teardown
+    /// confirmed.
+    pub fn ensure_network(&self) -> Result<(), SandboxError> {
+        let profile = ExecutionProfile {
+            workspace_read: true,
+            network: true,
+            ..ExecutionProfile::default()
+        };
+        let request = CommandRequest::new(CommandLine::Argv(vec!["/bin/true".into()]), profile);
+        let spec = self.spec(&request, None).map_err(SandboxError::Spec)?;
+        self.sandbox.ensure(&spec)?;
+        self.sandbox.ensure_network(&spec)
+    }
+
     /// The sandbox spec of `request`. `guard` holds the protected entries of writable roots.
     pub fn spec(
         &self,
