@@ -22,11 +22,11 @@ use crate::{FsError, Location, ResolvedPath, Workspace};
 /// Mode of a file `write` creates (less the umask).
 const NEW_FILE_MODE: u32 = 0o644;
 
-/// Permission bits kept from a replaced file. Set-user-ID and set-group-ID are dropped: a file
-/// rewritten by the harness must not inherit privileges granted to the old content.
-const KEPT_MODE_BITS: u32 = 0o777;
+/// Permission bits kept from a replaced or restored file. Set-user-ID, set-group-ID and sticky are
+/// dropped: a file rewritten by the harness must not inherit privileges granted to the old content.
+pub(crate) const KEPT_MODE_BITS: u32 = 0o777;
 
-/// How many temporary names `write` tries before giving up.
+/// How many temporary names `write` and a restore try before giving up.
 const TEMP_ATTEMPTS: usize = 16;
 
 /// Initial buffer for a read, so a huge `limit` on a huge file does not allocate up front.
@@ -167,7 +167,7 @@ impl WorkspaceFs {
             Err(e) => return Err(err(e)),
         };
 
-        let (temp_name, temp) = create_temp(&parent, kept_mode.is_none()).map_err(err)?;
+        let (temp_name, temp) = create_temp(parent.as_fd(), kept_mode.is_none()).map_err(err)?;
         let written = fill_temp(temp, contents, kept_mode)
             .map_err(|source| self.io(loc, source))
             // Attack: a link or hard link at the entry; renaming replaces the directory entry
@@ -322,7 +322,7 @@ impl WorkspaceFs {
 }
 
 /// The kind of a directory entry from its file type.
-fn kind_of(t: FileType) -> EntryKind {
+pub(crate) fn kind_of(t: FileType) -> EntryKind {
     match t {
         FileType::RegularFile => EntryKind::File,
         FileType::Directory => EntryKind::Dir,
@@ -335,7 +335,10 @@ fn kind_of(t: FileType) -> EntryKind {
 /// an existing name (a planted symlink or hard link included) is never opened. With
 /// `default_mode`, it gets 0644 less the umask; otherwise 0600 until [`fill_temp`] sets the kept
 /// mode.
-fn create_temp(dir: &OwnedFd, default_mode: bool) -> Result<(String, OwnedFd), Errno> {
+pub(crate) fn create_temp(
+    dir: BorrowedFd<'_>,
+    default_mode: bool,
+) -> Result<(String, OwnedFd), Errno> {
     let mode = Mode::from_raw_mode(if default_mode { NEW_FILE_MODE } else { 0o600 });
     let mut last = Errno::EXIST;
     for _ in 0..TEMP_ATTEMPTS {
@@ -343,7 +346,7 @@ fn create_temp(dir: &OwnedFd, default_mode: bool) -> Result<(String, OwnedFd), E
         rustix::rand::getrandom(&mut random, rustix::rand::GetRandomFlags::empty())?;
         let name = format!(".spear-tmp-{:016x}", u64::from_le_bytes(random));
         match open_beneath(
-            dir.as_fd(),
+            dir,
             Path::new(&name),
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW,
             mode,
@@ -357,7 +360,7 @@ fn create_temp(dir: &OwnedFd, default_mode: bool) -> Result<(String, OwnedFd), E
 }
 
 /// Writes `contents` to the temporary file, gives it `mode` if one is kept, and syncs it.
-fn fill_temp(fd: OwnedFd, contents: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+pub(crate) fn fill_temp(fd: OwnedFd, contents: &[u8], mode: Option<u32>) -> std::io::Result<()> {
     if let Some(mode) = mode {
         fchmod(&fd, Mode::from_raw_mode(mode))?;
     }

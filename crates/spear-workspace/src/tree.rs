@@ -2,7 +2,8 @@
 //!
 //! Every open here is `openat2(dir, name, ..., RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 //! RESOLVE_NO_MAGICLINKS)` relative to the directory fd of the step before (`O_NOFOLLOW` too
-//! where it applies), and every name is acted on with an `*at` call relative to its directory's fd
+//! where it applies; the temporary file of a restore is created as `write` creates its own, by one
+//! plain name with `O_CREAT | O_EXCL | O_NOFOLLOW`, which no link can redirect), and every name is acted on with an `*at` call relative to its directory's fd
 //! (`unlinkat`, `mkdirat`, `symlinkat`, `renameat`, `readlinkat`, `fstatat(AT_SYMLINK_NOFOLLOW)`),
 //! none of which follows a link at the name itself. No symlink is followed anywhere, not even one
 //! that stays inside the root:
@@ -18,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ use rustix::fs::{
 use rustix::io::Errno;
 
 use crate::beneath::{fs_error, normal, split_leaf};
+use crate::fs::{KEPT_MODE_BITS, create_temp, fill_temp, kind_of};
 use crate::label::format_label;
 use crate::{EntryKind, FsError, Location, WorkspaceFs};
 
@@ -42,19 +44,12 @@ const NO_LINKS: ResolveFlags = ResolveFlags::BENEATH
     .union(ResolveFlags::NO_SYMLINKS)
     .union(ResolveFlags::NO_MAGICLINKS);
 
-/// Permission bits a snapshot keeps and a restore sets. Set-user-ID, set-group-ID and sticky are
-/// dropped: a file recreated by the harness must not carry privileges.
-const KEPT_MODE_BITS: u32 = 0o777;
-
 /// Mode of the missing parent directories a restore creates (less the umask).
 const PARENT_MODE: u32 = 0o755;
 
 /// Owner read, write and search: what a directory about to be removed is given, so that its
 /// entries can be listed and unlinked.
 const REMOVAL_MODE: u32 = 0o700;
-
-/// How many temporary names a file restore tries.
-const TEMP_ATTEMPTS: usize = 16;
 
 /// Names listed per pass while a directory is emptied.
 const REMOVAL_BATCH: usize = 1024;
@@ -398,16 +393,6 @@ fn dir_chain(root: BorrowedFd<'_>, rel: &Path, create: bool) -> Result<OwnedFd, 
     Ok(current)
 }
 
-/// The kind of an entry from its file type.
-fn kind_of(t: FileType) -> EntryKind {
-    match t {
-        FileType::RegularFile => EntryKind::File,
-        FileType::Directory => EntryKind::Dir,
-        FileType::Symlink => EntryKind::Symlink,
-        _ => EntryKind::Other,
-    }
-}
-
 /// The names in the directory open at `fd`, at most `max` of them (and `..`/`.` left out).
 fn list_names(fd: &OwnedFd, max: usize) -> Result<Vec<OsString>, Errno> {
     let mut dir = Dir::read_from(fd)?;
@@ -672,43 +657,13 @@ fn write_replacing(
     bytes: &[u8],
     mode: u32,
 ) -> Result<(), Errno> {
-    let (temp_name, fd) = create_temp(dir)?;
-    let filled = fill(fd, bytes, mode).and_then(|()| renameat(dir, &temp_name, dir, name));
+    let (temp_name, fd) = create_temp(dir, false)?;
+    let filled = fill_temp(fd, bytes, Some(mode & KEPT_MODE_BITS))
+        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))
+        .and_then(|()| renameat(dir, &temp_name, dir, name));
     if filled.is_err() {
         // Best effort: leave no temporary file behind; the original error is what matters.
         let _ = unlinkat(dir, &temp_name, AtFlags::empty());
     }
     filled
-}
-
-/// Gives the new file its mode, writes it and syncs it.
-fn fill(fd: OwnedFd, bytes: &[u8], mode: u32) -> Result<(), Errno> {
-    fchmod(&fd, Mode::from_raw_mode(mode & KEPT_MODE_BITS))?;
-    let mut file = File::from(fd);
-    let io = |e: std::io::Error| Errno::from_io_error(&e).unwrap_or(Errno::IO);
-    file.write_all(bytes).map_err(io)?;
-    file.sync_all().map_err(io)
-}
-
-/// Creates a new temporary file (mode 0600) in `dir` with a random name, `O_CREAT | O_EXCL |
-/// O_NOFOLLOW`, so an existing name (a planted link included) is never opened.
-fn create_temp(dir: BorrowedFd<'_>) -> Result<(String, OwnedFd), Errno> {
-    let mut last = Errno::EXIST;
-    for _ in 0..TEMP_ATTEMPTS {
-        let mut random = [0u8; 8];
-        rustix::rand::getrandom(&mut random, rustix::rand::GetRandomFlags::empty())?;
-        let name = format!(".spear-tmp-{:016x}", u64::from_le_bytes(random));
-        match openat2(
-            dir,
-            &*name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-            NO_LINKS,
-        ) {
-            Ok(fd) => return Ok((name, fd)),
-            Err(Errno::EXIST) => last = Errno::EXIST,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last)
 }
