@@ -509,19 +509,7 @@ mod tests {
     use super::*;
 
     fn defaults() -> ProtectedEntries {
-        ProtectedEntries::new(&[
-            ".git/hooks/",
-            ".git/config",
-            ".gitmodules",
-            ".envrc",
-            ".vscode/",
-            ".idea/",
-            ".mcp.json",
-            ".spear/",
-            ".claude/",
-            ".codex/",
-            ".cursor/",
-        ])
+        ProtectedEntries::new(&spear_policy::TargetRules::default().protected_patterns())
     }
 
     #[test]

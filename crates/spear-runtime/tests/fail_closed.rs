@@ -43,8 +43,7 @@ struct Case {
 fn case(bwrap: PathBuf, backend: Option<Result<(), String>>) -> Case {
     let fixture = Fixture::new();
     let spawner = Arc::new(RecordingSpawner::default());
-    let mut config =
-        RunnerConfig::from_host(common::PROTECTED.iter().map(|s| (*s).to_owned()).collect());
+    let mut config = RunnerConfig::from_host(common::protected());
     config.home.clone_from(&fixture.home);
     config.sandbox = sandbox_config(|c| c.bwrap = bwrap);
     let backend = match backend {

@@ -12,20 +12,6 @@ use std::path::{Path, PathBuf};
 use spear_runtime::protect::{Guard, ProtectError, ProtectedEntries, Repair, RepairAction};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
-const PATTERNS: &[&str] = &[
-    ".git/hooks/",
-    ".git/config",
-    ".gitmodules",
-    ".envrc",
-    ".vscode/",
-    ".idea/",
-    ".mcp.json",
-    ".spear/",
-    ".claude/",
-    ".codex/",
-    ".cursor/",
-];
-
 /// `base/ws` is the workspace, `base/outside` lies outside it.
 struct Fx {
     _tmp: tempfile::TempDir,
@@ -135,7 +121,7 @@ fn snapshot_into(dir: &Path, out: &mut Vec<(PathBuf, u32, Vec<u8>)>) {
 }
 
 fn entries() -> ProtectedEntries {
-    ProtectedEntries::new(PATTERNS)
+    ProtectedEntries::new(&spear_policy::TargetRules::default().protected_patterns())
 }
 
 fn guard(ws: &Workspace) -> Guard {

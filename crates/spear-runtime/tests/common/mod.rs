@@ -12,19 +12,9 @@ use spear_sandbox::{Sandbox, SandboxConfig};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
 /// The built-in protected entries of the target policy.
-pub const PROTECTED: &[&str] = &[
-    ".git/hooks/",
-    ".git/config",
-    ".gitmodules",
-    ".envrc",
-    ".vscode/",
-    ".idea/",
-    ".mcp.json",
-    ".spear/",
-    ".claude/",
-    ".codex/",
-    ".cursor/",
-];
+pub fn protected() -> Vec<String> {
+    spear_policy::TargetRules::default().protected_patterns()
+}
 
 /// A secret planted in the host environment the runner sees.
 pub const HOST_SECRET: &str = "sk-spear-test-secret-0123456789";
@@ -55,8 +45,7 @@ impl Fixture {
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
         std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
         std::fs::write(ws.join("README.md"), "hello\n").unwrap();
-        let mut config =
-            RunnerConfig::from_host(PROTECTED.iter().map(|s| (*s).to_owned()).collect());
+        let mut config = RunnerConfig::from_host(protected());
         config.home.clone_from(&home);
         config.host_env = vec![
             ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
