@@ -206,6 +206,16 @@ fn network_mode_reports_holds_and_names_the_resolver() {
 }
 
 #[test]
+fn the_hold_uses_the_fds_the_spawner_places() {
+    use crate::spec::{GO_CHILD_FD, NETWORK_HOLD, READY_CHILD_FD};
+    assert!(NETWORK_HOLD.starts_with(&format!(
+        "printf r >&{READY_CHILD_FD} && exec {READY_CHILD_FD}>&-"
+    )));
+    assert!(NETWORK_HOLD.contains(&format!("read -r go <&{GO_CHILD_FD}")));
+    assert!(NETWORK_HOLD.contains(&format!("exec {GO_CHILD_FD}<&-; exec \"$@\"")));
+}
+
+#[test]
 fn the_command_follows_the_separator_verbatim() {
     let mut s = spec(true);
     s.command = vec!["--help".into(), "--bind".into(), "/".into(), "/".into()];

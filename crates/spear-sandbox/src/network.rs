@@ -223,10 +223,21 @@ pub(crate) fn egress_rules(allow: &[EgressAllow], host_addrs: &[Ipv4Addr]) -> St
 }
 
 /// The host's own IPv4 addresses (the LOCAL routes of `/proc/net/fib_trie`): slirp4netns would
-/// otherwise carry a sandbox to services bound to them.
-pub(crate) fn host_addresses() -> Vec<Ipv4Addr> {
-    let text = std::fs::read_to_string("/proc/net/fib_trie").unwrap_or_default();
-    parse_fib_trie(&text)
+/// otherwise carry a sandbox to services bound to them. A table that cannot be read, or that lists
+/// none (it always holds 127.0.0.1), is an error: the rules are never loaded without them.
+pub(crate) fn host_addresses() -> Result<Vec<Ipv4Addr>, NetworkError> {
+    let text = std::fs::read_to_string("/proc/net/fib_trie").map_err(|e| {
+        NetworkError::Egress(format!(
+            "the host's addresses are unknown: /proc/net/fib_trie: {e}"
+        ))
+    })?;
+    let addrs = parse_fib_trie(&text);
+    if addrs.is_empty() {
+        return Err(NetworkError::Egress(
+            "the host's addresses are unknown: /proc/net/fib_trie lists no local address".into(),
+        ));
+    }
+    Ok(addrs)
 }
 
 fn parse_fib_trie(text: &str) -> Vec<Ipv4Addr> {
@@ -604,7 +615,13 @@ pub(crate) fn attach(
     // slirp4netns comes up while the rules load: the rules filter the namespace's output hook
     // and do not need its tap device, and the command stays held until both are done.
     let starting = spawn_slirp(config, &pinned)?;
-    let rules = egress_rules(&config.allow, &host_addresses());
+    let rules = match host_addresses() {
+        Ok(addrs) => egress_rules(&config.allow, &addrs),
+        Err(e) => {
+            let _ = stop_slirp(&starting.slirp);
+            return Err(e);
+        }
+    };
     if let Err(e) = apply_egress(config, &pinned, &rules) {
         let _ = stop_slirp(&starting.slirp);
         return Err(e);

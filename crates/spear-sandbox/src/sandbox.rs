@@ -19,7 +19,7 @@ use crate::network::{self, NetworkConfig};
 use crate::preflight_store::PreflightStore;
 use crate::seccomp::{self, SeccompError};
 use crate::spawn::{Exit, Finished, Launch, ProcessSpawner, Spawner, Stop, Watch, supervise};
-use crate::spec::{BwrapSpec, SpecError};
+use crate::spec::{BwrapSpec, GO_CHILD_FD, INFO_CHILD_FD, READY_CHILD_FD, SpecError};
 
 /// How a sandbox runs commands.
 #[derive(Debug, Clone)]
@@ -287,12 +287,7 @@ impl Sandbox {
         }
         let mut probe = spec.clone();
         probe.command = vec!["/bin/true".into()];
-        let watch = Watch {
-            timeout: Duration::from_secs(30),
-            output_cap: 16 * 1024,
-            flood_bytes: 1 << 20,
-            cancel: None,
-        };
+        let watch = probe_watch();
         let outcome = self.run_unchecked(&probe, &watch)?;
         if let Some(e) = outcome.network_error {
             return Err(SandboxError::Preflight(format!("network teardown: {e}")));
@@ -332,12 +327,7 @@ impl Sandbox {
         probe.command = vec!["/bin/sh".into(), "-c".into(), script.into()];
         // The preflight proves the closed sandbox; the network path is attached per command.
         probe.profile.network = false;
-        let watch = Watch {
-            timeout: Duration::from_secs(30),
-            output_cap: 16 * 1024,
-            flood_bytes: 1 << 20,
-            cancel: None,
-        };
+        let watch = probe_watch();
         let outcome = self.run_unchecked(&probe, &watch)?;
         let f = &outcome.finished;
         if let Some(msg) = outcome.setup_error {
@@ -520,6 +510,24 @@ fn setup_failure(f: &Finished) -> Option<String> {
     let text = f.stderr.text.trim();
     (f.exit == Exit::Code(1) && f.stdout.total_bytes == 0 && text.starts_with("bwrap: "))
         .then(|| text.lines().next().unwrap_or(text).to_owned())
+}
+
+// The network path's pipes reach the child in this order (`Launch::inherit`), after the seccomp
+// program: the hold and bwrap's `--info-fd` use these numbers.
+const _: () = assert!(
+    INFO_CHILD_FD == crate::SECCOMP_CHILD_FD + 1
+        && GO_CHILD_FD == INFO_CHILD_FD + 1
+        && READY_CHILD_FD == GO_CHILD_FD + 1
+);
+
+/// How a preflight probe is watched: 30 s, small output caps.
+fn probe_watch() -> Watch {
+    Watch {
+        timeout: Duration::from_secs(30),
+        output_cap: 16 * 1024,
+        flood_bytes: 1 << 20,
+        cancel: None,
+    }
 }
 
 /// Whether a bwrap setup failure is the kernel refusing namespaces (terminal), rather than a
