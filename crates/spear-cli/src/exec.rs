@@ -52,7 +52,6 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 
 /// Runs `spear exec`; returns the exit status.
 pub fn run(args: &Args) -> Result<i32, ContextError> {
-    tracing::debug!("exec starts");
     let ctx = Context::open(&args.workspace)?;
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");
@@ -74,7 +73,6 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
     let mode = args.mode.mode();
     let terminal = TerminalConfirmer;
     let confirmer: Option<&dyn Confirmer> = Some(&terminal);
-    tracing::debug!("classified");
     let auth = authorize(
         &assessment,
         args.mode.policy_for(mode),
@@ -93,7 +91,6 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
                 .collect::<Result<_, String>>()
                 .map_err(ContextError::NetworkAllow)?;
             let runner = CommandRunner::new(policy.shared_workspace(), config);
-            tracing::debug!("runner ready");
             let mut request = CommandRequest::new(line, profile);
             request.timeout = args.timeout;
             request.class = Some(assessment.class);

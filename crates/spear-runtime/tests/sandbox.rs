@@ -189,10 +189,15 @@ fn an_fd_opened_by_the_parent_is_not_reachable() {
         rustix::io::fcntl_getfd(&fd).unwrap().is_empty(),
         "positive control: inheritable"
     );
-    let r = f.auto(&format!(
-        "ls /proc/self/fd; cat /proc/self/fd/{n}; cat <&{n}"
-    ));
+    let probe = format!("ls /proc/self/fd; cat /proc/self/fd/{n}; cat <&{n}");
+    let r = f.auto(&probe);
     assert!(!r.stdout.contains("FD-SECRET"), "{r:?}");
+    // Positive control: the same probe in a child spawned the ordinary way reads the leaked fd.
+    let leaked = std::process::Command::new("/bin/sh")
+        .args(["-c", &format!("cat <&{n}")])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&leaked.stdout), "FD-SECRET");
     drop(fd);
 }
 
