@@ -192,9 +192,10 @@ fn an_fd_opened_by_the_parent_is_not_reachable() {
     let probe = format!("ls /proc/self/fd; cat /proc/self/fd/{n}; cat <&{n}");
     let r = f.auto(&probe);
     assert!(!r.stdout.contains("FD-SECRET"), "{r:?}");
-    // Positive control: the same probe in a child spawned the ordinary way reads the leaked fd.
+    // Positive control: the same probe in a child spawned the ordinary way reads the leaked fd
+    // (by its /proc path: dash's `<&N` takes one digit only).
     let leaked = std::process::Command::new("/bin/sh")
-        .args(["-c", &format!("cat <&{n}")])
+        .args(["-c", &format!("cat /proc/self/fd/{n}")])
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&leaked.stdout), "FD-SECRET");
