@@ -1,0 +1,1 @@
+//! The tool layer: what a coding agent may call, and the one router every call passes through.
