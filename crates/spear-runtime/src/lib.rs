@@ -10,7 +10,18 @@
 //!   written, renamed or replaced by a command; one created during it is removed afterwards, and the
 //!   result says so.
 
+pub mod audit;
+pub mod changes;
+pub mod checkpoint;
+pub mod evidence;
 pub mod protect;
+pub mod refusals;
+pub mod result_store;
 mod runner;
 
-pub use runner::{CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunnerConfig};
+pub use evidence::{Evidence, Verdict, verdict};
+pub use refusals::{RefusalTracker, Repeat};
+pub use runner::{
+    CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
+};
+pub use spear_sandbox::CancelToken;

@@ -101,6 +101,17 @@ impl CommandRequest {
     }
 }
 
+/// What [`CommandRunner::run_report`] returns.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The result, as [`CommandRunner::run`] returns it.
+    pub result: ToolResult,
+    /// Why the sandbox is missing or broken, when that is why the command failed (mechanisms
+    /// missing, the preflight or setup failed, containment could not be confirmed, protected
+    /// entries could not be guarded or checked). Callers stop trusting writes after this.
+    pub sandbox_down: Option<String>,
+}
+
 /// What the host offers every sandbox of a runner, looked up once.
 #[derive(Debug, Clone)]
 struct HostView {
@@ -320,19 +331,30 @@ impl CommandRunner {
     /// Runs `request` to one result. Every failure to confine is a failed result with nothing
     /// spawned; every end of a command that ran is reported as it happened.
     pub fn run(&self, request: &CommandRequest) -> ToolResult {
-        let started = Instant::now();
-        let mut result = self.run_inner(request);
-        result.class = request.class;
-        result.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        result
+        self.run_report(request).result
     }
 
-    fn run_inner(&self, request: &CommandRequest) -> ToolResult {
+    /// Runs `request` as [`CommandRunner::run`] does, and also says whether it failed because the
+    /// sandbox itself is missing or broken (as opposed to the command failing, or a refusal).
+    pub fn run_report(&self, request: &CommandRequest) -> RunReport {
+        let started = Instant::now();
+        let mut report = self.run_inner(request);
+        report.result.class = request.class;
+        report.result.duration_ms =
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        report
+    }
+
+    fn run_inner(&self, request: &CommandRequest) -> RunReport {
+        let down = |reason: String| RunReport {
+            sandbox_down: Some(reason.clone()),
+            result: failed(reason),
+        };
         let guard = if request.profile.workspace_write {
             match self.protected.guard(&self.workspace) {
                 Ok(g) => Some(g),
                 Err(e) => {
-                    return failed(format!(
+                    return down(format!(
                         "spear could not protect the workspace's protected entries, so nothing ran: {e}"
                     ));
                 }
@@ -343,7 +365,12 @@ impl CommandRunner {
         tracing::debug!("protected entries guarded");
         let spec = match self.spec(request, guard.as_ref()) {
             Ok(s) => s,
-            Err(e) => return failed(e.to_string()),
+            Err(e) => {
+                return RunReport {
+                    result: failed(e.to_string()),
+                    sandbox_down: None,
+                };
+            }
         };
         tracing::debug!("sandbox spec built");
         let timeout = request.timeout.unwrap_or(self.config.default_timeout);
@@ -354,9 +381,34 @@ impl CommandRunner {
             cancel: request.cancel.clone(),
         };
         let outcome = self.sandbox.run(&spec, &watch);
+        let mut sandbox_down = None;
         let mut result = match outcome {
-            Ok(outcome) => self.interpret(&outcome, timeout),
-            Err(e) => failed(e.to_string()),
+            Ok(outcome) => {
+                let result = self.interpret(&outcome, timeout);
+                let broken = outcome
+                    .setup_error
+                    .as_ref()
+                    .is_some_and(|_| result.status != ToolStatus::NotFound)
+                    || outcome.finished.exit == Exit::Unknown;
+                if broken {
+                    sandbox_down.clone_from(&result.reason);
+                }
+                result
+            }
+            Err(e) => {
+                // A spec refusal (an unimplemented capability) or a broken network path is not the
+                // sandbox being down: closed commands still run confined.
+                if !matches!(
+                    e,
+                    SandboxError::Spec(_)
+                        | SandboxError::Network(_)
+                        | SandboxError::NetworkTool(..)
+                        | SandboxError::NetworkPoisoned
+                ) {
+                    sandbox_down = Some(e.to_string());
+                }
+                failed(e.to_string())
+            }
         };
         if let Some(guard) = guard {
             match guard.enforce(&self.workspace) {
@@ -376,16 +428,18 @@ impl CommandRunner {
                 }
                 Err(e) => {
                     result.status = ToolStatus::Failed;
-                    append_reason(
-                        &mut result,
-                        &format!(
-                            "spear could not check the protected entries after the command: {e}; inspect them before running git or entering the directory"
-                        ),
+                    let text = format!(
+                        "spear could not check the protected entries after the command: {e}; inspect them before running git or entering the directory"
                     );
+                    append_reason(&mut result, &text);
+                    sandbox_down = Some(text);
                 }
             }
         }
-        result
+        RunReport {
+            result,
+            sandbox_down,
+        }
     }
 
     /// Turns what the sandbox saw into a result.

@@ -1,1 +1,30 @@
 //! The tool layer: what a coding agent may call, and the one router every call passes through.
+//!
+//! What this crate guarantees:
+//! - Every call, whichever client sent it (the MCP server, the CLI, a Rust program), goes through
+//!   [`ToolRouter`]: the caller's role view, schema validation (unknown fields are an error), the
+//!   hard gates (request scope, target policy, the tool's modes, a sandbox found down), the
+//!   mode's authorisation, checkpoints before every mutation, evidence, audit, the output preview,
+//!   and repeated-refusal stopping.
+//! - Every path a tool touches is resolved by `Workspace::resolve` and opened by `WorkspaceFs`
+//!   beneath a root's directory fd; nothing is opened by name from `/`.
+//! - A refusal attaches to the file, not the tool: a path `write_file` may not write, `patch`,
+//!   `delete_file` and every command in the terminal may not either.
+
+mod envelope;
+mod exposure;
+mod preview;
+mod registry;
+mod router;
+mod spec;
+mod tool;
+pub mod tools;
+
+pub use envelope::ToolResultEnvelope;
+pub use exposure::{Role, ToolExposurePolicy, UnknownRole};
+pub use registry::ToolRegistry;
+pub use router::{
+    RouterConfig, RouterStores, ToolObserver, ToolRouter, random_id, sandbox_down_refusal,
+};
+pub use spec::{ALL_MODES, Effect, ToolSpec, WRITING_MODES};
+pub use tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, ToolLimits, parse_args};

@@ -46,4 +46,4 @@ pub use fs::{DirEntry, EntryKind, ReadOutcome, WorkspaceFs, WriteOutcome};
 pub use mount::{FIXED_PRIMARY_MOUNT, FIXED_SECONDARY_MOUNTS, MountScheme, identity_mount_is_safe};
 pub use resolve::ResolvedPath;
 pub use roots::{Location, Root, Workspace};
-pub use tree::{Budget, MAX_TREE_DEPTH, Node, Walk};
+pub use tree::{Budget, EntryMeta, MAX_TREE_DEPTH, Node, Walk};

@@ -67,6 +67,54 @@ pub enum Walk {
     Skip,
 }
 
+/// An entry's metadata as [`WorkspaceFs::walk_meta`] reads it (never following a link). Enough to
+/// tell whether an entry changed: a change of content moves `ctime`, which no unprivileged call
+/// can set back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryMeta {
+    /// Its kind.
+    pub kind: EntryKind,
+    /// Permission bits (`0o7777`).
+    pub mode: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+    /// Status change time, nanoseconds since the epoch.
+    pub ctime_ns: i128,
+    /// Inode number.
+    pub ino: u64,
+    /// Device number.
+    pub dev: u64,
+}
+
+impl EntryMeta {
+    fn of(st: &rustix::fs::Stat) -> Self {
+        let ns = |s: i64, n: u64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        EntryMeta {
+            kind: kind_of(FileType::from_raw_mode(st.st_mode)),
+            mode: st.st_mode & 0o7777,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
+            ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
+            ino: st.st_ino,
+            dev: st.st_dev,
+        }
+    }
+
+    fn kind_only(kind: EntryKind) -> Self {
+        EntryMeta {
+            kind,
+            mode: 0,
+            size: 0,
+            mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 0,
+            dev: 0,
+        }
+    }
+}
+
 /// The content of an entry and everything below it, as [`WorkspaceFs::read_entry`] found it.
 /// Modes hold the permission bits only (`0o777`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,7 +216,21 @@ impl WorkspaceFs {
         max_entries: usize,
         visit: &mut dyn FnMut(&Path, EntryKind) -> Walk,
     ) -> Result<(), FsError> {
-        self.walk_inner(root, max_entries, visit)
+        self.walk_inner(root, max_entries, false, &mut |rel, meta| visit(rel, meta.kind))
+            .map_err(|f| self.fail(root, f))
+    }
+
+    /// Walks as [`WorkspaceFs::walk`] does, and gives the visitor each entry's metadata, read
+    /// with `fstatat(dir_fd, name, AT_SYMLINK_NOFOLLOW)` relative to its directory's fd (so it is
+    /// the entry's own, never a link target's). An entry gone between listing and stat is
+    /// skipped.
+    pub fn walk_meta(
+        &self,
+        root: usize,
+        max_entries: usize,
+        visit: &mut dyn FnMut(&Path, &EntryMeta) -> Walk,
+    ) -> Result<(), FsError> {
+        self.walk_inner(root, max_entries, true, visit)
             .map_err(|f| self.fail(root, f))
     }
 
@@ -176,7 +238,8 @@ impl WorkspaceFs {
         &self,
         root: usize,
         max_entries: usize,
-        visit: &mut dyn FnMut(&Path, EntryKind) -> Walk,
+        with_meta: bool,
+        visit: &mut dyn FnMut(&Path, &EntryMeta) -> Walk,
     ) -> Result<(), Fail> {
         let top_rel = PathBuf::new();
         let root_fd = self.tree_root(root, &top_rel)?;
@@ -207,16 +270,19 @@ impl WorkspaceFs {
                 ));
             }
             let dir_fd = dir.fd().map_err(at(rel))?;
-            let kind = match entry.file_type() {
-                FileType::Unknown => match statat(dir_fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) => kind_of(FileType::from_raw_mode(st.st_mode)),
-                    Err(Errno::NOENT) => continue,
-                    Err(e) => return Err(Fail::Os(e, rel.join(&name))),
-                },
-                t => kind_of(t),
+            let meta = match entry.file_type() {
+                t if with_meta || t == FileType::Unknown => {
+                    match statat(dir_fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(st) => EntryMeta::of(&st),
+                        Err(Errno::NOENT) => continue,
+                        Err(e) => return Err(Fail::Os(e, rel.join(&name))),
+                    }
+                }
+                t => EntryMeta::kind_only(kind_of(t)),
             };
+            let kind = meta.kind;
             let child_rel = rel.join(&name);
-            if visit(&child_rel, kind) == Walk::Skip || kind != EntryKind::Dir {
+            if visit(&child_rel, &meta) == Walk::Skip || kind != EntryKind::Dir {
                 continue;
             }
             if depth > MAX_TREE_DEPTH {

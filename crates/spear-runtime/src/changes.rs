@@ -1,0 +1,354 @@
+//! What a command changed in the workspace, found by comparing the workspace around the call, and
+//! what each changed entry held before, so that the change can be checked, reported and undone.
+//!
+//! A command in a writable sandbox may write anywhere in the roots, and no analysis of a script can
+//! say where. So [`ChangeTracker::before`] walks every root (through [`WorkspaceFs::walk_meta`]:
+//! no link followed, each entry's own metadata) and [`ChangeTracker::after`] walks again; an entry
+//! whose kind, size, mode, inode, modification or status-change time differs, or that appeared
+//! or vanished, changed. `ctime` moves on every content change and cannot be set back by an
+//! unprivileged process, so a command cannot hide a write by restoring the modification time.
+//!
+//! Prior content comes from a baseline the tracker keeps for the session: the first walk stores
+//! every tracked file in the checkpoint store (content-addressed, through [`WorkspaceFs`], never by
+//! host path), later walks store only what changed since. Not tracked: `.git` directories (git's
+//! own history covers them) and what the root's `.gitignore` or `.git/info/exclude` ignores
+//! (build outputs); their changes are still found and counted, and their paths still checked by
+//! the caller, but their content is not kept.
+//!
+//! Bounds: more than [`ChangeLimits::max_entries`] entries fails closed (nothing runs); a file
+//! over [`ChangeLimits::max_file_bytes`], or beyond [`ChangeLimits::max_total_bytes`] of
+//! baseline, is tracked by metadata only and its change is reported as not restorable.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use spear_workspace::{EntryKind, EntryMeta, FsError, Location, Walk, Workspace, WorkspaceFs};
+
+use crate::checkpoint::{CheckpointError, CheckpointStore, EntryState};
+
+/// Bounds of the tracker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeLimits {
+    /// Entries walked over all roots, per walk.
+    pub max_entries: usize,
+    /// Largest file whose content is kept.
+    pub max_file_bytes: u64,
+    /// Content kept in the baseline, in all.
+    pub max_total_bytes: u64,
+}
+
+impl Default for ChangeLimits {
+    fn default() -> Self {
+        ChangeLimits {
+            max_entries: 1_000_000,
+            max_file_bytes: 16 << 20,
+            max_total_bytes: 1 << 30,
+        }
+    }
+}
+
+/// Why changes could not be tracked. Callers fail closed: the command does not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ChangeError {
+    /// The walk failed (a limit, an unreadable directory, a directory swapped for a link).
+    #[error("the workspace could not be walked to track the command's changes: {0}")]
+    Walk(#[from] FsError),
+    /// The checkpoint store failed.
+    #[error("the checkpoint store failed: {0}")]
+    Store(#[from] CheckpointError),
+}
+
+/// One entry a command changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Where it is.
+    pub loc: Location,
+    /// Its audit label.
+    pub label: String,
+    /// What it was before: `None` when its content was not kept (ignored, too large, over budget).
+    pub before: Option<EntryState>,
+    /// Whether it is ignored (`.gitignore`, `.git/info/exclude`).
+    pub ignored: bool,
+    /// Whether it exists now.
+    pub exists_now: bool,
+    /// Its kind now, or before when it is gone.
+    pub kind: EntryKind,
+}
+
+/// The workspace as one walk saw it.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    entries: HashMap<(usize, PathBuf), Seen>,
+}
+
+impl Snapshot {
+    /// How many entries the walk saw.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the walk saw nothing.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    meta: EntryMeta,
+    ignored: bool,
+}
+
+/// What the baseline knows of one entry.
+#[derive(Debug, Clone)]
+struct Known {
+    meta: EntryMeta,
+    state: Option<EntryState>,
+}
+
+/// Finds what commands change, and keeps what changed entries held before. One per session and
+/// workspace; calls are serialised.
+#[derive(Debug, Default)]
+pub struct ChangeTracker {
+    limits: ChangeLimits,
+    baseline: Mutex<Baseline>,
+}
+
+#[derive(Debug, Default)]
+struct Baseline {
+    known: HashMap<(usize, PathBuf), Known>,
+    kept_bytes: u64,
+}
+
+impl ChangeTracker {
+    /// A tracker with these bounds.
+    pub fn new(limits: ChangeLimits) -> Self {
+        ChangeTracker {
+            limits,
+            baseline: Mutex::new(Baseline::default()),
+        }
+    }
+
+    /// Walks the workspace before a command and brings the baseline up to date (content of new or
+    /// changed tracked files stored in `store`; without one, only metadata is kept and changes
+    /// are found but cannot be undone).
+    pub fn before(
+        &self,
+        ws: &Workspace,
+        fs: &WorkspaceFs,
+        store: Option<&CheckpointStore>,
+    ) -> Result<Snapshot, ChangeError> {
+        let snapshot = self.walk(ws, fs)?;
+        let mut baseline = self
+            .baseline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        baseline.known.retain(|key, known| {
+            snapshot
+                .entries
+                .get(key)
+                .is_some_and(|s| s.meta == known.meta)
+        });
+        let mut missing: Vec<(&(usize, PathBuf), &Seen)> = snapshot
+            .entries
+            .iter()
+            .filter(|(key, _)| !baseline.known.contains_key(*key))
+            .collect();
+        missing.sort_by(|a, b| a.0.cmp(b.0));
+        for (key, seen) in missing {
+            let state = self.capture(fs, store, key, seen, &mut baseline);
+            baseline.known.insert(
+                key.clone(),
+                Known {
+                    meta: seen.meta,
+                    state,
+                },
+            );
+        }
+        Ok(snapshot)
+    }
+
+    /// Walks the workspace after a command and lists what changed since `before`, each with its
+    /// state before. Changed entries leave the baseline, so the next [`ChangeTracker::before`]
+    /// keeps their new content.
+    pub fn after(
+        &self,
+        ws: &Workspace,
+        fs: &WorkspaceFs,
+        before: &Snapshot,
+    ) -> Result<Vec<Change>, ChangeError> {
+        let now = self.walk(ws, fs)?;
+        let mut keys: Vec<&(usize, PathBuf)> = before
+            .entries
+            .keys()
+            .chain(
+                now.entries
+                    .keys()
+                    .filter(|k| !before.entries.contains_key(*k)),
+            )
+            .collect();
+        keys.sort();
+        let mut baseline = self
+            .baseline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut changes = Vec::new();
+        for key in keys {
+            let (old, new) = (before.entries.get(key), now.entries.get(key));
+            if !differs(old, new) {
+                continue;
+            }
+            let loc = Location {
+                root: key.0,
+                rel: key.1.clone(),
+            };
+            let prior = match old {
+                None => Some(EntryState::Absent),
+                Some(_) => baseline.known.get(key).and_then(|k| k.state.clone()),
+            };
+            baseline.known.remove(key);
+            let kind = new.or(old).map_or(EntryKind::Other, |s| s.meta.kind);
+            changes.push(Change {
+                label: ws.label(&loc),
+                loc,
+                before: prior,
+                ignored: new.or(old).is_some_and(|s| s.ignored),
+                exists_now: new.is_some(),
+                kind,
+            });
+        }
+        Ok(changes)
+    }
+
+    /// Stores the state of a tracked entry, or `None` when it is not kept.
+    fn capture(
+        &self,
+        fs: &WorkspaceFs,
+        store: Option<&CheckpointStore>,
+        key: &(usize, PathBuf),
+        seen: &Seen,
+        baseline: &mut Baseline,
+    ) -> Option<EntryState> {
+        if seen.ignored {
+            return None;
+        }
+        match seen.meta.kind {
+            EntryKind::Dir => Some(EntryState::Dir {
+                mode: seen.meta.mode & 0o777,
+            }),
+            EntryKind::Other => None,
+            EntryKind::File
+                if seen.meta.size > self.limits.max_file_bytes
+                    || baseline.kept_bytes + seen.meta.size > self.limits.max_total_bytes =>
+            {
+                None
+            }
+            EntryKind::File | EntryKind::Symlink => {
+                let store = store?;
+                let loc = Location {
+                    root: key.0,
+                    rel: key.1.clone(),
+                };
+                match store.read_state(fs, &loc) {
+                    Ok(state) => {
+                        if let EntryState::File { size, .. } = &state {
+                            baseline.kept_bytes += size;
+                        }
+                        Some(state)
+                    }
+                    // Changed or gone between the walk and the read: its content is not known, and
+                    // the comparison after the command says whether it matters.
+                    Err(_) => None,
+                }
+            }
+        }
+    }
+
+    /// Walks every root. `.git` directories are not entered; ignored entries are marked.
+    fn walk(&self, ws: &Workspace, fs: &WorkspaceFs) -> Result<Snapshot, ChangeError> {
+        let mut snapshot = Snapshot::default();
+        let mut budget = self.limits.max_entries;
+        for (root, _) in ws.roots().iter().enumerate() {
+            let ignore = root_ignore(ws, fs, root);
+            let mut seen = 0usize;
+            fs.walk_meta(root, budget, &mut |rel: &Path, meta: &EntryMeta| {
+                seen += 1;
+                if meta.kind == EntryKind::Dir && rel.file_name() == Some(".git".as_ref()) {
+                    return Walk::Skip;
+                }
+                let ignored = ignore
+                    .matched_path_or_any_parents(rel, meta.kind == EntryKind::Dir)
+                    .is_ignore();
+                snapshot.entries.insert(
+                    (root, rel.to_path_buf()),
+                    Seen {
+                        meta: *meta,
+                        ignored,
+                    },
+                );
+                Walk::Continue
+            })?;
+            budget = budget.saturating_sub(seen);
+        }
+        Ok(snapshot)
+    }
+}
+
+/// Whether an entry changed between two walks. A directory changes only by appearing,
+/// vanishing, changing kind or mode: its own times move whenever an entry in it does, which is
+/// that entry's change.
+fn differs(old: Option<&Seen>, new: Option<&Seen>) -> bool {
+    match (old, new) {
+        (None, None) => false,
+        (Some(_), None) | (None, Some(_)) => true,
+        (Some(a), Some(b)) => {
+            let (a, b) = (a.meta, b.meta);
+            if a.kind != b.kind {
+                return true;
+            }
+            if a.kind == EntryKind::Dir {
+                return a.mode != b.mode || a.ino != b.ino;
+            }
+            a != b
+        }
+    }
+}
+
+/// The ignore rules of root `root`: its top `.gitignore` and `.git/info/exclude`, read through
+/// `fs`. Rules that cannot be read are left out: that only makes more entries tracked.
+fn root_ignore(ws: &Workspace, fs: &WorkspaceFs, root: usize) -> Gitignore {
+    let Some(r) = ws.roots().get(root) else {
+        return Gitignore::empty();
+    };
+    let mut builder = GitignoreBuilder::new(r.host_path());
+    for rel in [".gitignore", ".git/info/exclude"] {
+        let loc = Location {
+            root,
+            rel: PathBuf::from(rel),
+        };
+        let Ok(bytes) = fs.read_head(&loc, 1 << 20) else {
+            continue;
+        };
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            let _ = builder.add_line(None, line);
+        }
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+/// Changed entries grouped for a message: tracked labels first, then a count of ignored ones.
+pub fn summarise(changes: &[Change]) -> (Vec<String>, usize) {
+    let mut tracked: BTreeSet<&str> = BTreeSet::new();
+    let mut ignored = 0;
+    for c in changes {
+        if c.ignored {
+            ignored += 1;
+        } else if c.kind != EntryKind::Dir || !c.exists_now || c.before == Some(EntryState::Absent)
+        {
+            tracked.insert(&c.label);
+        }
+    }
+    (tracked.into_iter().map(str::to_owned).collect(), ignored)
+}

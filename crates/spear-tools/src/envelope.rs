@@ -1,0 +1,43 @@
+//! The envelope every call returns, whichever client made it: the CLI prints it, the MCP server
+//! returns it as structured content.
+
+use serde::Serialize;
+use spear_core::ToolResult;
+
+/// One call's answer: the [`ToolResult`] fields, flattened, and what the router adds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolResultEnvelope {
+    /// The tool called.
+    pub tool: String,
+    /// The result (`status`, `exit_code`, `stdout`, `stderr`, `changed_paths`, `reason`, `class`,
+    /// `duration_ms`, `truncated`).
+    #[serde(flatten)]
+    pub result: ToolResult,
+    /// The stored whole stdout when the preview cut it: read the rest with `read_output`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_ref: Option<String>,
+    /// The stored whole stderr when the preview cut it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr_ref: Option<String>,
+    /// True when this call stopped the turn (the same refusal asked for too many times).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub turn_stopped: bool,
+}
+
+impl ToolResultEnvelope {
+    /// An envelope around `result` with nothing added.
+    pub fn new(tool: &str, result: ToolResult) -> Self {
+        ToolResultEnvelope {
+            tool: tool.to_owned(),
+            result,
+            output_ref: None,
+            stderr_ref: None,
+            turn_stopped: false,
+        }
+    }
+
+    /// Whether the call ended ok.
+    pub fn is_ok(&self) -> bool {
+        self.result.status == spear_core::ToolStatus::Ok
+    }
+}

@@ -1,0 +1,52 @@
+//! The registry: every tool spear offers, by name.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::{Tool, ToolSpec};
+
+/// Every tool spear offers, by name. Which of them a caller sees is the exposure policy's call.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        ToolRegistry::default()
+    }
+
+    /// The coding tools: `read_file`, `search_files`, `write_file`, `patch`, `delete_file`,
+    /// `terminal`, and `read_output` (the rest of an output the preview cut).
+    pub fn coding() -> Self {
+        let mut r = ToolRegistry::new();
+        r.register(Arc::new(crate::tools::read_file::ReadFile::new()));
+        r.register(Arc::new(crate::tools::write_file::WriteFile::new()));
+        r.register(Arc::new(crate::tools::delete_file::DeleteFile::new()));
+        r.register(Arc::new(crate::tools::terminal::Terminal::new()));
+        r.register(Arc::new(crate::tools::read_output::ReadOutput::new()));
+        r
+    }
+
+    /// Adds `tool`, replacing one of the same name.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.spec().name, tool);
+    }
+
+    /// The tool named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Every spec, by name.
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.values().map(|t| t.spec())
+    }
+}

@@ -1,0 +1,618 @@
+//! The router: the one path every tool call takes, whichever client sent it.
+//!
+//! For each call, in order:
+//! 1. the caller's role view: a tool outside it does not exist;
+//! 2. a turn stopped by repeated refusals answers nothing more;
+//! 3. the arguments are parsed against the tool's schema (unknown fields are an error);
+//! 4. the tool's execution modes: a tool that writes does not run in SAFE;
+//! 5. request scope: every path the call names resolves inside the roots;
+//! 6. target policy: every path it writes passes the protected/generated/snapshot rules, and no
+//!    write runs once a command found the sandbox down;
+//! 7. ASK asks (for a file write; a command asks through its own authorisation);
+//! 8. the prior state of every path it writes is checkpointed;
+//! 9. the tool runs; a command's changes are found by comparing the workspace around it;
+//! 10. evidence, checkpoints, the output preview (the rest kept in the result store), refusal
+//!     counting, the audit record, and the observers.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use spear_core::{
+    Capability, CapabilityPolicy, CapabilitySet, CommandAssessment, CommandClass, ExecutionMode,
+    Refusal, ToolResult, ToolStatus,
+};
+use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize};
+use spear_runtime::audit::{AuditLogger, AuditRecord};
+use spear_runtime::changes::ChangeTracker;
+use spear_runtime::checkpoint::{CheckpointStore, EntryState};
+use spear_runtime::refusals::{DEFAULT_REFUSAL_REPEATS, RefusalTracker, Repeat};
+use spear_runtime::result_store::ResultStore;
+use spear_runtime::{CancelToken, CommandRunner, Evidence, Verdict, verdict};
+use spear_workspace::{Location, Workspace, WorkspaceFs};
+
+use crate::{
+    Access, CallContext, Effect, Outcome, Resolved, Role, ToolExposurePolicy, ToolLimits,
+    ToolRegistry, ToolResultEnvelope, ToolSpec, preview,
+};
+
+/// Watches calls; the router tells it before and after each one.
+pub trait ToolObserver: Send + Sync {
+    /// A call is about to be routed.
+    fn before_call(&self, tool: &str, args: &serde_json::Value);
+    /// A call was answered.
+    fn after_call(&self, envelope: &ToolResultEnvelope);
+}
+
+/// How a router is set up.
+pub struct RouterConfig {
+    /// The session's mode.
+    pub mode: ExecutionMode,
+    /// `--no-network`.
+    pub no_network: bool,
+    /// The caller's role.
+    pub role: Role,
+    /// The session's id (audit records, the result store).
+    pub session: String,
+    /// Bounds of the tools.
+    pub limits: ToolLimits,
+    /// Identical refusals that stop a turn.
+    pub refusal_repeats: u32,
+}
+
+impl RouterConfig {
+    /// A configuration for `mode` with a new random session id and default bounds.
+    pub fn new(mode: ExecutionMode) -> Self {
+        RouterConfig {
+            mode,
+            no_network: false,
+            role: Role::Implementation,
+            session: random_id(),
+            limits: ToolLimits::default(),
+            refusal_repeats: DEFAULT_REFUSAL_REPEATS,
+        }
+    }
+}
+
+/// Where the router keeps what outlives a call. Each is optional; without a checkpoint store
+/// nothing can be undone, without a result store long output is only cut, without a logger
+/// nothing is audited.
+#[derive(Default)]
+pub struct RouterStores {
+    /// The audit log.
+    pub audit: Option<AuditLogger>,
+    /// Long outputs.
+    pub results: Option<ResultStore>,
+    /// Prior contents, for undo.
+    pub checkpoints: Option<CheckpointStore>,
+}
+
+/// The state of the session's current turn.
+#[derive(Debug)]
+struct TurnState {
+    id: String,
+    refusals: RefusalTracker,
+    evidence: Vec<Evidence>,
+    sandbox_down: Option<String>,
+    stopped: Option<String>,
+}
+
+impl TurnState {
+    fn new(id: String, repeats: u32) -> Self {
+        TurnState {
+            id,
+            refusals: RefusalTracker::new(repeats),
+            evidence: Vec::new(),
+            sandbox_down: None,
+            stopped: None,
+        }
+    }
+}
+
+/// Routes tool calls: the provider-neutral lifecycle above the sandbox.
+pub struct ToolRouter {
+    registry: ToolRegistry,
+    exposure: ToolExposurePolicy,
+    policy: Arc<CommandPolicy>,
+    fs: WorkspaceFs,
+    runner: Arc<CommandRunner>,
+    config: RouterConfig,
+    stores: RouterStores,
+    changes: ChangeTracker,
+    confirmer: Option<Box<dyn Confirmer + Send + Sync>>,
+    observers: Vec<Box<dyn ToolObserver>>,
+    turn: Mutex<TurnState>,
+    /// Held through every call that may write, so that the changes found around a command are
+    /// that command's and checkpoints are taken in order.
+    writing: Mutex<()>,
+}
+
+impl ToolRouter {
+    /// A router over `policy`'s workspace, running commands with `runner`.
+    pub fn new(
+        registry: ToolRegistry,
+        policy: Arc<CommandPolicy>,
+        runner: Arc<CommandRunner>,
+        config: RouterConfig,
+        stores: RouterStores,
+    ) -> Result<Self, spear_workspace::FsError> {
+        let fs = policy.workspace().fs()?;
+        let turn = TurnState::new(random_id(), config.refusal_repeats);
+        Ok(ToolRouter {
+            registry,
+            exposure: ToolExposurePolicy::new(config.role),
+            policy,
+            fs,
+            runner,
+            config,
+            stores,
+            changes: ChangeTracker::default(),
+            confirmer: None,
+            observers: Vec::new(),
+            turn: Mutex::new(turn),
+            writing: Mutex::new(()),
+        })
+    }
+
+    /// Sets who is asked in ASK. Without one, what needs asking is cancelled.
+    pub fn set_confirmer(&mut self, confirmer: Box<dyn Confirmer + Send + Sync>) {
+        self.confirmer = Some(confirmer);
+    }
+
+    /// Adds an observer.
+    pub fn add_observer(&mut self, observer: Box<dyn ToolObserver>) {
+        self.observers.push(observer);
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        self.policy.workspace()
+    }
+
+    /// The session id.
+    pub fn session(&self) -> &str {
+        &self.config.session
+    }
+
+    /// The session's mode.
+    pub fn mode(&self) -> ExecutionMode {
+        self.config.mode
+    }
+
+    /// The specs the caller's role sees, by name.
+    pub fn tools(&self) -> Vec<&ToolSpec> {
+        self.registry
+            .specs()
+            .filter(|s| self.exposure.exposes(s))
+            .collect()
+    }
+
+    /// Starts a new turn (`id`, or a new random one): refusal counts, evidence and a sandbox
+    /// found down are forgotten; checkpoints of the new turn start empty. Returns the turn's id.
+    pub fn begin_turn(&self, id: Option<&str>) -> String {
+        let id = id.map_or_else(random_id, str::to_owned);
+        *self.lock_turn() = TurnState::new(id.clone(), self.config.refusal_repeats);
+        id
+    }
+
+    /// The current turn's id.
+    pub fn turn_id(&self) -> String {
+        self.lock_turn().id.clone()
+    }
+
+    /// The current turn's verdict.
+    pub fn verdict(&self) -> Verdict {
+        verdict(&self.lock_turn().evidence)
+    }
+
+    /// The current turn's evidence, in call order.
+    pub fn evidence(&self) -> Vec<Evidence> {
+        self.lock_turn().evidence.clone()
+    }
+
+    /// Calls `tool` with `args`.
+    pub fn call(&self, tool: &str, args: serde_json::Value) -> ToolResultEnvelope {
+        self.call_with(tool, args, None)
+    }
+
+    /// Calls `tool` with `args`, cancellable through `cancel`.
+    pub fn call_with(
+        &self,
+        tool: &str,
+        args: serde_json::Value,
+        cancel: Option<CancelToken>,
+    ) -> ToolResultEnvelope {
+        for o in &self.observers {
+            o.before_call(tool, &args);
+        }
+        let started = Instant::now();
+        let (mut envelope, record) = self.route(tool, args, cancel);
+        if envelope.result.duration_ms == 0 {
+            envelope.result.duration_ms =
+                u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        }
+        self.finish(&mut envelope, &record);
+        for o in &self.observers {
+            o.after_call(&envelope);
+        }
+        envelope
+    }
+
+    /// Steps 1 to 9; returns the envelope and what the audit record needs.
+    fn route(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+        cancel: Option<CancelToken>,
+    ) -> (ToolResultEnvelope, CallRecord) {
+        let mut record = CallRecord::default();
+        let answer = |result: ToolResult, record: CallRecord| {
+            (ToolResultEnvelope::new(name, result), record)
+        };
+        let Some(tool) = self
+            .registry
+            .get(name)
+            .filter(|t| self.exposure.exposes(t.spec()))
+        else {
+            let names: Vec<&str> = self.tools().iter().map(|s| s.name).collect();
+            return answer(
+                failed(format!(
+                    "there is no tool named `{name}` for the {} role; the tools are: {}",
+                    self.exposure.role(),
+                    names.join(", ")
+                )),
+                record,
+            );
+        };
+        let spec = tool.spec();
+        if let Some(stopped) = self.lock_turn().stopped.clone() {
+            return answer(ToolResult::denied(&stopped_refusal(&stopped)), record);
+        }
+        let prepared = match tool.prepare(args) {
+            Ok(p) => p,
+            Err(message) => return answer(failed(message), record),
+        };
+        record.target = Some(prepared.target());
+        let mode = self.exposure.mode_for(spec, self.config.mode);
+        if !spec.modes.contains(&mode) {
+            let refusal = Refusal::mode_forbids(mode, Capability::WorkspaceWrite, spec.name);
+            return answer(ToolResult::denied(&refusal), record);
+        }
+        let capabilities = {
+            let p = CapabilityPolicy::for_mode(mode);
+            if self.config.no_network {
+                p.without_network()
+            } else {
+                p
+            }
+        };
+
+        let access = prepared.access();
+        let resolved = match self.resolve(&access) {
+            Ok(r) => r,
+            Err(result) => return answer(result, record),
+        };
+        if let Some(label) = resolved
+            .writes
+            .first()
+            .map(|w| self.workspace().label(&w.entry))
+        {
+            record.target = Some(label);
+        }
+        let down = self.lock_turn().sandbox_down.clone();
+        if spec.effect == Effect::Write {
+            if let Some(result) = self.gate_writes(&resolved, down.as_deref()) {
+                return answer(result, record);
+            }
+            match self.authorize_write(spec, &*prepared, capabilities) {
+                Ok(granted) => record.granted = granted,
+                Err(result) => return answer(result, record),
+            }
+        }
+
+        let may_write = spec.effect != Effect::Read;
+        let writing =
+            may_write.then(|| self.writing.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut priors = Vec::new();
+        for w in &resolved.writes {
+            match self.capture(&w.entry) {
+                Ok(Some(state)) => priors.push((w.entry.clone(), state)),
+                Ok(None) => {}
+                Err(e) => {
+                    return answer(
+                        failed(format!(
+                            "spear could not checkpoint {} before changing it, so nothing was written: {e}",
+                            self.workspace().label(&w.entry)
+                        )),
+                        record,
+                    );
+                }
+            }
+        }
+        let confirmer = self.confirmer.as_deref().map(|c| c as &dyn Confirmer);
+        let cx = CallContext {
+            workspace: self.workspace(),
+            policy: &self.policy,
+            fs: &self.fs,
+            runner: &self.runner,
+            capabilities,
+            confirmer,
+            cancel,
+            limits: self.config.limits,
+            sandbox_down: down.as_deref(),
+            changes: &self.changes,
+            checkpoints: self.stores.checkpoints.as_ref(),
+            results: self.stores.results.as_ref(),
+        };
+        let outcome = prepared.run(&cx, &resolved);
+        if !outcome.granted.is_empty() {
+            record.granted = outcome.granted;
+        }
+        record.ran.clone_from(&outcome.ran);
+        if let Some(down) = &outcome.sandbox_down {
+            self.lock_turn().sandbox_down = Some(down.clone());
+        }
+        let mut result = outcome.result.clone();
+        if let Err(e) = self.checkpoint(&resolved, priors, &outcome) {
+            append_reason(
+                &mut result,
+                &format!(
+                    "the checkpoint of this change could not be saved, so `spear undo` cannot undo it: {e}"
+                ),
+            );
+        }
+        drop(writing);
+        answer(result, record)
+    }
+
+    /// Request scope: every path resolves inside the roots.
+    fn resolve(&self, access: &Access) -> Result<Resolved, ToolResult> {
+        let ws = self.workspace();
+        let one = |p: &String| {
+            ws.resolve(p).map_err(|e| ToolResult {
+                reason: Some(e.to_string()),
+                ..ToolResult::new(ToolStatus::InvalidPath)
+            })
+        };
+        Ok(Resolved {
+            reads: access.reads.iter().map(one).collect::<Result<_, _>>()?,
+            writes: access.writes.iter().map(one).collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Target policy on every write, and no write while the sandbox is down.
+    fn gate_writes(&self, resolved: &Resolved, down: Option<&str>) -> Option<ToolResult> {
+        if let Some(why) = down {
+            return Some(ToolResult::denied(&sandbox_down_refusal(why)));
+        }
+        for w in &resolved.writes {
+            if let Err(refusal) = self.policy.check_write(&w.entry) {
+                return Some(ToolResult::denied(&refusal));
+            }
+        }
+        None
+    }
+
+    /// What the mode grants a file write: SAFE never gets here, ASK asks, AUTO grants.
+    fn authorize_write(
+        &self,
+        spec: &ToolSpec,
+        prepared: &dyn crate::Prepared,
+        capabilities: CapabilityPolicy,
+    ) -> Result<CapabilitySet, ToolResult> {
+        let assessment = CommandAssessment {
+            class: CommandClass::WorkspaceMutating,
+            capabilities: CapabilitySet::of(&[
+                Capability::FilesystemRead,
+                Capability::WorkspaceWrite,
+            ]),
+            write_targets: Vec::new(),
+            host_reads: Vec::new(),
+            reason: format!("{} changes files in the workspace", spec.name),
+            refusal: None,
+        };
+        let confirmer = self.confirmer.as_deref().map(|c| c as &dyn Confirmer);
+        match authorize(&assessment, capabilities, &prepared.describe(), confirmer) {
+            Authorization::Granted(caps) => Ok(caps),
+            refused => Err(refused
+                .refusal_result()
+                .unwrap_or_else(|| ToolResult::new(ToolStatus::Denied))),
+        }
+    }
+
+    /// The state of the entry at `loc` before a write, when checkpoints are kept.
+    fn capture(&self, loc: &Location) -> Result<Option<EntryState>, String> {
+        let Some(store) = &self.stores.checkpoints else {
+            return Ok(None);
+        };
+        store
+            .read_state(&self.fs, loc)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Records the turn's checkpoint: the state before (first capture wins) and after of every
+    /// entry the call changed.
+    fn checkpoint(
+        &self,
+        resolved: &Resolved,
+        priors: Vec<(Location, EntryState)>,
+        outcome: &Outcome,
+    ) -> Result<(), String> {
+        let Some(store) = &self.stores.checkpoints else {
+            return Ok(());
+        };
+        let changed = !outcome.result.changed_paths.is_empty() || !outcome.captured.is_empty();
+        if !changed {
+            return Ok(());
+        }
+        let ws = self.workspace();
+        let turn_id = self.turn_id();
+        let mut turn = store.turn(&turn_id).map_err(|e| e.to_string())?;
+        let mut touched: Vec<Location> = Vec::new();
+        for (loc, prior) in priors.into_iter().chain(outcome.captured.iter().cloned()) {
+            turn.note_before(ws, &loc, prior);
+            touched.push(loc);
+        }
+        let _ = resolved;
+        for loc in &touched {
+            let after = store.read_state(&self.fs, loc).map_err(|e| e.to_string())?;
+            turn.note_after(ws, loc, after);
+        }
+        turn.save().map_err(|e| e.to_string())
+    }
+
+    /// Step 10: preview and result store, evidence, refusal counting, audit.
+    fn finish(&self, envelope: &mut ToolResultEnvelope, record: &CallRecord) {
+        self.keep_output(envelope);
+        let result = &envelope.result;
+        let mut turn = self.lock_turn();
+        turn.evidence.push(Evidence {
+            tool: envelope.tool.clone(),
+            changed: result.changed_paths.clone(),
+            ran: record.ran.clone(),
+            status: result.status,
+            exit_code: result.exit_code,
+        });
+        let mut event = "tool_call";
+        if matches!(result.status, ToolStatus::Denied | ToolStatus::InvalidPath)
+            && turn.stopped.is_none()
+        {
+            let reason = result.reason.clone().unwrap_or_default();
+            let target = record.target.clone().unwrap_or_default();
+            if let Repeat::Stop(n) = turn.refusals.record(&envelope.tool, &target, &reason) {
+                let text = format!(
+                    "{} was refused {n} times in this turn for the same reason: {reason}",
+                    envelope.tool
+                );
+                turn.stopped = Some(text.clone());
+                envelope.turn_stopped = true;
+                envelope.result.reason = Some(stopped_refusal(&text).message());
+                event = "repeated_refusal_stopped";
+            }
+        }
+        let turn_id = turn.id.clone();
+        drop(turn);
+        self.audit(envelope, record, event, &turn_id);
+    }
+
+    /// Cuts long output to the preview and keeps the whole in the result store.
+    fn keep_output(&self, envelope: &mut ToolResultEnvelope) {
+        let max = self.config.limits.preview_chars;
+        let store = self.stores.results.as_ref();
+        let keep = |text: &mut String, what: &str| -> Option<String> {
+            if text.chars().count() <= max {
+                return None;
+            }
+            let stored = store.and_then(|s| s.put(text.as_bytes()).ok());
+            let reference = stored.as_ref().map(|r| r.0.clone());
+            let (cut, _) = preview::cut(text, max, |n| match &reference {
+                Some(r) => format!(
+                    "[... spear cut {n} characters of {what} here; read them with read_output {{\"ref\": \"{r}\", \"offset\": 0, \"limit\": 50000}} ...]"
+                ),
+                None => format!("[... spear cut {n} characters of {what} here ...]"),
+            });
+            *text = cut;
+            reference
+        };
+        let result = &mut envelope.result;
+        let out_ref = keep(&mut result.stdout, "stdout");
+        let err_ref = keep(&mut result.stderr, "stderr");
+        if out_ref.is_some() || err_ref.is_some() {
+            result.truncated = true;
+        }
+        envelope.output_ref = out_ref;
+        envelope.stderr_ref = err_ref;
+    }
+
+    /// Writes the audit record of a call.
+    fn audit(&self, envelope: &ToolResultEnvelope, record: &CallRecord, event: &str, turn: &str) {
+        let Some(logger) = &self.stores.audit else {
+            return;
+        };
+        let result = &envelope.result;
+        let entry = AuditRecord {
+            event: event.to_owned(),
+            session: self.config.session.clone(),
+            turn: Some(turn.to_owned()),
+            tool: envelope.tool.clone(),
+            target: record.target.clone(),
+            class: result.class,
+            capabilities: record
+                .granted
+                .iter()
+                .map(|c| c.as_str().to_owned())
+                .collect(),
+            status: Some(result.status),
+            exit_code: result.exit_code,
+            duration_ms: result.duration_ms,
+            changed_paths: result.changed_paths.clone(),
+            executable: record.ran.clone(),
+            ..AuditRecord::now()
+        };
+        if let Err(e) = logger.log(&entry) {
+            tracing::error!("the audit record could not be written: {e}");
+        }
+    }
+
+    fn lock_turn(&self) -> MutexGuard<'_, TurnState> {
+        self.turn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What the audit record of a call needs beyond its result.
+#[derive(Debug, Clone, Default)]
+struct CallRecord {
+    target: Option<String>,
+    granted: CapabilitySet,
+    ran: Option<String>,
+}
+
+/// The refusal of a write after a command found the sandbox down.
+pub fn sandbox_down_refusal(why: &str) -> Refusal {
+    Refusal::unverifiable(
+        "this write",
+        format!(
+            "the sandbox is down ({why}), so nothing written in this turn could be checked; fix the sandbox (`spear doctor`) and start a new turn"
+        ),
+    )
+}
+
+/// The refusal of every call after a turn was stopped.
+fn stopped_refusal(text: &str) -> Refusal {
+    Refusal::declined(format!(
+        "{text}. spear stopped this turn: asking again will not change the answer. Tell the user what you need and why, or do something else"
+    ))
+}
+
+/// A failed result with a reason.
+pub(crate) fn failed(reason: String) -> ToolResult {
+    ToolResult {
+        reason: Some(reason),
+        ..ToolResult::new(ToolStatus::Failed)
+    }
+}
+
+/// Appends `text` to a result's reason.
+pub(crate) fn append_reason(result: &mut ToolResult, text: &str) {
+    result.reason = Some(match result.reason.take() {
+        Some(r) => format!("{r}; {text}"),
+        None => text.to_owned(),
+    });
+}
+
+/// 128 random bits as hex.
+pub fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    if rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).is_err() {
+        // Unique enough for a label when the kernel's generator is unavailable.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = nanos.to_le_bytes();
+    }
+    bytes.iter().fold(String::with_capacity(32), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}

@@ -1,0 +1,65 @@
+//! What a tool declares about itself: its name, its argument schema, what it does to the
+//! workspace, and the execution modes it may run in.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use spear_core::ExecutionMode;
+
+/// What a tool does to the workspace, which decides which roles see it and what a mode asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Reads only.
+    Read,
+    /// Creates, changes or deletes files.
+    Write,
+    /// Runs a command; what it may do is decided per call by the classifier and the mode.
+    Run,
+}
+
+/// A tool's declaration. The schema is generated from the Rust type its arguments are parsed
+/// into, so the published schema and the validation cannot disagree; unknown fields are an error.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    /// The name clients call it by.
+    pub name: &'static str,
+    /// What it does, for the model.
+    pub description: &'static str,
+    /// The JSON schema of its arguments.
+    pub input_schema: serde_json::Value,
+    /// What it does to the workspace.
+    pub effect: Effect,
+    /// The modes it may run in; in any other the call is refused before anything is read.
+    pub modes: &'static [ExecutionMode],
+}
+
+impl ToolSpec {
+    /// A spec whose schema is generated from `A`.
+    pub fn new<A: JsonSchema>(
+        name: &'static str,
+        description: &'static str,
+        effect: Effect,
+        modes: &'static [ExecutionMode],
+    ) -> Self {
+        let schema = schemars::schema_for!(A);
+        ToolSpec {
+            name,
+            description,
+            input_schema: schema.to_value(),
+            effect,
+            modes,
+        }
+    }
+
+    /// Whether the tool only reads.
+    pub fn reads_only(&self) -> bool {
+        self.effect == Effect::Read
+    }
+}
+
+/// Every mode.
+pub const ALL_MODES: &[ExecutionMode] =
+    &[ExecutionMode::Safe, ExecutionMode::Ask, ExecutionMode::Auto];
+
+/// The modes that may change the workspace.
+pub const WRITING_MODES: &[ExecutionMode] = &[ExecutionMode::Ask, ExecutionMode::Auto];

@@ -1,0 +1,149 @@
+//! The interface between the router and a tool: a tool parses its arguments into a prepared call
+//! that declares what it will touch; the router gates that, then runs it.
+
+use serde::de::DeserializeOwned;
+use spear_core::{CapabilityPolicy, CapabilitySet, ToolResult};
+use spear_policy::{CommandPolicy, Confirmer};
+use spear_runtime::checkpoint::EntryState;
+use spear_runtime::{CancelToken, CommandRunner};
+use spear_workspace::{Location, ResolvedPath, Workspace, WorkspaceFs};
+
+use crate::ToolSpec;
+
+/// The paths a call names, as the caller wrote them. The router resolves every one (request
+/// scope), applies the target policy to every write, and refuses the whole call if one fails.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Access {
+    /// Paths read.
+    pub reads: Vec<String>,
+    /// Paths created, changed or deleted (both ends of a move).
+    pub writes: Vec<String>,
+}
+
+/// [`Access`] after resolution, in the same order.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    /// Paths read.
+    pub reads: Vec<ResolvedPath>,
+    /// Paths written.
+    pub writes: Vec<ResolvedPath>,
+}
+
+/// Bounds the tools keep to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolLimits {
+    /// Largest file `read_file` reads (bytes); larger files are read in windows.
+    pub read_max_bytes: u64,
+    /// Characters of a result's output kept in the preview; the rest goes to the result store.
+    pub preview_chars: usize,
+    /// Default `max_results` of `search_files`.
+    pub search_results: usize,
+    /// Default terminal timeout (seconds).
+    pub terminal_timeout_secs: u64,
+    /// Longest terminal timeout a call may ask for (seconds).
+    pub terminal_max_timeout_secs: u64,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        ToolLimits {
+            read_max_bytes: 1 << 20,
+            preview_chars: 50_000,
+            search_results: 200,
+            terminal_timeout_secs: 180,
+            terminal_max_timeout_secs: 600,
+        }
+    }
+}
+
+/// What a prepared call may use while it runs.
+pub struct CallContext<'a> {
+    /// The workspace.
+    pub workspace: &'a Workspace,
+    /// The decision layer (classification, target policy).
+    pub policy: &'a CommandPolicy,
+    /// File operations beneath the roots.
+    pub fs: &'a WorkspaceFs,
+    /// The sandbox runner.
+    pub runner: &'a CommandRunner,
+    /// What the mode (and the caller's role) grants.
+    pub capabilities: CapabilityPolicy,
+    /// Who is asked in ASK; `None` cancels what needs asking.
+    pub confirmer: Option<&'a dyn Confirmer>,
+    /// Cancellation from the client.
+    pub cancel: Option<CancelToken>,
+    /// Bounds.
+    pub limits: ToolLimits,
+    /// Why the sandbox is down, when a command found it so earlier in the turn: writes are refused.
+    pub sandbox_down: Option<&'a str>,
+    /// The workspace's change tracker for commands in writable sandboxes.
+    pub changes: &'a spear_runtime::changes::ChangeTracker,
+    /// Where prior contents are kept, when checkpoints are kept.
+    pub checkpoints: Option<&'a spear_runtime::checkpoint::CheckpointStore>,
+    /// Where long outputs are kept, when they are.
+    pub results: Option<&'a spear_runtime::result_store::ResultStore>,
+}
+
+/// What a prepared call returns.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The result.
+    pub result: ToolResult,
+    /// Capabilities the call was granted (for the audit record).
+    pub granted: CapabilitySet,
+    /// Entries the call changed that it captured itself, with their state before (a command's
+    /// changes, found by comparing the workspace around it). File tools leave this empty: the
+    /// router captures what they declared.
+    pub captured: Vec<(Location, EntryState)>,
+    /// The executable summary of the command it ran, when it ran one.
+    pub ran: Option<String>,
+    /// Why the sandbox is down, when this call found it so.
+    pub sandbox_down: Option<String>,
+}
+
+impl Outcome {
+    /// An outcome with only a result.
+    pub fn of(result: ToolResult) -> Self {
+        Outcome {
+            result,
+            granted: CapabilitySet::default(),
+            captured: Vec::new(),
+            ran: None,
+            sandbox_down: None,
+        }
+    }
+}
+
+/// A tool: its declaration and how it turns arguments into a call.
+pub trait Tool: Send + Sync {
+    /// The declaration.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Parses `args` (a schema error names the field) into a call that says what it touches.
+    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String>;
+}
+
+/// A call whose arguments are valid, waiting for the router's gates.
+pub trait Prepared: Send {
+    /// The paths it names.
+    fn access(&self) -> Access;
+
+    /// What it acts on, for the audit log and refusal counting: a path as written, or a command.
+    fn target(&self) -> String;
+
+    /// Exactly what it will do, for a confirmation in ASK.
+    fn describe(&self) -> String;
+
+    /// Runs it. `paths` is [`Prepared::access`] resolved, in the same order.
+    fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome;
+}
+
+/// Parses a tool's arguments. Errors say which field is wrong, as serde names it.
+pub fn parse_args<T: DeserializeOwned>(tool: &str, args: serde_json::Value) -> Result<T, String> {
+    let args = if args.is_null() {
+        serde_json::Value::Object(serde_json::Map::new())
+    } else {
+        args
+    };
+    serde_json::from_value(args).map_err(|e| format!("invalid arguments for {tool}: {e}"))
+}

@@ -1,0 +1,96 @@
+//! `delete_file {path}`: removes a file or a link. A link is removed, not what it points at
+//! (Attack: a link to a file outside the workspace, planted so that the harness deletes it); a
+//! directory is refused.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use spear_core::{ToolResult, ToolStatus};
+
+use crate::spec::WRITING_MODES;
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
+use crate::{Effect, ToolSpec};
+
+/// Arguments of `delete_file`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteFileArgs {
+    /// The file or link, relative to the workspace or absolute under it.
+    pub path: String,
+}
+
+/// The `delete_file` tool.
+pub struct DeleteFile {
+    spec: ToolSpec,
+}
+
+impl DeleteFile {
+    /// The tool.
+    pub fn new() -> Self {
+        DeleteFile {
+            spec: ToolSpec::new::<DeleteFileArgs>(
+                "delete_file",
+                "Delete a file of the workspace. A symbolic link is removed, not its target; \
+                 directories are refused.",
+                Effect::Write,
+                WRITING_MODES,
+            ),
+        }
+    }
+}
+
+impl Default for DeleteFile {
+    fn default() -> Self {
+        DeleteFile::new()
+    }
+}
+
+impl Tool for DeleteFile {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
+        let args: DeleteFileArgs = parse_args(self.spec.name, args)?;
+        Ok(Box::new(args))
+    }
+}
+
+impl Prepared for DeleteFileArgs {
+    fn access(&self) -> Access {
+        Access {
+            reads: Vec::new(),
+            writes: vec![self.path.clone()],
+        }
+    }
+
+    fn target(&self) -> String {
+        self.path.clone()
+    }
+
+    fn describe(&self) -> String {
+        format!("delete_file {}", self.path)
+    }
+
+    fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
+        let Some(path) = paths.writes.first() else {
+            return Outcome::of(crate::router::failed("delete_file got no path".into()));
+        };
+        let label = cx.workspace.label(&path.entry);
+        match cx.fs.delete(path) {
+            Ok(()) => {
+                let mut result = ToolResult::new(ToolStatus::Ok);
+                result.exit_code = Some(0);
+                result.stdout = format!("deleted {label}\n");
+                result.changed_paths = vec![label];
+                Outcome::of(result)
+            }
+            Err(spear_workspace::FsError::IsDirectory { label }) => Outcome::of(ToolResult {
+                reason: Some(format!(
+                    "{label} is a directory; delete_file removes files and links only. Remove a directory with the terminal (`rm -r {label}`)"
+                )),
+                ..ToolResult::new(ToolStatus::Failed)
+            }),
+            Err(e) => Outcome::of(super::fs_failure(&e)),
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! `read_output {ref, offset?, limit?}`: the rest of an output the preview cut, from the result
+//! store. Only the session that stored an output can read it; its content is hashed again on
+//! every read and refused if it no longer matches the ref.
+
+use std::fmt::Write as _;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use spear_core::{ToolResult, ToolStatus};
+
+use crate::spec::ALL_MODES;
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
+use crate::{Effect, ToolSpec};
+
+/// Characters returned when the call names no limit.
+const DEFAULT_LIMIT: u64 = 50_000;
+
+/// Arguments of `read_output`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadOutputArgs {
+    /// The ref a cut output named.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// Where to start, in bytes of the stored output.
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// How many bytes to return (default 50000).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// The `read_output` tool.
+pub struct ReadOutput {
+    spec: ToolSpec,
+}
+
+impl ReadOutput {
+    /// The tool.
+    pub fn new() -> Self {
+        ReadOutput {
+            spec: ToolSpec::new::<ReadOutputArgs>(
+                "read_output",
+                "Read more of an output that was cut: pass the `ref` the cut output named, and an \
+                 `offset` and `limit` in bytes.",
+                Effect::Read,
+                ALL_MODES,
+            ),
+        }
+    }
+}
+
+impl Default for ReadOutput {
+    fn default() -> Self {
+        ReadOutput::new()
+    }
+}
+
+impl Tool for ReadOutput {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
+        let args: ReadOutputArgs = parse_args(self.spec.name, args)?;
+        Ok(Box::new(args))
+    }
+}
+
+impl Prepared for ReadOutputArgs {
+    fn access(&self) -> Access {
+        Access::default()
+    }
+
+    fn target(&self) -> String {
+        format!("output {}", self.reference)
+    }
+
+    fn describe(&self) -> String {
+        format!("read_output {}", self.reference)
+    }
+
+    fn run(self: Box<Self>, cx: &CallContext<'_>, _paths: &Resolved) -> Outcome {
+        let Some(store) = cx.results else {
+            return Outcome::of(crate::router::failed(
+                "this session keeps no outputs, so there is nothing to read".into(),
+            ));
+        };
+        let offset = self.offset.unwrap_or(0);
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        match store.read(&self.reference, offset, limit) {
+            Ok(chunk) => {
+                let mut result = ToolResult::new(ToolStatus::Ok);
+                result.exit_code = Some(0);
+                result.stdout = chunk.text;
+                if let Some(next) = chunk.next_offset {
+                    result.truncated = true;
+                    let _ = writeln!(
+                        result.stdout,
+                        "\n[bytes {}-{} of {}; read on with offset {next}]",
+                        chunk.offset, next, chunk.total
+                    );
+                }
+                Outcome::of(result)
+            }
+            Err(e) => Outcome::of(ToolResult {
+                reason: Some(e.to_string()),
+                ..ToolResult::new(ToolStatus::NotFound)
+            }),
+        }
+    }
+}

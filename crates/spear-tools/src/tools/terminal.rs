@@ -1,0 +1,281 @@
+//! `terminal {command, timeout?, workdir?}`: a bash script in the sandbox.
+//!
+//! The script is classified (`classify_script`), authorised against the mode (ASK asks, showing
+//! exactly the script that will run), and run by the `CommandRunner` with the capabilities
+//! granted. A script given `workspace:write` is watched: the workspace is compared around it, so
+//! the result names every file it changed, the checkpoint keeps what they held before, and a
+//! change to a path the target policy refuses (a generated file, a snapshot copy, a vendored
+//! tree) is put back: a refusal attaches to the file, whichever tool writes it.
+//!
+//! The timeout is 180 s unless asked; more than 600 s is refused (run long jobs in the
+//! background instead).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use std::fmt::Write as _;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use spear_core::{Capability, ExecutionProfile, ToolResult, ToolStatus};
+use spear_policy::{Authorization, Decision, authorize, decide};
+use spear_runtime::audit::executable_summary;
+use spear_runtime::changes::{Change, summarise};
+use spear_runtime::checkpoint::EntryState;
+use spear_runtime::{CommandLine, CommandRequest};
+use spear_workspace::EntryKind;
+
+use crate::router::{append_reason, failed, sandbox_down_refusal};
+use crate::spec::ALL_MODES;
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
+use crate::{Effect, ToolSpec};
+
+/// Arguments of `terminal`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalArgs {
+    /// The bash script to run (with `-o pipefail`).
+    pub command: String,
+    /// Wall-clock limit in seconds (default 180, at most 600).
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// The working directory, inside the workspace (default: where spear was started).
+    #[serde(default)]
+    pub workdir: Option<String>,
+}
+
+/// The `terminal` tool.
+pub struct Terminal {
+    spec: ToolSpec,
+}
+
+impl Terminal {
+    /// The tool.
+    pub fn new() -> Self {
+        Terminal {
+            spec: ToolSpec::new::<TerminalArgs>(
+                "terminal",
+                "Run a bash script in spear's sandbox and return its output and exit code. What it \
+                 may do depends on the mode: SAFE runs read-only commands, ASK asks before \
+                 changes, AUTO runs them confined to the workspace. `timeout` is in seconds \
+                 (default 180, at most 600); `workdir` is a directory of the workspace.",
+                Effect::Run,
+                ALL_MODES,
+            ),
+        }
+    }
+}
+
+impl Default for Terminal {
+    fn default() -> Self {
+        Terminal::new()
+    }
+}
+
+/// A terminal call with its arguments checked.
+struct TerminalCall {
+    args: TerminalArgs,
+    timeout: Duration,
+}
+
+impl Tool for Terminal {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
+        let args: TerminalArgs = parse_args(self.spec.name, args)?;
+        if args.command.trim().is_empty() {
+            return Err("invalid arguments for terminal: `command` is empty".into());
+        }
+        let limits = crate::ToolLimits::default();
+        let secs = args.timeout.unwrap_or(limits.terminal_timeout_secs);
+        if secs == 0 || secs > limits.terminal_max_timeout_secs {
+            return Err(format!(
+                "invalid arguments for terminal: `timeout` must be 1 to {} seconds (got {secs}); run longer work in smaller steps",
+                limits.terminal_max_timeout_secs
+            ));
+        }
+        Ok(Box::new(TerminalCall {
+            args,
+            timeout: Duration::from_secs(secs),
+        }))
+    }
+}
+
+impl Prepared for TerminalCall {
+    fn access(&self) -> Access {
+        Access {
+            reads: self.args.workdir.iter().cloned().collect(),
+            writes: Vec::new(),
+        }
+    }
+
+    fn target(&self) -> String {
+        executable_summary(&self.args.command)
+    }
+
+    fn describe(&self) -> String {
+        self.args.command.clone()
+    }
+
+    fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
+        let ws = cx.workspace;
+        let workdir: Option<PathBuf> = paths.reads.first().map(|p| ws.host_path(&p.target));
+        let cwd = workdir
+            .clone()
+            .unwrap_or_else(|| ws.launch_dir().to_path_buf());
+        let command = &self.args.command;
+        let assessment = cx.policy.classify_script(command, &cwd);
+        let class = Some(assessment.class);
+        let with_class = |mut r: ToolResult| {
+            r.class = class;
+            Outcome::of(r)
+        };
+
+        // Attack: a command that found the sandbox down is followed by one that writes; nothing it
+        // wrote could be checked, so it does not run. Decided before anyone is asked.
+        if let (Some(why), Decision::Allow(caps) | Decision::Confirm(caps)) = (
+            cx.sandbox_down,
+            decide(&assessment, cx.capabilities, command),
+        ) && caps.contains(Capability::WorkspaceWrite)
+        {
+            return with_class(ToolResult::denied(&sandbox_down_refusal(why)));
+        }
+        let granted = match authorize(&assessment, cx.capabilities, command, cx.confirmer) {
+            Authorization::Granted(caps) => caps,
+            refused => {
+                return with_class(
+                    refused
+                        .refusal_result()
+                        .unwrap_or_else(|| ToolResult::new(ToolStatus::Denied)),
+                );
+            }
+        };
+        let profile = ExecutionProfile::from_granted(granted, assessment.host_reads.clone());
+        let watch = profile.workspace_write;
+        let before = if watch {
+            match cx.changes.before(ws, cx.fs, cx.checkpoints) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    return with_class(failed(format!("{e}; nothing ran")));
+                }
+            }
+        } else {
+            None
+        };
+
+        let mut request = CommandRequest::new(CommandLine::Script(command.clone()), profile);
+        request.workdir = workdir;
+        request.timeout = Some(self.timeout);
+        request.cancel.clone_from(&cx.cancel);
+        request.class = class;
+        let report = cx.runner.run_report(&request);
+        let mut result = report.result;
+
+        let mut captured = Vec::new();
+        if let Some(before) = before {
+            match cx.changes.after(ws, cx.fs, &before) {
+                Ok(changes) => {
+                    enforce_targets(cx, &changes, &mut result);
+                    let (labels, ignored) = summarise(&changes);
+                    let mut not_kept = Vec::new();
+                    for c in &changes {
+                        match &c.before {
+                            Some(state) if !c.ignored => {
+                                captured.push((c.loc.clone(), state.clone()));
+                            }
+                            None if !c.ignored && c.kind != EntryKind::Dir => {
+                                not_kept.push(c.label.clone());
+                            }
+                            _ => {}
+                        }
+                    }
+                    for label in labels {
+                        if !result.changed_paths.contains(&label) {
+                            result.changed_paths.push(label);
+                        }
+                    }
+                    if ignored > 0 {
+                        let _ = writeln!(
+                            result.stderr,
+                            "[spear: the command also changed {ignored} ignored entries (build outputs); they are not listed or checkpointed]"
+                        );
+                    }
+                    if !not_kept.is_empty() {
+                        append_reason(
+                            &mut result,
+                            &format!(
+                                "the earlier content of {} was not kept (too large), so `spear undo` cannot restore it",
+                                not_kept.join(", ")
+                            ),
+                        );
+                    }
+                }
+                Err(e) => {
+                    result.status = ToolStatus::Failed;
+                    append_reason(
+                        &mut result,
+                        &format!("spear could not find what the command changed: {e}"),
+                    );
+                }
+            }
+        }
+        Outcome {
+            result,
+            granted,
+            captured,
+            ran: Some(executable_summary(command)),
+            sandbox_down: report.sandbox_down,
+        }
+    }
+}
+
+/// Puts back every change the command made to a path the target policy refuses: a generated
+/// file, a snapshot copy, a vendored tree. A refusal attaches to the file, not the tool: what
+/// `write_file` may not write, a command may not either.
+fn enforce_targets(cx: &CallContext<'_>, changes: &[Change], result: &mut ToolResult) {
+    let mut undone = Vec::new();
+    let mut stuck = Vec::new();
+    for c in changes {
+        if c.kind == EntryKind::Dir && c.exists_now {
+            continue;
+        }
+        let Err(refusal) = cx.policy.config().targets.check(&c.loc.rel) else {
+            continue;
+        };
+        let put_back = match &c.before {
+            Some(EntryState::Absent) => cx.fs.remove_tree(&c.loc).map_err(|e| e.to_string()),
+            Some(state) => match cx.checkpoints {
+                Some(store) => store
+                    .restore_state(cx.fs, &c.loc, state)
+                    .map_err(|e| e.to_string()),
+                None => Err("no checkpoint store".into()),
+            },
+            None => Err("its earlier content was not kept".into()),
+        };
+        match put_back {
+            Ok(()) => undone.push(format!("{} ({})", c.label, refusal.message())),
+            Err(e) => stuck.push(format!("{} ({}): {e}", c.label, refusal.message())),
+        }
+    }
+    if !undone.is_empty() {
+        append_reason(
+            result,
+            &format!(
+                "spear put back changes to paths that may not be written: {}",
+                undone.join("; ")
+            ),
+        );
+    }
+    if !stuck.is_empty() {
+        result.status = ToolStatus::Failed;
+        append_reason(
+            result,
+            &format!(
+                "the command changed paths that may not be written and spear could not put them back: {}",
+                stuck.join("; ")
+            ),
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! `write_file {path, content}`: creates or replaces a file.
+//!
+//! Missing parent directories are created; the content goes to a new temporary file beside the
+//! entry and is renamed over it, so a reader never sees half a file and a link at the entry is
+//! replaced, never written through (Attack: a symlink or hard link planted to make the harness
+//! write outside). The router has already checked the path against the target policy.
+
+use std::fmt::Write as _;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use spear_core::{ToolResult, ToolStatus};
+
+use crate::spec::WRITING_MODES;
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
+use crate::{Effect, ToolSpec};
+
+/// Lines of the new content a confirmation shows.
+const SHOWN_LINES: usize = 40;
+
+/// Arguments of `write_file`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    /// The file, relative to the workspace or absolute under it.
+    pub path: String,
+    /// The whole new content.
+    pub content: String,
+}
+
+/// The `write_file` tool.
+pub struct WriteFile {
+    spec: ToolSpec,
+}
+
+impl WriteFile {
+    /// The tool.
+    pub fn new() -> Self {
+        WriteFile {
+            spec: ToolSpec::new::<WriteFileArgs>(
+                "write_file",
+                "Create or replace a file of the workspace with `content` (parent directories are \
+                 created). Prefer `patch` for changing part of an existing file.",
+                Effect::Write,
+                WRITING_MODES,
+            ),
+        }
+    }
+}
+
+impl Default for WriteFile {
+    fn default() -> Self {
+        WriteFile::new()
+    }
+}
+
+impl Tool for WriteFile {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
+        let args: WriteFileArgs = parse_args(self.spec.name, args)?;
+        Ok(Box::new(args))
+    }
+}
+
+impl Prepared for WriteFileArgs {
+    fn access(&self) -> Access {
+        Access {
+            reads: Vec::new(),
+            writes: vec![self.path.clone()],
+        }
+    }
+
+    fn target(&self) -> String {
+        self.path.clone()
+    }
+
+    fn describe(&self) -> String {
+        let lines = self.content.lines().count();
+        let mut text = format!(
+            "write_file {} ({} bytes, {lines} lines):\n",
+            self.path,
+            self.content.len()
+        );
+        for line in self.content.lines().take(SHOWN_LINES) {
+            text.push_str("  | ");
+            text.push_str(line);
+            text.push('\n');
+        }
+        if lines > SHOWN_LINES {
+            let _ = writeln!(text, "  | ... {} more lines", lines - SHOWN_LINES);
+        }
+        text
+    }
+
+    fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
+        let Some(path) = paths.writes.first() else {
+            return Outcome::of(crate::router::failed("write_file got no path".into()));
+        };
+        let label = cx.workspace.label(&path.entry);
+        match cx.fs.write(path, self.content.as_bytes()) {
+            Ok(done) => {
+                let mut result = ToolResult::new(ToolStatus::Ok);
+                result.exit_code = Some(0);
+                result.stdout = format!(
+                    "{} {label} ({} bytes)\n",
+                    if done.created { "created" } else { "wrote" },
+                    self.content.len()
+                );
+                result.changed_paths = vec![label];
+                Outcome::of(result)
+            }
+            Err(e) => Outcome::of(super::fs_failure(&e)),
+        }
+    }
+}
