@@ -5,6 +5,8 @@
 # - sandbox: `spear exec --auto -- /bin/true` against bare bwrap running /bin/true, interleaved;
 #   the ratio of medians.
 # - network path: a networked `/bin/true` against a closed one through CommandRunner; the ratio.
+# - tool router: read_file and write_file calls per second through the router (audit, checkpoints
+#   and the result store on), beside the bare WorkspaceFs operation.
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
 set -euo pipefail
@@ -30,3 +32,7 @@ trap 'rm -rf "$bench_ws"' EXIT
 echo
 echo "== network path: a networked /bin/true beside a closed one, through CommandRunner"
 cargo bench --quiet -p spear-runtime --bench network
+
+echo
+echo "== tool router: read_file and write_file calls per second"
+"${pin[@]}" cargo bench --quiet -p spear-tools --bench router

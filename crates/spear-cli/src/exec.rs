@@ -147,7 +147,7 @@ fn shell_words(argv: &[String]) -> String {
 
 /// Asks on the controlling terminal. Without one (a pipe, CI), nobody can be asked and the call
 /// is cancelled.
-struct TerminalConfirmer;
+pub(crate) struct TerminalConfirmer;
 
 impl Confirmer for TerminalConfirmer {
     fn confirm(&self, request: &ConfirmRequest) -> Confirmation {

@@ -1,10 +1,14 @@
 //! The `spear` command line. It holds no policy: every decision is a call into the library crates.
 
+mod audit;
 mod classify;
 mod context;
 mod doctor;
 mod exec;
 mod mode_args;
+mod state;
+mod tool;
+mod undo;
 
 use std::process::ExitCode;
 
@@ -26,6 +30,12 @@ enum Command {
     Classify(classify::Args),
     /// Report every mechanism the sandbox relies on, and how to fix what is missing.
     Doctor(doctor::Args),
+    /// Call one tool through the router and print the result envelope (as the MCP server returns it).
+    Tool(tool::Args),
+    /// Print the audit log.
+    Audit(audit::Args),
+    /// Restore the files the last turn changed, all or nothing.
+    Undo(undo::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +56,9 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec::run(&args).map_err(|e| e.to_string()),
         Command::Classify(args) => classify::run(&args).map_err(|e| e.to_string()),
         Command::Doctor(args) => Ok(doctor::run(&args)),
+        Command::Tool(args) => tool::run(&args),
+        Command::Audit(args) => audit::run(&args),
+        Command::Undo(args) => undo::run(&args),
     };
     match result {
         Ok(code) => exit(code),

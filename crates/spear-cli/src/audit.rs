@@ -1,0 +1,37 @@
+//! `spear audit [--tail N]`: prints the audit log.
+
+use std::io::Write;
+
+/// `spear audit [--tail N]`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only the last N records.
+    #[arg(long, value_name = "N")]
+    tail: Option<usize>,
+}
+
+/// Prints the log (one JSON record a line); returns the exit status.
+pub fn run(args: &Args) -> Result<i32, String> {
+    let path = crate::state::audit_path()?;
+    if !path.exists() {
+        eprintln!("spear: no audit log yet at {}", path.display());
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    match args.tail {
+        Some(n) => {
+            let lines = spear_runtime::audit::tail(&path, n)
+                .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
+            for line in lines {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        None => {
+            let mut file = std::fs::File::open(&path)
+                .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
+            std::io::copy(&mut file, &mut out)
+                .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
+        }
+    }
+    Ok(0)
+}

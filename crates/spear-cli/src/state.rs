@@ -1,0 +1,49 @@
+//! Where spear keeps state outside the workspace: the audit log, stored outputs and checkpoints,
+//! under `$XDG_STATE_HOME/spear` (or `~/.local/state/spear`).
+
+use std::path::PathBuf;
+
+use spear_runtime::audit::AuditLogger;
+use spear_runtime::checkpoint::CheckpointStore;
+use spear_runtime::result_store::ResultStore;
+use spear_workspace::Workspace;
+
+/// `$XDG_STATE_HOME` and `$HOME`, absolute ones only.
+pub fn dirs() -> (Option<PathBuf>, Option<PathBuf>) {
+    let abs = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    (abs("XDG_STATE_HOME"), abs("HOME"))
+}
+
+/// The audit log's path.
+pub fn audit_path() -> Result<PathBuf, String> {
+    let (xdg, home) = dirs();
+    AuditLogger::default_path(xdg.as_deref(), home.as_deref())
+        .ok_or_else(|| "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep its audit log".into())
+}
+
+/// The audit logger.
+pub fn audit() -> Result<AuditLogger, String> {
+    let path = audit_path()?;
+    AuditLogger::open(&path).map_err(|e| format!("the audit log {} cannot be opened: {e}", path.display()))
+}
+
+/// The result store of `session`.
+pub fn results(session: &str) -> Result<ResultStore, String> {
+    let (xdg, home) = dirs();
+    let base = ResultStore::default_base(xdg.as_deref(), home.as_deref())
+        .ok_or("neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep outputs")?;
+    ResultStore::open(&base, session).map_err(|e| format!("the result store cannot be opened: {e}"))
+}
+
+/// The checkpoint store of `ws`.
+pub fn checkpoints(ws: &Workspace) -> Result<CheckpointStore, String> {
+    let (xdg, home) = dirs();
+    let dir = CheckpointStore::default_dir(xdg.as_deref(), home.as_deref(), ws)
+        .ok_or("neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep checkpoints")?;
+    CheckpointStore::open(&dir)
+        .map_err(|e| format!("the checkpoint store {} cannot be opened: {e}", dir.display()))
+}

@@ -1,0 +1,94 @@
+//! `spear tool NAME --args JSON`: one call through the router, printed as the envelope the MCP
+//! server returns.
+
+use std::sync::Arc;
+
+use spear_runtime::{CommandRunner, RunnerConfig};
+use spear_tools::{Role, RouterConfig, RouterStores, ToolRegistry, ToolRouter};
+
+use crate::context::{Context, WorkspaceArgs};
+use crate::mode_args::ModeArgs;
+
+/// `spear tool NAME [--args JSON] [--safe|--ask|--auto] [--no-network] [--workspace DIR]`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The tool: read_file, search_files, write_file, patch, delete_file, terminal, read_output.
+    #[arg(value_name = "NAME")]
+    name: String,
+    /// Its arguments, as one JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    args: String,
+    #[command(flatten)]
+    mode: ModeArgs,
+    #[command(flatten)]
+    workspace: WorkspaceArgs,
+    /// The caller's role: implementation (default), planning, explorer or reviewer.
+    #[arg(long, value_name = "ROLE", default_value = "implementation")]
+    role: Role,
+    /// The session this call belongs to (stored outputs are readable only by their session).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// The turn this call belongs to (`spear undo` undoes the last turn); a new one by default.
+    #[arg(long, value_name = "ID")]
+    turn: Option<String>,
+    /// Print the envelope indented.
+    #[arg(long)]
+    pretty: bool,
+}
+
+/// Runs `spear tool`; returns the exit status (as `spear exec`'s).
+pub fn run(args: &Args) -> Result<i32, String> {
+    let call_args: serde_json::Value = serde_json::from_str(&args.args)
+        .map_err(|e| format!("--args is not valid JSON: {e}"))?;
+    let ctx = Context::open(&args.workspace).map_err(|e| e.to_string())?;
+    if args.mode.no_network {
+        eprintln!("spear: --no-network: commands get loopback only, in every mode");
+    }
+    let policy = Arc::new(ctx.policy);
+    let mut config = RunnerConfig::from_host(policy.config().targets.protected_patterns());
+    config.sandbox.persist_preflight = true;
+    config.sandbox.network.allow = ctx
+        .network_allow
+        .iter()
+        .map(|a| a.parse())
+        .collect::<Result<_, String>>()
+        .map_err(|e| format!("in [network] allow of the operator configuration: {e}"))?;
+    let runner = Arc::new(CommandRunner::new(policy.shared_workspace(), config));
+    let mut router_config = RouterConfig::new(args.mode.mode());
+    router_config.no_network = args.mode.no_network;
+    router_config.role = args.role;
+    if let Some(session) = &args.session {
+        router_config.session.clone_from(session);
+    }
+    router_config.refusal_repeats = spear_runtime::refusals::repeats_from_env(
+        std::env::var(spear_runtime::refusals::REFUSAL_REPEATS_VAR)
+            .ok()
+            .as_deref(),
+    );
+    let stores = RouterStores {
+        audit: Some(crate::state::audit()?),
+        results: Some(crate::state::results(&router_config.session)?),
+        checkpoints: Some(crate::state::checkpoints(policy.workspace())?),
+    };
+    let mut router = ToolRouter::new(
+        ToolRegistry::coding(),
+        policy,
+        runner,
+        router_config,
+        stores,
+    )
+    .map_err(|e| format!("the workspace cannot be opened: {e}"))?;
+    router.set_confirmer(Box::new(crate::exec::TerminalConfirmer));
+    if let Some(turn) = &args.turn {
+        router.begin_turn(Some(turn));
+    }
+    let envelope = router.call(&args.name, call_args);
+    let text = if args.pretty {
+        serde_json::to_string_pretty(&envelope)
+    } else {
+        serde_json::to_string(&envelope)
+    }
+    .map_err(|e| format!("cannot encode the result: {e}"))?;
+    println!("{text}");
+    Ok(envelope.result.process_exit_code())
+}

@@ -1,0 +1,30 @@
+//! `spear undo`: restores the files the last turn changed, all or nothing.
+
+use crate::context::{Context, WorkspaceArgs};
+
+/// `spear undo [--workspace DIR]`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    workspace: WorkspaceArgs,
+}
+
+/// Undoes the last turn; returns 0 when restored, 1 on a conflict (nothing restored).
+pub fn run(args: &Args) -> Result<i32, String> {
+    let ctx = Context::open(&args.workspace).map_err(|e| e.to_string())?;
+    let ws = ctx.policy.workspace();
+    let store = crate::state::checkpoints(ws)?;
+    let fs = ws
+        .fs()
+        .map_err(|e| format!("the workspace cannot be opened: {e}"))?;
+    match store.undo_last(ws, &fs) {
+        Ok(report) => {
+            println!("{report}");
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("spear: undo: {e}");
+            Ok(1)
+        }
+    }
+}

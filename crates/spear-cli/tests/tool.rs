@@ -1,0 +1,156 @@
+//! `spear tool`, `spear audit` and `spear undo` as users call them.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    ws: PathBuf,
+    home: PathBuf,
+    state: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let ws = base.join("ws");
+    let home = base.join("home");
+    let state = base.join("state");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(ws.join("README.md"), "readme\n").unwrap();
+    Dirs {
+        _tmp: tmp,
+        ws,
+        home,
+        state,
+    }
+}
+
+fn spear(d: &Dirs, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_spear"))
+        .args(args)
+        .current_dir(&d.ws)
+        .env("HOME", &d.home)
+        .env("XDG_STATE_HOME", &d.state)
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(Stdio::null())
+        .output()
+        .expect("spear runs")
+}
+
+fn tool(d: &Dirs, name: &str, args: &str, flags: &[&str]) -> (i32, Value) {
+    let mut argv = vec!["tool", name, "--args", args];
+    argv.extend_from_slice(flags);
+    let out = spear(d, &argv);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap(), v)
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn prints_the_envelope() {
+    let d = dirs();
+    let (code, v) = tool(&d, "read_file", r#"{"path": "README.md"}"#, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["tool"], "read_file");
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["stdout"], "     1\treadme\n");
+    for key in [
+        "exit_code",
+        "stderr",
+        "changed_paths",
+        "reason",
+        "class",
+        "duration_ms",
+        "truncated",
+    ] {
+        assert!(v.get(key).is_some(), "{key} in {v}");
+    }
+}
+
+#[test]
+fn exit_statuses() {
+    let d = dirs();
+    let (code, v) = tool(&d, "write_file", r#"{"path": "a.txt", "content": "x"}"#, &[]);
+    assert_eq!((code, v["status"].as_str()), (126, Some("denied")), "{v}");
+    assert!(!d.ws.join("a.txt").exists());
+    let (code, v) = tool(&d, "read_file", r#"{"path": "nope.txt"}"#, &[]);
+    assert_eq!((code, v["status"].as_str()), (127, Some("not_found")), "{v}");
+    let (code, v) = tool(&d, "read_file", r#"{"path": "../x"}"#, &[]);
+    assert_eq!((code, v["status"].as_str()), (126, Some("invalid_path")), "{v}");
+    let (code, v) = tool(&d, "read_file", r#"{"path": "README.md", "x": 1}"#, &[]);
+    assert_eq!((code, v["status"].as_str()), (125, Some("failed")), "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("unknown field `x`"));
+    let (code, v) = tool(&d, "terminal", r#"{"command": "exit 3"}"#, &["--auto"]);
+    assert_eq!((code, v["exit_code"].as_i64()), (3, Some(3)), "{v}");
+    let out = spear(&d, &["tool", "read_file", "--args", "{not json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--args is not valid JSON"));
+}
+
+#[test]
+fn undo_restores_the_last_call_and_audit_shows_it() {
+    let d = dirs();
+    let (code, v) = tool(
+        &d,
+        "write_file",
+        r#"{"path": "README.md", "content": "changed\n"}"#,
+        &["--auto"],
+    );
+    assert_eq!(code, 0, "{v}");
+    let (code, v) = tool(
+        &d,
+        "terminal",
+        r#"{"command": "echo made > made.txt"}"#,
+        &["--auto"],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["changed_paths"], serde_json::json!(["made.txt"]));
+    assert_eq!(read(&d.ws.join("README.md")), "changed\n");
+
+    // Each `spear tool` call is its own turn: undo goes back one call at a time.
+    let out = spear(&d, &["undo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!d.ws.join("made.txt").exists());
+    assert_eq!(read(&d.ws.join("README.md")), "changed\n");
+    let out = spear(&d, &["undo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(read(&d.ws.join("README.md")), "readme\n");
+
+    let out = spear(&d, &["audit", "--tail", "1"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let record: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(record["tool"], "terminal");
+    assert!(!text.contains("made >"), "no command text: {text}");
+    let out = spear(&d, &["audit"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}
+
+#[test]
+fn undo_refuses_a_conflict() {
+    let d = dirs();
+    let (code, _) = tool(
+        &d,
+        "write_file",
+        r#"{"path": "README.md", "content": "by the agent\n"}"#,
+        &["--auto"],
+    );
+    assert_eq!(code, 0);
+    std::fs::write(d.ws.join("README.md"), "by the user\n").unwrap();
+    let out = spear(&d, &["undo"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("README.md"));
+    assert_eq!(read(&d.ws.join("README.md")), "by the user\n");
+}

