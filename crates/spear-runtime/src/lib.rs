@@ -10,7 +10,13 @@
 //!   written, renamed or replaced by a command; one created during it is removed afterwards, and the
 //!   result says so.
 
+pub mod checkpoint;
 pub mod protect;
+pub mod result_store;
 mod runner;
 
+pub use checkpoint::{
+    CheckpointError, CheckpointStore, Conflict, EntryState, TurnCheckpoint, UndoError, UndoReport,
+};
+pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};
 pub use runner::{CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunnerConfig};
