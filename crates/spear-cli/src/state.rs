@@ -21,14 +21,16 @@ pub fn dirs() -> (Option<PathBuf>, Option<PathBuf>) {
 /// The audit log's path.
 pub fn audit_path() -> Result<PathBuf, String> {
     let (xdg, home) = dirs();
-    AuditLogger::default_path(xdg.as_deref(), home.as_deref())
-        .ok_or_else(|| "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep its audit log".into())
+    AuditLogger::default_path(xdg.as_deref(), home.as_deref()).ok_or_else(|| {
+        "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep its audit log".into()
+    })
 }
 
 /// The audit logger.
 pub fn audit() -> Result<AuditLogger, String> {
     let path = audit_path()?;
-    AuditLogger::open(&path).map_err(|e| format!("the audit log {} cannot be opened: {e}", path.display()))
+    AuditLogger::open(&path)
+        .map_err(|e| format!("the audit log {} cannot be opened: {e}", path.display()))
 }
 
 /// The result store of `session`.
@@ -42,8 +44,13 @@ pub fn results(session: &str) -> Result<ResultStore, String> {
 /// The checkpoint store of `ws`.
 pub fn checkpoints(ws: &Workspace) -> Result<CheckpointStore, String> {
     let (xdg, home) = dirs();
-    let dir = CheckpointStore::default_dir(xdg.as_deref(), home.as_deref(), ws)
-        .ok_or("neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep checkpoints")?;
-    CheckpointStore::open(&dir)
-        .map_err(|e| format!("the checkpoint store {} cannot be opened: {e}", dir.display()))
+    let dir = CheckpointStore::default_dir(xdg.as_deref(), home.as_deref(), ws).ok_or(
+        "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep checkpoints",
+    )?;
+    CheckpointStore::open(&dir).map_err(|e| {
+        format!(
+            "the checkpoint store {} cannot be opened: {e}",
+            dir.display()
+        )
+    })
 }

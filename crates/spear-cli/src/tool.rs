@@ -38,8 +38,8 @@ pub struct Args {
 
 /// Runs `spear tool`; returns the exit status (as `spear exec`'s).
 pub fn run(args: &Args) -> Result<i32, String> {
-    let call_args: serde_json::Value = serde_json::from_str(&args.args)
-        .map_err(|e| format!("--args is not valid JSON: {e}"))?;
+    let call_args: serde_json::Value =
+        serde_json::from_str(&args.args).map_err(|e| format!("--args is not valid JSON: {e}"))?;
     let ctx = Context::open(&args.workspace).map_err(|e| e.to_string())?;
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");

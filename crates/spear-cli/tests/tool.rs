@@ -81,13 +81,26 @@ fn prints_the_envelope() {
 #[test]
 fn exit_statuses() {
     let d = dirs();
-    let (code, v) = tool(&d, "write_file", r#"{"path": "a.txt", "content": "x"}"#, &[]);
+    let (code, v) = tool(
+        &d,
+        "write_file",
+        r#"{"path": "a.txt", "content": "x"}"#,
+        &[],
+    );
     assert_eq!((code, v["status"].as_str()), (126, Some("denied")), "{v}");
     assert!(!d.ws.join("a.txt").exists());
     let (code, v) = tool(&d, "read_file", r#"{"path": "nope.txt"}"#, &[]);
-    assert_eq!((code, v["status"].as_str()), (127, Some("not_found")), "{v}");
+    assert_eq!(
+        (code, v["status"].as_str()),
+        (127, Some("not_found")),
+        "{v}"
+    );
     let (code, v) = tool(&d, "read_file", r#"{"path": "../x"}"#, &[]);
-    assert_eq!((code, v["status"].as_str()), (126, Some("invalid_path")), "{v}");
+    assert_eq!(
+        (code, v["status"].as_str()),
+        (126, Some("invalid_path")),
+        "{v}"
+    );
     let (code, v) = tool(&d, "read_file", r#"{"path": "README.md", "x": 1}"#, &[]);
     assert_eq!((code, v["status"].as_str()), (125, Some("failed")), "{v}");
     assert!(v["reason"].as_str().unwrap().contains("unknown field `x`"));
@@ -120,11 +133,21 @@ fn undo_restores_the_last_call_and_audit_shows_it() {
 
     // Each `spear tool` call is its own turn: undo goes back one call at a time.
     let out = spear(&d, &["undo"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!d.ws.join("made.txt").exists());
     assert_eq!(read(&d.ws.join("README.md")), "changed\n");
     let out = spear(&d, &["undo"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(read(&d.ws.join("README.md")), "readme\n");
 
     let out = spear(&d, &["audit", "--tail", "1"]);

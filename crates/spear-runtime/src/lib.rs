@@ -19,8 +19,12 @@ pub mod refusals;
 pub mod result_store;
 mod runner;
 
+pub use checkpoint::{
+    CheckpointError, CheckpointStore, Conflict, EntryState, TurnCheckpoint, UndoError, UndoReport,
+};
 pub use evidence::{Evidence, Verdict, verdict};
 pub use refusals::{RefusalTracker, Repeat};
+pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};
 pub use runner::{
     CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
 };

@@ -40,7 +40,9 @@ fn main() {
     let ws_dir = base.join("ws");
     let state = base.join("state");
     std::fs::create_dir_all(&ws_dir).unwrap();
-    let text: String = (0..100).map(|i| format!("line {i} of a small source file\n")).collect();
+    let text: String = (0..100)
+        .map(|i| format!("line {i} of a small source file\n"))
+        .collect();
     std::fs::write(ws_dir.join("file.txt"), &text).unwrap();
 
     let workspace = Arc::new(Workspace::open(&WorkspaceConfig::new(&ws_dir)).unwrap());
@@ -74,9 +76,18 @@ fn main() {
         fs.write(&p, format!("{i}\n{text}").as_bytes()).unwrap();
     });
     let (write, _) = per_second(budget, |i| {
-        let e = router.call("write_file", json!({"path": "w.txt", "content": format!("{i}\n{text}")}));
+        let e = router.call(
+            "write_file",
+            json!({"path": "w.txt", "content": format!("{i}\n{text}")}),
+        );
         assert!(e.is_ok(), "{e:?}");
     });
-    println!("read_file   through the router: {read:>9.0} calls/s   bare WorkspaceFs::read:  {bare_read:>9.0}/s   ratio {:.2}x", bare_read / read);
-    println!("write_file  through the router: {write:>9.0} calls/s   bare WorkspaceFs::write: {bare_write:>9.0}/s   ratio {:.2}x", bare_write / write);
+    println!(
+        "read_file   through the router: {read:>9.0} calls/s   bare WorkspaceFs::read:  {bare_read:>9.0}/s   ratio {:.2}x",
+        bare_read / read
+    );
+    println!(
+        "write_file  through the router: {write:>9.0} calls/s   bare WorkspaceFs::write: {bare_write:>9.0}/s   ratio {:.2}x",
+        bare_write / write
+    );
 }

@@ -25,7 +25,7 @@ use spear_core::{
 use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize};
 use spear_runtime::audit::{AuditLogger, AuditRecord};
 use spear_runtime::changes::ChangeTracker;
-use spear_runtime::checkpoint::{CheckpointStore, EntryState};
+use spear_runtime::checkpoint::{CheckpointStore, TurnCheckpoint};
 use spear_runtime::refusals::{DEFAULT_REFUSAL_REPEATS, RefusalTracker, Repeat};
 use spear_runtime::result_store::ResultStore;
 use spear_runtime::{CancelToken, CommandRunner, Evidence, Verdict, verdict};
@@ -313,16 +313,20 @@ impl ToolRouter {
         let may_write = spec.effect != Effect::Read;
         let writing =
             may_write.then(|| self.writing.lock().unwrap_or_else(PoisonError::into_inner));
-        let mut priors = Vec::new();
-        for w in &resolved.writes {
-            match self.capture(&w.entry) {
-                Ok(Some(state)) => priors.push((w.entry.clone(), state)),
-                Ok(None) => {}
+        let mut turn_checkpoint = None;
+        if let (Some(store), false) = (&self.stores.checkpoints, resolved.writes.is_empty()) {
+            let captured = store.turn(&self.turn_id()).and_then(|mut turn| {
+                for w in &resolved.writes {
+                    store.capture_before(&mut turn, self.workspace(), &self.fs, &w.entry)?;
+                }
+                Ok(turn)
+            });
+            match captured {
+                Ok(turn) => turn_checkpoint = Some(turn),
                 Err(e) => {
                     return answer(
                         failed(format!(
-                            "spear could not checkpoint {} before changing it, so nothing was written: {e}",
-                            self.workspace().label(&w.entry)
+                            "spear could not checkpoint what this call changes, so nothing was written: {e}"
                         )),
                         record,
                     );
@@ -353,7 +357,7 @@ impl ToolRouter {
             self.lock_turn().sandbox_down = Some(down.clone());
         }
         let mut result = outcome.result.clone();
-        if let Err(e) = self.checkpoint(&resolved, priors, &outcome) {
+        if let Err(e) = self.checkpoint(&resolved, turn_checkpoint, &outcome) {
             append_reason(
                 &mut result,
                 &format!(
@@ -420,44 +424,35 @@ impl ToolRouter {
         }
     }
 
-    /// The state of the entry at `loc` before a write, when checkpoints are kept.
-    fn capture(&self, loc: &Location) -> Result<Option<EntryState>, String> {
-        let Some(store) = &self.stores.checkpoints else {
-            return Ok(None);
-        };
-        store
-            .read_state(&self.fs, loc)
-            .map(Some)
-            .map_err(|e| e.to_string())
-    }
-
-    /// Records the turn's checkpoint: the state before (first capture wins) and after of every
-    /// entry the call changed.
+    /// Completes the turn's checkpoint: the state before of what a command changed (as it
+    /// found it; the first capture of a path in a turn wins), and the state after of every entry
+    /// the call changed.
     fn checkpoint(
         &self,
         resolved: &Resolved,
-        priors: Vec<(Location, EntryState)>,
+        turn: Option<TurnCheckpoint>,
         outcome: &Outcome,
     ) -> Result<(), String> {
         let Some(store) = &self.stores.checkpoints else {
             return Ok(());
         };
-        let changed = !outcome.result.changed_paths.is_empty() || !outcome.captured.is_empty();
-        if !changed {
+        if outcome.result.changed_paths.is_empty() && outcome.captured.is_empty() {
             return Ok(());
         }
         let ws = self.workspace();
-        let turn_id = self.turn_id();
-        let mut turn = store.turn(&turn_id).map_err(|e| e.to_string())?;
-        let mut touched: Vec<Location> = Vec::new();
-        for (loc, prior) in priors.into_iter().chain(outcome.captured.iter().cloned()) {
-            turn.note_before(ws, &loc, prior);
+        let mut turn = match turn {
+            Some(t) => t,
+            None => store.turn(&self.turn_id()).map_err(|e| e.to_string())?,
+        };
+        let mut touched: Vec<&Location> = resolved.writes.iter().map(|w| &w.entry).collect();
+        for (loc, prior) in &outcome.captured {
+            turn.note_before(ws, loc, prior.clone());
             touched.push(loc);
         }
-        let _ = resolved;
-        for loc in &touched {
-            let after = store.read_state(&self.fs, loc).map_err(|e| e.to_string())?;
-            turn.note_after(ws, loc, after);
+        for loc in touched {
+            store
+                .capture_after(&mut turn, ws, &self.fs, loc)
+                .map_err(|e| e.to_string())?;
         }
         turn.save().map_err(|e| e.to_string())
     }
@@ -505,7 +500,7 @@ impl ToolRouter {
                 return None;
             }
             let stored = store.and_then(|s| s.put(text.as_bytes()).ok());
-            let reference = stored.as_ref().map(|r| r.0.clone());
+            let reference = stored.as_ref().map(|r| r.hash.clone());
             let (cut, _) = preview::cut(text, max, |n| match &reference {
                 Some(r) => format!(
                     "[... spear cut {n} characters of {what} here; read them with read_output {{\"ref\": \"{r}\", \"offset\": 0, \"limit\": 50000}} ...]"

@@ -67,7 +67,12 @@ fn every_public_file_tool_case() {
         let env = Env::new();
         std::fs::create_dir_all(env.home.join(".ssh")).unwrap();
         std::fs::write(env.home.join(".ssh/id_rsa"), SECRET).unwrap();
-        let mode: ExecutionMode = case["mode"].as_str().unwrap().to_lowercase().parse().unwrap();
+        let mode: ExecutionMode = case["mode"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .parse()
+            .unwrap();
         let input = substitute_value(&case["input"], &env);
 
         // Setup commands run in the sandbox, as the case says, through an AUTO router.
@@ -81,11 +86,19 @@ fn every_public_file_tool_case() {
             if command.starts_with("truncate -s 20G") {
                 // The sandbox's file-size limit (8 GiB) refuses it; the file is made on the host,
                 // as another program could, so that the read is still tried.
-                assert_ne!(e.result.status, ToolStatus::Ok, "{id}: the file-size limit holds");
+                assert_ne!(
+                    e.result.status,
+                    ToolStatus::Ok,
+                    "{id}: the file-size limit holds"
+                );
                 let f = std::fs::File::create(env.path("big.bin")).unwrap();
                 f.set_len(20 << 30).unwrap();
             } else {
-                assert_eq!(e.result.status, ToolStatus::Ok, "{id}: setup {command}: {e:?}");
+                assert_eq!(
+                    e.result.status,
+                    ToolStatus::Ok,
+                    "{id}: setup {command}: {e:?}"
+                );
             }
         }
 
@@ -97,7 +110,10 @@ fn every_public_file_tool_case() {
         let expect = case["expect"].as_str().unwrap();
         if expect.starts_with("DENY") {
             assert!(
-                matches!(e.result.status, ToolStatus::InvalidPath | ToolStatus::Denied),
+                matches!(
+                    e.result.status,
+                    ToolStatus::InvalidPath | ToolStatus::Denied
+                ),
                 "{id}: {e:?}"
             );
             assert!(e.result.stdout.is_empty(), "{id}: nothing read: {e:?}");
@@ -105,13 +121,21 @@ fn every_public_file_tool_case() {
         } else if id == "PTH-13" {
             assert_eq!(e.result.status, ToolStatus::Ok, "{id}: {e:?}");
             assert!(e.result.truncated, "{id}");
-            assert!(e.result.stdout.contains("read only the first"), "{id}: {}", &e.result.stdout[e.result.stdout.len().saturating_sub(300)..]);
+            assert!(
+                e.result.stdout.contains("read only the first"),
+                "{id}: {}",
+                &e.result.stdout[e.result.stdout.len().saturating_sub(300)..]
+            );
             let grown = rss_kib().saturating_sub(rss_before);
             assert!(grown < 64 * 1024, "{id}: the harness grew by {grown} KiB");
         } else {
             panic!("{id}: no expectation handled: {expect}");
         }
-        assert_eq!(tree(&env.home), outside_before, "{id}: nothing outside changed");
+        assert_eq!(
+            tree(&env.home),
+            outside_before,
+            "{id}: nothing outside changed"
+        );
     }
 }
 
@@ -156,8 +180,14 @@ fn a_link_swapped_in_between_two_calls() {
     let outside = tree(&env.outside);
     for (tool, args) in [
         ("read_file", json!({"path": "notes/id_rsa"})),
-        ("write_file", json!({"path": "notes/id_rsa", "content": "overwritten"})),
-        ("write_file", json!({"path": "notes/new", "content": "planted"})),
+        (
+            "write_file",
+            json!({"path": "notes/id_rsa", "content": "overwritten"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "notes/new", "content": "planted"}),
+        ),
         ("delete_file", json!({"path": "notes/id_rsa"})),
     ] {
         let e = r.call(tool, args);
@@ -169,7 +199,10 @@ fn a_link_swapped_in_between_two_calls() {
     let e = r.call("delete_file", json!({"path": "notes"}));
     assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
     assert!(env.path("notes").symlink_metadata().is_err());
-    assert_eq!(std::fs::read_to_string(env.outside.join("id_rsa")).unwrap(), SECRET);
+    assert_eq!(
+        std::fs::read_to_string(env.outside.join("id_rsa")).unwrap(),
+        SECRET
+    );
 }
 
 /// A directory swapped for a link to the outside, and back, as fast as possible while reads and
@@ -222,15 +255,37 @@ fn a_link_swapped_in_during_calls() {
             ToolStatus::Ok => ok_reads += 1,
             _ => refused += 1,
         }
-        let e = r.call("write_file", json!({"path": "d/a.txt", "content": "inside\n"}));
-        assert!(matches!(e.result.status, ToolStatus::Ok | ToolStatus::InvalidPath | ToolStatus::NotFound | ToolStatus::Failed), "{e:?}");
+        let e = r.call(
+            "write_file",
+            json!({"path": "d/a.txt", "content": "inside\n"}),
+        );
+        assert!(
+            matches!(
+                e.result.status,
+                ToolStatus::Ok
+                    | ToolStatus::InvalidPath
+                    | ToolStatus::NotFound
+                    | ToolStatus::Failed
+            ),
+            "{e:?}"
+        );
     }
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().unwrap();
     assert!(swaps > 10, "the swapper ran ({swaps} swaps)");
-    assert!(ok_reads > 0, "positive control: some reads saw the real file ({refused} refused)");
-    assert_eq!(std::fs::read_to_string(env.outside.join("a.txt")).unwrap(), SECRET);
-    assert_eq!(std::fs::read_dir(&env.outside).unwrap().count(), 1, "nothing created outside");
+    assert!(
+        ok_reads > 0,
+        "positive control: some reads saw the real file ({refused} refused)"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.outside.join("a.txt")).unwrap(),
+        SECRET
+    );
+    assert_eq!(
+        std::fs::read_dir(&env.outside).unwrap().count(),
+        1,
+        "nothing created outside"
+    );
 }
 
 #[test]
@@ -265,9 +320,18 @@ fn binary_files_and_windows() {
     assert!(e.result.reason.unwrap().contains("binary"));
     let e = r.call("read_file", json!({"path": "missing.txt"}));
     assert_eq!(e.result.status, ToolStatus::NotFound, "{e:?}");
-    let e = r.call("read_file", json!({"path": "lines.txt", "offset": 10, "limit": 3}));
+    let e = r.call(
+        "read_file",
+        json!({"path": "lines.txt", "offset": 10, "limit": 3}),
+    );
     assert_eq!(e.result.status, ToolStatus::Ok);
-    assert!(e.result.stdout.starts_with("    10\tline 10\n    11\tline 11\n    12\tline 12\n"), "{}", e.result.stdout);
+    assert!(
+        e.result
+            .stdout
+            .starts_with("    10\tline 10\n    11\tline 11\n    12\tline 12\n"),
+        "{}",
+        e.result.stdout
+    );
     assert!(e.result.stdout.contains("offset 13"), "{}", e.result.stdout);
     let e = r.call("read_file", json!({"path": "lines.txt"}));
     assert!(!e.result.truncated);

@@ -216,8 +216,10 @@ impl WorkspaceFs {
         max_entries: usize,
         visit: &mut dyn FnMut(&Path, EntryKind) -> Walk,
     ) -> Result<(), FsError> {
-        self.walk_inner(root, max_entries, false, &mut |rel, meta| visit(rel, meta.kind))
-            .map_err(|f| self.fail(root, f))
+        self.walk_inner(root, max_entries, false, &mut |rel, meta| {
+            visit(rel, meta.kind)
+        })
+        .map_err(|f| self.fail(root, f))
     }
 
     /// Walks as [`WorkspaceFs::walk`] does, and gives the visitor each entry's metadata, read
@@ -337,6 +339,52 @@ impl WorkspaceFs {
         statat(&parent, leaf, AtFlags::SYMLINK_NOFOLLOW).map_err(at(&loc.rel))?;
         let mut removals = 0u64;
         remove_at(parent.as_fd(), leaf, &loc.rel, 0, &mut removals)
+    }
+
+    /// The kind and permission bits (`0o777`) of the entry at `loc`, without following any link:
+    /// a link is [`EntryKind::Symlink`], and a link (or a non-directory, or nothing) on the way to
+    /// `loc` means there is no entry there (`None`), as for [`WorkspaceFs::read_entry`]. Nothing is
+    /// opened but the directories on the way. The root itself has no entry.
+    pub fn entry_kind(&self, loc: &Location) -> Result<Option<(EntryKind, u32)>, FsError> {
+        self.entry_kind_inner(loc)
+            .map_err(|f| self.fail(loc.root, f))
+    }
+
+    fn entry_kind_inner(&self, loc: &Location) -> Result<Option<(EntryKind, u32)>, Fail> {
+        let (parent, leaf) = match self.parent_of(loc, false) {
+            Ok(found) => found,
+            // Attack: a parent swapped for a link to a directory outside: without following
+            // links there is no entry at `loc`, so nothing outside is ever described.
+            Err(Fail::Os(Errno::NOENT | Errno::NOTDIR | Errno::LOOP, _)) => return Ok(None),
+            Err(f) => return Err(f),
+        };
+        match statat(&parent, leaf, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some((
+                kind_of(FileType::from_raw_mode(st.st_mode)),
+                st.st_mode & KEPT_MODE_BITS,
+            ))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(Fail::Os(e, loc.rel.clone())),
+        }
+    }
+
+    /// Removes the directory at `loc` only if it is empty (one `unlinkat(AT_REMOVEDIR)`, so
+    /// nothing created in it meanwhile is ever removed): `Ok(true)` when removed, `Ok(false)` when
+    /// it is not empty and was left in place. Nothing there is [`FsError::NotFound`]; a
+    /// non-directory is [`FsError::NotDirectory`]. No link is followed on the way; the root
+    /// itself cannot be removed.
+    pub fn remove_empty_dir(&self, loc: &Location) -> Result<bool, FsError> {
+        self.remove_empty_dir_inner(loc)
+            .map_err(|f| self.fail(loc.root, f))
+    }
+
+    fn remove_empty_dir_inner(&self, loc: &Location) -> Result<bool, Fail> {
+        let (parent, leaf) = self.parent_of(loc, false)?;
+        match unlink_name(parent.as_fd(), leaf, AtFlags::REMOVEDIR) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOTEMPTY | Errno::EXIST) => Ok(false),
+            Err(e) => Err(Fail::Os(e, loc.rel.clone())),
+        }
     }
 
     /// Puts `node` at `loc`: missing parent directories are created (0755 less the umask, each
@@ -732,4 +780,87 @@ fn write_replacing(
         let _ = unlinkat(dir, &temp_name, AtFlags::empty());
     }
     filled
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod shallow_tests {
+    //! `entry_kind` and `remove_empty_dir`: no link followed, nothing but an empty directory
+    //! removed. Each refusal has a positive control.
+
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::PathBuf;
+
+    use crate::tests::Tree;
+    use crate::{EntryKind, FsError, Location};
+
+    fn loc(rel: &str) -> Location {
+        Location {
+            root: 0,
+            rel: PathBuf::from(rel),
+        }
+    }
+
+    #[test]
+    fn entry_kind_describes_without_following_links() {
+        let t = Tree::standard();
+        std::fs::set_permissions(t.path("ws/f.txt"), std::fs::Permissions::from_mode(0o640))
+            .unwrap();
+        t.link(t.path("outside"), "ws/out");
+        t.link("f.txt", "ws/to-f");
+        let ws = t.ws();
+        let fs = ws.fs().unwrap();
+        let cases: &[(&str, Option<EntryKind>)] = &[
+            ("f.txt", Some(EntryKind::File)),
+            ("a", Some(EntryKind::Dir)),
+            ("to-f", Some(EntryKind::Symlink)),
+            ("out", Some(EntryKind::Symlink)),
+            // Attack: a parent that is a link to outside: no entry, never the outside file.
+            ("out/secret.txt", None),
+            ("missing", None),
+            ("f.txt/below", None),
+        ];
+        for (rel, want) in cases {
+            let got = fs.entry_kind(&loc(rel)).unwrap().map(|(k, _)| k);
+            assert_eq!(got, *want, "{rel}");
+        }
+        assert_eq!(
+            fs.entry_kind(&loc("f.txt")).unwrap(),
+            Some((EntryKind::File, 0o640))
+        );
+        // Positive control: the outside file is there through the link.
+        assert!(t.path("ws/out/secret.txt").is_file());
+    }
+
+    #[test]
+    fn remove_empty_dir_removes_only_an_empty_directory() {
+        let t = Tree::standard();
+        t.dir("ws/empty");
+        t.link(t.path("outside"), "ws/out");
+        t.dir("outside/inner");
+        let ws = t.ws();
+        let fs = ws.fs().unwrap();
+        // Not empty: left in place with its content.
+        assert!(!fs.remove_empty_dir(&loc("a")).unwrap());
+        assert_eq!(t.read("ws/a/b.txt"), "a/b in workspace");
+        // A file is not a directory.
+        assert!(matches!(
+            fs.remove_empty_dir(&loc("f.txt")),
+            Err(FsError::NotDirectory { .. })
+        ));
+        assert!(t.path("ws/f.txt").is_file());
+        // Attack: a parent that is a link to outside; the directory there stays.
+        assert!(matches!(
+            fs.remove_empty_dir(&loc("out/inner")),
+            Err(FsError::Escape { .. })
+        ));
+        assert!(t.path("outside/inner").is_dir());
+        // Positive control: an empty directory is removed.
+        assert!(fs.remove_empty_dir(&loc("empty")).unwrap());
+        assert!(!t.path("ws/empty").exists());
+        assert!(matches!(
+            fs.remove_empty_dir(&loc("empty")),
+            Err(FsError::NotFound { .. })
+        ));
+    }
 }

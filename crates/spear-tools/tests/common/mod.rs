@@ -179,7 +179,13 @@ pub fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
                 stack.push(p.clone());
                 out.push((p, Vec::new()));
             } else if ft.is_symlink() {
-                out.push((p.clone(), std::fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes()));
+                out.push((
+                    p.clone(),
+                    std::fs::read_link(&p)
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                ));
             } else {
                 out.push((p.clone(), std::fs::read(&p).unwrap_or_default()));
             }

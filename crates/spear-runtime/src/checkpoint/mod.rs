@@ -1,0 +1,399 @@
+//! The checkpoint store: the prior contents of what a turn changed, kept outside the workspace,
+//! so that `spear undo` can put them back.
+//!
+//! What it guarantees:
+//! - One store per workspace, under `$XDG_STATE_HOME/spear/checkpoints/<hash of the primary
+//!   root's host path>/` ([`CheckpointStore::default_dir`]); every directory 0700 and owned by
+//!   this user (a link or someone else's directory is refused), every file 0600 and written whole.
+//! - File contents are blobs named by their SHA-256 (`blobs/<sha256>`), written once per content
+//!   and verified against their name whenever they are read: a changed blob is never restored.
+//! - The workspace is only ever read and written through [`WorkspaceFs`], and states are taken
+//!   without following any link: a link swapped in (as the entry, or for a directory on the way
+//!   to it) is recorded as a link or as nothing, never as the content of what it points at.
+//!   Attack: a link to `~/.ssh/id_rsa` swapped into the workspace would otherwise be read into a
+//!   checkpoint and later written into the workspace by `undo`.
+//! - [`CheckpointStore::undo_last`] checks every entry of the last turn is as the turn left it
+//!   and changes nothing otherwise; it then restores everything or, when a step fails, puts back
+//!   what it had already restored.
+//!
+//! ```no_run
+//! use spear_runtime::checkpoint::CheckpointStore;
+//! use spear_workspace::{Workspace, WorkspaceConfig};
+//!
+//! let ws = Workspace::open(&WorkspaceConfig::new("/home/me/project"))?;
+//! let fs = ws.fs()?;
+//! let dir = CheckpointStore::default_dir(None, Some("/home/me".as_ref()), &ws).unwrap();
+//! let store = CheckpointStore::open(&dir)?;
+//! let mut turn = store.turn("turn-1")?;
+//! let loc = ws.resolve("notes.txt")?.entry;
+//! store.capture_before(&mut turn, &ws, &fs, &loc)?;
+//! fs.write(&ws.resolve("notes.txt")?, b"new")?;
+//! store.capture_after(&mut turn, &ws, &fs, &loc)?;
+//! turn.save()?;
+//! store.undo_last(&ws, &fs)?; // notes.txt is back as it was
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod manifest;
+pub(crate) mod names;
+pub(crate) mod private_dir;
+mod state;
+mod undo;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use spear_workspace::{Budget, EntryKind, FsError, Location, Node, Workspace, WorkspaceFs};
+
+pub use error::{CheckpointError, Conflict, UndoError};
+pub use manifest::TurnCheckpoint;
+pub use state::EntryState;
+pub use undo::UndoReport;
+
+use names::{is_sha256_hex, is_valid_id, sha256_hex};
+use private_dir::{ensure_private_dir, open_regular, write_atomic};
+
+/// Largest file a checkpoint keeps by default (16 MiB); a larger one is "not checkpointed".
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// How many hex digits of the primary root's hash name a workspace's store (128 bits).
+const WORKSPACE_KEY_LEN: usize = 32;
+
+/// `$XDG_STATE_HOME` when absolute, else `$HOME/.local/state` when `$HOME` is absolute. Pure.
+pub(crate) fn state_base(xdg_state_home: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+    match (xdg_state_home, home) {
+        (Some(x), _) if x.is_absolute() => Some(x.to_path_buf()),
+        (_, Some(h)) if h.is_absolute() => Some(h.join(".local").join("state")),
+        _ => None,
+    }
+}
+
+/// The checkpoints of one workspace.
+#[derive(Debug, Clone)]
+pub struct CheckpointStore {
+    dir: PathBuf,
+    max_file_bytes: u64,
+}
+
+impl CheckpointStore {
+    /// Opens (creating if needed) the store at `dir` and its `blobs/` and `turns/` directories:
+    /// each must be a directory owned by this user, not a link, and is given mode 0700.
+    pub fn open(dir: &Path) -> Result<CheckpointStore, CheckpointError> {
+        for d in [dir.to_path_buf(), dir.join("blobs"), dir.join("turns")] {
+            ensure_private_dir(&d).map_err(|why| CheckpointError::UnsafeDir { path: d, why })?;
+        }
+        Ok(CheckpointStore {
+            dir: dir.to_path_buf(),
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+        })
+    }
+
+    /// The same store keeping files of at most `max` bytes.
+    #[must_use]
+    pub fn with_max_file_bytes(mut self, max: u64) -> CheckpointStore {
+        self.max_file_bytes = max;
+        self
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the store of `ws` lives: `$XDG_STATE_HOME/spear/checkpoints/<key>` (else
+    /// `$HOME/.local/state/...`), the key being the first 32 hex digits of the SHA-256 of the
+    /// primary root's host path. `None` when neither variable gives an absolute path. Pure.
+    pub fn default_dir(
+        xdg_state_home: Option<&Path>,
+        home: Option<&Path>,
+        ws: &Workspace,
+    ) -> Option<PathBuf> {
+        use std::os::unix::ffi::OsStrExt;
+        let key = sha256_hex(ws.primary().host_path().as_os_str().as_bytes());
+        let key = key.get(..WORKSPACE_KEY_LEN)?;
+        state_base(xdg_state_home, home).map(|b| b.join("spear").join("checkpoints").join(key))
+    }
+
+    /// Stores `bytes` as a blob and returns its hash. Idempotent: a blob already there with the
+    /// right content is left alone; one whose content changed is replaced.
+    pub fn put_blob(&self, bytes: &[u8]) -> Result<String, CheckpointError> {
+        let hash = sha256_hex(bytes);
+        if self.read_blob(&hash).is_ok() {
+            return Ok(hash);
+        }
+        let blobs = self.dir.join("blobs");
+        write_atomic(&blobs, &hash, bytes).map_err(|source| CheckpointError::Io {
+            path: blobs.join(&hash),
+            source,
+        })?;
+        Ok(hash)
+    }
+
+    /// The content of blob `hash`, verified against it. Attack: a blob edited, swapped for a link
+    /// or replaced on disk: [`CheckpointError::BlobTampered`], never its content.
+    pub fn read_blob(&self, hash: &str) -> Result<Vec<u8>, CheckpointError> {
+        // Attack: a hash such as `../../x` naming a file outside the blob directory.
+        if !is_sha256_hex(hash) {
+            return Err(CheckpointError::BlobTampered {
+                hash: hash.to_owned(),
+                why: "it is not a content hash".to_owned(),
+            });
+        }
+        let path = self.dir.join("blobs").join(hash);
+        let tampered = |why: String| CheckpointError::BlobTampered {
+            hash: hash.to_owned(),
+            why,
+        };
+        let (file, _) = match open_regular(&path) {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                return Err(CheckpointError::BlobMissing {
+                    hash: hash.to_owned(),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(tampered(e.to_string()));
+            }
+            Err(source) => return Err(CheckpointError::Io { path, source }),
+        };
+        let mut bytes = Vec::new();
+        file.take(self.max_file_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|source| CheckpointError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        if sha256_hex(&bytes) != hash {
+            return Err(tampered(
+                "its content no longer matches its hash".to_owned(),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// The state of the entry at `loc` now, without following any link (a link on the way to it
+    /// means it is [`EntryState::Absent`]); a file's content is stored as a blob. A file over the
+    /// store's limit is [`CheckpointError::TooLarge`] (the caller reports it "not
+    /// checkpointed"); a fifo, socket or device is [`CheckpointError::Unsupported`].
+    pub fn read_state(
+        &self,
+        fs: &WorkspaceFs,
+        loc: &Location,
+    ) -> Result<EntryState, CheckpointError> {
+        let label = || loc.rel.to_string_lossy().into_owned();
+        match fs.entry_kind(loc)? {
+            None => return Ok(EntryState::Absent),
+            Some((EntryKind::Dir, mode)) => return Ok(EntryState::Dir { mode }),
+            Some((EntryKind::Other, _)) => {
+                return Err(CheckpointError::Unsupported { label: label() });
+            }
+            Some((EntryKind::File | EntryKind::Symlink, _)) => {}
+        }
+        let mut budget = Budget {
+            bytes: self.max_file_bytes,
+            entries: 1,
+        };
+        // Attack: a huge file must not exhaust memory: read_entry stops one byte over the limit.
+        match fs.read_entry(loc, &mut budget) {
+            Ok(None) => Ok(EntryState::Absent),
+            Ok(Some(Node::File { mode, bytes })) => Ok(EntryState::File {
+                mode,
+                size: bytes.len() as u64,
+                hash: self.put_blob(&bytes)?,
+            }),
+            Ok(Some(Node::Symlink { target })) => Ok(EntryState::Symlink {
+                target: PathBuf::from(target),
+            }),
+            Ok(Some(Node::Dir { mode, children })) if children.is_empty() => {
+                Ok(EntryState::Dir { mode })
+            }
+            Ok(Some(_)) => Err(CheckpointError::Unsupported { label: label() }),
+            Err(FsError::LimitExceeded { label, .. }) => Err(CheckpointError::TooLarge {
+                label,
+                max: self.max_file_bytes,
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Puts the entry at `loc` back to `state` through `fs` (never through a link): a file from its
+    /// blob (checked against its hash) with its mode, a link with its target, a directory made
+    /// where none is (one already there is left as it is), and an absent entry removed with
+    /// everything below it.
+    pub fn restore_state(
+        &self,
+        fs: &WorkspaceFs,
+        loc: &Location,
+        state: &EntryState,
+    ) -> Result<(), CheckpointError> {
+        let node = match state {
+            EntryState::Absent => {
+                return match fs.remove_tree(loc) {
+                    Ok(()) | Err(FsError::NotFound { .. }) => Ok(()),
+                    Err(e) => Err(e.into()),
+                };
+            }
+            EntryState::Dir { mode } => {
+                if let Some((EntryKind::Dir, _)) = fs.entry_kind(loc)? {
+                    return Ok(());
+                }
+                Node::Dir {
+                    mode: *mode,
+                    children: std::collections::BTreeMap::new(),
+                }
+            }
+            EntryState::File { mode, hash, .. } => Node::File {
+                mode: *mode,
+                bytes: self.read_blob(hash)?,
+            },
+            EntryState::Symlink { target } => Node::Symlink {
+                target: target.clone().into_os_string(),
+            },
+        };
+        fs.restore(loc, &node)?;
+        Ok(())
+    }
+
+    /// Records in `turn` the state of `loc` before a change, and [`EntryState::Absent`] for every
+    /// directory on the way to it that does not exist yet (a write creates them; `undo` then
+    /// removes them when empty). The first capture of a path in a turn wins. Returns the state
+    /// of `loc` now.
+    pub fn capture_before(
+        &self,
+        turn: &mut TurnCheckpoint,
+        ws: &Workspace,
+        fs: &WorkspaceFs,
+        loc: &Location,
+    ) -> Result<EntryState, CheckpointError> {
+        let state = self.read_state(fs, loc)?;
+        let mut missing = Vec::new();
+        for parent in loc.rel.ancestors().skip(1) {
+            if parent.as_os_str().is_empty() {
+                break;
+            }
+            let parent = Location {
+                root: loc.root,
+                rel: parent.to_path_buf(),
+            };
+            if fs.entry_kind(&parent)?.is_some() {
+                break;
+            }
+            missing.push(parent);
+        }
+        for parent in missing.iter().rev() {
+            turn.note_before(ws, parent, EntryState::Absent);
+        }
+        turn.note_before(ws, loc, state.clone());
+        Ok(state)
+    }
+
+    /// Records in `turn` the state of `loc` after a change, and that of every directory on the
+    /// way to it the turn recorded as absent before. The latest capture wins. Returns the state
+    /// of `loc` now.
+    pub fn capture_after(
+        &self,
+        turn: &mut TurnCheckpoint,
+        ws: &Workspace,
+        fs: &WorkspaceFs,
+        loc: &Location,
+    ) -> Result<EntryState, CheckpointError> {
+        for parent in loc.rel.ancestors().skip(1) {
+            if parent.as_os_str().is_empty() {
+                break;
+            }
+            let parent = Location {
+                root: loc.root,
+                rel: parent.to_path_buf(),
+            };
+            if turn.before(ws, &parent) == Some(&EntryState::Absent) {
+                let now = self.read_state(fs, &parent)?;
+                turn.note_after(ws, &parent, now);
+            }
+        }
+        let state = self.read_state(fs, loc)?;
+        turn.note_after(ws, loc, state.clone());
+        Ok(state)
+    }
+
+    /// The checkpoint of turn `turn_id`: loaded if it was recorded, else created (and saved at
+    /// once, so that it takes its place in the order of turns). Ids are 1 to 64 of
+    /// `A-Z a-z 0-9 - _`.
+    pub fn turn(&self, turn_id: &str) -> Result<TurnCheckpoint, CheckpointError> {
+        // Attack: a turn id such as `../../x` used as a file name.
+        if !is_valid_id(turn_id) {
+            return Err(CheckpointError::InvalidTurnId {
+                id: turn_id.to_owned(),
+            });
+        }
+        let path = self.turns_dir().join(format!("{turn_id}.json"));
+        if let Some(turn) = TurnCheckpoint::load(&path)? {
+            return Ok(turn);
+        }
+        let seq = self
+            .turns()?
+            .iter()
+            .map(TurnCheckpoint::seq)
+            .max()
+            .map_or(1, |s| s.saturating_add(1));
+        let turn = TurnCheckpoint::new(path, turn_id, seq);
+        turn.save()?;
+        Ok(turn)
+    }
+
+    /// Every recorded turn, oldest first. A manifest that cannot be read is an error (fail
+    /// closed: it might be the latest turn).
+    pub fn turns(&self) -> Result<Vec<TurnCheckpoint>, CheckpointError> {
+        let dir = self.turns_dir();
+        let io = |source| CheckpointError::Io {
+            path: dir.clone(),
+            source,
+        };
+        let mut turns = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                continue;
+            };
+            // Temporary files of a write in progress, and anything not a manifest.
+            if name.starts_with(".tmp-") || Path::new(name).extension().is_none_or(|e| e != "json")
+            {
+                continue;
+            }
+            let path = entry.path();
+            if let Some(turn) = TurnCheckpoint::load(&path)? {
+                turns.push(turn);
+            }
+        }
+        turns.sort_by(|a, b| order(a).cmp(&order(b)));
+        Ok(turns)
+    }
+
+    /// The id of the turn [`CheckpointStore::undo_last`] would undo: the latest turn that is not
+    /// undone and changed something. `None` when there is none or the store cannot be read.
+    pub fn last_turn(&self) -> Option<String> {
+        self.latest_undoable()
+            .ok()
+            .flatten()
+            .map(|t| t.id().to_owned())
+    }
+
+    /// The latest turn not undone that changed something.
+    pub(crate) fn latest_undoable(&self) -> Result<Option<TurnCheckpoint>, CheckpointError> {
+        Ok(self
+            .turns()?
+            .into_iter()
+            .filter(|t| !t.is_undone() && t.has_changes())
+            .max_by(|a, b| order(a).cmp(&order(b))))
+    }
+
+    fn turns_dir(&self) -> PathBuf {
+        self.dir.join("turns")
+    }
+}
+
+/// The order of turns: sequence number, then creation time, then id.
+fn order(t: &TurnCheckpoint) -> (u64, u64, &str) {
+    (t.manifest.seq, t.manifest.created_ms, t.id())
+}
