@@ -7,6 +7,9 @@
 # - network path: a networked `/bin/true` against a closed one through CommandRunner; the ratio.
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
+# - search_files: spear's search engine against `rg -n --no-heading` on the same tree
+#   (SPEAR_BENCH_TREE, default ~/.cargo/registry/src), interleaved; the ratio of medians per
+#   pattern, with both match counts. Not pinned: both search with all cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -30,3 +33,8 @@ trap 'rm -rf "$bench_ws"' EXIT
 echo
 echo "== network path: a networked /bin/true beside a closed one, through CommandRunner"
 cargo bench --quiet -p spear-runtime --bench network
+
+echo
+echo "== search_files: spear's search engine beside rg -n --no-heading on the same tree"
+SPEAR_BENCH_TREE="${SPEAR_BENCH_TREE:-$HOME/.cargo/registry/src}" \
+    cargo bench --quiet -p spear-tools --bench search
