@@ -9,6 +9,9 @@
 #   and the result store on), beside the bare WorkspaceFs operation.
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
+# - search_files: spear's search engine against `rg -n --no-heading` on the same tree
+#   (SPEAR_BENCH_TREE, default ~/.cargo/registry/src), interleaved; the ratio of medians per
+#   pattern, with both match counts. Not pinned: both search with all cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -36,3 +39,8 @@ cargo bench --quiet -p spear-runtime --bench network
 echo
 echo "== tool router: read_file and write_file calls per second"
 "${pin[@]}" cargo bench --quiet -p spear-tools --bench router
+
+echo
+echo "== search_files: spear's search engine beside rg -n --no-heading on the same tree"
+SPEAR_BENCH_TREE="${SPEAR_BENCH_TREE:-$HOME/.cargo/registry/src}" \
+    cargo bench --quiet -p spear-tools --bench search

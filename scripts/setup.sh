@@ -6,12 +6,13 @@
 #   (setpriv/runuser for unprivileged test runs), iproute2 and nftables (network tests), GNU sed
 #   and gawk (the classifier's tests use them as oracles), gcc and g++ (crates that build C and
 #   C++, such as libFuzzer for the fuzz targets; the seccomp tests compile their probes), python3,
-#   git, procps and curl (programs the sandbox tests run inside the sandbox).
+#   git, procps and curl (programs the sandbox tests run inside the sandbox), ripgrep (the
+#   search_files benchmark compares spear's search with rg on the same tree).
 # - A Rust toolchain with rustfmt and clippy (the machine's rustup).
 # - An unprivileged user, spear-test, that the security tests also run as.
 set -euo pipefail
 
-packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc g++ libc6-dev bash coreutils findutils python3 git procps curl)
+packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc g++ libc6-dev bash coreutils findutils python3 git procps curl ripgrep)
 test_user=spear-test
 
 say() { printf 'setup: %s\n' "$*"; }

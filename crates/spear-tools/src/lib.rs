@@ -16,6 +16,7 @@ mod exposure;
 mod preview;
 mod registry;
 mod router;
+pub mod search;
 mod spec;
 mod tool;
 pub mod tools;

@@ -142,6 +142,14 @@ impl WorkspaceFs {
         Ok(bytes)
     }
 
+    /// Opens the regular file at `loc` for reading, beneath its root, and returns it with its size
+    /// when it was opened (for callers that stream a file, such as a search). A link leading
+    /// outside the root is [`FsError::Escape`]; a directory is [`FsError::IsDirectory`]; a fifo,
+    /// socket or device is refused without blocking ([`FsError::Io`]). Callers bound their reads.
+    pub fn open_file(&self, loc: &Location) -> Result<(File, u64), FsError> {
+        self.open_regular(loc)
+    }
+
     /// Writes `contents` to `path.entry`: missing parent directories are created (0755 less the
     /// umask), the data goes to a new temporary file in the same directory (`O_EXCL`, mode of the
     /// replaced file or 0644), is synced, and is renamed over the entry. A hard link or symlink at

@@ -4,6 +4,7 @@
 pub mod delete_file;
 pub mod read_file;
 pub mod read_output;
+pub mod search_files;
 pub mod terminal;
 pub mod write_file;
 
