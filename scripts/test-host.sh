@@ -34,7 +34,9 @@ up() {
     ip netns exec "$ns" ip link set "$peer_if" up
     ip netns exec "$ns" ip link set lo up
     if ! ip netns pids "$ns" | grep -q .; then
-        root=$(mktemp -d)
+        # Not under /tmp: a cleaner there would leave the server answering 404.
+        root=/run/spear-testhost-www
+        mkdir -p "$root"
         echo "spear test host" >"$root/index.html"
         (cd "$root" && setsid ip netns exec "$ns" python3 -m http.server 8080 --bind 203.0.113.10 \
             >/dev/null 2>&1 </dev/null &)
