@@ -10,7 +10,12 @@
 //!   written, renamed or replaced by a command; one created during it is removed afterwards, and the
 //!   result says so.
 
+pub mod audit;
 pub mod protect;
+pub mod redact;
 mod runner;
 
+pub use audit::{
+    AuditError, AuditEvent, AuditLogger, AuditRecord, default_path, executable_summary,
+};
 pub use runner::{CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunnerConfig};
