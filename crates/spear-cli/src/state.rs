@@ -21,7 +21,7 @@ pub fn dirs() -> (Option<PathBuf>, Option<PathBuf>) {
 /// The audit log's path.
 pub fn audit_path() -> Result<PathBuf, String> {
     let (xdg, home) = dirs();
-    AuditLogger::default_path(xdg.as_deref(), home.as_deref()).ok_or_else(|| {
+    spear_runtime::audit::default_path(xdg.as_deref(), home.as_deref()).ok_or_else(|| {
         "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep its audit log".into()
     })
 }
@@ -36,7 +36,7 @@ pub fn audit() -> Result<AuditLogger, String> {
 /// The result store of `session`.
 pub fn results(session: &str) -> Result<ResultStore, String> {
     let (xdg, home) = dirs();
-    let base = ResultStore::default_base(xdg.as_deref(), home.as_deref())
+    let base = spear_runtime::result_store::default_base(xdg.as_deref(), home.as_deref())
         .ok_or("neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep outputs")?;
     ResultStore::open(&base, session).map_err(|e| format!("the result store cannot be opened: {e}"))
 }

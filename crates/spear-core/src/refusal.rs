@@ -49,6 +49,11 @@ pub enum RefusalRule {
     Declined,
     /// Nobody could be asked.
     NoConfirmer,
+    /// A command found the sandbox missing or broken earlier in the turn; nothing written since
+    /// could be checked.
+    SandboxDown,
+    /// The same refusal was asked for too many times; the turn is stopped.
+    TurnStopped,
 }
 
 /// Why something may not run. Build one with the constructor for its rule; read it with
@@ -175,6 +180,16 @@ impl Refusal {
         Refusal::new(RefusalRule::NoConfirmer, what, Detail::None)
     }
 
+    /// `what` writes, and a command found the sandbox down (`why`) earlier in the turn.
+    pub fn sandbox_down(what: impl Into<String>, why: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::SandboxDown, what, Detail::Text(why.into()))
+    }
+
+    /// The turn was stopped after `why` (the refusal asked for again and again).
+    pub fn turn_stopped(what: impl Into<String>, why: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::TurnStopped, what, Detail::Text(why.into()))
+    }
+
     /// The rule behind this refusal.
     pub const fn rule(&self) -> RefusalRule {
         self.rule
@@ -272,6 +287,14 @@ impl Refusal {
             (RefusalRule::NoConfirmer, _) => format!(
                 "`{s}` needs confirmation in ASK mode, and nobody could be asked. Rerun with \
                  --auto, or from a client that can ask the user."
+            ),
+            (RefusalRule::SandboxDown, Detail::Text(why)) => format!(
+                "`{s}` is refused: the sandbox is down ({why}), so nothing written in this turn \
+                 could be checked. Fix the sandbox (`spear doctor` says how) and start a new turn."
+            ),
+            (RefusalRule::TurnStopped, Detail::Text(why)) => format!(
+                "spear stopped this turn, so `{s}` did not run: {why}. Asking again will not \
+                 change the answer; tell the user what you need and why, or do something else."
             ),
             (rule, _) => format!("`{s}` is refused ({rule:?})."),
         }

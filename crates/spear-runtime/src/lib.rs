@@ -15,10 +15,14 @@ pub mod changes;
 pub mod checkpoint;
 pub mod evidence;
 pub mod protect;
+pub mod redact;
 pub mod refusals;
 pub mod result_store;
 mod runner;
 
+pub use audit::{
+    AuditError, AuditEvent, AuditLogger, AuditRecord, default_path, executable_summary,
+};
 pub use checkpoint::{
     CheckpointError, CheckpointStore, Conflict, EntryState, TurnCheckpoint, UndoError, UndoReport,
 };

@@ -23,7 +23,7 @@ use spear_core::{
     Refusal, ToolResult, ToolStatus,
 };
 use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize};
-use spear_runtime::audit::{AuditLogger, AuditRecord};
+use spear_runtime::audit::{AuditEvent, AuditLogger, AuditRecord};
 use spear_runtime::changes::ChangeTracker;
 use spear_runtime::checkpoint::{CheckpointStore, TurnCheckpoint};
 use spear_runtime::refusals::{DEFAULT_REFUSAL_REPEATS, RefusalTracker, Repeat};
@@ -266,7 +266,10 @@ impl ToolRouter {
         };
         let spec = tool.spec();
         if let Some(stopped) = self.lock_turn().stopped.clone() {
-            return answer(ToolResult::denied(&stopped_refusal(&stopped)), record);
+            return answer(
+                ToolResult::denied(&Refusal::turn_stopped(name, stopped)),
+                record,
+            );
         }
         let prepared = match tool.prepare(args) {
             Ok(p) => p,
@@ -301,7 +304,7 @@ impl ToolRouter {
         }
         let down = self.lock_turn().sandbox_down.clone();
         if spec.effect == Effect::Write {
-            if let Some(result) = self.gate_writes(&resolved, down.as_deref()) {
+            if let Some(result) = self.gate_writes(spec.name, &resolved, down.as_deref()) {
                 return answer(result, record);
             }
             match self.authorize_write(spec, &*prepared, capabilities) {
@@ -372,25 +375,50 @@ impl ToolRouter {
     /// Request scope: every path resolves inside the roots.
     fn resolve(&self, access: &Access) -> Result<Resolved, ToolResult> {
         let ws = self.workspace();
-        let one = |p: &String| {
-            ws.resolve(p).map_err(|e| ToolResult {
-                reason: Some(e.to_string()),
-                ..ToolResult::new(ToolStatus::InvalidPath)
-            })
+        let refused = |e: spear_workspace::ResolveError| ToolResult {
+            reason: Some(e.to_string()),
+            ..ToolResult::new(ToolStatus::InvalidPath)
         };
+        let mut writes: Vec<_> = access
+            .writes
+            .iter()
+            .map(|p| ws.resolve(p).map_err(refused))
+            .collect::<Result<_, _>>()?;
+        for p in &access.removes {
+            writes.push(ws.resolve_entry(p).map_err(refused)?);
+        }
         Ok(Resolved {
-            reads: access.reads.iter().map(one).collect::<Result<_, _>>()?,
-            writes: access.writes.iter().map(one).collect::<Result<_, _>>()?,
+            reads: access
+                .reads
+                .iter()
+                .map(|p| ws.resolve(p).map_err(refused))
+                .collect::<Result<_, _>>()?,
+            writes,
         })
     }
 
     /// Target policy on every write, and no write while the sandbox is down.
-    fn gate_writes(&self, resolved: &Resolved, down: Option<&str>) -> Option<ToolResult> {
+    fn gate_writes(
+        &self,
+        tool: &str,
+        resolved: &Resolved,
+        down: Option<&str>,
+    ) -> Option<ToolResult> {
         if let Some(why) = down {
-            return Some(ToolResult::denied(&sandbox_down_refusal(why)));
+            return Some(ToolResult::denied(&sandbox_down_refusal(tool, why)));
         }
         for w in &resolved.writes {
-            if let Err(refusal) = self.policy.check_write(&w.entry) {
+            // A link is checked by its name only: what it points at is not what is written.
+            let is_link = matches!(
+                self.fs.entry_kind(&w.entry),
+                Ok(Some((spear_workspace::EntryKind::Symlink, _)))
+            );
+            let checked = if is_link {
+                self.policy.config().targets.check(&w.entry.rel)
+            } else {
+                self.policy.check_write(&w.entry)
+            };
+            if let Err(refusal) = checked {
                 return Some(ToolResult::denied(&refusal));
             }
         }
@@ -469,7 +497,7 @@ impl ToolRouter {
             status: result.status,
             exit_code: result.exit_code,
         });
-        let mut event = "tool_call";
+        let mut event = AuditEvent::ToolCall;
         if matches!(result.status, ToolStatus::Denied | ToolStatus::InvalidPath)
             && turn.stopped.is_none()
         {
@@ -482,8 +510,9 @@ impl ToolRouter {
                 );
                 turn.stopped = Some(text.clone());
                 envelope.turn_stopped = true;
-                envelope.result.reason = Some(stopped_refusal(&text).message());
-                event = "repeated_refusal_stopped";
+                envelope.result.reason =
+                    Some(Refusal::turn_stopped(&envelope.tool, text).message());
+                event = AuditEvent::RepeatedRefusalStopped;
             }
         }
         let turn_id = turn.id.clone();
@@ -521,30 +550,32 @@ impl ToolRouter {
     }
 
     /// Writes the audit record of a call.
-    fn audit(&self, envelope: &ToolResultEnvelope, record: &CallRecord, event: &str, turn: &str) {
+    fn audit(
+        &self,
+        envelope: &ToolResultEnvelope,
+        record: &CallRecord,
+        event: AuditEvent,
+        turn: &str,
+    ) {
         let Some(logger) = &self.stores.audit else {
             return;
         };
         let result = &envelope.result;
-        let entry = AuditRecord {
-            event: event.to_owned(),
-            session: self.config.session.clone(),
-            turn: Some(turn.to_owned()),
-            tool: envelope.tool.clone(),
-            target: record.target.clone(),
-            class: result.class,
-            capabilities: record
-                .granted
-                .iter()
-                .map(|c| c.as_str().to_owned())
-                .collect(),
-            status: Some(result.status),
-            exit_code: result.exit_code,
-            duration_ms: result.duration_ms,
-            changed_paths: result.changed_paths.clone(),
-            executable: record.ran.clone(),
-            ..AuditRecord::now()
-        };
+        let mut entry = AuditRecord::new(self.config.session.clone(), event);
+        entry.turn = Some(turn.to_owned());
+        entry.tool = Some(envelope.tool.clone());
+        entry.target.clone_from(&record.target);
+        entry.class = result.class;
+        entry.capabilities = record
+            .granted
+            .iter()
+            .map(|c| c.as_str().to_owned())
+            .collect();
+        entry.status = Some(result.status);
+        entry.exit_code = result.exit_code;
+        entry.duration_ms = Some(result.duration_ms);
+        entry.changed_paths.clone_from(&result.changed_paths);
+        entry.executable.clone_from(&record.ran);
         if let Err(e) = logger.log(&entry) {
             tracing::error!("the audit record could not be written: {e}");
         }
@@ -564,20 +595,8 @@ struct CallRecord {
 }
 
 /// The refusal of a write after a command found the sandbox down.
-pub fn sandbox_down_refusal(why: &str) -> Refusal {
-    Refusal::unverifiable(
-        "this write",
-        format!(
-            "the sandbox is down ({why}), so nothing written in this turn could be checked; fix the sandbox (`spear doctor`) and start a new turn"
-        ),
-    )
-}
-
-/// The refusal of every call after a turn was stopped.
-fn stopped_refusal(text: &str) -> Refusal {
-    Refusal::declined(format!(
-        "{text}. spear stopped this turn: asking again will not change the answer. Tell the user what you need and why, or do something else"
-    ))
+pub fn sandbox_down_refusal(what: &str, why: &str) -> Refusal {
+    Refusal::sandbox_down(what, why)
 }
 
 /// A failed result with a reason.
@@ -596,7 +615,8 @@ pub(crate) fn append_reason(result: &mut ToolResult, text: &str) {
     });
 }
 
-/// 128 random bits as hex.
+/// 128 random bits written as a UUID (`8-4-4-4-12` hex digits): unique, and readable in the audit
+/// log (whose redaction takes long unbroken hex runs for secrets).
 pub fn random_id() -> String {
     let mut bytes = [0u8; 16];
     if rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).is_err() {
@@ -606,8 +626,12 @@ pub fn random_id() -> String {
             .map_or(0, |d| d.as_nanos());
         bytes = nanos.to_le_bytes();
     }
-    bytes.iter().fold(String::with_capacity(32), |mut s, b| {
+    let mut s = String::with_capacity(36);
+    for (i, b) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
         let _ = write!(s, "{b:02x}");
-        s
-    })
+    }
+    s
 }

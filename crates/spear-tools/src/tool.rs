@@ -16,8 +16,12 @@ use crate::ToolSpec;
 pub struct Access {
     /// Paths read.
     pub reads: Vec<String>,
-    /// Paths created, changed or deleted (both ends of a move).
+    /// Paths created, changed or deleted (both ends of a move); a link at the last component is
+    /// followed.
     pub writes: Vec<String>,
+    /// Entries removed as they are: a link at the last component is the entry, wherever it
+    /// points (resolved with `Workspace::resolve_entry`).
+    pub removes: Vec<String>,
 }
 
 /// [`Access`] after resolution, in the same order.
@@ -25,7 +29,7 @@ pub struct Access {
 pub struct Resolved {
     /// Paths read.
     pub reads: Vec<ResolvedPath>,
-    /// Paths written.
+    /// Paths written, then entries removed, in the order [`Access`] names them.
     pub writes: Vec<ResolvedPath>,
 }
 
@@ -140,10 +144,21 @@ pub trait Prepared: Send {
 
 /// Parses a tool's arguments. Errors say which field is wrong, as serde names it.
 pub fn parse_args<T: DeserializeOwned>(tool: &str, args: serde_json::Value) -> Result<T, String> {
-    let args = if args.is_null() {
-        serde_json::Value::Object(serde_json::Map::new())
-    } else {
-        args
+    let args = match args {
+        serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
+        serde_json::Value::Object(_) => args,
+        // serde would take an array as the fields in order; a call names its fields.
+        other => {
+            return Err(format!(
+                "invalid arguments for {tool}: expected a JSON object of named fields, got {}",
+                match other {
+                    serde_json::Value::Array(_) => "an array",
+                    serde_json::Value::String(_) => "a string",
+                    serde_json::Value::Number(_) => "a number",
+                    _ => "a boolean",
+                }
+            ));
+        }
     };
     serde_json::from_value(args).map_err(|e| format!("invalid arguments for {tool}: {e}"))
 }

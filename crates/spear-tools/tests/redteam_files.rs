@@ -83,7 +83,13 @@ fn every_public_file_tool_case() {
                 .strip_prefix("sandboxed command ran: ")
                 .unwrap_or_else(|| panic!("{id}: unknown setup {step}"));
             let e = setup_router.call("terminal", json!({ "command": command }));
-            if command.starts_with("truncate -s 20G") {
+            if e.result.status == ToolStatus::Denied && command.starts_with("ln -s ") {
+                // The classifier refuses to link to a credential store; the link is made on the
+                // host, as a process outside spear could, so that the read is still tried.
+                let mut words = command.split_whitespace().skip(2);
+                let (target, name) = (words.next().unwrap(), words.next().unwrap());
+                std::os::unix::fs::symlink(target, env.path(name)).unwrap();
+            } else if command.starts_with("truncate -s 20G") {
                 // The sandbox's file-size limit (8 GiB) refuses it; the file is made on the host,
                 // as another program could, so that the read is still tried.
                 assert_ne!(
@@ -119,13 +125,18 @@ fn every_public_file_tool_case() {
             assert!(e.result.stdout.is_empty(), "{id}: nothing read: {e:?}");
             assert!(!e.result.reason.as_deref().unwrap_or("").contains(SECRET));
         } else if id == "PTH-13" {
-            assert_eq!(e.result.status, ToolStatus::Ok, "{id}: {e:?}");
-            assert!(e.result.truncated, "{id}");
-            assert!(
-                e.result.stdout.contains("read only the first"),
-                "{id}: {}",
-                &e.result.stdout[e.result.stdout.len().saturating_sub(300)..]
-            );
+            // A sparse file reads as zeros: refused as binary, naming its size, after reading a
+            // bounded head of it; either way the harness's memory stays bounded.
+            let bounded = (e.result.status == ToolStatus::Ok
+                && e.result.truncated
+                && e.result.stdout.contains("read only the first"))
+                || (e.result.status == ToolStatus::Failed
+                    && e.result
+                        .reason
+                        .as_deref()
+                        .unwrap_or("")
+                        .contains("21474836480 bytes"));
+            assert!(bounded, "{id}: {e:?}");
             let grown = rss_kib().saturating_sub(rss_before);
             assert!(grown < 64 * 1024, "{id}: the harness grew by {grown} KiB");
         } else {
@@ -212,7 +223,10 @@ fn a_link_swapped_in_during_calls() {
     let env = Env::new();
     std::fs::write(env.outside.join("a.txt"), SECRET).unwrap();
     env.write("d/a.txt", "inside\n");
-    let r = router(&env, Opts::mode(ExecutionMode::Auto));
+    let mut opts = Opts::mode(ExecutionMode::Auto);
+    // Refused calls repeat by design here; the turn must not stop.
+    opts.repeats = u32::MAX;
+    let r = router(&env, opts);
     let stop = Arc::new(AtomicBool::new(false));
     let swapper = {
         let stop = Arc::clone(&stop);
@@ -259,13 +273,12 @@ fn a_link_swapped_in_during_calls() {
             "write_file",
             json!({"path": "d/a.txt", "content": "inside\n"}),
         );
+        // Refused (the path led outside when it was resolved, checked or opened) or written
+        // inside; never anything else.
         assert!(
             matches!(
                 e.result.status,
-                ToolStatus::Ok
-                    | ToolStatus::InvalidPath
-                    | ToolStatus::NotFound
-                    | ToolStatus::Failed
+                ToolStatus::Ok | ToolStatus::InvalidPath | ToolStatus::Denied
             ),
             "{e:?}"
         );
@@ -340,4 +353,34 @@ fn binary_files_and_windows() {
     assert_eq!(e.result.status, ToolStatus::Failed);
     assert!(e.result.reason.unwrap().contains("directory"));
     let _ = Path::new("");
+}
+
+/// A huge text file: the first MiB is read and the answer says the rest was not.
+#[test]
+fn a_huge_text_file_is_read_in_part() {
+    let env = Env::new();
+    let line = "0123456789 abcdefghij 0123456789 abcdefghij 0123456789 abcdefghij\n";
+    let head: String = line.repeat((2 << 20) / line.len());
+    std::fs::write(env.path("huge.log"), &head).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(env.path("huge.log"))
+        .unwrap()
+        .set_len(20 << 30)
+        .unwrap();
+    let r = router(&env, Opts::mode(ExecutionMode::Safe));
+    let before = rss_kib();
+    let e = r.call("read_file", json!({"path": "huge.log", "limit": 5}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert!(e.result.truncated);
+    assert!(e.result.stdout.starts_with("     1\t0123456789"));
+    assert!(
+        e.result
+            .stdout
+            .contains("read only the first 1048576 bytes"),
+        "{}",
+        e.result.stdout
+    );
+    assert!(e.result.stdout.contains("21474836480 bytes"));
+    assert!(rss_kib().saturating_sub(before) < 64 * 1024);
 }

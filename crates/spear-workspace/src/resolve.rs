@@ -107,7 +107,11 @@ enum Pos {
 }
 
 /// Resolves `written` in `ws`; see [`Workspace::resolve`].
-pub(crate) fn resolve(ws: &Workspace, written: &str) -> Result<ResolvedPath, ResolveError> {
+pub(crate) fn resolve(
+    ws: &Workspace,
+    written: &str,
+    follow_leaf: bool,
+) -> Result<ResolvedPath, ResolveError> {
     // Attack: a NUL byte truncates the path at the C boundary, so the checked path and the opened
     // one would differ; an empty path would silently mean the launch directory.
     if written.is_empty() || written.contains('\0') || written.len() > MAX_PATH_BYTES {
@@ -115,7 +119,9 @@ pub(crate) fn resolve(ws: &Workspace, written: &str) -> Result<ResolvedPath, Res
             path: written.to_owned(),
         });
     }
-    Walk::new(ws, written).run()
+    let mut walk = Walk::new(ws, written);
+    walk.follow_leaf = follow_leaf;
+    walk.run()
 }
 
 /// The state of one resolution.
@@ -130,6 +136,8 @@ struct Walk<'a> {
     absolute: bool,
     /// Set when the caller's last component is a symlink: where the link itself lives.
     leaf_link: Option<Location>,
+    /// Whether a symlink at the caller's last component is followed.
+    follow_leaf: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -151,6 +159,7 @@ impl<'a> Walk<'a> {
             trailing_slash: parsed.trailing_slash,
             absolute: parsed.absolute,
             leaf_link: None,
+            follow_leaf: true,
         }
     }
 
@@ -348,6 +357,11 @@ impl<'a> Walk<'a> {
                 root,
                 rel: join_names(names),
             });
+            if !self.follow_leaf {
+                // The link itself is the answer; where it points is never looked at.
+                rel.push((name, Kind::NonDir));
+                return Ok(Pos::Inside { root, via, rel });
+            }
         }
         let target = std::fs::read_link(&host).map_err(|e| self.unreadable(&host, &e))?;
         let index = self.links.len();

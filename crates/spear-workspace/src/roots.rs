@@ -245,7 +245,14 @@ impl Workspace {
     /// symlink leading outside every root (the leaf included), and magic paths such as
     /// `/proc/self/...` are refused.
     pub fn resolve(&self, path: &str) -> Result<ResolvedPath, ResolveError> {
-        crate::resolve::resolve(self, path)
+        crate::resolve::resolve(self, path, true)
+    }
+
+    /// Resolves as [`Workspace::resolve`] does, except that a symlink at the caller's last
+    /// component is not followed: the result is the link itself (`entry` and `target` alike),
+    /// wherever it points. For operations on the entry, never its target (removing a link).
+    pub fn resolve_entry(&self, path: &str) -> Result<ResolvedPath, ResolveError> {
+        crate::resolve::resolve(self, path, false)
     }
 
     /// The audit label of a location: `rel/path` in the primary root, `name:rel/path` in another

@@ -59,7 +59,8 @@ impl Prepared for DeleteFileArgs {
     fn access(&self) -> Access {
         Access {
             reads: Vec::new(),
-            writes: vec![self.path.clone()],
+            writes: Vec::new(),
+            removes: vec![self.path.clone()],
         }
     }
 

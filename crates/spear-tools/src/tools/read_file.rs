@@ -89,6 +89,7 @@ impl Prepared for ReadFileArgs {
         Access {
             reads: vec![self.path.clone()],
             writes: Vec::new(),
+            removes: Vec::new(),
         }
     }
 

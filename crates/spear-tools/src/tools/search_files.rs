@@ -84,6 +84,7 @@ impl Prepared for SearchFilesArgs {
         Access {
             reads: self.path.iter().cloned().collect(),
             writes: Vec::new(),
+            removes: Vec::new(),
         }
     }
 

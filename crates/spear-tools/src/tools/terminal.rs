@@ -108,6 +108,7 @@ impl Prepared for TerminalCall {
         Access {
             reads: self.args.workdir.iter().cloned().collect(),
             writes: Vec::new(),
+            removes: Vec::new(),
         }
     }
 
@@ -140,7 +141,10 @@ impl Prepared for TerminalCall {
             decide(&assessment, cx.capabilities, command),
         ) && caps.contains(Capability::WorkspaceWrite)
         {
-            return with_class(ToolResult::denied(&sandbox_down_refusal(why)));
+            return with_class(ToolResult::denied(&sandbox_down_refusal(
+                &executable_summary(command),
+                why,
+            )));
         }
         let granted = match authorize(&assessment, cx.capabilities, command, cx.confirmer) {
             Authorization::Granted(caps) => caps,

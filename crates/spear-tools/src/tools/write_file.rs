@@ -70,6 +70,7 @@ impl Prepared for WriteFileArgs {
         Access {
             reads: Vec::new(),
             writes: vec![self.path.clone()],
+            removes: Vec::new(),
         }
     }
 

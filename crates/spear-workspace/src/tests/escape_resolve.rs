@@ -505,3 +505,42 @@ fn error_messages_name_the_path_and_the_way_forward() {
     let msg = err(&fixed, "../x").to_string();
     assert!(msg.contains("../x") && msg.contains(".."), "{msg}");
 }
+
+/// `resolve_entry` stops at a leaf link, wherever it points (removing a link never touches its
+/// target), and still refuses every escape on the way to it.
+#[test]
+fn resolve_entry_does_not_follow_the_leaf() {
+    let t = Tree::standard();
+    t.link(t.path("outside/secret.txt"), "ws/out-link");
+    t.link(t.path("outside"), "ws/out-dir");
+    t.link("f.txt", "ws/in-link");
+    let ws = t.ws();
+    // `resolve` refuses a leaf link that leads outside; `resolve_entry` answers the link itself.
+    assert!(matches!(
+        err(&ws, "out-link"),
+        ResolveError::SymlinkEscape { .. }
+    ));
+    let r = ws.resolve_entry("out-link").unwrap();
+    assert_eq!(
+        (r.entry.clone(), r.target.clone()),
+        (loc(0, "out-link"), loc(0, "out-link"))
+    );
+    assert!(r.exists);
+    let r = ws.resolve_entry("in-link").unwrap();
+    assert_eq!(r.target, loc(0, "in-link"), "not followed even inside");
+    assert_eq!(ws.resolve("in-link").unwrap().target, loc(0, "f.txt"));
+    // A link on the way is still followed, and refused when it leads out.
+    for p in [
+        "out-dir/secret.txt",
+        "../outside/secret.txt",
+        "/etc/passwd",
+        "out-link/",
+    ] {
+        assert!(ws.resolve_entry(p).is_err(), "{p}");
+    }
+    // Positive control: a plain file.
+    assert_eq!(
+        ws.resolve_entry("a/b.txt").unwrap().target,
+        loc(0, "a/b.txt")
+    );
+}
