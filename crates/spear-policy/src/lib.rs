@@ -46,7 +46,7 @@ pub use config::{
     OperatorWorkspace, PolicyConfig, WorkspacePolicyFile, WorkspaceTargets,
 };
 pub use policy::CommandPolicy;
-pub use target_policy::{Pattern, TargetRules, generated_header};
+pub use target_policy::{HEADER_BYTES, Pattern, TargetRules, generated_header};
 
 /// A workspace on disk and a policy over it, for the unit tests of the analysers.
 #[cfg(test)]

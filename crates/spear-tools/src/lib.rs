@@ -13,6 +13,7 @@
 
 mod envelope;
 mod exposure;
+pub mod patch;
 mod preview;
 mod registry;
 mod router;

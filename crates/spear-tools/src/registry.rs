@@ -30,6 +30,7 @@ impl ToolRegistry {
         r.register(Arc::new(crate::tools::read_file::ReadFile::new()));
         r.register(Arc::new(crate::tools::search_files::SearchFiles::new()));
         r.register(Arc::new(crate::tools::write_file::WriteFile::new()));
+        r.register(Arc::new(crate::tools::patch::PatchTool::new()));
         r.register(Arc::new(crate::tools::delete_file::DeleteFile::new()));
         r.register(Arc::new(crate::tools::terminal::Terminal::new()));
         r.register(Arc::new(crate::tools::read_output::ReadOutput::new()));

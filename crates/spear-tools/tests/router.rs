@@ -210,28 +210,37 @@ fn target_policy_gate_attaches_to_the_file() {
     // see them, and put back afterwards when it cannot.
     let e = r.call("terminal", json!({"command": "echo x > generated/out.rs"}));
     assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    // A script the classifier cannot see into: its writes are found afterwards and put back.
+    env.write(
+        "w.py",
+        "import sys\nopen(sys.argv[1], 'w').write('changed')\n",
+    );
     let e = r.call(
         "terminal",
-        json!({"command": "python3 -c \"open('generated/out.rs','w').write('changed')\""}),
+        json!({"command": "python3 w.py generated/out.rs"}),
     );
     assert_eq!(
         env.read("generated/out.rs").unwrap(),
         "// generated\n",
         "{e:?}"
     );
+    let reason = e.result.reason.clone().unwrap_or_default();
     assert!(
-        e.result
-            .reason
-            .clone()
-            .unwrap_or_default()
-            .contains("put back"),
+        reason.contains("put back") && reason.contains("generated/out.rs"),
         "{e:?}"
     );
     let e = r.call(
         "terminal",
-        json!({"command": "python3 -c \"open('generated/new.rs','w').write('new')\""}),
+        json!({"command": "python3 w.py generated/new.rs"}),
     );
     assert!(!env.path("generated/new.rs").exists(), "{e:?}");
+    let e = r.call("terminal", json!({"command": "python3 w.py src/gen.rs"}));
+    assert!(
+        env.read("src/gen.rs")
+            .unwrap()
+            .starts_with("// Code generated"),
+        "{e:?}"
+    );
     // Positive control: an ordinary file is written by both.
     let e = r.call(
         "write_file",
@@ -239,10 +248,7 @@ fn target_policy_gate_attaches_to_the_file() {
     );
     assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
     assert_eq!(e.result.changed_paths, ["src/lib.rs"]);
-    let e = r.call(
-        "terminal",
-        json!({"command": "python3 -c \"open('src/other.rs','w').write('x')\""}),
-    );
+    let e = r.call("terminal", json!({"command": "python3 w.py src/other.rs"}));
     assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
     assert_eq!(e.result.changed_paths, ["src/other.rs"]);
 }
@@ -356,9 +362,9 @@ fn repeated_refusals_stop_the_turn() {
     let spellings = [
         "generated/x.rs",
         "./generated/x.rs",
-        "generated/x.rs",
-        " generated/x.rs",
-        "./generated/x.rs",
+        "generated/./x.rs",
+        "generated//x.rs",
+        "./generated/../generated/x.rs",
     ];
     for (i, path) in spellings.iter().enumerate() {
         let e = r.call("write_file", json!({"path": path, "content": "y"}));
@@ -468,7 +474,18 @@ fn long_output_is_cut_and_kept() {
         }
     }
     let expected: String = (0..20000).map(|i| format!("line {i:06}\n")).collect();
-    assert_eq!(whole, expected);
+    assert_eq!(whole.len(), expected.len());
+    let first = whole
+        .bytes()
+        .zip(expected.bytes())
+        .position(|(a, b)| a != b);
+    assert!(
+        whole == expected,
+        "the stored output reads back whole; first difference at {first:?}: {:?} vs {:?}",
+        &whole[first.unwrap_or(0).saturating_sub(40)..(first.unwrap_or(0) + 40).min(whole.len())],
+        &expected
+            [first.unwrap_or(0).saturating_sub(40)..(first.unwrap_or(0) + 40).min(whole.len())]
+    );
     // Another session cannot read it.
     let mut opts = Opts::mode(Safe);
     opts.session = Some("another-session".into());

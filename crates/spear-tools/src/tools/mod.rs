@@ -2,6 +2,7 @@
 //! `WorkspaceFs`, which opens beneath a root's directory fd.
 
 pub mod delete_file;
+pub mod patch;
 pub mod read_file;
 pub mod read_output;
 pub mod search_files;

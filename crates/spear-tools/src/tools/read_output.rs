@@ -25,7 +25,7 @@ pub struct ReadOutputArgs {
     /// Where to start, in bytes of the stored output.
     #[serde(default)]
     pub offset: Option<u64>,
-    /// How many bytes to return (default 50000).
+    /// How many bytes to return (default, and at most, about 50000).
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -87,7 +87,11 @@ impl Prepared for ReadOutputArgs {
             ));
         };
         let offset = self.offset.unwrap_or(0);
-        let limit = self.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        // A chunk fits the preview with its trailing note, so the router never cuts it again.
+        let most = u64::try_from(cx.limits.preview_chars.saturating_sub(200))
+            .unwrap_or(1)
+            .max(1);
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, most);
         match store.read(&self.reference, offset, limit) {
             Ok(chunk) => {
                 let mut result = ToolResult::new(ToolStatus::Ok);

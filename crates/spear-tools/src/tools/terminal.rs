@@ -17,8 +17,8 @@ use std::fmt::Write as _;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use spear_core::{Capability, ExecutionProfile, ToolResult, ToolStatus};
-use spear_policy::{Authorization, Decision, authorize, decide};
+use spear_core::{Capability, ExecutionProfile, Refusal, ToolResult, ToolStatus};
+use spear_policy::{Authorization, Decision, HEADER_BYTES, authorize, decide, generated_header};
 use spear_runtime::audit::executable_summary;
 use spear_runtime::changes::{Change, summarise};
 use spear_runtime::checkpoint::EntryState;
@@ -235,6 +235,31 @@ impl Prepared for TerminalCall {
     }
 }
 
+/// The target policy on a changed entry: its name, and the generated-file header it had before
+/// the command (a command that rewrote the header away still wrote a generated file).
+fn refused_target(cx: &CallContext<'_>, c: &Change) -> Result<(), Refusal> {
+    cx.policy.config().targets.check(&c.loc.rel)?;
+    if let (Some(EntryState::File { hash, .. }), Some(store)) = (&c.before, cx.checkpoints) {
+        let head = match store.read_blob(hash) {
+            Ok(mut bytes) => {
+                bytes.truncate(HEADER_BYTES);
+                bytes
+            }
+            // Attack: a blob that cannot be read back must not make the check pass.
+            Err(e) => {
+                return Err(Refusal::unverifiable(
+                    c.label.clone(),
+                    format!("its earlier content cannot be read from the checkpoint store: {e}"),
+                ));
+            }
+        };
+        if let Some(source) = generated_header(&head) {
+            return Err(Refusal::generated_file(c.label.clone(), source));
+        }
+    }
+    Ok(())
+}
+
 /// Puts back every change the command made to a path the target policy refuses: a generated
 /// file, a snapshot copy, a vendored tree. A refusal attaches to the file, not the tool: what
 /// `write_file` may not write, a command may not either.
@@ -245,7 +270,7 @@ fn enforce_targets(cx: &CallContext<'_>, changes: &[Change], result: &mut ToolRe
         if c.kind == EntryKind::Dir && c.exists_now {
             continue;
         }
-        let Err(refusal) = cx.policy.config().targets.check(&c.loc.rel) else {
+        let Err(refusal) = refused_target(cx, c) else {
             continue;
         };
         let put_back = match &c.before {
