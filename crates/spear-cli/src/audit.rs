@@ -18,20 +18,17 @@ pub fn run(args: &Args) -> Result<i32, String> {
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
-    match args.tail {
-        Some(n) => {
-            let lines = spear_runtime::AuditLogger::tail(&path, n)
-                .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
-            for line in lines {
-                let _ = writeln!(out, "{line}");
-            }
+    if let Some(n) = args.tail {
+        let lines = spear_runtime::AuditLogger::tail(&path, n)
+            .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
+        for line in lines {
+            let _ = writeln!(out, "{line}");
         }
-        None => {
-            let mut file = std::fs::File::open(&path)
-                .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
-            std::io::copy(&mut file, &mut out)
-                .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
-        }
+    } else {
+        let mut file = std::fs::File::open(&path)
+            .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
+        std::io::copy(&mut file, &mut out)
+            .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
     }
     Ok(0)
 }

@@ -12,12 +12,13 @@ use crate::mode_args::ModeArgs;
 /// `spear tool NAME [--args JSON] [--safe|--ask|--auto] [--no-network] [--workspace DIR]`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The tool: read_file, search_files, write_file, patch, delete_file, terminal, read_output.
+    /// The tool: `read_file`, `search_files`, `write_file`, `patch`, `delete_file`, `terminal`,
+    /// `read_output`.
     #[arg(value_name = "NAME")]
     name: String,
     /// Its arguments, as one JSON object.
-    #[arg(long, value_name = "JSON", default_value = "{}")]
-    args: String,
+    #[arg(long = "args", value_name = "JSON", default_value = "{}")]
+    json: String,
     #[command(flatten)]
     mode: ModeArgs,
     #[command(flatten)]
@@ -39,7 +40,7 @@ pub struct Args {
 /// Runs `spear tool`; returns the exit status (as `spear exec`'s).
 pub fn run(args: &Args) -> Result<i32, String> {
     let call_args: serde_json::Value =
-        serde_json::from_str(&args.args).map_err(|e| format!("--args is not valid JSON: {e}"))?;
+        serde_json::from_str(&args.json).map_err(|e| format!("--args is not valid JSON: {e}"))?;
     let ctx = Context::open(&args.workspace).map_err(|e| e.to_string())?;
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");

@@ -44,9 +44,9 @@ fn spear(d: &Dirs, args: &[&str]) -> Output {
 }
 
 fn tool(d: &Dirs, name: &str, args: &str, flags: &[&str]) -> (i32, Value) {
-    let mut argv = vec!["tool", name, "--args", args];
-    argv.extend_from_slice(flags);
-    let out = spear(d, &argv);
+    let mut words = vec!["tool", name, "--args", args];
+    words.extend_from_slice(flags);
+    let out = spear(d, &words);
     let text = String::from_utf8_lossy(&out.stdout);
     let v: Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr)));

@@ -19,7 +19,7 @@ use spear_runtime::{AuditError, AuditEvent, AuditLogger, AuditRecord, executable
 /// A record whose every string field holds `text`.
 fn record_with(text: &str) -> AuditRecord {
     let mut r = AuditRecord::new(text, AuditEvent::ToolCall);
-    r.turn = Some(3);
+    r.turn = Some("3".into());
     r.tool = Some(text.to_owned());
     r.target = Some(text.to_owned());
     r.class = Some(CommandClass::ShellComplex);
@@ -496,7 +496,7 @@ fn ordinary_text_stays_readable() {
         assert_eq!(r["status"], "ok");
         assert_eq!(r["exit_code"], 0);
         assert_eq!(r["duration_ms"], 12);
-        assert_eq!(r["turn"], 3);
+        assert_eq!(r["turn"], "3");
     }
 }
 
@@ -589,7 +589,7 @@ fn sixteen_threads_ten_thousand_records_none_lost_none_interleaved() {
             std::thread::spawn(move || {
                 for seq in 0..PER_THREAD {
                     let mut r = AuditRecord::new(format!("thread-{t}"), AuditEvent::ToolCall);
-                    r.turn = Some(seq as u64);
+                    r.turn = Some(seq.to_string());
                     // Some records far larger than a pipe buffer.
                     let paths = if seq.is_multiple_of(97) { 300 } else { seq % 5 };
                     r.changed_paths = (0..paths)
@@ -610,7 +610,7 @@ fn sixteen_threads_ten_thousand_records_none_lost_none_interleaved() {
     for line in raw.lines() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
         let session = r["session"].as_str().unwrap().to_owned();
-        let turn = r["turn"].as_u64().unwrap();
+        let turn: u64 = r["turn"].as_str().unwrap().parse().unwrap();
         let t: usize = session.strip_prefix("thread-").unwrap().parse().unwrap();
         let expected_paths = if turn.is_multiple_of(97) {
             300
@@ -831,7 +831,7 @@ fn tail_returns_the_last_lines_in_order() {
     let (_dir, path, logger) = fresh_log();
     for seq in 0..1000u64 {
         let mut r = AuditRecord::new("s", AuditEvent::ToolCall);
-        r.turn = Some(seq);
+        r.turn = Some(seq.to_string());
         logger.log(&r).unwrap();
     }
     let turns = |lines: Vec<String>| -> Vec<u64> {
@@ -839,7 +839,9 @@ fn tail_returns_the_last_lines_in_order() {
             .iter()
             .map(|l| {
                 serde_json::from_str::<serde_json::Value>(l).unwrap()["turn"]
-                    .as_u64()
+                    .as_str()
+                    .unwrap()
+                    .parse::<u64>()
                     .unwrap()
             })
             .collect()

@@ -2,7 +2,7 @@
 //! store on (audit log, result store, checkpoints), beside the bare `WorkspaceFs` operation they
 //! wrap, measured in the same run.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::format_collect)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

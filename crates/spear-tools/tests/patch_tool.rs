@@ -1,6 +1,6 @@
 //! The `patch` tool through the router: both formats on real files, all or nothing, every path
 //! checked before anything is written, the target policy, ASK's confirmation, and undo.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::format_collect)]
 
 mod common;
 

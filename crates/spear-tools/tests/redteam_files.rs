@@ -1,7 +1,7 @@
 //! Every file-tool case of the public red-team set, run through the router with its expectation,
 //! and the race cases around them: a link swapped in between two calls and during calls, a FIFO,
 //! a 20 GB sparse file, the harness's own `/proc/self`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::format_collect)]
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! The router: schema errors, role views, each gate, each mode, observers, repeated refusals, the
 //! sandbox found down, the output preview and the result store, checkpoints and verdicts.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::format_collect)]
 
 mod common;
 

@@ -196,17 +196,17 @@ impl Prepared for PatchCall {
         let mut result = ToolResult::new(ToolStatus::Ok);
         result.exit_code = Some(0);
         result.stdout = summary(&self.patch);
-        let mut changed: Vec<String> = Vec::new();
+        let mut labels: Vec<String> = Vec::new();
         for (_, r) in &steps {
             let label = cx.workspace.label(&r.entry);
-            if !changed.contains(&label) {
-                changed.push(label);
+            if !labels.contains(&label) {
+                labels.push(label);
             }
         }
-        if changed.is_empty() {
+        if labels.is_empty() {
             result.stdout.push_str("(the patch changes nothing)\n");
         }
-        result.changed_paths = changed;
+        result.changed_paths = labels;
         Outcome::of(result)
     }
 }
@@ -271,7 +271,7 @@ fn apply_all(
     fx: &dyn Effects,
     steps: &[(&FileChange, ResolvedPath)],
     originals: &HashMap<Location, Original>,
-) -> Result<(), Failure> {
+) -> Result<(), Box<Failure>> {
     let mut done: Vec<Location> = Vec::new();
     for (change, r) in steps {
         let applied = match change {
@@ -280,12 +280,12 @@ fn apply_all(
         };
         if let Err(error) = applied {
             let stuck = roll_back(fx, &done, originals);
-            return Err(Failure {
+            return Err(Box::new(Failure {
                 at: r.entry.clone(),
                 error,
                 done,
                 stuck,
-            });
+            }));
         }
         done.push(r.entry.clone());
     }
