@@ -14,7 +14,7 @@ use common::{Env, Opts, router, tree};
 use serde_json::{Value, json};
 use spear_core::{ExecutionMode, ToolStatus};
 
-const CASES: &str = include_str!("../../../../shared/redteam/public-cases.jsonl");
+const CASES: &str = include_str!("../../../testdata/redteam-public-cases.jsonl");
 
 /// The outside secret every probe looks for.
 const SECRET: &str = "ssh-private-key-material-0123456789";
