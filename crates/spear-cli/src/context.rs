@@ -99,6 +99,24 @@ impl Context {
     }
 }
 
+impl Context {
+    /// The runner configuration for this invocation: the host's environment, the operator's
+    /// protected entries and network allowances, preflights remembered per user.
+    pub fn runner_config(&self) -> Result<spear_runtime::RunnerConfig, ContextError> {
+        let mut config = spear_runtime::RunnerConfig::from_host(
+            self.policy.config().targets.protected_patterns(),
+        );
+        config.sandbox.persist_preflight = true;
+        config.sandbox.network.allow = self
+            .network_allow
+            .iter()
+            .map(|a| a.parse())
+            .collect::<Result<_, String>>()
+            .map_err(ContextError::NetworkAllow)?;
+        Ok(config)
+    }
+}
+
 /// `~/x` in a configuration file means the operator's home.
 fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix("~"), home) {

@@ -8,7 +8,7 @@ use spear_core::{ExecutionProfile, ToolResult};
 use spear_policy::{
     Authorization, ConfirmRequest, Confirmation, Confirmer, authorize, make_visible,
 };
-use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
+use spear_runtime::{CommandLine, CommandRequest, CommandRunner};
 
 use crate::context::{Context, ContextError, WorkspaceArgs};
 use crate::mode_args::ModeArgs;
@@ -82,14 +82,7 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
     let result = match auth {
         Authorization::Granted(caps) => {
             let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone());
-            let mut config = RunnerConfig::from_host(policy.config().targets.protected_patterns());
-            config.sandbox.persist_preflight = true;
-            config.sandbox.network.allow = ctx
-                .network_allow
-                .iter()
-                .map(|a| a.parse())
-                .collect::<Result<_, String>>()
-                .map_err(ContextError::NetworkAllow)?;
+            let config = ctx.runner_config()?;
             let runner = CommandRunner::new(policy.shared_workspace(), config);
             let mut request = CommandRequest::new(line, profile);
             request.timeout = args.timeout;

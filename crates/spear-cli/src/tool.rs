@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use spear_runtime::{CommandRunner, RunnerConfig};
+use spear_runtime::CommandRunner;
 use spear_tools::{Role, RouterConfig, RouterStores, ToolRegistry, ToolRouter};
 
 use crate::context::{Context, WorkspaceArgs};
@@ -45,15 +45,8 @@ pub fn run(args: &Args) -> Result<i32, String> {
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");
     }
+    let config = ctx.runner_config().map_err(|e| e.to_string())?;
     let policy = Arc::new(ctx.policy);
-    let mut config = RunnerConfig::from_host(policy.config().targets.protected_patterns());
-    config.sandbox.persist_preflight = true;
-    config.sandbox.network.allow = ctx
-        .network_allow
-        .iter()
-        .map(|a| a.parse())
-        .collect::<Result<_, String>>()
-        .map_err(|e| format!("in [network] allow of the operator configuration: {e}"))?;
     let runner = Arc::new(CommandRunner::new(policy.shared_workspace(), config));
     let mut router_config = RouterConfig::new(args.mode.mode());
     router_config.no_network = args.mode.no_network;

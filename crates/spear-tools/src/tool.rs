@@ -1,14 +1,17 @@
 //! The interface between the router and a tool: a tool parses its arguments into a prepared call
 //! that declares what it will touch; the router gates that, then runs it.
 
+use std::marker::PhantomData;
+
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use spear_core::{CapabilityPolicy, CapabilitySet, ToolResult};
+use spear_core::{CapabilityPolicy, CapabilitySet, ExecutionMode, ToolResult};
 use spear_policy::{CommandPolicy, Confirmer};
 use spear_runtime::checkpoint::EntryState;
 use spear_runtime::{CancelToken, CommandRunner};
 use spear_workspace::{Location, ResolvedPath, Workspace, WorkspaceFs};
 
-use crate::ToolSpec;
+use crate::{Effect, ToolSpec};
 
 /// The paths a call names, as the caller wrote them. The router resolves every one (request
 /// scope), applies the target policy to every write, and refuses the whole call if one fails.
@@ -140,6 +143,55 @@ pub trait Prepared: Send {
 
     /// Runs it. `paths` is [`Prepared::access`] resolved, in the same order.
     fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome;
+}
+
+/// A tool whose arguments are one Rust type: the type's JSON schema is the tool's, parsing into
+/// it is the schema check, and [`ToolArgs::validate`] makes the call. [`Typed`] turns it into a
+/// [`Tool`].
+pub trait ToolArgs: DeserializeOwned + JsonSchema + 'static {
+    /// The name clients call the tool by.
+    const NAME: &'static str;
+    /// What it does, for the model.
+    const DESCRIPTION: &'static str;
+    /// What it does to the workspace.
+    const EFFECT: Effect;
+    /// The modes it may run in.
+    const MODES: &'static [ExecutionMode];
+
+    /// Checks what the schema cannot (ranges, empty strings) and makes the call.
+    fn validate(self) -> Result<Box<dyn Prepared>, String>;
+}
+
+/// The [`Tool`] of a [`ToolArgs`] type.
+pub struct Typed<A> {
+    spec: ToolSpec,
+    args: PhantomData<fn() -> A>,
+}
+
+impl<A: ToolArgs> Typed<A> {
+    /// The tool.
+    pub fn new() -> Self {
+        Typed {
+            spec: ToolSpec::new::<A>(A::NAME, A::DESCRIPTION, A::EFFECT, A::MODES),
+            args: PhantomData,
+        }
+    }
+}
+
+impl<A: ToolArgs> Default for Typed<A> {
+    fn default() -> Self {
+        Typed::new()
+    }
+}
+
+impl<A: ToolArgs> Tool for Typed<A> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
+        parse_args::<A>(A::NAME, args)?.validate()
+    }
 }
 
 /// Parses a tool's arguments. Errors say which field is wrong, as serde names it.

@@ -268,14 +268,7 @@ impl CheckpointStore {
     ) -> Result<EntryState, CheckpointError> {
         let state = self.read_state(fs, loc)?;
         let mut missing = Vec::new();
-        for parent in loc.rel.ancestors().skip(1) {
-            if parent.as_os_str().is_empty() {
-                break;
-            }
-            let parent = Location {
-                root: loc.root,
-                rel: parent.to_path_buf(),
-            };
+        for parent in parents(loc) {
             if fs.entry_kind(&parent)?.is_some() {
                 break;
             }
@@ -298,14 +291,7 @@ impl CheckpointStore {
         fs: &WorkspaceFs,
         loc: &Location,
     ) -> Result<EntryState, CheckpointError> {
-        for parent in loc.rel.ancestors().skip(1) {
-            if parent.as_os_str().is_empty() {
-                break;
-            }
-            let parent = Location {
-                root: loc.root,
-                rel: parent.to_path_buf(),
-            };
+        for parent in parents(loc) {
             if turn.before(ws, &parent) == Some(&EntryState::Absent) {
                 let now = self.read_state(fs, &parent)?;
                 turn.note_after(ws, &parent, now);
@@ -396,4 +382,16 @@ impl CheckpointStore {
 /// The order of turns: sequence number, then creation time, then id.
 fn order(t: &TurnCheckpoint) -> (u64, u64, &str) {
     (t.manifest.seq, t.manifest.created_ms, t.id())
+}
+
+/// The directories on the way to `loc` below its root, nearest first (the root itself excluded).
+fn parents(loc: &Location) -> impl Iterator<Item = Location> + '_ {
+    loc.rel
+        .ancestors()
+        .skip(1)
+        .take_while(|p| !p.as_os_str().is_empty())
+        .map(|p| Location {
+            root: loc.root,
+            rel: p.to_path_buf(),
+        })
 }

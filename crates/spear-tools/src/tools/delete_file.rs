@@ -6,9 +6,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
+use crate::Effect;
 use crate::spec::WRITING_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
-use crate::{Effect, ToolSpec};
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use spear_core::ExecutionMode;
 
 /// Arguments of `delete_file`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -19,38 +20,17 @@ pub struct DeleteFileArgs {
 }
 
 /// The `delete_file` tool.
-pub struct DeleteFile {
-    spec: ToolSpec,
-}
+pub type DeleteFile = Typed<DeleteFileArgs>;
 
-impl DeleteFile {
-    /// The tool.
-    pub fn new() -> Self {
-        DeleteFile {
-            spec: ToolSpec::new::<DeleteFileArgs>(
-                "delete_file",
-                "Delete a file of the workspace. A symbolic link is removed, not its target; \
-                 directories are refused.",
-                Effect::Write,
-                WRITING_MODES,
-            ),
-        }
-    }
-}
+impl ToolArgs for DeleteFileArgs {
+    const NAME: &'static str = "delete_file";
+    const DESCRIPTION: &'static str = "Delete a file of the workspace. A symbolic link is removed, not its target; \
+        directories are refused.";
+    const EFFECT: Effect = Effect::Write;
+    const MODES: &'static [ExecutionMode] = WRITING_MODES;
 
-impl Default for DeleteFile {
-    fn default() -> Self {
-        DeleteFile::new()
-    }
-}
-
-impl Tool for DeleteFile {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
-        let args: DeleteFileArgs = parse_args(self.spec.name, args)?;
+    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+        let args = self;
         Ok(Box::new(args))
     }
 }

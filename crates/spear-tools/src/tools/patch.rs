@@ -14,10 +14,11 @@ use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 use spear_workspace::{EntryKind, FsError, Location, Node, ResolvedPath};
 
+use crate::Effect;
 use crate::patch::{FileChange, FilePatch, Patch, parse, plan};
 use crate::spec::WRITING_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
-use crate::{Effect, ToolSpec};
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use spear_core::ExecutionMode;
 
 /// The largest file a patch may change.
 const MAX_FILE_BYTES: u64 = 16 << 20;
@@ -32,33 +33,7 @@ pub struct PatchArgs {
 }
 
 /// The `patch` tool.
-pub struct PatchTool {
-    spec: ToolSpec,
-}
-
-impl PatchTool {
-    /// The tool.
-    pub fn new() -> Self {
-        PatchTool {
-            spec: ToolSpec::new::<PatchArgs>(
-                "patch",
-                "Change files with a patch, all or nothing: either the envelope \
-                 `*** Begin Patch` / `*** Add File: p` / `*** Delete File: p` / `*** Update File: \
-                 p` (optionally `*** Move to: q`) with `@@` hunks of ` ` context, `-` removed and \
-                 `+` added lines / `*** End Patch`, or a unified diff. Hunks are located by their \
-                 context lines.",
-                Effect::Write,
-                WRITING_MODES,
-            ),
-        }
-    }
-}
-
-impl Default for PatchTool {
-    fn default() -> Self {
-        PatchTool::new()
-    }
-}
+pub type PatchTool = Typed<PatchArgs>;
 
 /// A parsed patch waiting for the router's gates.
 struct PatchCall {
@@ -66,13 +41,18 @@ struct PatchCall {
     patch: Patch,
 }
 
-impl Tool for PatchTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
+impl ToolArgs for PatchArgs {
+    const NAME: &'static str = "patch";
+    const DESCRIPTION: &'static str = "Change files with a patch, all or nothing: either the envelope \
+        `*** Begin Patch` / `*** Add File: p` / `*** Delete File: p` / `*** Update File: \
+        p` (optionally `*** Move to: q`) with `@@` hunks of ` ` context, `-` removed and \
+        `+` added lines / `*** End Patch`, or a unified diff. Hunks are located by their \
+        context lines.";
+    const EFFECT: Effect = Effect::Write;
+    const MODES: &'static [ExecutionMode] = WRITING_MODES;
 
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
-        let args: PatchArgs = parse_args(self.spec.name, args)?;
+    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+        let args = self;
         let patch = parse(&args.patch).map_err(|e| format!("the patch cannot be read: {e}"))?;
         Ok(Box::new(PatchCall {
             text: args.patch,

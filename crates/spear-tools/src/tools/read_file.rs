@@ -13,9 +13,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
+use crate::Effect;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
-use crate::{Effect, ToolSpec};
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use spear_core::ExecutionMode;
 
 /// Lines shown when the call names no limit.
 const DEFAULT_LINES: usize = 2000;
@@ -41,39 +42,18 @@ pub struct ReadFileArgs {
 }
 
 /// The `read_file` tool.
-pub struct ReadFile {
-    spec: ToolSpec,
-}
+pub type ReadFile = Typed<ReadFileArgs>;
 
-impl ReadFile {
-    /// The tool.
-    pub fn new() -> Self {
-        ReadFile {
-            spec: ToolSpec::new::<ReadFileArgs>(
-                "read_file",
-                "Read a text file of the workspace, with line numbers. `offset` is the first line \
-                 (from 1) and `limit` the number of lines (default 2000). Files are read up to 1 \
-                 MiB; binary files are refused.",
-                Effect::Read,
-                ALL_MODES,
-            ),
-        }
-    }
-}
+impl ToolArgs for ReadFileArgs {
+    const NAME: &'static str = "read_file";
+    const DESCRIPTION: &'static str = "Read a text file of the workspace, with line numbers. `offset` is the first line \
+        (from 1) and `limit` the number of lines (default 2000). Files are read up to 1 \
+        MiB; binary files are refused.";
+    const EFFECT: Effect = Effect::Read;
+    const MODES: &'static [ExecutionMode] = ALL_MODES;
 
-impl Default for ReadFile {
-    fn default() -> Self {
-        ReadFile::new()
-    }
-}
-
-impl Tool for ReadFile {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
-        let args: ReadFileArgs = parse_args(self.spec.name, args)?;
+    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+        let args = self;
         if args.offset == Some(0) {
             return Err("invalid arguments for read_file: `offset` counts lines from 1".into());
         }

@@ -8,9 +8,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
+use crate::Effect;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
-use crate::{Effect, ToolSpec};
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use spear_core::ExecutionMode;
 
 /// Characters returned when the call names no limit.
 const DEFAULT_LIMIT: u64 = 50_000;
@@ -31,38 +32,17 @@ pub struct ReadOutputArgs {
 }
 
 /// The `read_output` tool.
-pub struct ReadOutput {
-    spec: ToolSpec,
-}
+pub type ReadOutput = Typed<ReadOutputArgs>;
 
-impl ReadOutput {
-    /// The tool.
-    pub fn new() -> Self {
-        ReadOutput {
-            spec: ToolSpec::new::<ReadOutputArgs>(
-                "read_output",
-                "Read more of an output that was cut: pass the `ref` the cut output named, and an \
-                 `offset` and `limit` in bytes.",
-                Effect::Read,
-                ALL_MODES,
-            ),
-        }
-    }
-}
+impl ToolArgs for ReadOutputArgs {
+    const NAME: &'static str = "read_output";
+    const DESCRIPTION: &'static str = "Read more of an output that was cut: pass the `ref` the cut output named, and an \
+        `offset` and `limit` in bytes.";
+    const EFFECT: Effect = Effect::Read;
+    const MODES: &'static [ExecutionMode] = ALL_MODES;
 
-impl Default for ReadOutput {
-    fn default() -> Self {
-        ReadOutput::new()
-    }
-}
-
-impl Tool for ReadOutput {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
-        let args: ReadOutputArgs = parse_args(self.spec.name, args)?;
+    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+        let args = self;
         Ok(Box::new(args))
     }
 }

@@ -6,10 +6,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
+use crate::Effect;
 use crate::search::{SearchError, SearchRequest, render, search};
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
-use crate::{Effect, ToolSpec};
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use spear_core::ExecutionMode;
 
 /// The most matches one call may ask for.
 const MAX_RESULTS_CEILING: usize = 10_000;
@@ -35,39 +36,18 @@ pub struct SearchFilesArgs {
 }
 
 /// The `search_files` tool.
-pub struct SearchFiles {
-    spec: ToolSpec,
-}
+pub type SearchFiles = Typed<SearchFilesArgs>;
 
-impl SearchFiles {
-    /// The tool.
-    pub fn new() -> Self {
-        SearchFiles {
-            spec: ToolSpec::new::<SearchFilesArgs>(
-                "search_files",
-                "Search the workspace's files for a regular expression, as ripgrep does (ignored \
-                 and hidden files skipped, binary files skipped). Returns `path:line:text` lines. \
-                 `glob` filters file names (`*.rs`) or paths (`src/**/*.ts`).",
-                Effect::Read,
-                ALL_MODES,
-            ),
-        }
-    }
-}
+impl ToolArgs for SearchFilesArgs {
+    const NAME: &'static str = "search_files";
+    const DESCRIPTION: &'static str = "Search the workspace's files for a regular expression, as ripgrep does (ignored \
+        and hidden files skipped, binary files skipped). Returns `path:line:text` lines. \
+        `glob` filters file names (`*.rs`) or paths (`src/**/*.ts`).";
+    const EFFECT: Effect = Effect::Read;
+    const MODES: &'static [ExecutionMode] = ALL_MODES;
 
-impl Default for SearchFiles {
-    fn default() -> Self {
-        SearchFiles::new()
-    }
-}
-
-impl Tool for SearchFiles {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
-        let args: SearchFilesArgs = parse_args(self.spec.name, args)?;
+    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+        let args = self;
         if let Some(n) = args.max_results
             && !(1..=MAX_RESULTS_CEILING).contains(&n)
         {

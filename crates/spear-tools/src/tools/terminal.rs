@@ -25,10 +25,11 @@ use spear_runtime::checkpoint::EntryState;
 use spear_runtime::{CommandLine, CommandRequest};
 use spear_workspace::EntryKind;
 
+use crate::Effect;
 use crate::router::{append_reason, failed, sandbox_down_refusal};
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
-use crate::{Effect, ToolSpec};
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use spear_core::ExecutionMode;
 
 /// Arguments of `terminal`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -45,32 +46,7 @@ pub struct TerminalArgs {
 }
 
 /// The `terminal` tool.
-pub struct Terminal {
-    spec: ToolSpec,
-}
-
-impl Terminal {
-    /// The tool.
-    pub fn new() -> Self {
-        Terminal {
-            spec: ToolSpec::new::<TerminalArgs>(
-                "terminal",
-                "Run a bash script in spear's sandbox and return its output and exit code. What it \
-                 may do depends on the mode: SAFE runs read-only commands, ASK asks before \
-                 changes, AUTO runs them confined to the workspace. `timeout` is in seconds \
-                 (default 180, at most 600); `workdir` is a directory of the workspace.",
-                Effect::Run,
-                ALL_MODES,
-            ),
-        }
-    }
-}
-
-impl Default for Terminal {
-    fn default() -> Self {
-        Terminal::new()
-    }
-}
+pub type Terminal = Typed<TerminalArgs>;
 
 /// A terminal call with its arguments checked.
 struct TerminalCall {
@@ -78,13 +54,17 @@ struct TerminalCall {
     timeout: Duration,
 }
 
-impl Tool for Terminal {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
+impl ToolArgs for TerminalArgs {
+    const NAME: &'static str = "terminal";
+    const DESCRIPTION: &'static str = "Run a bash script in spear's sandbox and return its output and exit code. What it \
+        may do depends on the mode: SAFE runs read-only commands, ASK asks before \
+        changes, AUTO runs them confined to the workspace. `timeout` is in seconds \
+        (default 180, at most 600); `workdir` is a directory of the workspace.";
+    const EFFECT: Effect = Effect::Run;
+    const MODES: &'static [ExecutionMode] = ALL_MODES;
 
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
-        let args: TerminalArgs = parse_args(self.spec.name, args)?;
+    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+        let args = self;
         if args.command.trim().is_empty() {
             return Err("invalid arguments for terminal: `command` is empty".into());
         }

@@ -11,9 +11,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
+use crate::Effect;
 use crate::spec::WRITING_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, parse_args};
-use crate::{Effect, ToolSpec};
+use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use spear_core::ExecutionMode;
 
 /// Lines of the new content a confirmation shows.
 const SHOWN_LINES: usize = 40;
@@ -29,38 +30,17 @@ pub struct WriteFileArgs {
 }
 
 /// The `write_file` tool.
-pub struct WriteFile {
-    spec: ToolSpec,
-}
+pub type WriteFile = Typed<WriteFileArgs>;
 
-impl WriteFile {
-    /// The tool.
-    pub fn new() -> Self {
-        WriteFile {
-            spec: ToolSpec::new::<WriteFileArgs>(
-                "write_file",
-                "Create or replace a file of the workspace with `content` (parent directories are \
-                 created). Prefer `patch` for changing part of an existing file.",
-                Effect::Write,
-                WRITING_MODES,
-            ),
-        }
-    }
-}
+impl ToolArgs for WriteFileArgs {
+    const NAME: &'static str = "write_file";
+    const DESCRIPTION: &'static str = "Create or replace a file of the workspace with `content` (parent directories are \
+        created). Prefer `patch` for changing part of an existing file.";
+    const EFFECT: Effect = Effect::Write;
+    const MODES: &'static [ExecutionMode] = WRITING_MODES;
 
-impl Default for WriteFile {
-    fn default() -> Self {
-        WriteFile::new()
-    }
-}
-
-impl Tool for WriteFile {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
-        let args: WriteFileArgs = parse_args(self.spec.name, args)?;
+    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+        let args = self;
         Ok(Box::new(args))
     }
 }
