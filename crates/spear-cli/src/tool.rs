@@ -54,11 +54,6 @@ pub fn run(args: &Args) -> Result<i32, String> {
     if let Some(session) = &args.session {
         router_config.session.clone_from(session);
     }
-    router_config.refusal_repeats = spear_runtime::refusals::repeats_from_env(
-        std::env::var(spear_runtime::refusals::REFUSAL_REPEATS_VAR)
-            .ok()
-            .as_deref(),
-    );
     let stores = RouterStores {
         audit: Some(crate::state::audit()?),
         results: Some(crate::state::results(&router_config.session)?),

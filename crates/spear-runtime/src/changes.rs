@@ -10,10 +10,10 @@
 //!
 //! Prior content comes from a baseline the tracker keeps for the session: the first walk stores
 //! every tracked file in the checkpoint store (content-addressed, through [`WorkspaceFs`], never by
-//! host path), later walks store only what changed since. Not tracked: `.git` directories (git's
-//! own history covers them) and what the root's `.gitignore` or `.git/info/exclude` ignores
-//! (build outputs); their changes are still found and counted, and their paths still checked by
-//! the caller, but their content is not kept.
+//! host path), later walks store only what changed since. Not tracked, and not walked: `.git`
+//! directories (git's own history covers them; their protected entries are guarded by
+//! [`crate::protect`]) and what the root's `.gitignore` or `.git/info/exclude` ignores (build
+//! outputs, which a build rewrites by the thousand).
 //!
 //! Bounds: more than [`ChangeLimits::max_entries`] entries fails closed (nothing runs); a file
 //! over [`ChangeLimits::max_file_bytes`], or beyond [`ChangeLimits::max_total_bytes`] of
@@ -67,10 +67,8 @@ pub struct Change {
     pub loc: Location,
     /// Its audit label.
     pub label: String,
-    /// What it was before: `None` when its content was not kept (ignored, too large, over budget).
+    /// What it was before: `None` when its content was not kept (too large, over budget).
     pub before: Option<EntryState>,
-    /// Whether it is ignored (`.gitignore`, `.git/info/exclude`).
-    pub ignored: bool,
     /// Whether it exists now.
     pub exists_now: bool,
     /// Its kind now, or before when it is gone.
@@ -98,7 +96,6 @@ impl Snapshot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seen {
     meta: EntryMeta,
-    ignored: bool,
 }
 
 /// What the baseline knows of one entry.
@@ -214,7 +211,6 @@ impl ChangeTracker {
                 label: ws.label(&loc),
                 loc,
                 before: prior,
-                ignored: new.or(old).is_some_and(|s| s.ignored),
                 exists_now: new.is_some(),
                 kind,
             });
@@ -231,9 +227,6 @@ impl ChangeTracker {
         seen: &Seen,
         baseline: &mut Baseline,
     ) -> Option<EntryState> {
-        if seen.ignored {
-            return None;
-        }
         match seen.meta.kind {
             EntryKind::Dir => Some(EntryState::Dir {
                 mode: seen.meta.mode & 0o777,
@@ -266,7 +259,8 @@ impl ChangeTracker {
         }
     }
 
-    /// Walks every root. `.git` directories are not entered; ignored entries are marked.
+    /// Walks every root. `.git` directories and ignored entries are left out (ignored
+    /// directories are not entered).
     fn walk(&self, ws: &Workspace, fs: &WorkspaceFs) -> Result<Snapshot, ChangeError> {
         let mut snapshot = Snapshot::default();
         let mut budget = self.limits.max_entries;
@@ -275,19 +269,15 @@ impl ChangeTracker {
             let mut seen = 0usize;
             fs.walk_meta(root, budget, &mut |rel: &Path, meta: &EntryMeta| {
                 seen += 1;
-                if meta.kind == EntryKind::Dir && rel.file_name() == Some(".git".as_ref()) {
+                let is_dir = meta.kind == EntryKind::Dir;
+                if (is_dir && rel.file_name() == Some(".git".as_ref()))
+                    || ignore.matched_path_or_any_parents(rel, is_dir).is_ignore()
+                {
                     return Walk::Skip;
                 }
-                let ignored = ignore
-                    .matched_path_or_any_parents(rel, meta.kind == EntryKind::Dir)
-                    .is_ignore();
-                snapshot.entries.insert(
-                    (root, rel.to_path_buf()),
-                    Seen {
-                        meta: *meta,
-                        ignored,
-                    },
-                );
+                snapshot
+                    .entries
+                    .insert((root, rel.to_path_buf()), Seen { meta: *meta });
                 Walk::Continue
             })?;
             budget = budget.saturating_sub(seen);
@@ -338,17 +328,14 @@ fn root_ignore(ws: &Workspace, fs: &WorkspaceFs, root: usize) -> Gitignore {
     builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
-/// Changed entries grouped for a message: tracked labels first, then a count of ignored ones.
-pub fn summarise(changes: &[Change]) -> (Vec<String>, usize) {
-    let mut tracked: BTreeSet<&str> = BTreeSet::new();
-    let mut ignored = 0;
+/// The labels of the changed entries a result names: files and links, and directories that
+/// appeared or vanished, sorted.
+pub fn changed_labels(changes: &[Change]) -> Vec<String> {
+    let mut labels: BTreeSet<&str> = BTreeSet::new();
     for c in changes {
-        if c.ignored {
-            ignored += 1;
-        } else if c.kind != EntryKind::Dir || !c.exists_now || c.before == Some(EntryState::Absent)
-        {
-            tracked.insert(&c.label);
+        if c.kind != EntryKind::Dir || !c.exists_now || c.before == Some(EntryState::Absent) {
+            labels.insert(&c.label);
         }
     }
-    (tracked.into_iter().map(str::to_owned).collect(), ignored)
+    labels.into_iter().map(str::to_owned).collect()
 }

@@ -26,7 +26,7 @@ use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize};
 use spear_runtime::audit::{AuditEvent, AuditLogger, AuditRecord};
 use spear_runtime::changes::ChangeTracker;
 use spear_runtime::checkpoint::{CheckpointStore, TurnCheckpoint};
-use spear_runtime::refusals::{DEFAULT_REFUSAL_REPEATS, RefusalTracker, Repeat};
+use spear_runtime::refusals::{REFUSAL_REPEATS_VAR, RefusalTracker, Repeat, repeats_from_env};
 use spear_runtime::result_store::ResultStore;
 use spear_runtime::{CancelToken, CommandRunner, Evidence, Verdict, verdict};
 use spear_workspace::{Location, Workspace, WorkspaceFs};
@@ -61,7 +61,8 @@ pub struct RouterConfig {
 }
 
 impl RouterConfig {
-    /// A configuration for `mode` with a new random session id and default bounds.
+    /// A configuration for `mode` with a new random session id, default bounds, and the
+    /// repeated-refusal limit from `SPEAR_REFUSAL_REPEATS` (5 when unset).
     pub fn new(mode: ExecutionMode) -> Self {
         RouterConfig {
             mode,
@@ -69,7 +70,7 @@ impl RouterConfig {
             role: Role::Implementation,
             session: random_id(),
             limits: ToolLimits::default(),
-            refusal_repeats: DEFAULT_REFUSAL_REPEATS,
+            refusal_repeats: repeats_from_env(std::env::var(REFUSAL_REPEATS_VAR).ok().as_deref()),
         }
     }
 }

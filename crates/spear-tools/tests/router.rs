@@ -253,6 +253,26 @@ fn target_policy_gate_attaches_to_the_file() {
     assert_eq!(e.result.changed_paths, ["src/other.rs"]);
 }
 
+/// Build outputs (ignored files) are the build's business: not listed, not checkpointed, and a
+/// generator writing into them is not undone.
+#[test]
+fn ignored_build_outputs_are_left_alone() {
+    let env = Env::new();
+    env.write(".gitignore", "/target\n");
+    env.write("w.py", "import os, sys\nos.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)\nopen(sys.argv[1], 'w').write('built')\n");
+    let r = router(&env, Opts::mode(Auto));
+    let e = r.call(
+        "terminal",
+        json!({"command": "python3 w.py target/out/generated/x.rs"}),
+    );
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert!(e.result.changed_paths.is_empty(), "{e:?}");
+    assert_eq!(env.read("target/out/generated/x.rs").unwrap(), "built");
+    // Positive control: the same write outside the ignored tree is listed.
+    let e = r.call("terminal", json!({"command": "python3 w.py out/x.rs"}));
+    assert_eq!(e.result.changed_paths, ["out", "out/x.rs"], "{e:?}");
+}
+
 #[test]
 fn modes_gate_file_writes() {
     let env = Env::new();

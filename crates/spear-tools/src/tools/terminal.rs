@@ -13,14 +13,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use std::fmt::Write as _;
-
 use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{Capability, ExecutionProfile, Refusal, ToolResult, ToolStatus};
 use spear_policy::{Authorization, Decision, HEADER_BYTES, authorize, decide, generated_header};
 use spear_runtime::audit::executable_summary;
-use spear_runtime::changes::{Change, summarise};
+use spear_runtime::changes::{Change, changed_labels};
 use spear_runtime::checkpoint::EntryState;
 use spear_runtime::{CommandLine, CommandRequest};
 use spear_workspace::EntryKind;
@@ -162,29 +160,18 @@ impl Prepared for TerminalCall {
             match cx.changes.after(ws, cx.fs, &before) {
                 Ok(changes) => {
                     enforce_targets(cx, &changes, &mut result);
-                    let (labels, ignored) = summarise(&changes);
                     let mut not_kept = Vec::new();
                     for c in &changes {
                         match &c.before {
-                            Some(state) if !c.ignored => {
-                                captured.push((c.loc.clone(), state.clone()));
-                            }
-                            None if !c.ignored && c.kind != EntryKind::Dir => {
-                                not_kept.push(c.label.clone());
-                            }
-                            _ => {}
+                            Some(state) => captured.push((c.loc.clone(), state.clone())),
+                            None if c.kind != EntryKind::Dir => not_kept.push(c.label.clone()),
+                            None => {}
                         }
                     }
-                    for label in labels {
+                    for label in changed_labels(&changes) {
                         if !result.changed_paths.contains(&label) {
                             result.changed_paths.push(label);
                         }
-                    }
-                    if ignored > 0 {
-                        let _ = writeln!(
-                            result.stderr,
-                            "[spear: the command also changed {ignored} ignored entries (build outputs); they are not listed or checkpointed]"
-                        );
                     }
                     if !not_kept.is_empty() {
                         append_reason(
