@@ -123,8 +123,8 @@ pub struct ToolRouter {
     confirmer: Option<Box<dyn Confirmer + Send + Sync>>,
     observers: Vec<Box<dyn ToolObserver>>,
     turn: Mutex<TurnState>,
-    /// Held through every call that may write, so that the changes found around a command are
-    /// that command's and checkpoints are taken in order.
+    /// Held through every call that writes (a file tool, a command in a writable sandbox), so that
+    /// the changes found around a command are that command's and checkpoints are taken in order.
     writing: Mutex<()>,
 }
 
@@ -314,9 +314,10 @@ impl ToolRouter {
             }
         }
 
-        let may_write = spec.effect != Effect::Read;
-        let writing =
-            may_write.then(|| self.writing.lock().unwrap_or_else(PoisonError::into_inner));
+        // A file write holds the lock from its checkpoint to its last capture; a command takes it
+        // itself, only when it runs writable (read-only commands run side by side).
+        let mut writing = (spec.effect == Effect::Write)
+            .then(|| self.writing.lock().unwrap_or_else(PoisonError::into_inner));
         let mut turn_checkpoint = None;
         if let (Some(store), false) = (&self.stores.checkpoints, resolved.writes.is_empty()) {
             let captured = store.turn(&self.turn_id()).and_then(|mut turn| {
@@ -351,6 +352,7 @@ impl ToolRouter {
             changes: &self.changes,
             checkpoints: self.stores.checkpoints.as_ref(),
             results: self.stores.results.as_ref(),
+            writing: &self.writing,
         };
         let outcome = prepared.run(&cx, &resolved);
         if !outcome.granted.is_empty() {
@@ -361,6 +363,9 @@ impl ToolRouter {
             self.lock_turn().sandbox_down = Some(down.clone());
         }
         let mut result = outcome.result.clone();
+        if writing.is_none() && !outcome.captured.is_empty() {
+            writing = Some(self.writing.lock().unwrap_or_else(PoisonError::into_inner));
+        }
         if let Err(e) = self.checkpoint(&resolved, turn_checkpoint, &outcome) {
             append_reason(
                 &mut result,

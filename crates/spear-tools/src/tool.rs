@@ -89,6 +89,9 @@ pub struct CallContext<'a> {
     pub checkpoints: Option<&'a spear_runtime::checkpoint::CheckpointStore>,
     /// Where long outputs are kept, when they are.
     pub results: Option<&'a spear_runtime::result_store::ResultStore>,
+    /// Held by every call that writes. A command that runs writable takes it for its whole run
+    /// (file tools already hold it).
+    pub writing: &'a std::sync::Mutex<()>,
 }
 
 /// What a prepared call returns.

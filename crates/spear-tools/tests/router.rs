@@ -619,3 +619,48 @@ fn audit_records_metadata_only() {
         assert_eq!(mode & 0o777, 0o600);
     }
 }
+
+/// The router is shared by threads: concurrent writes and commands are all recorded, and the
+/// turn's undo puts every file back.
+#[test]
+fn concurrent_calls_share_one_turn() {
+    let env = Env::new();
+    for t in 0..4 {
+        env.write(&format!("t{t}/base.txt"), "base\n");
+    }
+    let r = Arc::new(router(&env, Opts::mode(Auto)));
+    r.begin_turn(Some("concurrent"));
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let r = Arc::clone(&r);
+            std::thread::spawn(move || {
+                for i in 0..5 {
+                    let e = r.call(
+                        "write_file",
+                        json!({"path": format!("t{t}/f{i}.txt"), "content": format!("{t}-{i}")}),
+                    );
+                    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+                }
+                let e = r.call(
+                    "terminal",
+                    json!({"command": format!("echo changed > t{t}/base.txt")}),
+                );
+                assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+                assert_eq!(e.result.changed_paths, [format!("t{t}/base.txt")], "{e:?}");
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(r.evidence().len(), 24);
+    let ws =
+        spear_workspace::Workspace::open(&spear_workspace::WorkspaceConfig::new(&env.ws)).unwrap();
+    env.checkpoints().undo_last(&ws, &ws.fs().unwrap()).unwrap();
+    for t in 0..4 {
+        assert_eq!(env.read(&format!("t{t}/base.txt")).unwrap(), "base\n");
+        for i in 0..5 {
+            assert!(!env.path(&format!("t{t}/f{i}.txt")).exists());
+        }
+    }
+}

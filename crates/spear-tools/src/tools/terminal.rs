@@ -136,6 +136,12 @@ impl Prepared for TerminalCall {
         };
         let profile = ExecutionProfile::from_granted(granted, assessment.host_reads.clone());
         let watch = profile.workspace_write;
+        // Changes found around this command must be this command's: no other writer runs meanwhile.
+        let _writing = watch.then(|| {
+            cx.writing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
         let before = if watch {
             match cx.changes.before(ws, cx.fs, cx.checkpoints) {
                 Ok(s) => Some(s),
