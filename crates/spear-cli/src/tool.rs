@@ -66,12 +66,23 @@ pub fn run(args: &Args) -> Result<i32, String> {
         router_config,
         stores,
     )
-    .map_err(|e| format!("the workspace cannot be opened: {e}"))?;
+    .map_err(|e| e.to_string())?;
     router.set_confirmer(Box::new(crate::exec::TerminalConfirmer));
     if let Some(turn) = &args.turn {
-        router.begin_turn(Some(turn));
+        router.begin_turn(Some(turn)).map_err(|e| e.to_string())?;
     }
     let envelope = router.call(&args.name, call_args);
+    if let Some(reference) = envelope
+        .output_ref
+        .as_ref()
+        .or(envelope.stderr_ref.as_ref())
+    {
+        // Stored outputs belong to their session; a later `spear tool` call must name it.
+        eprintln!(
+            "spear: the output was cut; read the rest with: spear tool read_output --session {} --args '{{\"ref\": \"{reference}\"}}'",
+            router.session()
+        );
+    }
     let text = if args.pretty {
         serde_json::to_string_pretty(&envelope)
     } else {

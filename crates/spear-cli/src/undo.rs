@@ -20,6 +20,24 @@ pub fn run(args: &Args) -> Result<i32, String> {
     match store.undo_last(ws, &fs) {
         Ok(report) => {
             println!("{report}");
+            let mut record = spear_runtime::AuditRecord::new(
+                spear_tools::random_id(),
+                spear_runtime::AuditEvent::Undo,
+            );
+            record.turn = Some(report.turn.clone());
+            record.changed_paths = report
+                .restored
+                .iter()
+                .chain(&report.removed)
+                .cloned()
+                .collect();
+            if let Err(e) =
+                crate::state::audit().and_then(|log| log.log(&record).map_err(|e| e.to_string()))
+            {
+                eprintln!(
+                    "spear: the undo was done, but its audit record could not be written: {e}"
+                );
+            }
             Ok(0)
         }
         Err(e) => {

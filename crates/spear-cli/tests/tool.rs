@@ -150,15 +150,53 @@ fn undo_restores_the_last_call_and_audit_shows_it() {
     );
     assert_eq!(read(&d.ws.join("README.md")), "readme\n");
 
-    let out = spear(&d, &["audit", "--tail", "1"]);
+    // Two calls and two undos, each one record.
+    let out = spear(&d, &["audit", "--tail", "3"]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 1, "{text}");
-    let record: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    assert_eq!(record["tool"], "terminal");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 3, "{text}");
+    assert_eq!(records[0]["tool"], "terminal");
+    assert_eq!(records[1]["event"], "undo");
+    assert_eq!(records[1]["changed_paths"], serde_json::json!(["made.txt"]));
+    assert_eq!(records[2]["event"], "undo");
     assert!(!text.contains("made >"), "no command text: {text}");
     let out = spear(&d, &["audit"]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 4);
+}
+
+#[test]
+fn a_cut_output_says_how_to_read_the_rest() {
+    let d = dirs();
+    let out = spear(
+        &d,
+        &[
+            "tool",
+            "terminal",
+            "--args",
+            r#"{"command": "seq 1 30000"}"#,
+            "--session",
+            "cli-session-1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reference = v["output_ref"].as_str().unwrap().to_owned();
+    let hint = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        hint.contains("--session cli-session-1") && hint.contains(&reference),
+        "{hint}"
+    );
+    let args = format!(r#"{{"ref": "{reference}", "offset": 0, "limit": 10}}"#);
+    let (code, v) = tool(&d, "read_output", &args, &["--session", "cli-session-1"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["stdout"].as_str().unwrap().starts_with("1\n2\n3\n"));
+    // Another session cannot read it.
+    let (code, _) = tool(&d, "read_output", &args, &["--session", "cli-session-2"]);
+    assert_ne!(code, 0);
 }
 
 #[test]

@@ -12,8 +12,10 @@
 //! every tracked file in the checkpoint store (content-addressed, through [`WorkspaceFs`], never by
 //! host path), later walks store only what changed since. Not tracked, and not walked: `.git`
 //! directories (git's own history covers them; their protected entries are guarded by
-//! [`crate::protect`]) and what the root's `.gitignore` or `.git/info/exclude` ignores (build
-//! outputs, which a build rewrites by the thousand).
+//! [`crate::protect`]) and what the root's `.gitignore` or `.git/info/exclude` ignored when the
+//! tracker first walked (build outputs, which a build rewrites by the thousand). The rules are
+//! read once: they are the workspace's own, and a command must not be able to hide its later
+//! changes by rewriting them.
 //!
 //! Bounds: more than [`ChangeLimits::max_entries`] entries fails closed (nothing runs); a file
 //! over [`ChangeLimits::max_file_bytes`], or beyond [`ChangeLimits::max_total_bytes`] of
@@ -111,6 +113,10 @@ struct Known {
 pub struct ChangeTracker {
     limits: ChangeLimits,
     baseline: Mutex<Baseline>,
+    /// Each root's ignore rules, read once, at the first walk: the rules are the workspace's
+    /// own, so a command that rewrites `.gitignore` must not hide its changes (or make entries
+    /// that were there look new) from then on.
+    ignores: Mutex<Option<Vec<Gitignore>>>,
 }
 
 #[derive(Debug, Default)]
@@ -125,29 +131,35 @@ impl ChangeTracker {
         ChangeTracker {
             limits,
             baseline: Mutex::new(Baseline::default()),
+            ignores: Mutex::new(None),
         }
     }
 
     /// Walks the workspace before a command and brings the baseline up to date (content of new or
-    /// changed tracked files stored in `store`; without one, only metadata is kept and changes
-    /// are found but cannot be undone).
+    /// changed tracked files stored in `store`).
     pub fn before(
         &self,
         ws: &Workspace,
         fs: &WorkspaceFs,
-        store: Option<&CheckpointStore>,
+        store: &CheckpointStore,
     ) -> Result<Snapshot, ChangeError> {
         let snapshot = self.walk(ws, fs)?;
         let mut baseline = self
             .baseline
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut released = 0u64;
         baseline.known.retain(|key, known| {
-            snapshot
+            let keep = snapshot
                 .entries
                 .get(key)
-                .is_some_and(|s| s.meta == known.meta)
+                .is_some_and(|s| s.meta == known.meta);
+            if !keep && let Some(EntryState::File { size, .. }) = &known.state {
+                released += size;
+            }
+            keep
         });
+        baseline.kept_bytes = baseline.kept_bytes.saturating_sub(released);
         let mut missing: Vec<(&(usize, PathBuf), &Seen)> = snapshot
             .entries
             .iter()
@@ -205,7 +217,13 @@ impl ChangeTracker {
                 None => Some(EntryState::Absent),
                 Some(_) => baseline.known.get(key).and_then(|k| k.state.clone()),
             };
-            baseline.known.remove(key);
+            if let Some(Known {
+                state: Some(EntryState::File { size, .. }),
+                ..
+            }) = baseline.known.remove(key)
+            {
+                baseline.kept_bytes = baseline.kept_bytes.saturating_sub(size);
+            }
             let kind = new.or(old).map_or(EntryKind::Other, |s| s.meta.kind);
             changes.push(Change {
                 label: ws.label(&loc),
@@ -222,7 +240,7 @@ impl ChangeTracker {
     fn capture(
         &self,
         fs: &WorkspaceFs,
-        store: Option<&CheckpointStore>,
+        store: &CheckpointStore,
         key: &(usize, PathBuf),
         seen: &Seen,
         baseline: &mut Baseline,
@@ -239,7 +257,6 @@ impl ChangeTracker {
                 None
             }
             EntryKind::File | EntryKind::Symlink => {
-                let store = store?;
                 let loc = Location {
                     root: key.0,
                     rel: key.1.clone(),
@@ -264,8 +281,23 @@ impl ChangeTracker {
     fn walk(&self, ws: &Workspace, fs: &WorkspaceFs) -> Result<Snapshot, ChangeError> {
         let mut snapshot = Snapshot::default();
         let mut budget = self.limits.max_entries;
+        let ignores = {
+            let mut frozen = self
+                .ignores
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            frozen
+                .get_or_insert_with(|| {
+                    (0..ws.roots().len())
+                        .map(|root| root_ignore(ws, fs, root))
+                        .collect()
+                })
+                .clone()
+        };
         for (root, _) in ws.roots().iter().enumerate() {
-            let ignore = root_ignore(ws, fs, root);
+            let Some(ignore) = ignores.get(root) else {
+                continue;
+            };
             let mut seen = 0usize;
             fs.walk_meta(root, budget, &mut |rel: &Path, meta: &EntryMeta| {
                 seen += 1;

@@ -47,7 +47,7 @@ fn finds_every_kind_of_change_with_its_state_before() {
     let f = fx();
     let fs = f.ws.fs().unwrap();
     let t = ChangeTracker::default();
-    let before = t.before(&f.ws, &fs, Some(&f.store)).unwrap();
+    let before = t.before(&f.ws, &fs, &f.store).unwrap();
     assert!(!before.is_empty());
 
     write(&f.ws_dir.join("src/a.rs"), "fn a() { changed }\n");
@@ -101,7 +101,7 @@ fn a_write_that_puts_the_modification_time_back_is_still_found() {
     let t = ChangeTracker::default();
     let path = f.ws_dir.join("keep.txt");
     let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
-    let before = t.before(&f.ws, &fs, Some(&f.store)).unwrap();
+    let before = t.before(&f.ws, &fs, &f.store).unwrap();
     // Same size, same modification time: only the status-change time tells.
     std::fs::write(&path, "UNCHANGED\n").unwrap();
     std::fs::File::options()
@@ -119,7 +119,7 @@ fn nothing_changed_is_nothing() {
     let f = fx();
     let fs = f.ws.fs().unwrap();
     let t = ChangeTracker::default();
-    let before = t.before(&f.ws, &fs, Some(&f.store)).unwrap();
+    let before = t.before(&f.ws, &fs, &f.store).unwrap();
     let _ = std::fs::read(f.ws_dir.join("keep.txt")).unwrap();
     assert!(t.after(&f.ws, &fs, &before).unwrap().is_empty());
 }
@@ -132,7 +132,7 @@ fn ignored_entries_and_git_are_not_tracked() {
     write(&f.ws_dir.join("target/old.o"), "old");
     let fs = f.ws.fs().unwrap();
     let t = ChangeTracker::default();
-    let before = t.before(&f.ws, &fs, Some(&f.store)).unwrap();
+    let before = t.before(&f.ws, &fs, &f.store).unwrap();
     write(&f.ws_dir.join("target/debug/new.o"), "new");
     write(&f.ws_dir.join("target/old.o"), "rebuilt");
     write(&f.ws_dir.join("build.log"), "log");
@@ -149,13 +149,13 @@ fn the_baseline_keeps_up_between_commands() {
     let f = fx();
     let fs = f.ws.fs().unwrap();
     let t = ChangeTracker::default();
-    let first = t.before(&f.ws, &fs, Some(&f.store)).unwrap();
+    let first = t.before(&f.ws, &fs, &f.store).unwrap();
     write(&f.ws_dir.join("src/a.rs"), "second\n");
     t.after(&f.ws, &fs, &first).unwrap();
     // Changed between commands (by a file tool or the user): the next command's "before" is the
     // new content, not the first.
     write(&f.ws_dir.join("src/a.rs"), "third\n");
-    let second = t.before(&f.ws, &fs, Some(&f.store)).unwrap();
+    let second = t.before(&f.ws, &fs, &f.store).unwrap();
     write(&f.ws_dir.join("src/a.rs"), "fourth\n");
     let changes = t.after(&f.ws, &fs, &second).unwrap();
     match changes[0].before.as_ref().unwrap() {
@@ -174,7 +174,7 @@ fn bounds() {
         max_file_bytes: 1024,
         max_total_bytes: 1 << 20,
     });
-    let before = t.before(&f.ws, &fs, Some(&f.store)).unwrap();
+    let before = t.before(&f.ws, &fs, &f.store).unwrap();
     write(&f.ws_dir.join("big.bin"), "small now");
     let changes = t.after(&f.ws, &fs, &before).unwrap();
     assert_eq!(changes.len(), 1);
@@ -191,7 +191,7 @@ fn bounds() {
         max_entries: 10,
         ..ChangeLimits::default()
     });
-    assert!(t.before(&f.ws, &fs, Some(&f.store)).is_err());
+    assert!(t.before(&f.ws, &fs, &f.store).is_err());
 }
 
 #[test]
@@ -202,7 +202,7 @@ fn a_link_to_the_outside_is_never_read() {
     std::os::unix::fs::symlink(&f.outside, f.ws_dir.join("leakdir")).unwrap();
     let fs = f.ws.fs().unwrap();
     let t = ChangeTracker::default();
-    let before = t.before(&f.ws, &fs, Some(&f.store)).unwrap();
+    let before = t.before(&f.ws, &fs, &f.store).unwrap();
     // The links are replaced by files, so their "before" is taken.
     std::fs::remove_file(f.ws_dir.join("leak")).unwrap();
     write(&f.ws_dir.join("leak"), "now a file");

@@ -26,7 +26,8 @@ pub use envelope::ToolResultEnvelope;
 pub use exposure::{Role, ToolExposurePolicy, UnknownRole};
 pub use registry::ToolRegistry;
 pub use router::{
-    RouterConfig, RouterStores, ToolObserver, ToolRouter, random_id, sandbox_down_refusal,
+    RouterConfig, RouterError, RouterStores, ToolObserver, ToolRouter, random_id,
+    sandbox_down_refusal,
 };
 pub use spec::{ALL_MODES, Effect, ToolSpec, WRITING_MODES};
 pub use tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, ToolLimits, parse_args};

@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
+use spear_core::credentials::names_credential_store;
 use spear_core::{
     Capability, CapabilityPolicy, CapabilitySet, CommandAssessment, CommandClass, ExecutionMode,
     Refusal, ToolResult, ToolStatus,
@@ -25,7 +26,7 @@ use spear_core::{
 use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize};
 use spear_runtime::audit::{AuditEvent, AuditLogger, AuditRecord};
 use spear_runtime::changes::ChangeTracker;
-use spear_runtime::checkpoint::{CheckpointStore, TurnCheckpoint};
+use spear_runtime::checkpoint::{CheckpointError, CheckpointStore, TurnCheckpoint};
 use spear_runtime::refusals::{REFUSAL_REPEATS_VAR, RefusalTracker, Repeat, repeats_from_env};
 use spear_runtime::result_store::ResultStore;
 use spear_runtime::{CancelToken, CommandRunner, Evidence, Verdict, verdict};
@@ -43,6 +44,40 @@ pub trait ToolObserver: Send + Sync {
     /// A call was answered.
     fn after_call(&self, envelope: &ToolResultEnvelope);
 }
+
+/// Why a router cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum RouterError {
+    /// A root cannot be opened.
+    #[error("the workspace cannot be opened: {0}")]
+    Fs(#[from] spear_workspace::FsError),
+    /// A root holds the home directory.
+    #[error(
+        "the workspace root `{}` holds the home directory, which holds credential stores; start spear in a project directory instead",
+        .root.display()
+    )]
+    HomeInRoot {
+        /// The root.
+        root: std::path::PathBuf,
+    },
+    /// spear's own state would live inside a root.
+    #[error(
+        "spear's state `{}` lies inside the workspace root `{}`, where the tools could rewrite it; set XDG_STATE_HOME to a directory outside the workspace",
+        .path.display(),
+        .root.display()
+    )]
+    StateInRoot {
+        /// The state file or directory.
+        path: std::path::PathBuf,
+        /// The root.
+        root: std::path::PathBuf,
+    },
+}
+
+/// A turn id that cannot name a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` cannot name a turn: use 1 to 64 letters, digits, `-` and `_`")]
+pub struct InvalidTurnId(pub String);
 
 /// How a router is set up.
 pub struct RouterConfig {
@@ -94,7 +129,6 @@ struct TurnState {
     id: String,
     refusals: RefusalTracker,
     evidence: Vec<Evidence>,
-    sandbox_down: Option<String>,
     stopped: Option<String>,
 }
 
@@ -104,7 +138,6 @@ impl TurnState {
             id,
             refusals: RefusalTracker::new(repeats),
             evidence: Vec::new(),
-            sandbox_down: None,
             stopped: None,
         }
     }
@@ -123,6 +156,8 @@ pub struct ToolRouter {
     confirmer: Option<Box<dyn Confirmer + Send + Sync>>,
     observers: Vec<Box<dyn ToolObserver>>,
     turn: Mutex<TurnState>,
+    /// Why the sandbox is down, when a command of this turn found it so: writes are refused.
+    down: Mutex<Option<String>>,
     /// Held through every call that writes (a file tool, a command in a writable sandbox), so that
     /// the changes found around a command are that command's and checkpoints are taken in order.
     writing: Mutex<()>,
@@ -136,8 +171,37 @@ impl ToolRouter {
         runner: Arc<CommandRunner>,
         config: RouterConfig,
         stores: RouterStores,
-    ) -> Result<Self, spear_workspace::FsError> {
-        let fs = policy.workspace().fs()?;
+    ) -> Result<Self, RouterError> {
+        let ws = policy.workspace();
+        for root in ws.roots() {
+            // Attack: a workspace that holds the home directory would give the file tools every
+            // credential store in it (the sandbox refuses such a root for the same reason).
+            if let Some(home) = &policy.config().home
+                && home.starts_with(root.host_path())
+            {
+                return Err(RouterError::HomeInRoot {
+                    root: root.host_path().to_path_buf(),
+                });
+            }
+            // Attack: state inside a root could be rewritten by the tools it records (a forged
+            // checkpoint manifest would make `spear undo` write anywhere in the workspace).
+            let dirs = [
+                stores.audit.as_ref().map(|a| a.path().to_path_buf()),
+                stores.results.as_ref().map(|r| r.dir().to_path_buf()),
+                stores.checkpoints.as_ref().map(|c| c.dir().to_path_buf()),
+            ];
+            if let Some(dir) = dirs
+                .into_iter()
+                .flatten()
+                .find(|d| d.starts_with(root.host_path()))
+            {
+                return Err(RouterError::StateInRoot {
+                    path: dir,
+                    root: root.host_path().to_path_buf(),
+                });
+            }
+        }
+        let fs = ws.fs()?;
         let turn = TurnState::new(random_id(), config.refusal_repeats);
         Ok(ToolRouter {
             registry,
@@ -151,6 +215,7 @@ impl ToolRouter {
             confirmer: None,
             observers: Vec::new(),
             turn: Mutex::new(turn),
+            down: Mutex::new(None),
             writing: Mutex::new(()),
         })
     }
@@ -189,11 +254,17 @@ impl ToolRouter {
     }
 
     /// Starts a new turn (`id`, or a new random one): refusal counts, evidence and a sandbox
-    /// found down are forgotten; checkpoints of the new turn start empty. Returns the turn's id.
-    pub fn begin_turn(&self, id: Option<&str>) -> String {
+    /// found down are forgotten; checkpoints of the new turn start empty. Returns the turn's id,
+    /// or refuses one that cannot name a checkpoint.
+    pub fn begin_turn(&self, id: Option<&str>) -> Result<String, InvalidTurnId> {
         let id = id.map_or_else(random_id, str::to_owned);
+        // Attack: an id that cannot name a checkpoint would let commands write unrecorded.
+        if !CheckpointStore::is_valid_turn_id(&id) {
+            return Err(InvalidTurnId(id));
+        }
         *self.lock_turn() = TurnState::new(id.clone(), self.config.refusal_repeats);
-        id
+        *self.down.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        Ok(id)
     }
 
     /// The current turn's id.
@@ -303,26 +374,37 @@ impl ToolRouter {
         {
             record.target = Some(label);
         }
-        let down = self.lock_turn().sandbox_down.clone();
+        // A file write holds the lock from its last gate to its last capture; a command takes it
+        // itself, only when it runs writable (read-only commands run side by side).
+        let mut writing = None;
         if spec.effect == Effect::Write {
-            if let Some(result) = self.gate_writes(spec.name, &resolved, down.as_deref()) {
+            // Checked before anyone is asked, and again under the lock: a command running
+            // meanwhile may have found the sandbox down or changed a header.
+            if let Some(result) = self.gate_writes(spec.name, &resolved) {
                 return answer(result, record);
             }
             match self.authorize_write(spec, &*prepared, capabilities) {
                 Ok(granted) => record.granted = granted,
                 Err(result) => return answer(result, record),
             }
+            writing = Some(self.writing.lock().unwrap_or_else(PoisonError::into_inner));
+            if let Some(result) = self.gate_writes(spec.name, &resolved) {
+                return answer(result, record);
+            }
         }
-
-        // A file write holds the lock from its checkpoint to its last capture; a command takes it
-        // itself, only when it runs writable (read-only commands run side by side).
-        let mut writing = (spec.effect == Effect::Write)
-            .then(|| self.writing.lock().unwrap_or_else(PoisonError::into_inner));
         let mut turn_checkpoint = None;
+        let mut not_kept: Vec<String> = Vec::new();
         if let (Some(store), false) = (&self.stores.checkpoints, resolved.writes.is_empty()) {
             let captured = store.turn(&self.turn_id()).and_then(|mut turn| {
                 for w in &resolved.writes {
-                    store.capture_before(&mut turn, self.workspace(), &self.fs, &w.entry)?;
+                    match store.capture_before(&mut turn, self.workspace(), &self.fs, &w.entry) {
+                        Ok(_) => {}
+                        // Too large to keep, or a fifo or device: changed as asked, and said so.
+                        Err(
+                            CheckpointError::TooLarge { .. } | CheckpointError::Unsupported { .. },
+                        ) => not_kept.push(self.workspace().label(&w.entry)),
+                        Err(e) => return Err(e),
+                    }
                 }
                 Ok(turn)
             });
@@ -348,7 +430,7 @@ impl ToolRouter {
             confirmer,
             cancel,
             limits: self.config.limits,
-            sandbox_down: down.as_deref(),
+            down: &self.down,
             changes: &self.changes,
             checkpoints: self.stores.checkpoints.as_ref(),
             results: self.stores.results.as_ref(),
@@ -359,10 +441,20 @@ impl ToolRouter {
             record.granted = outcome.granted;
         }
         record.ran.clone_from(&outcome.ran);
+        record.changes_unknown = outcome.changes_unknown;
         if let Some(down) = &outcome.sandbox_down {
-            self.lock_turn().sandbox_down = Some(down.clone());
+            *self.down.lock().unwrap_or_else(PoisonError::into_inner) = Some(down.clone());
         }
         let mut result = outcome.result.clone();
+        if !not_kept.is_empty() && !result.changed_paths.is_empty() {
+            append_reason(
+                &mut result,
+                &format!(
+                    "the earlier content of {} was not kept (too large, or not a regular file), so `spear undo` cannot restore it",
+                    not_kept.join(", ")
+                ),
+            );
+        }
         if writing.is_none() && !outcome.captured.is_empty() {
             writing = Some(self.writing.lock().unwrap_or_else(PoisonError::into_inner));
         }
@@ -393,24 +485,36 @@ impl ToolRouter {
         for p in &access.removes {
             writes.push(ws.resolve_entry(p).map_err(refused)?);
         }
-        Ok(Resolved {
+        let resolved = Resolved {
             reads: access
                 .reads
                 .iter()
                 .map(|p| ws.resolve(p).map_err(refused))
                 .collect::<Result<_, _>>()?,
             writes,
-        })
+        };
+        // Attack: a project's own credential files (`.npmrc`, a deploy key) read or rewritten by
+        // a file tool; commands naming them are refused by the classifier, and so are the tools.
+        for r in resolved.reads.iter().chain(&resolved.writes) {
+            for loc in [&r.entry, &r.target] {
+                if names_credential_store(&ws.host_path(loc).to_string_lossy()) {
+                    return Err(ToolResult::denied(&Refusal::credential_store(
+                        ws.label(loc),
+                    )));
+                }
+            }
+        }
+        Ok(resolved)
     }
 
     /// Target policy on every write, and no write while the sandbox is down.
-    fn gate_writes(
-        &self,
-        tool: &str,
-        resolved: &Resolved,
-        down: Option<&str>,
-    ) -> Option<ToolResult> {
-        if let Some(why) = down {
+    fn gate_writes(&self, tool: &str, resolved: &Resolved) -> Option<ToolResult> {
+        if let Some(why) = self
+            .down
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_deref()
+        {
             return Some(ToolResult::denied(&sandbox_down_refusal(tool, why)));
         }
         for w in &resolved.writes {
@@ -484,9 +588,12 @@ impl ToolRouter {
             touched.push(loc);
         }
         for loc in touched {
-            store
-                .capture_after(&mut turn, ws, &self.fs, loc)
-                .map_err(|e| e.to_string())?;
+            match store.capture_after(&mut turn, ws, &self.fs, loc) {
+                // Not kept before either (too large, not a regular file): nothing to pair it with.
+                Ok(_)
+                | Err(CheckpointError::TooLarge { .. } | CheckpointError::Unsupported { .. }) => {}
+                Err(e) => return Err(e.to_string()),
+            }
         }
         turn.save().map_err(|e| e.to_string())
     }
@@ -496,9 +603,14 @@ impl ToolRouter {
         self.keep_output(envelope);
         let result = &envelope.result;
         let mut turn = self.lock_turn();
+        let changed = if record.changes_unknown {
+            vec![UNKNOWN_CHANGES.to_owned()]
+        } else {
+            result.changed_paths.clone()
+        };
         turn.evidence.push(Evidence {
             tool: envelope.tool.clone(),
-            changed: result.changed_paths.clone(),
+            changed,
             ran: record.ran.clone(),
             status: result.status,
             exit_code: result.exit_code,
@@ -598,7 +710,11 @@ struct CallRecord {
     target: Option<String>,
     granted: CapabilitySet,
     ran: Option<String>,
+    changes_unknown: bool,
 }
+
+/// What a call's evidence says it changed when its changes could not be found.
+const UNKNOWN_CHANGES: &str = "(changes unknown)";
 
 /// The refusal of a write after a command found the sandbox down.
 pub fn sandbox_down_refusal(what: &str, why: &str) -> Refusal {

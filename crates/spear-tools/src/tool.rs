@@ -82,7 +82,8 @@ pub struct CallContext<'a> {
     /// Bounds.
     pub limits: ToolLimits,
     /// Why the sandbox is down, when a command found it so earlier in the turn: writes are refused.
-    pub sandbox_down: Option<&'a str>,
+    /// Read it when deciding (a command running meanwhile may set it).
+    pub down: &'a std::sync::Mutex<Option<String>>,
     /// The workspace's change tracker for commands in writable sandboxes.
     pub changes: &'a spear_runtime::changes::ChangeTracker,
     /// Where prior contents are kept, when checkpoints are kept.
@@ -109,6 +110,8 @@ pub struct Outcome {
     pub ran: Option<String>,
     /// Why the sandbox is down, when this call found it so.
     pub sandbox_down: Option<String>,
+    /// The call may have changed files, but what it changed could not be found.
+    pub changes_unknown: bool,
 }
 
 impl Outcome {
@@ -120,6 +123,7 @@ impl Outcome {
             captured: Vec::new(),
             ran: None,
             sandbox_down: None,
+            changes_unknown: false,
         }
     }
 }
@@ -169,6 +173,16 @@ pub trait ToolArgs: DeserializeOwned + JsonSchema + 'static {
 pub struct Typed<A> {
     spec: ToolSpec,
     args: PhantomData<fn() -> A>,
+}
+
+impl CallContext<'_> {
+    /// Why the sandbox is down now, if a command of this turn found it so.
+    pub fn sandbox_down(&self) -> Option<String> {
+        self.down
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 }
 
 impl<A: ToolArgs> Typed<A> {

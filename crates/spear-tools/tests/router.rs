@@ -229,6 +229,10 @@ fn target_policy_gate_attaches_to_the_file() {
         reason.contains("put back") && reason.contains("generated/out.rs"),
         "{e:?}"
     );
+    assert!(
+        e.result.changed_paths.is_empty(),
+        "what was put back did not change: {e:?}"
+    );
     let e = r.call(
         "terminal",
         json!({"command": "python3 w.py generated/new.rs"}),
@@ -405,7 +409,7 @@ fn repeated_refusals_stop_the_turn() {
     let log = std::fs::read_to_string(env.audit_path()).unwrap();
     assert_eq!(log.matches("repeated_refusal_stopped").count(), 1, "{log}");
     // A new turn starts afresh.
-    r.begin_turn(None);
+    r.begin_turn(None).unwrap();
     assert_eq!(
         r.call("read_file", json!({"path": "README.md"}))
             .result
@@ -450,7 +454,7 @@ fn sandbox_down_denies_later_writes() {
     }
     assert!(!env.path("after.txt").exists() && env.path("before.txt").exists());
     // A new turn tries again.
-    r.begin_turn(None);
+    r.begin_turn(None).unwrap();
     let e = r.call("write_file", json!({"path": "after.txt", "content": "x"}));
     assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
 }
@@ -520,7 +524,7 @@ fn undo_restores_the_last_turn() {
     env.write("keep.txt", "original\n");
     env.write("gone.txt", "to be deleted\n");
     let r = router(&env, Opts::mode(Auto));
-    r.begin_turn(Some("turn-1"));
+    r.begin_turn(Some("turn-1")).unwrap();
     r.call(
         "write_file",
         json!({"path": "keep.txt", "content": "first edit\n"}),
@@ -629,7 +633,7 @@ fn concurrent_calls_share_one_turn() {
         env.write(&format!("t{t}/base.txt"), "base\n");
     }
     let r = Arc::new(router(&env, Opts::mode(Auto)));
-    r.begin_turn(Some("concurrent"));
+    r.begin_turn(Some("concurrent")).unwrap();
     let handles: Vec<_> = (0..4)
         .map(|t| {
             let r = Arc::clone(&r);

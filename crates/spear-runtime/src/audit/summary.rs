@@ -36,7 +36,17 @@ pub fn executable_summary(command: &str) -> String {
     let Some(&(name, args)) = programs.first() else {
         return NO_PROGRAM.to_owned();
     };
-    let name = clamp(&redact(name));
+    // Attack: a program word that is computed or quoted (`$(echo hunter2)`, `"mysql -pS3cret"`)
+    // would carry argument text into the log; only a plain name or path is shown.
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._+-/@:,=".contains(c));
+    let name = if plain {
+        clamp(&redact(name))
+    } else {
+        COMPUTED.to_owned()
+    };
     let plural = if args == 1 { "" } else { "s" };
     let mut summary = format!("{name} ({args} arg{plural})");
     if programs.len() > 1 {
@@ -53,6 +63,9 @@ fn clamp(name: &str) -> String {
     cut.push('…');
     cut
 }
+
+/// What stands for a program whose name is not a plain word.
+const COMPUTED: &str = "(computed)";
 
 /// One word of a simple command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -446,6 +459,10 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             ("cargo test --all", "cargo (2 args)"),
             ("FOO=1 BAR=x cargo test --all", "cargo (2 args)"),
+            ("$(echo hunter2) x", "(computed) (1 arg)"),
+            ("\"mysql -pS3cretPass\" -e x", "(computed) (2 args)"),
+            ("`printf secret` a b", "(computed) (2 args)"),
+            ("./scripts/build.sh --fast", "./scripts/build.sh (1 arg)"),
             ("git status", "git (1 arg)"),
             ("ls", "ls (0 args)"),
             ("", "(empty)"),
@@ -472,7 +489,7 @@ mod tests {
             ("if cargo test; then echo ok; fi", "cargo (1 arg) + 1 more"),
             ("( cd sub && make )", "cd (1 arg) + 1 more"),
             ("X='a b' Y=\"c d\" ./run.sh --flag", "./run.sh (1 arg)"),
-            ("'my prog' a b", "my prog (2 args)"),
+            ("'my prog' a b", "(computed) (2 args)"),
             ("ec\\\nho hi", "echo (1 arg)"),
             ("diff <(ls a) <(ls b)", "diff (2 args)"),
             ("cmd <<< 'secret input'", "cmd (0 args)"),

@@ -314,7 +314,18 @@ impl CheckpointStore {
         }
         let path = self.turns_dir().join(format!("{turn_id}.json"));
         if let Some(turn) = TurnCheckpoint::load(&path)? {
-            return Ok(turn);
+            if !turn.is_undone() {
+                return Ok(turn);
+            }
+            // An undone turn is closed. Changes under its id start a new turn after every other,
+            // so that the next undo finds them (and not the turn before the undone one).
+            let closed = self
+                .turns_dir()
+                .join(format!("{turn_id}.{}.undone", turn.seq()));
+            std::fs::rename(&path, &closed).map_err(|source| CheckpointError::Io {
+                path: path.clone(),
+                source,
+            })?;
         }
         let seq = self
             .turns()?
@@ -325,6 +336,11 @@ impl CheckpointStore {
         let turn = TurnCheckpoint::new(path, turn_id, seq);
         turn.save()?;
         Ok(turn)
+    }
+
+    /// Whether `id` can name a turn: 1 to 64 of `A-Z a-z 0-9 - _`.
+    pub fn is_valid_turn_id(id: &str) -> bool {
+        is_valid_id(id)
     }
 
     /// Every recorded turn, oldest first. A manifest that cannot be read is an error (fail

@@ -82,7 +82,15 @@ impl Prepared for PatchCall {
         // Every path the patch names, as written, to where the router resolved and checked it.
         let spelled: Vec<&str> = self.patch.paths();
         let mut by_spelling: HashMap<&str, &ResolvedPath> = HashMap::new();
+        let mut by_entry: HashMap<&Location, &str> = HashMap::new();
         for (s, r) in spelled.iter().zip(&paths.writes) {
+            // Attack (and accident): two spellings of one file (`a.txt`, `/workspace/a.txt`, a
+            // link) would be patched as two files, the second silently undoing the first.
+            if let Some(first) = by_entry.insert(&r.entry, s) {
+                return Outcome::of(crate::router::failed(format!(
+                    "the patch names one file twice, as `{first}` and as `{s}`; name it once, with one spelling"
+                )));
+            }
             by_spelling.insert(s, r);
         }
         let locate = |path: &str| -> Result<ResolvedPath, String> {
@@ -193,13 +201,17 @@ impl Prepared for PatchCall {
 
 /// What an entry held before the patch.
 enum Original {
-    Absent,
+    /// Nothing; the directories on the way to it that did not exist either, nearest first.
+    Absent { missing_parents: Vec<Location> },
+    /// A file.
     File { mode: u32, bytes: Vec<u8> },
 }
 
 fn original(cx: &CallContext<'_>, loc: &Location) -> Result<Original, String> {
     match cx.fs.entry_kind(loc).map_err(|e| e.to_string())? {
-        None => Ok(Original::Absent),
+        None => Ok(Original::Absent {
+            missing_parents: missing_parents(cx.fs, loc).map_err(|e| e.to_string())?,
+        }),
         Some((EntryKind::File, mode)) => {
             let bytes = cx
                 .fs
@@ -217,6 +229,7 @@ trait Effects {
     fn delete(&self, r: &ResolvedPath) -> Result<(), FsError>;
     fn restore(&self, loc: &Location, node: &Node) -> Result<(), FsError>;
     fn remove_tree(&self, loc: &Location) -> Result<(), FsError>;
+    fn remove_empty_dir(&self, loc: &Location) -> Result<bool, FsError>;
 }
 
 impl Effects for spear_workspace::WorkspaceFs {
@@ -234,6 +247,10 @@ impl Effects for spear_workspace::WorkspaceFs {
 
     fn remove_tree(&self, loc: &Location) -> Result<(), FsError> {
         spear_workspace::WorkspaceFs::remove_tree(self, loc)
+    }
+
+    fn remove_empty_dir(&self, loc: &Location) -> Result<bool, FsError> {
+        spear_workspace::WorkspaceFs::remove_empty_dir(self, loc)
     }
 }
 
@@ -272,6 +289,28 @@ fn apply_all(
     Ok(())
 }
 
+/// The directories on the way to `loc` that do not exist (a write creates them), nearest first.
+fn missing_parents(
+    fs: &spear_workspace::WorkspaceFs,
+    loc: &Location,
+) -> Result<Vec<Location>, FsError> {
+    let mut missing = Vec::new();
+    for parent in loc.rel.ancestors().skip(1) {
+        if parent.as_os_str().is_empty() {
+            break;
+        }
+        let parent = Location {
+            root: loc.root,
+            rel: parent.to_path_buf(),
+        };
+        if fs.entry_kind(&parent)?.is_some() {
+            break;
+        }
+        missing.push(parent);
+    }
+    Ok(missing)
+}
+
 /// Puts every entry in `done` back as `originals` has it, last first; returns what could not be.
 fn roll_back(
     fx: &dyn Effects,
@@ -288,9 +327,17 @@ fn roll_back(
                     bytes: bytes.clone(),
                 },
             ),
-            Some(Original::Absent) => match fx.remove_tree(loc) {
-                Err(FsError::NotFound { .. }) => Ok(()),
-                other => other,
+            Some(Original::Absent { missing_parents }) => match fx.remove_tree(loc) {
+                Ok(()) | Err(FsError::NotFound { .. }) => {
+                    // The directories the write made, while they are empty.
+                    for parent in missing_parents {
+                        if !matches!(fx.remove_empty_dir(parent), Ok(true)) {
+                            break;
+                        }
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(e),
             },
             None => Ok(()),
         };
@@ -368,6 +415,10 @@ mod tests {
         fn remove_tree(&self, loc: &Location) -> Result<(), FsError> {
             Effects::remove_tree(self.fs, loc)
         }
+
+        fn remove_empty_dir(&self, loc: &Location) -> Result<bool, FsError> {
+            Effects::remove_empty_dir(self.fs, loc)
+        }
     }
 
     /// A failure after some files changed puts every one of them back, byte for byte and mode
@@ -400,7 +451,9 @@ mod tests {
                 .map(|c| {
                     let r = ws.resolve(c.path()).unwrap();
                     let o = match fs.entry_kind(&r.entry).unwrap() {
-                        None => Original::Absent,
+                        None => Original::Absent {
+                            missing_parents: missing_parents(&fs, &r.entry).unwrap(),
+                        },
                         Some((_, mode)) => Original::File {
                             mode,
                             bytes: fs.read_head(&r.entry, 1 << 20).unwrap(),
@@ -418,8 +471,6 @@ mod tests {
             let failure = apply_all(&fx, &steps, &originals).err().unwrap();
             assert_eq!(failure.done.len(), fail_at - 1);
             assert!(failure.stuck.is_empty(), "{:?}", failure.stuck);
-            // `new/` may stay behind (an empty directory a write created); every file is back.
-            let _ = std::fs::remove_dir(root.join("new"));
             assert_eq!(snapshot(&root), before, "failing at step {fail_at}");
         }
         // Positive control: without a failure every change lands.

@@ -19,9 +19,9 @@ use spear_core::{Capability, ExecutionProfile, Refusal, ToolResult, ToolStatus};
 use spear_policy::{Authorization, Decision, HEADER_BYTES, authorize, decide, generated_header};
 use spear_runtime::audit::executable_summary;
 use spear_runtime::changes::{Change, changed_labels};
-use spear_runtime::checkpoint::EntryState;
+use spear_runtime::checkpoint::{CheckpointStore, EntryState};
 use spear_runtime::{CommandLine, CommandRequest};
-use spear_workspace::EntryKind;
+use spear_workspace::{EntryKind, Location};
 
 use crate::Effect;
 use crate::router::{append_reason, failed, sandbox_down_refusal};
@@ -49,7 +49,6 @@ pub type Terminal = Typed<TerminalArgs>;
 /// A terminal call with its arguments checked.
 struct TerminalCall {
     args: TerminalArgs,
-    timeout: Duration,
 }
 
 impl ToolArgs for TerminalArgs {
@@ -66,18 +65,12 @@ impl ToolArgs for TerminalArgs {
         if args.command.trim().is_empty() {
             return Err("invalid arguments for terminal: `command` is empty".into());
         }
-        let limits = crate::ToolLimits::default();
-        let secs = args.timeout.unwrap_or(limits.terminal_timeout_secs);
-        if secs == 0 || secs > limits.terminal_max_timeout_secs {
-            return Err(format!(
-                "invalid arguments for terminal: `timeout` must be 1 to {} seconds (got {secs}); run longer work in smaller steps",
-                limits.terminal_max_timeout_secs
-            ));
+        if args.timeout == Some(0) {
+            return Err(
+                "invalid arguments for terminal: `timeout` must be at least 1 second".into(),
+            );
         }
-        Ok(Box::new(TerminalCall {
-            args,
-            timeout: Duration::from_secs(secs),
-        }))
+        Ok(Box::new(TerminalCall { args }))
     }
 }
 
@@ -99,6 +92,13 @@ impl Prepared for TerminalCall {
     }
 
     fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
+        let secs = self.args.timeout.unwrap_or(cx.limits.terminal_timeout_secs);
+        if secs > cx.limits.terminal_max_timeout_secs {
+            return Outcome::of(failed(format!(
+                "invalid arguments for terminal: `timeout` must be 1 to {} seconds (got {secs}); run longer work in smaller steps",
+                cx.limits.terminal_max_timeout_secs
+            )));
+        }
         let ws = cx.workspace;
         let workdir: Option<PathBuf> = paths.reads.first().map(|p| ws.host_path(&p.target));
         let cwd = workdir
@@ -115,13 +115,13 @@ impl Prepared for TerminalCall {
         // Attack: a command that found the sandbox down is followed by one that writes; nothing it
         // wrote could be checked, so it does not run. Decided before anyone is asked.
         if let (Some(why), Decision::Allow(caps) | Decision::Confirm(caps)) = (
-            cx.sandbox_down,
+            cx.sandbox_down(),
             decide(&assessment, cx.capabilities, command),
         ) && caps.contains(Capability::WorkspaceWrite)
         {
             return with_class(ToolResult::denied(&sandbox_down_refusal(
                 &executable_summary(command),
-                why,
+                &why,
             )));
         }
         let granted = match authorize(&assessment, cx.capabilities, command, cx.confirmer) {
@@ -142,9 +142,22 @@ impl Prepared for TerminalCall {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         });
+        if let (true, Some(why)) = (watch, cx.sandbox_down()) {
+            return with_class(ToolResult::denied(&sandbox_down_refusal(
+                &executable_summary(command),
+                &why,
+            )));
+        }
         let before = if watch {
-            match cx.changes.before(ws, cx.fs, cx.checkpoints) {
-                Ok(s) => Some(s),
+            // Attack: a command whose changes could not be checked or put back. Without a store
+            // nothing could be, so a writable command does not run.
+            let Some(store) = cx.checkpoints else {
+                return with_class(failed(
+                    "this session keeps no checkpoints, so a command's changes could not be checked or put back; nothing ran".into(),
+                ));
+            };
+            match cx.changes.before(ws, cx.fs, store) {
+                Ok(s) => Some((s, store)),
                 Err(e) => {
                     return with_class(failed(format!("{e}; nothing ran")));
                 }
@@ -155,26 +168,32 @@ impl Prepared for TerminalCall {
 
         let mut request = CommandRequest::new(CommandLine::Script(command.clone()), profile);
         request.workdir = workdir;
-        request.timeout = Some(self.timeout);
+        request.timeout = Some(Duration::from_secs(secs));
         request.cancel.clone_from(&cx.cancel);
         request.class = class;
         let report = cx.runner.run_report(&request);
         let mut result = report.result;
 
         let mut captured = Vec::new();
-        if let Some(before) = before {
+        let mut changes_unknown = false;
+        if let Some((before, store)) = before {
             match cx.changes.after(ws, cx.fs, &before) {
                 Ok(changes) => {
-                    enforce_targets(cx, &changes, &mut result);
+                    let put_back = enforce_targets(cx, store, &changes, &mut result);
+                    // What was put back did not change.
+                    let kept: Vec<Change> = changes
+                        .into_iter()
+                        .filter(|c| !put_back.contains(&c.loc))
+                        .collect();
                     let mut not_kept = Vec::new();
-                    for c in &changes {
+                    for c in &kept {
                         match &c.before {
                             Some(state) => captured.push((c.loc.clone(), state.clone())),
                             None if c.kind != EntryKind::Dir => not_kept.push(c.label.clone()),
                             None => {}
                         }
                     }
-                    for label in changed_labels(&changes) {
+                    for label in changed_labels(&kept) {
                         if !result.changed_paths.contains(&label) {
                             result.changed_paths.push(label);
                         }
@@ -190,6 +209,7 @@ impl Prepared for TerminalCall {
                     }
                 }
                 Err(e) => {
+                    changes_unknown = true;
                     result.status = ToolStatus::Failed;
                     append_reason(
                         &mut result,
@@ -204,15 +224,20 @@ impl Prepared for TerminalCall {
             captured,
             ran: Some(executable_summary(command)),
             sandbox_down: report.sandbox_down,
+            changes_unknown,
         }
     }
 }
 
 /// The target policy on a changed entry: its name, and the generated-file header it had before
 /// the command (a command that rewrote the header away still wrote a generated file).
-fn refused_target(cx: &CallContext<'_>, c: &Change) -> Result<(), Refusal> {
+fn refused_target(
+    cx: &CallContext<'_>,
+    store: &CheckpointStore,
+    c: &Change,
+) -> Result<(), Refusal> {
     cx.policy.config().targets.check(&c.loc.rel)?;
-    if let (Some(EntryState::File { hash, .. }), Some(store)) = (&c.before, cx.checkpoints) {
+    if let Some(EntryState::File { hash, .. }) = &c.before {
         let head = match store.read_blob(hash) {
             Ok(mut bytes) => {
                 bytes.truncate(HEADER_BYTES);
@@ -235,29 +260,34 @@ fn refused_target(cx: &CallContext<'_>, c: &Change) -> Result<(), Refusal> {
 
 /// Puts back every change the command made to a path the target policy refuses: a generated
 /// file, a snapshot copy, a vendored tree. A refusal attaches to the file, not the tool: what
-/// `write_file` may not write, a command may not either.
-fn enforce_targets(cx: &CallContext<'_>, changes: &[Change], result: &mut ToolResult) {
+/// `write_file` may not write, a command may not either. Returns where it put things back.
+fn enforce_targets(
+    cx: &CallContext<'_>,
+    store: &CheckpointStore,
+    changes: &[Change],
+    result: &mut ToolResult,
+) -> Vec<Location> {
     let mut undone = Vec::new();
+    let mut put_back_at = Vec::new();
     let mut stuck = Vec::new();
     for c in changes {
         if c.kind == EntryKind::Dir && c.exists_now {
             continue;
         }
-        let Err(refusal) = refused_target(cx, c) else {
+        let Err(refusal) = refused_target(cx, store, c) else {
             continue;
         };
         let put_back = match &c.before {
-            Some(EntryState::Absent) => cx.fs.remove_tree(&c.loc).map_err(|e| e.to_string()),
-            Some(state) => match cx.checkpoints {
-                Some(store) => store
-                    .restore_state(cx.fs, &c.loc, state)
-                    .map_err(|e| e.to_string()),
-                None => Err("no checkpoint store".into()),
-            },
+            Some(state) => store
+                .restore_state(cx.fs, &c.loc, state)
+                .map_err(|e| e.to_string()),
             None => Err("its earlier content was not kept".into()),
         };
         match put_back {
-            Ok(()) => undone.push(format!("{} ({})", c.label, refusal.message())),
+            Ok(()) => {
+                undone.push(format!("{} ({})", c.label, refusal.message()));
+                put_back_at.push(c.loc.clone());
+            }
             Err(e) => stuck.push(format!("{} ({}): {e}", c.label, refusal.message())),
         }
     }
@@ -280,4 +310,5 @@ fn enforce_targets(cx: &CallContext<'_>, changes: &[Change], result: &mut ToolRe
             ),
         );
     }
+    put_back_at
 }
