@@ -392,34 +392,10 @@ impl ToolRouter {
                 return answer(result, record);
             }
         }
-        let mut turn_checkpoint = None;
-        let mut not_kept: Vec<String> = Vec::new();
-        if let (Some(store), false) = (&self.stores.checkpoints, resolved.writes.is_empty()) {
-            let captured = store.turn(&self.turn_id()).and_then(|mut turn| {
-                for w in &resolved.writes {
-                    match store.capture_before(&mut turn, self.workspace(), &self.fs, &w.entry) {
-                        Ok(_) => {}
-                        // Too large to keep, or a fifo or device: changed as asked, and said so.
-                        Err(
-                            CheckpointError::TooLarge { .. } | CheckpointError::Unsupported { .. },
-                        ) => not_kept.push(self.workspace().label(&w.entry)),
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(turn)
-            });
-            match captured {
-                Ok(turn) => turn_checkpoint = Some(turn),
-                Err(e) => {
-                    return answer(
-                        failed(format!(
-                            "spear could not checkpoint what this call changes, so nothing was written: {e}"
-                        )),
-                        record,
-                    );
-                }
-            }
-        }
+        let (turn_checkpoint, not_kept) = match self.checkpoint_before(&resolved) {
+            Ok(c) => c,
+            Err(result) => return answer(result, record),
+        };
         let confirmer = self.confirmer.as_deref().map(|c| c as &dyn Confirmer);
         let cx = CallContext {
             workspace: self.workspace(),
@@ -559,6 +535,38 @@ impl ToolRouter {
             refused => Err(refused
                 .refusal_result()
                 .unwrap_or_else(|| ToolResult::new(ToolStatus::Denied))),
+        }
+    }
+
+    /// Records the state before of every path a file tool writes, in the current turn's
+    /// checkpoint (the first capture of a path in a turn wins). Returns the turn, and the labels of
+    /// entries too large (or too odd) to keep, which are changed without a checkpoint and said so.
+    /// Any other failure refuses the call: nothing is written that could not be undone.
+    fn checkpoint_before(
+        &self,
+        resolved: &Resolved,
+    ) -> Result<(Option<TurnCheckpoint>, Vec<String>), ToolResult> {
+        let (Some(store), false) = (&self.stores.checkpoints, resolved.writes.is_empty()) else {
+            return Ok((None, Vec::new()));
+        };
+        let mut not_kept = Vec::new();
+        let captured = store.turn(&self.turn_id()).and_then(|mut turn| {
+            for w in &resolved.writes {
+                match store.capture_before(&mut turn, self.workspace(), &self.fs, &w.entry) {
+                    Ok(_) => {}
+                    Err(CheckpointError::TooLarge { .. } | CheckpointError::Unsupported { .. }) => {
+                        not_kept.push(self.workspace().label(&w.entry));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(turn)
+        });
+        match captured {
+            Ok(turn) => Ok((Some(turn), not_kept)),
+            Err(e) => Err(failed(format!(
+                "spear could not checkpoint what this call changes, so nothing was written: {e}"
+            ))),
         }
     }
 
