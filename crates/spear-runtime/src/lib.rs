@@ -14,6 +14,7 @@ pub mod audit;
 pub mod changes;
 pub mod checkpoint;
 pub mod evidence;
+pub mod jobs;
 pub mod protect;
 pub mod redact;
 pub mod refusals;
@@ -27,6 +28,7 @@ pub use checkpoint::{
     CheckpointError, CheckpointStore, Conflict, EntryState, TurnCheckpoint, UndoError, UndoReport,
 };
 pub use evidence::{Evidence, Verdict, verdict};
+pub use jobs::{Job, JobError, JobRead, Jobs};
 pub use refusals::{RefusalTracker, Repeat};
 pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};
 pub use runner::{

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use spear_core::{CommandClass, ExecutionProfile, ToolResult, ToolStatus};
 use spear_sandbox::{
-    Bind, BwrapSpec, CancelToken, Etc, Exit, Mask, NetworkSpec, RunOutcome, Sandbox, SandboxConfig,
-    SandboxError, SpecError, Stop, SystemDir, TmpfsSizes, ToolchainInputs, Toolchains, Watch,
-    credential_masks, etc_entries, host_entry, prepare_etc_view, sandbox_env, system_dirs,
-    toolchains, user_private_dir,
+    Bind, BwrapSpec, CancelToken, Etc, Exit, Mask, NetworkSpec, OutputTee, RunOutcome, Sandbox,
+    SandboxConfig, SandboxError, SpecError, Stop, SystemDir, TmpfsSizes, ToolchainInputs,
+    Toolchains, Watch, credential_masks, etc_entries, host_entry, prepare_etc_view, sandbox_env,
+    system_dirs, toolchains, user_private_dir,
 };
 use spear_workspace::Workspace;
 
@@ -85,6 +85,8 @@ pub struct CommandRequest {
     pub cancel: Option<CancelToken>,
     /// The class the decision layer gave the command, copied into the result.
     pub class: Option<CommandClass>,
+    /// Where output goes as it is read (a background job's reader).
+    pub tee: Option<Arc<dyn OutputTee>>,
 }
 
 impl CommandRequest {
@@ -97,6 +99,7 @@ impl CommandRequest {
             timeout: None,
             cancel: None,
             class: None,
+            tee: None,
         }
     }
 }
@@ -379,6 +382,7 @@ impl CommandRunner {
             output_cap: self.config.output_cap,
             flood_bytes: self.config.flood_bytes,
             cancel: request.cancel.clone(),
+            tee: request.tee.clone(),
         };
         let outcome = self.sandbox.run(&spec, &watch);
         let mut sandbox_down = None;

@@ -41,8 +41,8 @@ pub use preflight_store::user_private_dir;
 pub use rlimits::ResourceLimits;
 pub use sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxError};
 pub use spawn::{
-    CancelToken, Exit, Finished, Launch, ProcessSpawner, Running, SECCOMP_CHILD_FD, Spawner, Stop,
-    Watch, supervise,
+    CancelToken, Exit, Finished, Launch, OutputTee, ProcessSpawner, Running, SECCOMP_CHILD_FD,
+    Spawner, Stop, Watch, supervise,
 };
 pub use spec::{
     Bind, BwrapSpec, Etc, GO_CHILD_FD, INFO_CHILD_FD, Mask, NETWORK_HOLD, NetworkSpec,

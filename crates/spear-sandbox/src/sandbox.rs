@@ -527,6 +527,7 @@ fn probe_watch() -> Watch {
         output_cap: 16 * 1024,
         flood_bytes: 1 << 20,
         cancel: None,
+        tee: None,
     }
 }
 

@@ -234,6 +234,15 @@ impl CancelToken {
     }
 }
 
+/// Receives every chunk of a tree's output as it is read, beside the capped capture (a background
+/// job's reader). Called from the supervising thread; must not block.
+pub trait OutputTee: Send + Sync + std::fmt::Debug {
+    /// Bytes read from the tree's stdout.
+    fn stdout(&self, bytes: &[u8]);
+    /// Bytes read from the tree's stderr.
+    fn stderr(&self, bytes: &[u8]);
+}
+
 /// How to watch a running tree.
 #[derive(Debug, Clone)]
 pub struct Watch {
@@ -245,6 +254,8 @@ pub struct Watch {
     pub flood_bytes: u64,
     /// Cancellation from outside.
     pub cancel: Option<CancelToken>,
+    /// Where output goes as it is read, as well as into the capture.
+    pub tee: Option<Arc<dyn OutputTee>>,
 }
 
 /// Why the supervisor stopped the tree, if it did.
@@ -377,10 +388,10 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
             let _ = rustix::io::read(&c.0.read, &mut buf);
         }
         if out_ready {
-            out.read_available();
+            out.read_available(watch.tee.as_deref(), Which::Stdout);
         }
         if err_ready {
-            err.read_available();
+            err.read_available(watch.tee.as_deref(), Which::Stderr);
         }
         if pid_ready
             && exit.is_none()
@@ -395,8 +406,8 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
         }
     }
     // Whatever is still buffered in the pipes.
-    out.read_available();
-    err.read_available();
+    out.read_available(watch.tee.as_deref(), Which::Stdout);
+    err.read_available(watch.tee.as_deref(), Which::Stderr);
     Finished {
         exit: exit.unwrap_or(Exit::Unknown),
         stop,
@@ -427,6 +438,13 @@ fn reap(pidfd: &OwnedFd) -> Option<Exit> {
     }
 }
 
+/// Which stream a chunk came from.
+#[derive(Debug, Clone, Copy)]
+enum Which {
+    Stdout,
+    Stderr,
+}
+
 /// One output pipe being drained.
 struct Stream {
     fd: OwnedFd,
@@ -444,8 +462,8 @@ impl Stream {
         }
     }
 
-    /// Reads what is there now, without blocking, in bounded rounds.
-    fn read_available(&mut self) {
+    /// Reads what is there now, without blocking, in bounded rounds; `tee` sees every chunk.
+    fn read_available(&mut self, tee: Option<&dyn OutputTee>, which: Which) {
         let mut buf = [0u8; 16 * 1024];
         for _ in 0..64 {
             if self.eof {
@@ -453,7 +471,14 @@ impl Stream {
             }
             match rustix::io::read(&self.fd, &mut buf) {
                 Ok(0) => self.eof = true,
-                Ok(n) => self.out.push(&buf[..n]),
+                Ok(n) => {
+                    self.out.push(&buf[..n]);
+                    match (tee, which) {
+                        (Some(t), Which::Stdout) => t.stdout(&buf[..n]),
+                        (Some(t), Which::Stderr) => t.stderr(&buf[..n]),
+                        (None, _) => {}
+                    }
+                }
                 Err(Errno::INTR) => {}
                 Err(Errno::AGAIN) => return,
                 Err(_) => self.eof = true,

@@ -22,6 +22,9 @@ pub struct ToolResultEnvelope {
     /// True when this call stopped the turn (the same refusal asked for too many times).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub turn_stopped: bool,
+    /// The background job this call started or reported on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<crate::JobState>,
 }
 
 impl ToolResultEnvelope {
@@ -33,6 +36,7 @@ impl ToolResultEnvelope {
             output_ref: None,
             stderr_ref: None,
             turn_stopped: false,
+            job: None,
         }
     }
 

@@ -30,4 +30,6 @@ pub use router::{
     sandbox_down_refusal,
 };
 pub use spec::{ALL_MODES, Effect, ToolSpec, WRITING_MODES};
-pub use tool::{Access, CallContext, Outcome, Prepared, Resolved, Tool, ToolLimits, parse_args};
+pub use tool::{
+    Access, CallContext, JobState, Outcome, Prepared, Resolved, Tool, ToolLimits, parse_args,
+};

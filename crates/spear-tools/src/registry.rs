@@ -24,7 +24,8 @@ impl ToolRegistry {
     }
 
     /// The coding tools: `read_file`, `search_files`, `write_file`, `patch`, `delete_file`,
-    /// `terminal`, and `read_output` (the rest of an output the preview cut).
+    /// `terminal` with `terminal_output` and `terminal_kill` for its background jobs, and
+    /// `read_output` (the rest of an output the preview cut).
     pub fn coding() -> Self {
         let mut r = ToolRegistry::new();
         r.register(Arc::new(crate::tools::read_file::ReadFile::new()));
@@ -33,6 +34,8 @@ impl ToolRegistry {
         r.register(Arc::new(crate::tools::patch::PatchTool::new()));
         r.register(Arc::new(crate::tools::delete_file::DeleteFile::new()));
         r.register(Arc::new(crate::tools::terminal::Terminal::new()));
+        r.register(Arc::new(crate::tools::terminal_job::TerminalOutput::new()));
+        r.register(Arc::new(crate::tools::terminal_job::TerminalKill::new()));
         r.register(Arc::new(crate::tools::read_output::ReadOutput::new()));
         r
     }

@@ -158,6 +158,8 @@ pub struct ToolRouter {
     turn: Mutex<TurnState>,
     /// Why the sandbox is down, when a command of this turn found it so: writes are refused.
     down: Mutex<Option<String>>,
+    /// The session's background jobs; dropped with the router, which kills what still runs.
+    jobs: spear_runtime::Jobs,
     /// Held through every call that writes (a file tool, a command in a writable sandbox), so that
     /// the changes found around a command are that command's and checkpoints are taken in order.
     writing: Mutex<()>,
@@ -216,6 +218,7 @@ impl ToolRouter {
             observers: Vec::new(),
             turn: Mutex::new(turn),
             down: Mutex::new(None),
+            jobs: spear_runtime::Jobs::default(),
             writing: Mutex::new(()),
         })
     }
@@ -402,6 +405,7 @@ impl ToolRouter {
             policy: &self.policy,
             fs: &self.fs,
             runner: &self.runner,
+            jobs: &self.jobs,
             capabilities,
             confirmer,
             cancel,
@@ -443,7 +447,9 @@ impl ToolRouter {
             );
         }
         drop(writing);
-        answer(result, record)
+        let (mut envelope, record) = answer(result, record);
+        envelope.job = outcome.job;
+        (envelope, record)
     }
 
     /// Request scope: every path resolves inside the roots.

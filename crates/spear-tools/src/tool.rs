@@ -72,7 +72,9 @@ pub struct CallContext<'a> {
     /// File operations beneath the roots.
     pub fs: &'a WorkspaceFs,
     /// The sandbox runner.
-    pub runner: &'a CommandRunner,
+    pub runner: &'a std::sync::Arc<CommandRunner>,
+    /// The session's background jobs.
+    pub jobs: &'a spear_runtime::Jobs,
     /// What the mode (and the caller's role) grants.
     pub capabilities: CapabilityPolicy,
     /// Who is asked in ASK; `None` cancels what needs asking.
@@ -112,6 +114,35 @@ pub struct Outcome {
     pub sandbox_down: Option<String>,
     /// The call may have changed files, but what it changed could not be found.
     pub changes_unknown: bool,
+    /// The background job the call started or reported on.
+    pub job: Option<JobState>,
+}
+
+/// A background job as a result reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct JobState {
+    /// Its id.
+    pub id: String,
+    /// `running`, or `exited` once it has ended.
+    pub state: &'static str,
+}
+
+impl JobState {
+    /// A job that is running.
+    pub fn running(id: &str) -> Self {
+        JobState {
+            id: id.to_owned(),
+            state: "running",
+        }
+    }
+
+    /// A job that has ended.
+    pub fn exited(id: &str) -> Self {
+        JobState {
+            id: id.to_owned(),
+            state: "exited",
+        }
+    }
 }
 
 impl Outcome {
@@ -124,6 +155,7 @@ impl Outcome {
             ran: None,
             sandbox_down: None,
             changes_unknown: false,
+            job: None,
         }
     }
 }

@@ -73,6 +73,8 @@ fn published_schemas_refuse_unknown_fields() {
             "read_output",
             "search_files",
             "terminal",
+            "terminal_kill",
+            "terminal_output",
             "write_file"
         ]
     );

@@ -7,6 +7,7 @@ pub mod read_file;
 pub mod read_output;
 pub mod search_files;
 pub mod terminal;
+pub mod terminal_job;
 pub mod write_file;
 
 use spear_core::{ToolResult, ToolStatus};

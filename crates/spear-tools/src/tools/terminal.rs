@@ -18,7 +18,7 @@ use serde::Deserialize;
 use spear_core::{Capability, ExecutionProfile, Refusal, ToolResult, ToolStatus};
 use spear_policy::{Authorization, Decision, HEADER_BYTES, authorize, decide, generated_header};
 use spear_runtime::audit::executable_summary;
-use spear_runtime::changes::{Change, changed_labels};
+use spear_runtime::changes::{Change, Snapshot, changed_labels};
 use spear_runtime::checkpoint::{CheckpointStore, EntryState};
 use spear_runtime::{CommandLine, CommandRequest};
 use spear_workspace::{EntryKind, Location};
@@ -26,7 +26,7 @@ use spear_workspace::{EntryKind, Location};
 use crate::Effect;
 use crate::router::{append_reason, failed, sandbox_down_refusal};
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, CallContext, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
 
 /// Arguments of `terminal`.
@@ -41,6 +41,11 @@ pub struct TerminalArgs {
     /// The working directory, inside the workspace (default: where spear was started).
     #[serde(default)]
     pub workdir: Option<String>,
+    /// Run it in the background and return a job id at once; read its output with
+    /// `terminal_output`, stop it with `terminal_kill`. A job has no timeout of its own and ends
+    /// with the session.
+    #[serde(default)]
+    pub background: Option<bool>,
 }
 
 /// The `terminal` tool.
@@ -137,7 +142,7 @@ impl Prepared for TerminalCall {
         let profile = ExecutionProfile::from_granted(granted, assessment.host_reads.clone());
         let watch = profile.workspace_write;
         // Changes found around this command must be this command's: no other writer runs meanwhile.
-        let _writing = watch.then(|| {
+        let writing = watch.then(|| {
             cx.writing
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -171,53 +176,18 @@ impl Prepared for TerminalCall {
         request.timeout = Some(Duration::from_secs(secs));
         request.cancel.clone_from(&cx.cancel);
         request.class = class;
+
+        if self.args.background == Some(true) {
+            drop(writing);
+            return start_job(cx, request, command, before, granted);
+        }
+
         let report = cx.runner.run_report(&request);
         let mut result = report.result;
-
-        let mut captured = Vec::new();
-        let mut changes_unknown = false;
-        if let Some((before, store)) = before {
-            match cx.changes.after(ws, cx.fs, &before) {
-                Ok(changes) => {
-                    let put_back = enforce_targets(cx, store, &changes, &mut result);
-                    // What was put back did not change.
-                    let kept: Vec<Change> = changes
-                        .into_iter()
-                        .filter(|c| !put_back.contains(&c.loc))
-                        .collect();
-                    let mut not_kept = Vec::new();
-                    for c in &kept {
-                        match &c.before {
-                            Some(state) => captured.push((c.loc.clone(), state.clone())),
-                            None if c.kind != EntryKind::Dir => not_kept.push(c.label.clone()),
-                            None => {}
-                        }
-                    }
-                    for label in changed_labels(&kept) {
-                        if !result.changed_paths.contains(&label) {
-                            result.changed_paths.push(label);
-                        }
-                    }
-                    if !not_kept.is_empty() {
-                        append_reason(
-                            &mut result,
-                            &format!(
-                                "the earlier content of {} was not kept (too large), so `spear undo` cannot restore it",
-                                not_kept.join(", ")
-                            ),
-                        );
-                    }
-                }
-                Err(e) => {
-                    changes_unknown = true;
-                    result.status = ToolStatus::Failed;
-                    append_reason(
-                        &mut result,
-                        &format!("spear could not find what the command changed: {e}"),
-                    );
-                }
-            }
-        }
+        let (captured, changes_unknown) = match before {
+            Some((before, store)) => collect_changes(cx, store, &before, &mut result),
+            None => (Vec::new(), false),
+        };
         Outcome {
             result,
             granted,
@@ -225,8 +195,99 @@ impl Prepared for TerminalCall {
             ran: Some(executable_summary(command)),
             sandbox_down: report.sandbox_down,
             changes_unknown,
+            job: None,
         }
     }
+}
+
+/// Starts `request` as a background job; a writable job keeps the workspace snapshot taken before
+/// it, so that its changes are found, checked and checkpointed when it ends.
+fn start_job(
+    cx: &CallContext<'_>,
+    request: CommandRequest,
+    command: &str,
+    before: Option<(Snapshot, &CheckpointStore)>,
+    granted: spear_core::CapabilitySet,
+) -> Outcome {
+    let class = request.class;
+    match cx
+        .jobs
+        .start(std::sync::Arc::clone(cx.runner), request, command)
+    {
+        Ok(job) => {
+            if let Some((snapshot, _)) = before {
+                job.set_snapshot(snapshot);
+            }
+            let mut result = ToolResult::new(ToolStatus::Ok);
+            result.class = class;
+            result.stdout = format!(
+                "started {id} in the background. Read what it prints with terminal_output {{\"job_id\": \"{id}\"}}; stop it with terminal_kill {{\"job_id\": \"{id}\"}}.\n",
+                id = job.id()
+            );
+            Outcome {
+                granted,
+                job: Some(JobState::running(job.id())),
+                ..Outcome::of(result)
+            }
+        }
+        Err(e) => {
+            let mut result = failed(e.to_string());
+            result.class = class;
+            Outcome::of(result)
+        }
+    }
+}
+
+/// Finds what a command changed since `before`, puts back what the target policy refuses, and
+/// names the rest in `result`. Returns the entries to checkpoint with their state before, and
+/// whether the changes could not be found at all.
+pub(crate) fn collect_changes(
+    cx: &CallContext<'_>,
+    store: &CheckpointStore,
+    before: &Snapshot,
+    result: &mut ToolResult,
+) -> (Vec<(Location, EntryState)>, bool) {
+    let changes = match cx.changes.after(cx.workspace, cx.fs, before) {
+        Ok(c) => c,
+        Err(e) => {
+            result.status = ToolStatus::Failed;
+            append_reason(
+                result,
+                &format!("spear could not find what the command changed: {e}"),
+            );
+            return (Vec::new(), true);
+        }
+    };
+    let put_back = enforce_targets(cx, store, &changes, result);
+    // What was put back did not change.
+    let kept: Vec<Change> = changes
+        .into_iter()
+        .filter(|c| !put_back.contains(&c.loc))
+        .collect();
+    let mut captured = Vec::new();
+    let mut not_kept = Vec::new();
+    for c in &kept {
+        match &c.before {
+            Some(state) => captured.push((c.loc.clone(), state.clone())),
+            None if c.kind != EntryKind::Dir => not_kept.push(c.label.clone()),
+            None => {}
+        }
+    }
+    for label in changed_labels(&kept) {
+        if !result.changed_paths.contains(&label) {
+            result.changed_paths.push(label);
+        }
+    }
+    if !not_kept.is_empty() {
+        append_reason(
+            result,
+            &format!(
+                "the earlier content of {} was not kept (too large), so `spear undo` cannot restore it",
+                not_kept.join(", ")
+            ),
+        );
+    }
+    (captured, false)
 }
 
 /// The target policy on a changed entry: its name, and the generated-file header it had before

@@ -1,0 +1,190 @@
+//! Background jobs: started at once, read incrementally (never the same byte twice), killed with
+//! their whole tree, owned by their session, dead with it, and a writable job's changes found,
+//! checked and checkpointed when it ends.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Env, Opts, router};
+use serde_json::json;
+use spear_core::ExecutionMode::{Auto, Safe};
+use spear_core::ToolStatus;
+use spear_tools::{ToolResultEnvelope, ToolRouter};
+
+/// Whether a process whose command line contains `marker` is alive on the host.
+fn alive(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        e.file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            && std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(marker)
+            })
+    })
+}
+
+fn wait_for(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+fn start(r: &ToolRouter, command: &str) -> String {
+    let e = r.call("terminal", json!({"command": command, "background": true}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    let job = e.job.clone().unwrap();
+    assert_eq!(job.state, "running");
+    job.id
+}
+
+/// Reads until the job has ended; returns every read.
+fn drain(r: &ToolRouter, id: &str) -> Vec<ToolResultEnvelope> {
+    let mut reads = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let e = r.call("terminal_output", json!({ "job_id": id }));
+        let done = e.job.as_ref().is_some_and(|j| j.state == "exited");
+        reads.push(e);
+        if done {
+            return reads;
+        }
+        assert!(Instant::now() < deadline, "the job did not end");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_job_is_read_incrementally_and_never_twice() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Safe));
+    let started = Instant::now();
+    let id = start(
+        &r,
+        "for i in 1 2 3 4 5; do echo line$i; echo err$i >&2; sleep 0.2; done",
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "returned at once"
+    );
+    let reads = drain(&r, &id);
+    assert!(reads.len() >= 2, "read while it ran: {reads:?}");
+    let stdout: String = reads.iter().map(|e| e.result.stdout.as_str()).collect();
+    let stderr: String = reads.iter().map(|e| e.result.stderr.as_str()).collect();
+    assert_eq!(stdout, "line1\nline2\nline3\nline4\nline5\n");
+    assert_eq!(stderr, "err1\nerr2\nerr3\nerr4\nerr5\n");
+    let last = reads.last().unwrap();
+    assert_eq!(
+        (last.result.status, last.result.exit_code),
+        (ToolStatus::Ok, Some(0))
+    );
+    // Collected: the id is gone.
+    let e = r.call("terminal_output", json!({ "job_id": id }));
+    assert_eq!(e.result.status, ToolStatus::NotFound, "{e:?}");
+}
+
+#[test]
+fn a_failing_job_reports_its_exit_code() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Safe));
+    let id = start(&r, "echo bye; exit 3");
+    let last = drain(&r, &id).pop().unwrap();
+    assert_eq!(
+        (last.result.status, last.result.exit_code),
+        (ToolStatus::Failed, Some(3))
+    );
+}
+
+#[test]
+fn kill_ends_the_whole_tree() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Safe));
+    let marker = "987654.25";
+    let id = start(
+        &r,
+        &format!("sleep {marker} & (sleep {marker} &) ; sleep {marker}"),
+    );
+    assert!(
+        wait_for(|| alive(marker)),
+        "positive control: the job's processes run"
+    );
+    let e = r.call("terminal_kill", json!({ "job_id": id }));
+    assert_eq!(e.result.status, ToolStatus::Cancelled, "{e:?}");
+    assert_eq!(e.job.unwrap().state, "exited");
+    assert!(!alive(marker), "nothing is left running");
+}
+
+#[test]
+fn jobs_die_with_their_session_and_belong_to_it() {
+    let env = Env::new();
+    let marker = "987653.5";
+    let r = router(&env, Opts::mode(Safe));
+    let id = start(&r, &format!("sleep {marker}"));
+    assert!(wait_for(|| alive(marker)));
+    // Another session does not see it.
+    let other = router(&env, Opts::mode(Safe));
+    let e = other.call("terminal_output", json!({ "job_id": id }));
+    assert_eq!(e.result.status, ToolStatus::NotFound, "{e:?}");
+    let e = other.call("terminal_kill", json!({ "job_id": id }));
+    assert_eq!(e.result.status, ToolStatus::NotFound);
+    assert!(alive(marker));
+    drop(r);
+    assert!(!alive(marker), "the session ended, and its job with it");
+}
+
+#[test]
+fn a_writable_jobs_changes_are_found_when_it_ends() {
+    let env = Env::new();
+    env.write("generated/g.rs", "// generated\n");
+    env.write("w.py", "import sys\nopen(sys.argv[1], 'w').write('x')\n");
+    let r = router(&env, Opts::mode(Auto));
+    r.begin_turn(Some("jobs")).unwrap();
+    let id = start(
+        &r,
+        "sleep 0.3; echo made > made.txt; python3 w.py generated/g.rs",
+    );
+    // Other calls go on while it runs, writes included.
+    let e = r.call("write_file", json!({"path": "other.txt", "content": "o"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    let last = drain(&r, &id).pop().unwrap();
+    assert_eq!(last.result.status, ToolStatus::Ok, "{last:?}");
+    assert!(
+        last.result.changed_paths.contains(&"made.txt".to_owned()),
+        "{last:?}"
+    );
+    // The target policy holds for a job as for any command: the generated file is put back.
+    assert_eq!(env.read("generated/g.rs").unwrap(), "// generated\n");
+    assert!(last.result.reason.unwrap().contains("put back"));
+    let ws =
+        spear_workspace::Workspace::open(&spear_workspace::WorkspaceConfig::new(&env.ws)).unwrap();
+    env.checkpoints().undo_last(&ws, &ws.fs().unwrap()).unwrap();
+    assert!(!env.path("made.txt").exists());
+    assert!(!env.path("other.txt").exists());
+}
+
+#[test]
+fn a_job_in_a_read_only_session_cannot_write() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Safe));
+    let e = r.call(
+        "terminal",
+        json!({"command": "touch made.txt", "background": true}),
+    );
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    assert!(e.job.is_none());
+    // A script the classifier cannot see into runs, on a read-only workspace.
+    env.write("w.py", "open('made.txt', 'w').write('x')\n");
+    let id = start(&r, "python3 w.py");
+    let last = drain(&r, &id).pop().unwrap();
+    assert_ne!(last.result.exit_code, Some(0), "{last:?}");
+    assert!(!env.path("made.txt").exists());
+}
