@@ -51,6 +51,8 @@ pub fn run(args: &Args) -> Result<i32, String> {
     let mut router_config = RouterConfig::new(args.mode.mode());
     router_config.no_network = args.mode.no_network;
     router_config.role = args.role;
+    // One call, then the process exits: a job would die with it.
+    router_config.background_jobs = false;
     if let Some(session) = &args.session {
         router_config.session.clone_from(session);
     }

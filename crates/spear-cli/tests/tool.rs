@@ -106,6 +106,14 @@ fn exit_statuses() {
     assert!(v["reason"].as_str().unwrap().contains("unknown field `x`"));
     let (code, v) = tool(&d, "terminal", r#"{"command": "exit 3"}"#, &["--auto"]);
     assert_eq!((code, v["exit_code"].as_i64()), (3, Some(3)), "{v}");
+    let (code, v) = tool(
+        &d,
+        "terminal",
+        r#"{"command": "sleep 1", "background": true}"#,
+        &[],
+    );
+    assert_eq!(code, 125, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("spear mcp"), "{v}");
     let out = spear(&d, &["tool", "read_file", "--args", "{not json"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--args is not valid JSON"));

@@ -93,6 +93,9 @@ pub struct RouterConfig {
     pub limits: ToolLimits,
     /// Identical refusals that stop a turn.
     pub refusal_repeats: u32,
+    /// Whether commands may run as background jobs. A client that makes one call and exits (the
+    /// CLI) turns them off: its jobs would die with it at once.
+    pub background_jobs: bool,
 }
 
 impl RouterConfig {
@@ -106,6 +109,7 @@ impl RouterConfig {
             session: random_id(),
             limits: ToolLimits::default(),
             refusal_repeats: repeats_from_env(std::env::var(REFUSAL_REPEATS_VAR).ok().as_deref()),
+            background_jobs: true,
         }
     }
 }
@@ -415,6 +419,7 @@ impl ToolRouter {
             checkpoints: self.stores.checkpoints.as_ref(),
             results: self.stores.results.as_ref(),
             writing: &self.writing,
+            background_jobs: self.config.background_jobs,
         };
         let outcome = prepared.run(&cx, &resolved);
         if !outcome.granted.is_empty() {

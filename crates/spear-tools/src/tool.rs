@@ -95,6 +95,8 @@ pub struct CallContext<'a> {
     /// Held by every call that writes. A command that runs writable takes it for its whole run
     /// (file tools already hold it).
     pub writing: &'a std::sync::Mutex<()>,
+    /// Whether commands may run as background jobs in this session.
+    pub background_jobs: bool,
 }
 
 /// What a prepared call returns.

@@ -104,6 +104,11 @@ impl Prepared for TerminalCall {
                 cx.limits.terminal_max_timeout_secs
             )));
         }
+        if self.args.background == Some(true) && !cx.background_jobs {
+            return Outcome::of(failed(
+                "background jobs live as long as a session, and this client makes one call and exits; run the command in the foreground, or through `spear mcp`".into(),
+            ));
+        }
         let ws = cx.workspace;
         let workdir: Option<PathBuf> = paths.reads.first().map(|p| ws.host_path(&p.target));
         let cwd = workdir
