@@ -8,9 +8,10 @@
 //! or vanished, changed. `ctime` moves on every content change and cannot be set back by an
 //! unprivileged process, so a command cannot hide a write by restoring the modification time.
 //!
-//! Prior content comes from a baseline the tracker keeps for the session: the first walk stores
-//! every tracked file in the checkpoint store (content-addressed, through [`WorkspaceFs`], never by
-//! host path), later walks store only what changed since. Not tracked, and not walked: `.git`
+//! Prior content comes from a baseline the tracker keeps in memory for the session: the first walk
+//! reads every tracked file (through [`WorkspaceFs`], never by host path), later walks read only
+//! what changed since. Only the prior content of entries a command changed goes to the checkpoint
+//! store (content-addressed), when the command has ended. Not tracked, and not walked: `.git`
 //! directories (git's own history covers them; their protected entries are guarded by
 //! [`crate::protect`]) and what the root's `.gitignore` or `.git/info/exclude` ignored when the
 //! tracker first walked (build outputs, which a build rewrites by the thousand). The rules are
@@ -26,9 +27,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use spear_workspace::{EntryKind, EntryMeta, FsError, Location, Walk, Workspace, WorkspaceFs};
+use spear_workspace::{
+    Budget, EntryKind, EntryMeta, FsError, Location, Node, Walk, Workspace, WorkspaceFs,
+};
 
-use crate::checkpoint::{CheckpointError, CheckpointStore, EntryState};
+use crate::checkpoint::{CheckpointStore, EntryState};
 
 /// Bounds of the tracker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +49,7 @@ impl Default for ChangeLimits {
         ChangeLimits {
             max_entries: 1_000_000,
             max_file_bytes: 16 << 20,
-            max_total_bytes: 1 << 30,
+            max_total_bytes: 256 << 20,
         }
     }
 }
@@ -57,9 +60,6 @@ pub enum ChangeError {
     /// The walk failed (a limit, an unreadable directory, a directory swapped for a link).
     #[error("the workspace could not be walked to track the command's changes: {0}")]
     Walk(#[from] FsError),
-    /// The checkpoint store failed.
-    #[error("the checkpoint store failed: {0}")]
-    Store(#[from] CheckpointError),
 }
 
 /// One entry a command changed.
@@ -104,7 +104,39 @@ struct Seen {
 #[derive(Debug, Clone)]
 struct Known {
     meta: EntryMeta,
-    state: Option<EntryState>,
+    state: Option<Kept>,
+}
+
+/// An entry's content as the baseline keeps it, in memory.
+#[derive(Debug, Clone)]
+enum Kept {
+    File { mode: u32, bytes: Vec<u8> },
+    Symlink { target: PathBuf },
+    Dir { mode: u32 },
+}
+
+impl Kept {
+    fn bytes(&self) -> u64 {
+        match self {
+            Kept::File { bytes, .. } => bytes.len() as u64,
+            Kept::Symlink { .. } | Kept::Dir { .. } => 0,
+        }
+    }
+
+    /// The state a checkpoint records, the content stored in `store`; `None` when it cannot be.
+    fn to_state(&self, store: &CheckpointStore) -> Option<EntryState> {
+        match self {
+            Kept::File { mode, bytes } => store.put_blob(bytes).ok().map(|hash| EntryState::File {
+                mode: *mode,
+                hash,
+                size: bytes.len() as u64,
+            }),
+            Kept::Symlink { target } => Some(EntryState::Symlink {
+                target: target.clone(),
+            }),
+            Kept::Dir { mode } => Some(EntryState::Dir { mode: *mode }),
+        }
+    }
 }
 
 /// Finds what commands change, and keeps what changed entries held before. One per session and
@@ -135,14 +167,9 @@ impl ChangeTracker {
         }
     }
 
-    /// Walks the workspace before a command and brings the baseline up to date (content of new or
-    /// changed tracked files stored in `store`).
-    pub fn before(
-        &self,
-        ws: &Workspace,
-        fs: &WorkspaceFs,
-        store: &CheckpointStore,
-    ) -> Result<Snapshot, ChangeError> {
+    /// Walks the workspace before a command and brings the baseline up to date (the content of
+    /// new or changed tracked files read into memory, within the bounds).
+    pub fn before(&self, ws: &Workspace, fs: &WorkspaceFs) -> Result<Snapshot, ChangeError> {
         let snapshot = self.walk(ws, fs)?;
         let mut baseline = self
             .baseline
@@ -154,8 +181,8 @@ impl ChangeTracker {
                 .entries
                 .get(key)
                 .is_some_and(|s| s.meta == known.meta);
-            if !keep && let Some(EntryState::File { size, .. }) = &known.state {
-                released += size;
+            if !keep && let Some(kept) = &known.state {
+                released += kept.bytes();
             }
             keep
         });
@@ -167,7 +194,7 @@ impl ChangeTracker {
             .collect();
         missing.sort_by(|a, b| a.0.cmp(b.0));
         for (key, seen) in missing {
-            let state = self.capture(fs, store, key, seen, &mut baseline);
+            let state = self.capture(fs, key, seen, &mut baseline);
             baseline.known.insert(
                 key.clone(),
                 Known {
@@ -180,13 +207,14 @@ impl ChangeTracker {
     }
 
     /// Walks the workspace after a command and lists what changed since `before`, each with its
-    /// state before. Changed entries leave the baseline, so the next [`ChangeTracker::before`]
-    /// keeps their new content.
+    /// state before (its content stored in `store`). Changed entries leave the baseline, so the
+    /// next [`ChangeTracker::before`] keeps their new content.
     pub fn after(
         &self,
         ws: &Workspace,
         fs: &WorkspaceFs,
         before: &Snapshot,
+        store: &CheckpointStore,
     ) -> Result<Vec<Change>, ChangeError> {
         let now = self.walk(ws, fs)?;
         let mut keys: Vec<&(usize, PathBuf)> = before
@@ -213,16 +241,16 @@ impl ChangeTracker {
                 root: key.0,
                 rel: key.1.clone(),
             };
+            let known = baseline.known.remove(key);
             let prior = match old {
                 None => Some(EntryState::Absent),
-                Some(_) => baseline.known.get(key).and_then(|k| k.state.clone()),
+                Some(_) => known
+                    .as_ref()
+                    .and_then(|k| k.state.as_ref())
+                    .and_then(|kept| kept.to_state(store)),
             };
-            if let Some(Known {
-                state: Some(EntryState::File { size, .. }),
-                ..
-            }) = baseline.known.remove(key)
-            {
-                baseline.kept_bytes = baseline.kept_bytes.saturating_sub(size);
+            if let Some(kept) = known.and_then(|k| k.state) {
+                baseline.kept_bytes = baseline.kept_bytes.saturating_sub(kept.bytes());
             }
             let kind = new.or(old).map_or(EntryKind::Other, |s| s.meta.kind);
             changes.push(Change {
@@ -236,17 +264,17 @@ impl ChangeTracker {
         Ok(changes)
     }
 
-    /// Stores the state of a tracked entry, or `None` when it is not kept.
+    /// Reads a tracked entry into the baseline, or `None` when it is not kept (too large, over
+    /// budget, not a file, link or directory, or changed while it was read).
     fn capture(
         &self,
         fs: &WorkspaceFs,
-        store: &CheckpointStore,
         key: &(usize, PathBuf),
         seen: &Seen,
         baseline: &mut Baseline,
-    ) -> Option<EntryState> {
+    ) -> Option<Kept> {
         match seen.meta.kind {
-            EntryKind::Dir => Some(EntryState::Dir {
+            EntryKind::Dir => Some(Kept::Dir {
                 mode: seen.meta.mode & 0o777,
             }),
             EntryKind::Other => None,
@@ -261,17 +289,23 @@ impl ChangeTracker {
                     root: key.0,
                     rel: key.1.clone(),
                 };
-                match store.read_state(fs, &loc) {
-                    Ok(state) => {
-                        if let EntryState::File { size, .. } = &state {
-                            baseline.kept_bytes += size;
-                        }
-                        Some(state)
-                    }
-                    // Changed or gone between the walk and the read: its content is not known, and
-                    // the comparison after the command says whether it matters.
-                    Err(_) => None,
-                }
+                // Attack: a file grown (or swapped for a tree) since the walk must not blow the
+                // budget: one entry, at most the file bound.
+                let mut budget = Budget {
+                    bytes: self.limits.max_file_bytes,
+                    entries: 1,
+                };
+                let kept = match fs.read_entry(&loc, &mut budget) {
+                    Ok(Some(Node::File { mode, bytes })) => Kept::File { mode, bytes },
+                    Ok(Some(Node::Symlink { target })) => Kept::Symlink {
+                        target: PathBuf::from(target),
+                    },
+                    // Changed or gone between the walk and the read: its content is not known,
+                    // and the comparison after the command says whether it matters.
+                    _ => return None,
+                };
+                baseline.kept_bytes += kept.bytes();
+                Some(kept)
             }
         }
     }

@@ -176,7 +176,7 @@ impl ResultStore {
     /// content twice gives the same reference.
     pub fn put(&self, bytes: &[u8]) -> Result<OutputRef, StoreError> {
         let hash = sha256_hex(bytes);
-        write_atomic(&self.dir, &hash, bytes).map_err(|source| StoreError::Io {
+        write_atomic(&self.dir, &hash, bytes, false).map_err(|source| StoreError::Io {
             path: self.dir.join(&hash),
             source,
         })?;

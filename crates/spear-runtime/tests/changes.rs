@@ -47,7 +47,7 @@ fn finds_every_kind_of_change_with_its_state_before() {
     let f = fx();
     let fs = f.ws.fs().unwrap();
     let t = ChangeTracker::default();
-    let before = t.before(&f.ws, &fs, &f.store).unwrap();
+    let before = t.before(&f.ws, &fs).unwrap();
     assert!(!before.is_empty());
 
     write(&f.ws_dir.join("src/a.rs"), "fn a() { changed }\n");
@@ -60,7 +60,7 @@ fn finds_every_kind_of_change_with_its_state_before() {
     )
     .unwrap();
 
-    let changes = t.after(&f.ws, &fs, &before).unwrap();
+    let changes = t.after(&f.ws, &fs, &before, &f.store).unwrap();
     let labels = changed_labels(&changes);
     assert_eq!(
         labels,
@@ -101,7 +101,7 @@ fn a_write_that_puts_the_modification_time_back_is_still_found() {
     let t = ChangeTracker::default();
     let path = f.ws_dir.join("keep.txt");
     let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
-    let before = t.before(&f.ws, &fs, &f.store).unwrap();
+    let before = t.before(&f.ws, &fs).unwrap();
     // Same size, same modification time: only the status-change time tells.
     std::fs::write(&path, "UNCHANGED\n").unwrap();
     std::fs::File::options()
@@ -110,7 +110,7 @@ fn a_write_that_puts_the_modification_time_back_is_still_found() {
         .unwrap()
         .set_modified(mtime)
         .unwrap();
-    let changes = t.after(&f.ws, &fs, &before).unwrap();
+    let changes = t.after(&f.ws, &fs, &before, &f.store).unwrap();
     assert_eq!(changed_labels(&changes), ["keep.txt"]);
 }
 
@@ -119,9 +119,9 @@ fn nothing_changed_is_nothing() {
     let f = fx();
     let fs = f.ws.fs().unwrap();
     let t = ChangeTracker::default();
-    let before = t.before(&f.ws, &fs, &f.store).unwrap();
+    let before = t.before(&f.ws, &fs).unwrap();
     let _ = std::fs::read(f.ws_dir.join("keep.txt")).unwrap();
-    assert!(t.after(&f.ws, &fs, &before).unwrap().is_empty());
+    assert!(t.after(&f.ws, &fs, &before, &f.store).unwrap().is_empty());
 }
 
 #[test]
@@ -132,7 +132,7 @@ fn ignored_entries_and_git_are_not_tracked() {
     write(&f.ws_dir.join("target/old.o"), "old");
     let fs = f.ws.fs().unwrap();
     let t = ChangeTracker::default();
-    let before = t.before(&f.ws, &fs, &f.store).unwrap();
+    let before = t.before(&f.ws, &fs).unwrap();
     write(&f.ws_dir.join("target/debug/new.o"), "new");
     write(&f.ws_dir.join("target/old.o"), "rebuilt");
     write(&f.ws_dir.join("build.log"), "log");
@@ -140,7 +140,7 @@ fn ignored_entries_and_git_are_not_tracked() {
     write(&f.ws_dir.join(".git/index"), "index");
     // Positive control: a tracked file beside them is found.
     write(&f.ws_dir.join("src/b.rs"), "b");
-    let changes = t.after(&f.ws, &fs, &before).unwrap();
+    let changes = t.after(&f.ws, &fs, &before, &f.store).unwrap();
     assert_eq!(changed_labels(&changes), ["src/b.rs"]);
 }
 
@@ -149,15 +149,15 @@ fn the_baseline_keeps_up_between_commands() {
     let f = fx();
     let fs = f.ws.fs().unwrap();
     let t = ChangeTracker::default();
-    let first = t.before(&f.ws, &fs, &f.store).unwrap();
+    let first = t.before(&f.ws, &fs).unwrap();
     write(&f.ws_dir.join("src/a.rs"), "second\n");
-    t.after(&f.ws, &fs, &first).unwrap();
+    t.after(&f.ws, &fs, &first, &f.store).unwrap();
     // Changed between commands (by a file tool or the user): the next command's "before" is the
     // new content, not the first.
     write(&f.ws_dir.join("src/a.rs"), "third\n");
-    let second = t.before(&f.ws, &fs, &f.store).unwrap();
+    let second = t.before(&f.ws, &fs).unwrap();
     write(&f.ws_dir.join("src/a.rs"), "fourth\n");
-    let changes = t.after(&f.ws, &fs, &second).unwrap();
+    let changes = t.after(&f.ws, &fs, &second, &f.store).unwrap();
     match changes[0].before.as_ref().unwrap() {
         EntryState::File { hash, .. } => assert_eq!(f.store.read_blob(hash).unwrap(), b"third\n"),
         other => panic!("{other:?}"),
@@ -174,9 +174,9 @@ fn bounds() {
         max_file_bytes: 1024,
         max_total_bytes: 1 << 20,
     });
-    let before = t.before(&f.ws, &fs, &f.store).unwrap();
+    let before = t.before(&f.ws, &fs).unwrap();
     write(&f.ws_dir.join("big.bin"), "small now");
-    let changes = t.after(&f.ws, &fs, &before).unwrap();
+    let changes = t.after(&f.ws, &fs, &before, &f.store).unwrap();
     assert_eq!(changes.len(), 1);
     assert_eq!(
         changes[0].before, None,
@@ -191,7 +191,7 @@ fn bounds() {
         max_entries: 10,
         ..ChangeLimits::default()
     });
-    assert!(t.before(&f.ws, &fs, &f.store).is_err());
+    assert!(t.before(&f.ws, &fs).is_err());
 }
 
 #[test]
@@ -202,11 +202,11 @@ fn a_link_to_the_outside_is_never_read() {
     std::os::unix::fs::symlink(&f.outside, f.ws_dir.join("leakdir")).unwrap();
     let fs = f.ws.fs().unwrap();
     let t = ChangeTracker::default();
-    let before = t.before(&f.ws, &fs, &f.store).unwrap();
+    let before = t.before(&f.ws, &fs).unwrap();
     // The links are replaced by files, so their "before" is taken.
     std::fs::remove_file(f.ws_dir.join("leak")).unwrap();
     write(&f.ws_dir.join("leak"), "now a file");
-    let changes = t.after(&f.ws, &fs, &before).unwrap();
+    let changes = t.after(&f.ws, &fs, &before, &f.store).unwrap();
     let leak = changes.iter().find(|c| c.label == "leak").unwrap();
     assert_eq!(
         leak.before,

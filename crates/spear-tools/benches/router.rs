@@ -1,6 +1,7 @@
 //! Calls per second through the router: `read_file` and `write_file` on a small file, with every
 //! store on (audit log, result store, checkpoints), beside the bare `WorkspaceFs` operation they
-//! wrap, measured in the same run.
+//! wrap; and a command read-only (SAFE) and writable (AUTO: the workspace of 2,000 files is compared
+//! around the command), each beside the bare `CommandRunner`, all measured in the same run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::format_collect)]
 
@@ -17,7 +18,10 @@ use spear_runtime::{CommandRunner, RunnerConfig};
 use spear_tools::{RouterConfig, RouterStores, ToolRegistry, ToolRouter};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
+/// Calls per second of `f` over `budget`, after one call that is not counted (the first call of a
+/// kind warms caches: the change tracker's baseline, the sandbox preflight).
 fn per_second(budget: Duration, mut f: impl FnMut(usize)) -> (f64, usize) {
+    f(usize::MAX);
     let started = Instant::now();
     let mut n = 0;
     while started.elapsed() < budget {
@@ -60,7 +64,22 @@ fn main() {
         results: Some(ResultStore::open(&state.join("results"), &config.session).unwrap()),
         checkpoints: Some(CheckpointStore::open(&state.join("checkpoints")).unwrap()),
     };
-    let router = ToolRouter::new(ToolRegistry::coding(), policy, runner, config, stores).unwrap();
+    let router = ToolRouter::new(
+        ToolRegistry::coding(),
+        Arc::clone(&policy),
+        Arc::clone(&runner),
+        config,
+        stores,
+    )
+    .unwrap();
+    let safe = ToolRouter::new(
+        ToolRegistry::coding(),
+        policy,
+        runner,
+        RouterConfig::new(ExecutionMode::Safe),
+        RouterStores::default(),
+    )
+    .unwrap();
     let fs = workspace.fs().unwrap();
 
     let (bare_read, _) = per_second(budget, |_| {
@@ -82,6 +101,64 @@ fn main() {
         );
         assert!(e.is_ok(), "{e:?}");
     });
+    // A workspace of some size for the change tracker: 2,000 files in 40 directories.
+    for d in 0..40 {
+        let dir = ws_dir.join(format!("src/m{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..50 {
+            std::fs::write(dir.join(format!("f{f}.rs")), format!("// {d} {f}\n{text}")).unwrap();
+        }
+    }
+    let runner_only = CommandRunner::new(
+        Arc::clone(&workspace),
+        RunnerConfig::from_host(TargetRules::default().protected_patterns()),
+    );
+    let request = spear_runtime::CommandRequest::new(
+        spear_runtime::CommandLine::Script("true".into()),
+        spear_core::ExecutionProfile {
+            workspace_read: true,
+            ..spear_core::ExecutionProfile::default()
+        },
+    );
+    let (bare_run, _) = per_second(budget, |_| {
+        assert_eq!(runner_only.run(&request).status, spear_core::ToolStatus::Ok);
+    });
+    let (safe_run, _) = per_second(budget, |_| {
+        let e = safe.call("terminal", json!({"command": "true"}));
+        assert!(e.is_ok(), "{e:?}");
+    });
+    // A program the classifier cannot know: AUTO runs it writable, so the router tracks its
+    // changes; beside the same program through the bare runner, writable too.
+    std::fs::write(ws_dir.join("noop.sh"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(
+        ws_dir.join("noop.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let writable = spear_runtime::CommandRequest::new(
+        spear_runtime::CommandLine::Script("./noop.sh".into()),
+        spear_core::ExecutionProfile {
+            workspace_read: true,
+            workspace_write: true,
+            shell_complex: true,
+            ..spear_core::ExecutionProfile::default()
+        },
+    );
+    let (bare_writable, _) = per_second(budget, |_| {
+        assert_eq!(
+            runner_only.run(&writable).status,
+            spear_core::ToolStatus::Ok
+        );
+    });
+    let first = Instant::now();
+    let e = router.call("terminal", json!({"command": "./noop.sh"}));
+    assert!(e.is_ok(), "{e:?}");
+    let first = first.elapsed();
+    let (auto_run, _) = per_second(budget, |_| {
+        let e = router.call("terminal", json!({"command": "./noop.sh"}));
+        assert!(e.is_ok(), "{e:?}");
+        assert!(e.result.changed_paths.is_empty());
+    });
     println!(
         "read_file   through the router: {read:>9.0} calls/s   bare WorkspaceFs::read:  {bare_read:>9.0}/s   ratio {:.2}x",
         bare_read / read
@@ -89,5 +166,17 @@ fn main() {
     println!(
         "write_file  through the router: {write:>9.0} calls/s   bare WorkspaceFs::write: {bare_write:>9.0}/s   ratio {:.2}x",
         bare_write / write
+    );
+    println!(
+        "terminal true, SAFE:            {safe_run:>9.1} calls/s   bare CommandRunner:      {bare_run:>9.1}/s   ratio {:.2}x",
+        bare_run / safe_run
+    );
+    println!(
+        "terminal ./noop.sh, AUTO (writable, tracked, 2,000 files): {auto_run:>7.1} calls/s   bare writable CommandRunner: {bare_writable:>7.1}/s   ratio {:.2}x",
+        bare_writable / auto_run
+    );
+    println!(
+        "  the session's first writable command (keeps the baseline of 2,000 files): {:.0} ms",
+        first.as_secs_f64() * 1000.0
     );
 }

@@ -189,7 +189,7 @@ impl TurnCheckpoint {
         ) else {
             return Err(io(std::io::Error::other("a manifest path without a name")));
         };
-        write_atomic(dir, name, &json).map_err(io)
+        write_atomic(dir, name, &json, true).map_err(io)
     }
 
     /// The labels of the recorded entries, in the order they were first noted.

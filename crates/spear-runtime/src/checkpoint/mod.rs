@@ -123,7 +123,7 @@ impl CheckpointStore {
             return Ok(hash);
         }
         let blobs = self.dir.join("blobs");
-        write_atomic(&blobs, &hash, bytes).map_err(|source| CheckpointError::Io {
+        write_atomic(&blobs, &hash, bytes, false).map_err(|source| CheckpointError::Io {
             path: blobs.join(&hash),
             source,
         })?;

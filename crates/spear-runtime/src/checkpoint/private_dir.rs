@@ -61,14 +61,16 @@ pub(crate) fn ensure_private_dir(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes `bytes` to `dir/name` (mode 0600) as a whole: a new temporary file in `dir`, synced and
-/// renamed over the name, so a reader sees the old content or the new one, never a mix.
-pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+/// Writes `bytes` to `dir/name` (mode 0600) as a whole: a new temporary file in `dir`, renamed over
+/// the name, so a reader sees the old content or the new one, never a mix. With `sync`, the data
+/// and the rename are synced to disk first; content-addressed blobs skip that, since every read
+/// checks a blob against its hash and a torn one fails closed.
+pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync: bool) -> io::Result<()> {
     let (temp, mut file) = create_temp(dir)?;
     let written = file
         .set_permissions(std::fs::Permissions::from_mode(FILE_MODE))
         .and_then(|()| file.write_all(bytes))
-        .and_then(|()| file.sync_all())
+        .and_then(|()| if sync { file.sync_all() } else { Ok(()) })
         .and_then(|()| std::fs::rename(&temp, dir.join(name)));
     if written.is_err() {
         // Best effort: leave no temporary file behind; the original error is what matters.
@@ -76,7 +78,7 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<(
         return written;
     }
     // Best effort durability of the rename; the data is already synced and in place.
-    if let Ok(d) = File::open(dir) {
+    if sync && let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
     Ok(())

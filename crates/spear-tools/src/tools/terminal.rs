@@ -166,7 +166,7 @@ impl Prepared for TerminalCall {
                     "this session keeps no checkpoints, so a command's changes could not be checked or put back; nothing ran".into(),
                 ));
             };
-            match cx.changes.before(ws, cx.fs, store) {
+            match cx.changes.before(ws, cx.fs) {
                 Ok(s) => Some((s, store)),
                 Err(e) => {
                     return with_class(failed(format!("{e}; nothing ran")));
@@ -252,7 +252,7 @@ pub(crate) fn collect_changes(
     before: &Snapshot,
     result: &mut ToolResult,
 ) -> (Vec<(Location, EntryState)>, bool) {
-    let changes = match cx.changes.after(cx.workspace, cx.fs, before) {
+    let changes = match cx.changes.after(cx.workspace, cx.fs, before, store) {
         Ok(c) => c,
         Err(e) => {
             result.status = ToolStatus::Failed;
