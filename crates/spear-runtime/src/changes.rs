@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use spear_workspace::{
@@ -81,6 +81,9 @@ pub struct Change {
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     entries: HashMap<(usize, PathBuf), Seen>,
+    /// What each kept entry held when this snapshot was taken: the command's own "before", even
+    /// if another command updates the baseline while this one runs (a background job).
+    priors: HashMap<(usize, PathBuf), Arc<Kept>>,
 }
 
 impl Snapshot {
@@ -104,7 +107,7 @@ struct Seen {
 #[derive(Debug, Clone)]
 struct Known {
     meta: EntryMeta,
-    state: Option<Kept>,
+    state: Option<Arc<Kept>>,
 }
 
 /// An entry's content as the baseline keeps it, in memory.
@@ -194,7 +197,7 @@ impl ChangeTracker {
             .collect();
         missing.sort_by(|a, b| a.0.cmp(b.0));
         for (key, seen) in missing {
-            let state = self.capture(fs, key, seen, &mut baseline);
+            let state = self.capture(fs, key, seen, &mut baseline).map(Arc::new);
             baseline.known.insert(
                 key.clone(),
                 Known {
@@ -203,6 +206,15 @@ impl ChangeTracker {
                 },
             );
         }
+        let mut snapshot = snapshot;
+        snapshot.priors = snapshot
+            .entries
+            .keys()
+            .filter_map(|key| {
+                let kept = baseline.known.get(key)?.state.as_ref()?;
+                Some((key.clone(), Arc::clone(kept)))
+            })
+            .collect();
         Ok(snapshot)
     }
 
@@ -241,15 +253,11 @@ impl ChangeTracker {
                 root: key.0,
                 rel: key.1.clone(),
             };
-            let known = baseline.known.remove(key);
             let prior = match old {
                 None => Some(EntryState::Absent),
-                Some(_) => known
-                    .as_ref()
-                    .and_then(|k| k.state.as_ref())
-                    .and_then(|kept| kept.to_state(store)),
+                Some(_) => before.priors.get(key).and_then(|kept| kept.to_state(store)),
             };
-            if let Some(kept) = known.and_then(|k| k.state) {
+            if let Some(kept) = baseline.known.remove(key).and_then(|k| k.state) {
                 baseline.kept_bytes = baseline.kept_bytes.saturating_sub(kept.bytes());
             }
             let kind = new.or(old).map_or(EntryKind::Other, |s| s.meta.kind);

@@ -236,3 +236,30 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A command that runs across another (a background job) keeps its own "before": what the other
+/// one did to the baseline in between does not change it.
+#[test]
+fn overlapping_commands_each_keep_their_own_before() {
+    let f = fx();
+    let fs = f.ws.fs().unwrap();
+    let t = ChangeTracker::default();
+    let job = t.before(&f.ws, &fs).unwrap();
+    write(&f.ws_dir.join("src/a.rs"), "by the job\n");
+    // A foreground command starts and ends while the job runs.
+    let fg = t.before(&f.ws, &fs).unwrap();
+    write(&f.ws_dir.join("src/a.rs"), "by the foreground\n");
+    let fg_changes = t.after(&f.ws, &fs, &fg, &f.store).unwrap();
+    let blob = |state: &Option<EntryState>| match state {
+        Some(EntryState::File { hash, .. }) => f.store.read_blob(hash).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(blob(&fg_changes[0].before), b"by the job\n");
+    let job_changes = t.after(&f.ws, &fs, &job, &f.store).unwrap();
+    assert_eq!(job_changes.len(), 1);
+    assert_eq!(
+        blob(&job_changes[0].before),
+        b"fn a() {}\n",
+        "the job's own before"
+    );
+}
