@@ -54,6 +54,9 @@ pub enum RefusalRule {
     SandboxDown,
     /// The same refusal was asked for too many times; the turn is stopped.
     TurnStopped,
+    /// A background job that may write is running or not yet collected: its changes are checked
+    /// when it ends, so nothing else writes meanwhile.
+    JobWriting,
 }
 
 /// Why something may not run. Build one with the constructor for its rule; read it with
@@ -190,6 +193,11 @@ impl Refusal {
         Refusal::new(RefusalRule::TurnStopped, what, Detail::Text(why.into()))
     }
 
+    /// `what` writes while the background job `job` may write too.
+    pub fn job_writing(what: impl Into<String>, job: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::JobWriting, what, Detail::Text(job.into()))
+    }
+
     /// The rule behind this refusal.
     pub const fn rule(&self) -> RefusalRule {
         self.rule
@@ -295,6 +303,12 @@ impl Refusal {
             (RefusalRule::TurnStopped, Detail::Text(why)) => format!(
                 "spear stopped this turn, so `{s}` did not run: {why}. Asking again will not \
                  change the answer; tell the user what you need and why, or do something else."
+            ),
+            (RefusalRule::JobWriting, Detail::Text(job)) => format!(
+                "`{s}` is refused for now: the background job {job} may write to the workspace, \
+                 and its changes are checked when it ends, so nothing else writes meanwhile. Read \
+                 it with terminal_output until it has ended, or stop it with terminal_kill, then \
+                 write."
             ),
             (rule, _) => format!("`{s}` is refused ({rule:?})."),
         }

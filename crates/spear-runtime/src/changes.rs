@@ -304,7 +304,14 @@ impl ChangeTracker {
                     entries: 1,
                 };
                 let kept = match fs.read_entry(&loc, &mut budget) {
-                    Ok(Some(Node::File { mode, bytes })) => Kept::File { mode, bytes },
+                    // Attack: content read after a write raced the walk would be kept under the
+                    // walk's metadata; a size that disagrees is not kept (the file then counts
+                    // as changed, its earlier content unknown).
+                    Ok(Some(Node::File { mode, bytes }))
+                        if bytes.len() as u64 == seen.meta.size =>
+                    {
+                        Kept::File { mode, bytes }
+                    }
                     Ok(Some(Node::Symlink { target })) => Kept::Symlink {
                         target: PathBuf::from(target),
                     },

@@ -145,9 +145,10 @@ fn complete_prefix(bytes: &[u8]) -> usize {
             continue;
         }
         let needs = match b {
-            0xF0.. => 4,
-            0xE0.. => 3,
-            0xC0.. => 2,
+            0xF0..=0xF4 => 4,
+            0xE0..=0xEF => 3,
+            0xC2..=0xDF => 2,
+            // ASCII, or a byte no UTF-8 sequence starts with: nothing to wait for.
             _ => 1,
         };
         return if needs > back { len - back } else { len };
@@ -177,6 +178,12 @@ pub struct Job {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// The workspace as it was before a writable job started, for finding its changes at its end.
     snapshot: Mutex<Option<Snapshot>>,
+    /// Whether the job may write to the workspace (it was started with a snapshot).
+    writable: bool,
+    /// The caller's mark at the start (the router's call number).
+    mark: u64,
+    /// Held while the job's end is reported, so that it is reported once.
+    finishing: Mutex<()>,
 }
 
 /// What [`Job::read`] says about a job.
@@ -232,9 +239,21 @@ impl Job {
         self.join();
     }
 
-    /// Keeps the workspace snapshot taken before the job started.
-    pub fn set_snapshot(&self, snapshot: Snapshot) {
-        *self.snapshot.lock().unwrap_or_else(PoisonError::into_inner) = Some(snapshot);
+    /// Whether the job may write to the workspace.
+    pub fn writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The caller's mark at the start.
+    pub fn mark(&self) -> u64 {
+        self.mark
+    }
+
+    /// Held by whoever reports the job's end, so that it is reported once.
+    pub fn finishing(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.finishing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Takes the snapshot (once).
@@ -286,12 +305,17 @@ impl Jobs {
     }
 
     /// Starts `request` in the background on a thread of its own and returns the job at once.
-    /// The request's timeout, cancellation and output tee are the job's own.
+    /// The request's timeout, cancellation and output tee are the job's own; so is its flood
+    /// limit (none: its unread output is bounded, and it may run for hours).
+    /// `snapshot` is the workspace before a writable job (kept for finding its changes at its
+    /// end); `mark` is the caller's own (the router's call number).
     pub fn start(
         &self,
         runner: Arc<CommandRunner>,
         mut request: CommandRequest,
         command: &str,
+        snapshot: Option<Snapshot>,
+        mark: u64,
     ) -> Result<Arc<Job>, JobError> {
         let mut jobs = self.by_id.lock().unwrap_or_else(PoisonError::into_inner);
         if jobs.len() >= self.limit {
@@ -303,6 +327,7 @@ impl Jobs {
         let done: Arc<Mutex<Option<RunReport>>> = Arc::new(Mutex::new(None));
         // No timeout of its own: a job ends when it ends, is killed, or the session ends.
         request.timeout = Some(Duration::MAX);
+        request.flood_bytes = Some(u64::MAX);
         request.cancel = Some(cancel.clone());
         let tee: Arc<dyn OutputTee> = output.clone();
         request.tee = Some(tee);
@@ -322,7 +347,10 @@ impl Jobs {
             output,
             done,
             thread: Mutex::new(Some(thread)),
-            snapshot: Mutex::new(None),
+            writable: snapshot.is_some(),
+            snapshot: Mutex::new(snapshot),
+            mark,
+            finishing: Mutex::new(()),
         });
         jobs.insert(id, Arc::clone(&job));
         Ok(job)
@@ -336,6 +364,16 @@ impl Jobs {
             .get(id)
             .cloned()
             .ok_or_else(|| JobError::NotFound(id.to_owned()))
+    }
+
+    /// A job that may write to the workspace and whose end was not reported yet, if any.
+    pub fn writable_pending(&self) -> Option<String> {
+        self.by_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .find(|j| j.writable)
+            .map(|j| j.id.clone())
     }
 
     /// Forgets a job that has ended and whose end was reported.
@@ -428,5 +466,11 @@ mod tests {
         assert_eq!(complete_prefix(&[b'a', 0xE2, 0x82]), 1);
         assert_eq!(complete_prefix(&[b'a', 0xFF, b'b']), 3);
         assert_eq!(complete_prefix(&[0xFF, b'b', 0xE2]), 2);
+        assert_eq!(
+            complete_prefix(&[b'a', 0xFF]),
+            2,
+            "an invalid byte is not held back"
+        );
+        assert_eq!(complete_prefix(&[b'a', 0xC0]), 2);
     }
 }

@@ -87,6 +87,8 @@ pub struct CommandRequest {
     pub class: Option<CommandClass>,
     /// Where output goes as it is read (a background job's reader).
     pub tee: Option<Arc<dyn OutputTee>>,
+    /// Bytes per stream after which the command is killed as a flood; the runner's when `None`.
+    pub flood_bytes: Option<u64>,
 }
 
 impl CommandRequest {
@@ -100,6 +102,7 @@ impl CommandRequest {
             cancel: None,
             class: None,
             tee: None,
+            flood_bytes: None,
         }
     }
 }
@@ -380,7 +383,7 @@ impl CommandRunner {
         let watch = Watch {
             timeout,
             output_cap: self.config.output_cap,
-            flood_bytes: self.config.flood_bytes,
+            flood_bytes: request.flood_bytes.unwrap_or(self.config.flood_bytes),
             cancel: request.cancel.clone(),
             tee: request.tee.clone(),
         };

@@ -133,6 +133,8 @@ struct TurnState {
     id: String,
     refusals: RefusalTracker,
     evidence: Vec<Evidence>,
+    /// The numbers of this turn's calls that changed something.
+    change_calls: Vec<u64>,
     stopped: Option<String>,
 }
 
@@ -142,6 +144,7 @@ impl TurnState {
             id,
             refusals: RefusalTracker::new(repeats),
             evidence: Vec::new(),
+            change_calls: Vec::new(),
             stopped: None,
         }
     }
@@ -164,6 +167,8 @@ pub struct ToolRouter {
     down: Mutex<Option<String>>,
     /// The session's background jobs; dropped with the router, which kills what still runs.
     jobs: spear_runtime::Jobs,
+    /// Calls started so far.
+    calls: std::sync::atomic::AtomicU64,
     /// Held through every call that writes (a file tool, a command in a writable sandbox), so that
     /// the changes found around a command are that command's and checkpoints are taken in order.
     writing: Mutex<()>,
@@ -223,6 +228,7 @@ impl ToolRouter {
             turn: Mutex::new(turn),
             down: Mutex::new(None),
             jobs: spear_runtime::Jobs::default(),
+            calls: std::sync::atomic::AtomicU64::new(0),
             writing: Mutex::new(()),
         })
     }
@@ -324,7 +330,13 @@ impl ToolRouter {
         args: serde_json::Value,
         cancel: Option<CancelToken>,
     ) -> (ToolResultEnvelope, CallRecord) {
-        let mut record = CallRecord::default();
+        let mut record = CallRecord {
+            seq: self
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1,
+            ..CallRecord::default()
+        };
         let answer = |result: ToolResult, record: CallRecord| {
             (ToolResultEnvelope::new(name, result), record)
         };
@@ -420,6 +432,7 @@ impl ToolRouter {
             results: self.stores.results.as_ref(),
             writing: &self.writing,
             background_jobs: self.config.background_jobs,
+            call_seq: record.seq,
         };
         let outcome = prepared.run(&cx, &resolved);
         if !outcome.granted.is_empty() {
@@ -427,6 +440,7 @@ impl ToolRouter {
         }
         record.ran.clone_from(&outcome.ran);
         record.changes_unknown = outcome.changes_unknown;
+        record.ran_since = outcome.ran_since;
         if let Some(down) = &outcome.sandbox_down {
             *self.down.lock().unwrap_or_else(PoisonError::into_inner) = Some(down.clone());
         }
@@ -503,6 +517,10 @@ impl ToolRouter {
             .as_deref()
         {
             return Some(ToolResult::denied(&sandbox_down_refusal(tool, why)));
+        }
+        // Attack: two writers at once would charge each other's changes (and undo them).
+        if let Some(job) = self.jobs.writable_pending() {
+            return Some(ToolResult::denied(&Refusal::job_writing(tool, job)));
         }
         for w in &resolved.writes {
             // A link is checked by its name only: what it points at is not what is written.
@@ -627,10 +645,18 @@ impl ToolRouter {
         } else {
             result.changed_paths.clone()
         };
+        // A background job verifies only what was there when it started.
+        let ran = match record.ran_since {
+            Some(start) if turn.change_calls.iter().any(|c| *c > start) => None,
+            _ => record.ran.clone(),
+        };
+        if !changed.is_empty() {
+            turn.change_calls.push(record.seq);
+        }
         turn.evidence.push(Evidence {
             tool: envelope.tool.clone(),
             changed,
-            ran: record.ran.clone(),
+            ran,
             status: result.status,
             exit_code: result.exit_code,
         });
@@ -723,13 +749,26 @@ impl ToolRouter {
     }
 }
 
+impl Drop for ToolRouter {
+    /// The session ends: every job still running is killed, and every job's end is reported
+    /// through the router as a `terminal_kill` (its changes checked, put back where refused,
+    /// checkpointed and audited).
+    fn drop(&mut self) {
+        for id in self.jobs.ids() {
+            let _ = self.call("terminal_kill", serde_json::json!({ "job_id": id }));
+        }
+    }
+}
+
 /// What the audit record of a call needs beyond its result.
 #[derive(Debug, Clone, Default)]
 struct CallRecord {
+    seq: u64,
     target: Option<String>,
     granted: CapabilitySet,
     ran: Option<String>,
     changes_unknown: bool,
+    ran_since: Option<u64>,
 }
 
 /// What a call's evidence says it changed when its changes could not be found.

@@ -97,6 +97,8 @@ pub struct CallContext<'a> {
     pub writing: &'a std::sync::Mutex<()>,
     /// Whether commands may run as background jobs in this session.
     pub background_jobs: bool,
+    /// This call's number in the session (calls are numbered from 1, in the order they start).
+    pub call_seq: u64,
 }
 
 /// What a prepared call returns.
@@ -118,6 +120,9 @@ pub struct Outcome {
     pub changes_unknown: bool,
     /// The background job the call started or reported on.
     pub job: Option<JobState>,
+    /// For the end of a background job: the number of the call that started it. Its run verifies
+    /// the turn only if nothing changed after that call.
+    pub ran_since: Option<u64>,
 }
 
 /// A background job as a result reports it.
@@ -158,6 +163,7 @@ impl Outcome {
             sandbox_down: None,
             changes_unknown: false,
             job: None,
+            ran_since: None,
         }
     }
 }

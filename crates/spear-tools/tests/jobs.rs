@@ -152,8 +152,14 @@ fn a_writable_jobs_changes_are_found_when_it_ends() {
         &r,
         "sleep 0.3; echo made > made.txt; python3 w.py generated/g.rs",
     );
-    // Other calls go on while it runs, writes included.
+    // Nothing else writes while a writable job may: its changes are checked when it ends.
     let e = r.call("write_file", json!({"path": "other.txt", "content": "o"}));
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    assert!(e.result.reason.unwrap().contains(&id));
+    let e = r.call("terminal", json!({"command": "./w.py x"}));
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    // Reads go on.
+    let e = r.call("read_file", json!({"path": "w.py"}));
     assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
     let last = drain(&r, &id).pop().unwrap();
     assert_eq!(last.result.status, ToolStatus::Ok, "{last:?}");
@@ -166,9 +172,70 @@ fn a_writable_jobs_changes_are_found_when_it_ends() {
     assert!(last.result.reason.unwrap().contains("put back"));
     let ws =
         spear_workspace::Workspace::open(&spear_workspace::WorkspaceConfig::new(&env.ws)).unwrap();
+    // Once it has ended and been read, writes go on.
+    let e = r.call("write_file", json!({"path": "other.txt", "content": "o"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
     env.checkpoints().undo_last(&ws, &ws.fs().unwrap()).unwrap();
     assert!(!env.path("made.txt").exists());
     assert!(!env.path("other.txt").exists());
+}
+
+/// A writable job never read is reported when the session ends: killed, its changes checked and
+/// put back where refused, and checkpointed.
+#[test]
+fn an_uncollected_job_is_reported_when_the_session_ends() {
+    let env = Env::new();
+    env.write("generated/g.rs", "// generated\n");
+    env.write("w.py", "import sys\nopen(sys.argv[1], 'w').write('x')\n");
+    let r = router(&env, Opts::mode(Auto));
+    r.begin_turn(Some("ending")).unwrap();
+    let id = start(&r, "python3 w.py generated/g.rs; echo done > made.txt");
+    assert!(wait_for(|| env.path("made.txt").exists()));
+    drop(r);
+    assert_eq!(env.read("generated/g.rs").unwrap(), "// generated\n");
+    let log = std::fs::read_to_string(env.audit_path()).unwrap();
+    assert!(log.contains("terminal_kill") && log.contains(&id), "{log}");
+    let ws =
+        spear_workspace::Workspace::open(&spear_workspace::WorkspaceConfig::new(&env.ws)).unwrap();
+    env.checkpoints().undo_last(&ws, &ws.fs().unwrap()).unwrap();
+    assert!(!env.path("made.txt").exists());
+}
+
+/// A job verifies only what was there when it started, and a killed job verifies nothing.
+#[test]
+fn verdicts_and_jobs() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Auto));
+    // Started before a change, collected after it: not a verification of the change.
+    let id = start(&r, "sleep 0.3");
+    let e = r.call("write_file", json!({"path": "a.txt", "content": "a"}));
+    assert_eq!(
+        e.result.status,
+        ToolStatus::Ok,
+        "a read-only job does not block writes: {e:?}"
+    );
+    drain(&r, &id);
+    assert_eq!(r.verdict(), spear_runtime::Verdict::Unverified);
+    // Started after the change and ended by itself with 0: verified.
+    let id = start(&r, "test -f a.txt");
+    drain(&r, &id);
+    assert_eq!(r.verdict(), spear_runtime::Verdict::Verified);
+    // Killing a server afterwards takes nothing back.
+    let id = start(&r, "sleep 100");
+    r.call("terminal_kill", json!({ "job_id": id }));
+    assert_eq!(r.verdict(), spear_runtime::Verdict::Verified);
+}
+
+#[test]
+fn a_background_job_has_no_timeout_to_give() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Safe));
+    let e = r.call(
+        "terminal",
+        json!({"command": "true", "background": true, "timeout": 5}),
+    );
+    assert_eq!(e.result.status, ToolStatus::Failed, "{e:?}");
+    assert!(e.result.reason.unwrap().contains("no timeout"));
 }
 
 #[test]

@@ -77,7 +77,7 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync: bool) -> 
         let _ = std::fs::remove_file(&temp);
         return written;
     }
-    // Best effort durability of the rename; the data is already synced and in place.
+    // Best effort durability of the rename (when asked); the data was synced before it.
     if sync && let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }

@@ -104,6 +104,11 @@ impl Prepared for TerminalCall {
                 cx.limits.terminal_max_timeout_secs
             )));
         }
+        if self.args.background == Some(true) && self.args.timeout.is_some() {
+            return Outcome::of(failed(
+                "invalid arguments for terminal: a background job has no timeout; omit `timeout`, and stop the job with terminal_kill".into(),
+            ));
+        }
         if self.args.background == Some(true) && !cx.background_jobs {
             return Outcome::of(failed(
                 "background jobs live as long as a session, and this client makes one call and exits; run the command in the foreground, or through `spear mcp`".into(),
@@ -152,6 +157,13 @@ impl Prepared for TerminalCall {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         });
+        // Attack: two writers at once would charge each other's changes (and undo them).
+        if let (true, Some(job)) = (watch, cx.jobs.writable_pending()) {
+            return with_class(ToolResult::denied(&Refusal::job_writing(
+                executable_summary(command),
+                job,
+            )));
+        }
         if let (true, Some(why)) = (watch, cx.sandbox_down()) {
             return with_class(ToolResult::denied(&sandbox_down_refusal(
                 &executable_summary(command),
@@ -201,6 +213,7 @@ impl Prepared for TerminalCall {
             sandbox_down: report.sandbox_down,
             changes_unknown,
             job: None,
+            ran_since: None,
         }
     }
 }
@@ -215,14 +228,15 @@ fn start_job(
     granted: spear_core::CapabilitySet,
 ) -> Outcome {
     let class = request.class;
-    match cx
-        .jobs
-        .start(std::sync::Arc::clone(cx.runner), request, command)
-    {
+    let snapshot = before.map(|(snapshot, _)| snapshot);
+    match cx.jobs.start(
+        std::sync::Arc::clone(cx.runner),
+        request,
+        command,
+        snapshot,
+        cx.call_seq,
+    ) {
         Ok(job) => {
-            if let Some((snapshot, _)) = before {
-                job.set_snapshot(snapshot);
-            }
             let mut result = ToolResult::new(ToolStatus::Ok);
             result.class = class;
             result.stdout = format!(

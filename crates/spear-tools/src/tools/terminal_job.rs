@@ -118,6 +118,17 @@ impl Prepared for JobCall {
 
 /// What a job printed since the last read, and its end once it has ended.
 fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
+    // Once: a read and a kill racing on one job must not both report its end.
+    let _finishing = job.finishing();
+    if cx.jobs.get(job.id()).is_err() {
+        return Outcome::of(ToolResult {
+            reason: Some(format!(
+                "{} has ended and its end was already reported",
+                job.id()
+            )),
+            ..ToolResult::new(ToolStatus::NotFound)
+        });
+    }
     let read = job.read();
     let output = read.output;
     let mut notes = Vec::new();
@@ -168,10 +179,13 @@ fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
         }
     }
     cx.jobs.remove(job.id());
+    // A job stopped by terminal_kill verified nothing.
+    let ran = (result.status != ToolStatus::Cancelled).then(|| executable_summary(job.command()));
     Outcome {
+        ran_since: ran.as_ref().map(|_| job.mark()),
         result,
         captured,
-        ran: Some(executable_summary(job.command())),
+        ran,
         sandbox_down: report.sandbox_down,
         changes_unknown,
         job: Some(JobState::exited(job.id())),
