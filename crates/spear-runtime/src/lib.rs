@@ -34,4 +34,4 @@ pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};
 pub use runner::{
     CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
 };
-pub use spear_sandbox::CancelToken;
+pub use spear_sandbox::{CancelToken, OutputTee};

@@ -241,6 +241,9 @@ pub trait OutputTee: Send + Sync + std::fmt::Debug {
     fn stdout(&self, bytes: &[u8]);
     /// Bytes read from the tree's stderr.
     fn stderr(&self, bytes: &[u8]);
+    /// Called at least every half second while the tree runs, with the time since it started
+    /// (for progress reports).
+    fn tick(&self, _elapsed: Duration) {}
 }
 
 /// How to watch a running tree.
@@ -374,6 +377,9 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
                     kill_sent = Some(Instant::now());
                 }
             }
+        }
+        if let Some(tee) = &watch.tee {
+            tee.tick(started.elapsed());
         }
         let ready = |i: Option<usize>| i.is_some_and(|i| !fds[i].revents().is_empty());
         let (pid_ready, out_ready, err_ready, cancel_ready) = (

@@ -15,6 +15,7 @@ mod envelope;
 mod exposure;
 pub mod patch;
 mod preview;
+mod progress;
 mod registry;
 mod router;
 pub mod search;
@@ -24,6 +25,7 @@ pub mod tools;
 
 pub use envelope::ToolResultEnvelope;
 pub use exposure::{Role, ToolExposurePolicy, UnknownRole};
+pub use progress::{CallOptions, PROGRESS_INTERVAL, Progress, ProgressSink};
 pub use registry::ToolRegistry;
 pub use router::{
     RouterConfig, RouterError, RouterStores, ToolObserver, ToolRouter, random_id,

@@ -29,12 +29,12 @@ use spear_runtime::changes::ChangeTracker;
 use spear_runtime::checkpoint::{CheckpointError, CheckpointStore, TurnCheckpoint};
 use spear_runtime::refusals::{REFUSAL_REPEATS_VAR, RefusalTracker, Repeat, repeats_from_env};
 use spear_runtime::result_store::ResultStore;
-use spear_runtime::{CancelToken, CommandRunner, Evidence, Verdict, verdict};
+use spear_runtime::{CommandRunner, Evidence, Verdict, verdict};
 use spear_workspace::{Location, Workspace, WorkspaceFs};
 
 use crate::{
-    Access, CallContext, Effect, Outcome, Resolved, Role, ToolExposurePolicy, ToolLimits,
-    ToolRegistry, ToolResultEnvelope, ToolSpec, preview,
+    Access, CallContext, CallOptions, Effect, Outcome, Resolved, Role, ToolExposurePolicy,
+    ToolLimits, ToolRegistry, ToolResultEnvelope, ToolSpec, preview,
 };
 
 /// Watches calls; the router tells it before and after each one.
@@ -297,21 +297,21 @@ impl ToolRouter {
 
     /// Calls `tool` with `args`.
     pub fn call(&self, tool: &str, args: serde_json::Value) -> ToolResultEnvelope {
-        self.call_with(tool, args, None)
+        self.call_with(tool, args, CallOptions::default())
     }
 
-    /// Calls `tool` with `args`, cancellable through `cancel`.
+    /// Calls `tool` with `args`, cancellable and reporting progress as `options` say.
     pub fn call_with(
         &self,
         tool: &str,
         args: serde_json::Value,
-        cancel: Option<CancelToken>,
+        options: CallOptions,
     ) -> ToolResultEnvelope {
         for o in &self.observers {
             o.before_call(tool, &args);
         }
         let started = Instant::now();
-        let (mut envelope, record) = self.route(tool, args, cancel);
+        let (mut envelope, record) = self.route(tool, args, options);
         if envelope.result.duration_ms == 0 {
             envelope.result.duration_ms =
                 u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -328,7 +328,7 @@ impl ToolRouter {
         &self,
         name: &str,
         args: serde_json::Value,
-        cancel: Option<CancelToken>,
+        options: CallOptions,
     ) -> (ToolResultEnvelope, CallRecord) {
         let mut record = CallRecord {
             seq: self
@@ -424,7 +424,8 @@ impl ToolRouter {
             jobs: &self.jobs,
             capabilities,
             confirmer,
-            cancel,
+            cancel: options.cancel,
+            progress: options.progress,
             limits: self.config.limits,
             down: &self.down,
             changes: &self.changes,

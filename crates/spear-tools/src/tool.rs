@@ -81,6 +81,8 @@ pub struct CallContext<'a> {
     pub confirmer: Option<&'a dyn Confirmer>,
     /// Cancellation from the client.
     pub cancel: Option<CancelToken>,
+    /// Progress reports to the client, when it asked for them.
+    pub progress: Option<crate::ProgressSink>,
     /// Bounds.
     pub limits: ToolLimits,
     /// Why the sandbox is down, when a command found it so earlier in the turn: writes are refused.

@@ -670,3 +670,56 @@ fn concurrent_calls_share_one_turn() {
         }
     }
 }
+
+/// A client's cancellation kills the call's whole tree; a client that asked for progress hears
+/// from a long command while it runs.
+#[test]
+fn cancellation_and_progress() {
+    let env = Env::new();
+    let r = Arc::new(router(&env, Opts::mode(Safe)));
+    let marker = "986543.75";
+    let cancel = spear_runtime::CancelToken::new().unwrap();
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let sink_reports = Arc::clone(&reports);
+    let options = spear_tools::CallOptions {
+        cancel: Some(cancel.clone()),
+        progress: Some(Arc::new(move |p| sink_reports.lock().unwrap().push(p))),
+    };
+    let call = {
+        let r = Arc::clone(&r);
+        std::thread::spawn(move || {
+            r.call_with(
+                "terminal",
+                json!({"command": format!("echo started; sleep {marker} & sleep {marker}")}),
+                options,
+            )
+        })
+    };
+    let alive = |m: &str| {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(m))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // Positive controls: the tree runs, and progress arrives while it does.
+    while !(alive(marker) && reports.lock().unwrap().len() >= 2) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no progress: {:?}",
+            reports.lock().unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    cancel.cancel();
+    let e = call.join().unwrap();
+    assert_eq!(e.result.status, ToolStatus::Cancelled, "{e:?}");
+    assert!(!alive(marker), "nothing is left running");
+    let reports = reports.lock().unwrap();
+    assert!(
+        reports
+            .windows(2)
+            .all(|w| w[0].elapsed_ms < w[1].elapsed_ms)
+    );
+    assert_eq!(reports.last().unwrap().stdout_bytes, 8, "{reports:?}");
+}

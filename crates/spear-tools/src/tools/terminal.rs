@@ -193,6 +193,11 @@ impl Prepared for TerminalCall {
         request.timeout = Some(Duration::from_secs(secs));
         request.cancel.clone_from(&cx.cancel);
         request.class = class;
+        if let Some(sink) = &cx.progress {
+            let tee: std::sync::Arc<dyn spear_runtime::OutputTee> =
+                std::sync::Arc::new(crate::progress::ProgressTee::new(sink.clone()));
+            request.tee = Some(tee);
+        }
 
         if self.args.background == Some(true) {
             drop(writing);
