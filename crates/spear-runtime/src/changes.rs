@@ -24,6 +24,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -111,29 +112,52 @@ struct Known {
 }
 
 /// An entry's content as the baseline keeps it, in memory.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 enum Kept {
-    File { mode: u32, bytes: Vec<u8> },
+    File { mode: u32, content: Held },
     Symlink { target: PathBuf },
     Dir { mode: u32 },
 }
 
-impl Kept {
-    fn bytes(&self) -> u64 {
-        match self {
-            Kept::File { bytes, .. } => bytes.len() as u64,
-            Kept::Symlink { .. } | Kept::Dir { .. } => 0,
+/// File content held in memory, counted in the tracker's live total for as long as anything holds
+/// it (the baseline, or the snapshot of a command still running), so the budget bounds memory.
+#[derive(Debug)]
+struct Held {
+    bytes: Vec<u8>,
+    live: Arc<AtomicU64>,
+}
+
+impl Held {
+    fn new(bytes: Vec<u8>, live: &Arc<AtomicU64>) -> Self {
+        live.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Held {
+            bytes,
+            live: Arc::clone(live),
         }
     }
+}
 
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.live
+            .fetch_sub(self.bytes.len() as u64, Ordering::Relaxed);
+    }
+}
+
+impl Kept {
     /// The state a checkpoint records, the content stored in `store`; `None` when it cannot be.
     fn to_state(&self, store: &CheckpointStore) -> Option<EntryState> {
         match self {
-            Kept::File { mode, bytes } => store.put_blob(bytes).ok().map(|hash| EntryState::File {
-                mode: *mode,
-                hash,
-                size: bytes.len() as u64,
-            }),
+            Kept::File { mode, content } => {
+                store
+                    .put_blob(&content.bytes)
+                    .ok()
+                    .map(|hash| EntryState::File {
+                        mode: *mode,
+                        hash,
+                        size: content.bytes.len() as u64,
+                    })
+            }
             Kept::Symlink { target } => Some(EntryState::Symlink {
                 target: target.clone(),
             }),
@@ -152,12 +176,13 @@ pub struct ChangeTracker {
     /// own, so a command that rewrites `.gitignore` must not hide its changes (or make entries
     /// that were there look new) from then on.
     ignores: Mutex<Option<Vec<Gitignore>>>,
+    /// Bytes of file content held in memory, by the baseline and by snapshots still in use.
+    live: Arc<AtomicU64>,
 }
 
 #[derive(Debug, Default)]
 struct Baseline {
     known: HashMap<(usize, PathBuf), Known>,
-    kept_bytes: u64,
 }
 
 impl ChangeTracker {
@@ -167,6 +192,7 @@ impl ChangeTracker {
             limits,
             baseline: Mutex::new(Baseline::default()),
             ignores: Mutex::new(None),
+            live: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -178,18 +204,12 @@ impl ChangeTracker {
             .baseline
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut released = 0u64;
         baseline.known.retain(|key, known| {
-            let keep = snapshot
+            snapshot
                 .entries
                 .get(key)
-                .is_some_and(|s| s.meta == known.meta);
-            if !keep && let Some(kept) = &known.state {
-                released += kept.bytes();
-            }
-            keep
+                .is_some_and(|s| s.meta == known.meta)
         });
-        baseline.kept_bytes = baseline.kept_bytes.saturating_sub(released);
         let mut missing: Vec<(&(usize, PathBuf), &Seen)> = snapshot
             .entries
             .iter()
@@ -197,7 +217,7 @@ impl ChangeTracker {
             .collect();
         missing.sort_by(|a, b| a.0.cmp(b.0));
         for (key, seen) in missing {
-            let state = self.capture(fs, key, seen, &mut baseline).map(Arc::new);
+            let state = self.capture(fs, key, seen).map(Arc::new);
             baseline.known.insert(
                 key.clone(),
                 Known {
@@ -257,9 +277,7 @@ impl ChangeTracker {
                 None => Some(EntryState::Absent),
                 Some(_) => before.priors.get(key).and_then(|kept| kept.to_state(store)),
             };
-            if let Some(kept) = baseline.known.remove(key).and_then(|k| k.state) {
-                baseline.kept_bytes = baseline.kept_bytes.saturating_sub(kept.bytes());
-            }
+            baseline.known.remove(key);
             let kind = new.or(old).map_or(EntryKind::Other, |s| s.meta.kind);
             changes.push(Change {
                 label: ws.label(&loc),
@@ -274,13 +292,7 @@ impl ChangeTracker {
 
     /// Reads a tracked entry into the baseline, or `None` when it is not kept (too large, over
     /// budget, not a file, link or directory, or changed while it was read).
-    fn capture(
-        &self,
-        fs: &WorkspaceFs,
-        key: &(usize, PathBuf),
-        seen: &Seen,
-        baseline: &mut Baseline,
-    ) -> Option<Kept> {
+    fn capture(&self, fs: &WorkspaceFs, key: &(usize, PathBuf), seen: &Seen) -> Option<Kept> {
         match seen.meta.kind {
             EntryKind::Dir => Some(Kept::Dir {
                 mode: seen.meta.mode & 0o777,
@@ -288,7 +300,8 @@ impl ChangeTracker {
             EntryKind::Other => None,
             EntryKind::File
                 if seen.meta.size > self.limits.max_file_bytes
-                    || baseline.kept_bytes + seen.meta.size > self.limits.max_total_bytes =>
+                    || self.live.load(Ordering::Relaxed) + seen.meta.size
+                        > self.limits.max_total_bytes =>
             {
                 None
             }
@@ -310,7 +323,10 @@ impl ChangeTracker {
                     Ok(Some(Node::File { mode, bytes }))
                         if bytes.len() as u64 == seen.meta.size =>
                     {
-                        Kept::File { mode, bytes }
+                        Kept::File {
+                            mode,
+                            content: Held::new(bytes, &self.live),
+                        }
                     }
                     Ok(Some(Node::Symlink { target })) => Kept::Symlink {
                         target: PathBuf::from(target),
@@ -319,7 +335,6 @@ impl ChangeTracker {
                     // and the comparison after the command says whether it matters.
                     _ => return None,
                 };
-                baseline.kept_bytes += kept.bytes();
                 Some(kept)
             }
         }

@@ -263,3 +263,39 @@ fn overlapping_commands_each_keep_their_own_before() {
         "the job's own before"
     );
 }
+
+/// The memory budget counts what snapshots still hold, not only the baseline: content a running
+/// command's snapshot keeps alive is paid for until that command ends.
+#[test]
+fn the_budget_counts_what_snapshots_hold() {
+    let f = fx();
+    std::fs::remove_file(f.ws_dir.join("src/a.rs")).unwrap();
+    std::fs::remove_file(f.ws_dir.join("keep.txt")).unwrap();
+    std::fs::remove_file(f.ws_dir.join("gone.txt")).unwrap();
+    write(&f.ws_dir.join("a.txt"), &"a".repeat(4000));
+    write(&f.ws_dir.join("b.txt"), &"b".repeat(4000));
+    let fs = f.ws.fs().unwrap();
+    let t = ChangeTracker::new(ChangeLimits {
+        max_entries: 1000,
+        max_file_bytes: 1 << 20,
+        max_total_bytes: 10_000,
+    });
+    let long = t.before(&f.ws, &fs).unwrap(); // holds a and b: 8,000 bytes
+    write(&f.ws_dir.join("a.txt"), &"A".repeat(4000));
+    let second = t.before(&f.ws, &fs).unwrap(); // the new a would make 12,000: not kept
+    write(&f.ws_dir.join("a.txt"), &"x".repeat(4000));
+    let changes = t.after(&f.ws, &fs, &second, &f.store).unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(
+        changes[0].before, None,
+        "over budget while the long snapshot holds its priors"
+    );
+    drop(long);
+    let third = t.before(&f.ws, &fs).unwrap(); // the old a is gone from memory: kept again
+    write(&f.ws_dir.join("a.txt"), &"y".repeat(4000));
+    let changes = t.after(&f.ws, &fs, &third, &f.store).unwrap();
+    assert!(
+        changes[0].before.is_some(),
+        "positive control: within budget it is kept"
+    );
+}
