@@ -5,7 +5,7 @@ use serde::Serialize;
 use spear_core::ToolResult;
 
 /// One call's answer: the [`ToolResult`] fields, flattened, and what the router adds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ToolResultEnvelope {
     /// The tool called.
     pub tool: String,

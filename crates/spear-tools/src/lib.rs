@@ -31,7 +31,7 @@ pub use router::{
     RouterConfig, RouterError, RouterStores, ToolObserver, ToolRouter, random_id,
     sandbox_down_refusal,
 };
-pub use spec::{ALL_MODES, Effect, ToolSpec, WRITING_MODES};
+pub use spec::{ALL_MODES, Annotations, Effect, ToolSpec, WRITING_MODES, output_schema};
 pub use tool::{
     Access, CallContext, JobState, Outcome, Prepared, Resolved, Tool, ToolLimits, parse_args,
 };

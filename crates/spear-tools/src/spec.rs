@@ -31,6 +31,22 @@ pub struct ToolSpec {
     pub effect: Effect,
     /// The modes it may run in; in any other the call is refused before anything is read.
     pub modes: &'static [ExecutionMode],
+    /// Hints for clients (MCP tool annotations).
+    pub annotations: Annotations,
+}
+
+/// What a client may assume about a tool, as MCP's tool annotations say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct Annotations {
+    /// It changes nothing (MCP `readOnlyHint`).
+    pub read_only: bool,
+    /// It may overwrite or remove what was there (MCP `destructiveHint`).
+    pub destructive: bool,
+    /// The same call twice has no more effect than once (MCP `idempotentHint`).
+    pub idempotent: bool,
+    /// It may reach beyond the workspace, such as the network (MCP `openWorldHint`).
+    pub open_world: bool,
 }
 
 impl ToolSpec {
@@ -40,6 +56,8 @@ impl ToolSpec {
         description: &'static str,
         effect: Effect,
         modes: &'static [ExecutionMode],
+        idempotent: bool,
+        open_world: bool,
     ) -> Self {
         let schema = schemars::schema_for!(A);
         ToolSpec {
@@ -48,6 +66,12 @@ impl ToolSpec {
             input_schema: schema.to_value(),
             effect,
             modes,
+            annotations: Annotations {
+                read_only: effect == Effect::Read,
+                destructive: effect != Effect::Read,
+                idempotent,
+                open_world,
+            },
         }
     }
 
@@ -55,6 +79,12 @@ impl ToolSpec {
     pub fn reads_only(&self) -> bool {
         self.effect == Effect::Read
     }
+}
+
+/// The JSON schema of what every tool returns (the envelope): published as the MCP tools' output
+/// schema.
+pub fn output_schema() -> serde_json::Value {
+    schemars::schema_for!(crate::ToolResultEnvelope).to_value()
 }
 
 /// Every mode.

@@ -128,7 +128,7 @@ pub struct Outcome {
 }
 
 /// A background job as a result reports it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, JsonSchema)]
 pub struct JobState {
     /// Its id.
     pub id: String,
@@ -206,6 +206,10 @@ pub trait ToolArgs: DeserializeOwned + JsonSchema + 'static {
     const EFFECT: Effect;
     /// The modes it may run in.
     const MODES: &'static [ExecutionMode];
+    /// The same call twice has no more effect than once.
+    const IDEMPOTENT: bool = false;
+    /// It may reach beyond the workspace (the network).
+    const OPEN_WORLD: bool = false;
 
     /// Checks what the schema cannot (ranges, empty strings) and makes the call.
     fn validate(self) -> Result<Box<dyn Prepared>, String>;
@@ -231,7 +235,14 @@ impl<A: ToolArgs> Typed<A> {
     /// The tool.
     pub fn new() -> Self {
         Typed {
-            spec: ToolSpec::new::<A>(A::NAME, A::DESCRIPTION, A::EFFECT, A::MODES),
+            spec: ToolSpec::new::<A>(
+                A::NAME,
+                A::DESCRIPTION,
+                A::EFFECT,
+                A::MODES,
+                A::IDEMPOTENT,
+                A::OPEN_WORLD,
+            ),
             args: PhantomData,
         }
     }

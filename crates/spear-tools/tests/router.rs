@@ -723,3 +723,60 @@ fn cancellation_and_progress() {
     );
     assert_eq!(reports.last().unwrap().stdout_bytes, 8, "{reports:?}");
 }
+
+/// What clients are told about each tool (MCP annotations), and the schema of every answer.
+#[test]
+fn annotations_and_output_schema() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Auto));
+    let table: Vec<(&str, bool, bool, bool, bool)> = r
+        .tools()
+        .iter()
+        .map(|s| {
+            let a = s.annotations;
+            (
+                s.name,
+                a.read_only,
+                a.destructive,
+                a.idempotent,
+                a.open_world,
+            )
+        })
+        .collect();
+    assert_eq!(
+        table,
+        [
+            ("delete_file", false, true, true, false),
+            ("patch", false, true, false, false),
+            ("read_file", true, false, true, false),
+            ("read_output", true, false, true, false),
+            ("search_files", true, false, true, false),
+            ("terminal", false, true, false, true),
+            ("terminal_kill", false, true, true, false),
+            ("terminal_output", true, false, false, false),
+            ("write_file", false, true, true, false),
+        ]
+    );
+    let schema = spear_tools::output_schema();
+    let props = schema["properties"].as_object().unwrap();
+    for key in [
+        "tool",
+        "status",
+        "exit_code",
+        "stdout",
+        "stderr",
+        "changed_paths",
+        "reason",
+        "class",
+        "duration_ms",
+        "truncated",
+    ] {
+        assert!(props.contains_key(key), "{key} in {schema}");
+    }
+    // An answer validates against it in the ways that matter: its keys are all published.
+    let e = r.call("read_file", json!({"path": "README.md"}));
+    let answer = serde_json::to_value(&e).unwrap();
+    for key in answer.as_object().unwrap().keys() {
+        assert!(props.contains_key(key), "{key} not in the schema");
+    }
+}

@@ -28,6 +28,7 @@ impl ToolArgs for DeleteFileArgs {
         directories are refused.";
     const EFFECT: Effect = Effect::Write;
     const MODES: &'static [ExecutionMode] = WRITING_MODES;
+    const IDEMPOTENT: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
         let args = self;

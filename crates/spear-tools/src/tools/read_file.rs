@@ -51,6 +51,7 @@ impl ToolArgs for ReadFileArgs {
         MiB; binary files are refused.";
     const EFFECT: Effect = Effect::Read;
     const MODES: &'static [ExecutionMode] = ALL_MODES;
+    const IDEMPOTENT: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
         let args = self;

@@ -40,6 +40,7 @@ impl ToolArgs for ReadOutputArgs {
         `offset` and `limit` in bytes.";
     const EFFECT: Effect = Effect::Read;
     const MODES: &'static [ExecutionMode] = ALL_MODES;
+    const IDEMPOTENT: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
         let args = self;

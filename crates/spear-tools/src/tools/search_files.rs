@@ -45,6 +45,7 @@ impl ToolArgs for SearchFilesArgs {
         `glob` filters file names (`*.rs`) or paths (`src/**/*.ts`).";
     const EFFECT: Effect = Effect::Read;
     const MODES: &'static [ExecutionMode] = ALL_MODES;
+    const IDEMPOTENT: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
         let args = self;

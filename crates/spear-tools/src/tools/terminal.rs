@@ -64,6 +64,7 @@ impl ToolArgs for TerminalArgs {
         (default 180, at most 600); `workdir` is a directory of the workspace.";
     const EFFECT: Effect = Effect::Run;
     const MODES: &'static [ExecutionMode] = ALL_MODES;
+    const OPEN_WORLD: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
         let args = self;

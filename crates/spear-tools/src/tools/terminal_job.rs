@@ -63,6 +63,7 @@ impl ToolArgs for TerminalKillArgs {
         killed. Returns what it printed since the last read and how it ended.";
     const EFFECT: Effect = Effect::Run;
     const MODES: &'static [ExecutionMode] = ALL_MODES;
+    const IDEMPOTENT: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
         Ok(Box::new(JobCall {

@@ -38,6 +38,7 @@ impl ToolArgs for WriteFileArgs {
         created). Prefer `patch` for changing part of an existing file.";
     const EFFECT: Effect = Effect::Write;
     const MODES: &'static [ExecutionMode] = WRITING_MODES;
+    const IDEMPOTENT: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
         let args = self;
