@@ -166,7 +166,7 @@ impl Confirmer for TerminalConfirmer {
             request.class,
             make_visible(&request.reason),
             caps.join(", "),
-            make_visible(&request.command).replace('\n', "\n    "),
+            spear_tools::confirmation_text(&request.command).replace('\n', "\n    "),
         );
         let _ = writer.flush();
         let mut answer = String::new();

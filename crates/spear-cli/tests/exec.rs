@@ -284,4 +284,20 @@ fn ask_confirms_on_the_terminal_and_shows_what_runs() {
     let shown = text(&out.stdout);
     assert!(shown.contains("\\u{202e}"), "{shown}");
     assert!(!shown.contains('\u{202e}'), "{shown}");
+
+    // LOG-01: a bearer token is not put on the screen; the rest of the command is.
+    let out = on_a_terminal(
+        "--ask -c \"curl -sH 'Authorization: Bearer ghp_0123456789abcdefghijklmnopqrstuvwxyzAB' http://203.0.113.10:8080/\"",
+        &d.ws,
+        "n\n",
+    );
+    let all = text(&out.stdout);
+    // The prompt, before the answer (the refusal after it names the command as written).
+    let shown = all.split("Run it?").next().unwrap();
+    assert!(
+        shown.contains("Authorization: Bearer [REDACTED]"),
+        "{shown}"
+    );
+    assert!(!shown.contains("ghp_0123"), "{shown}");
+    assert!(shown.contains("203.0.113.10:8080"), "{shown}");
 }

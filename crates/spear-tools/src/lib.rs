@@ -11,6 +11,7 @@
 //! - A refusal attaches to the file, not the tool: a path `write_file` may not write, `patch`,
 //!   `delete_file` and every command in the terminal may not either.
 
+mod confirm;
 mod envelope;
 mod exposure;
 pub mod patch;
@@ -23,6 +24,7 @@ mod spec;
 mod tool;
 pub mod tools;
 
+pub use confirm::confirmation_text;
 pub use envelope::ToolResultEnvelope;
 pub use exposure::{Role, ToolExposurePolicy, UnknownRole};
 pub use progress::{CallOptions, PROGRESS_INTERVAL, Progress, ProgressSink};

