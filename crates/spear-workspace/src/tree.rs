@@ -368,6 +368,27 @@ impl WorkspaceFs {
         }
     }
 
+    /// The directories on the way to `loc` (below its root) that do not exist, nearest first: what
+    /// a write to `loc` would create. Looked at as [`WorkspaceFs::entry_kind`] does, no link
+    /// followed.
+    pub fn missing_parents(&self, loc: &Location) -> Result<Vec<Location>, FsError> {
+        let mut missing = Vec::new();
+        for parent in loc.rel.ancestors().skip(1) {
+            if parent.as_os_str().is_empty() {
+                break;
+            }
+            let parent = Location {
+                root: loc.root,
+                rel: parent.to_path_buf(),
+            };
+            if self.entry_kind(&parent)?.is_some() {
+                break;
+            }
+            missing.push(parent);
+        }
+        Ok(missing)
+    }
+
     /// Removes the directory at `loc` only if it is empty (one `unlinkat(AT_REMOVEDIR)`, so
     /// nothing created in it meanwhile is ever removed): `Ok(true)` when removed, `Ok(false)` when
     /// it is not empty and was left in place. Nothing there is [`FsError::NotFound`]; a

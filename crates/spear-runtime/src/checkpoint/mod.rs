@@ -267,14 +267,7 @@ impl CheckpointStore {
         loc: &Location,
     ) -> Result<EntryState, CheckpointError> {
         let state = self.read_state(fs, loc)?;
-        let mut missing = Vec::new();
-        for parent in parents(loc) {
-            if fs.entry_kind(&parent)?.is_some() {
-                break;
-            }
-            missing.push(parent);
-        }
-        for parent in missing.iter().rev() {
+        for parent in fs.missing_parents(loc)?.iter().rev() {
             turn.note_before(ws, parent, EntryState::Absent);
         }
         turn.note_before(ws, loc, state.clone());

@@ -210,7 +210,7 @@ enum Original {
 fn original(cx: &CallContext<'_>, loc: &Location) -> Result<Original, String> {
     match cx.fs.entry_kind(loc).map_err(|e| e.to_string())? {
         None => Ok(Original::Absent {
-            missing_parents: missing_parents(cx.fs, loc).map_err(|e| e.to_string())?,
+            missing_parents: cx.fs.missing_parents(loc).map_err(|e| e.to_string())?,
         }),
         Some((EntryKind::File, mode)) => {
             let bytes = cx
@@ -287,28 +287,6 @@ fn apply_all(
         done.push(r.entry.clone());
     }
     Ok(())
-}
-
-/// The directories on the way to `loc` that do not exist (a write creates them), nearest first.
-fn missing_parents(
-    fs: &spear_workspace::WorkspaceFs,
-    loc: &Location,
-) -> Result<Vec<Location>, FsError> {
-    let mut missing = Vec::new();
-    for parent in loc.rel.ancestors().skip(1) {
-        if parent.as_os_str().is_empty() {
-            break;
-        }
-        let parent = Location {
-            root: loc.root,
-            rel: parent.to_path_buf(),
-        };
-        if fs.entry_kind(&parent)?.is_some() {
-            break;
-        }
-        missing.push(parent);
-    }
-    Ok(missing)
 }
 
 /// Puts every entry in `done` back as `originals` has it, last first; returns what could not be.
@@ -452,7 +430,7 @@ mod tests {
                     let r = ws.resolve(c.path()).unwrap();
                     let o = match fs.entry_kind(&r.entry).unwrap() {
                         None => Original::Absent {
-                            missing_parents: missing_parents(&fs, &r.entry).unwrap(),
+                            missing_parents: fs.missing_parents(&r.entry).unwrap(),
                         },
                         Some((_, mode)) => Original::File {
                             mode,

@@ -476,3 +476,24 @@ fn restore_cannot_make_a_fifo() {
     assert!(matches!(r, Err(FsError::Io { .. })), "{r:?}");
     assert!(std::fs::symlink_metadata(t.path("ws/x/fifo")).is_err());
 }
+
+#[test]
+fn missing_parents_are_the_directories_a_write_would_make() {
+    let t = Tree::standard();
+    t.file("outside/x/y/z", "outside");
+    t.link(t.path("outside"), "ws/out");
+    let ws = t.ws();
+    let fs = ws.fs().unwrap();
+    assert_eq!(
+        fs.missing_parents(&loc("a/new/deeper/f.txt")).unwrap(),
+        [loc("a/new/deeper"), loc("a/new")],
+        "nearest first, stopping at the existing `a`"
+    );
+    assert!(fs.missing_parents(&loc("a/b.txt")).unwrap().is_empty());
+    assert!(fs.missing_parents(&loc("top.txt")).unwrap().is_empty());
+    // A link on the way is not followed: what lies behind it counts as missing, never as there.
+    assert_eq!(
+        fs.missing_parents(&loc("out/x/y/f")).unwrap(),
+        [loc("out/x/y"), loc("out/x")]
+    );
+}
