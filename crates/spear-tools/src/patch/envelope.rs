@@ -15,7 +15,7 @@
 //! Markers start at the first column; trailing whitespace after them is ignored. Blank lines
 //! between file sections are ignored.
 
-use super::parse::{check_path, shown};
+use super::parse::{body_line, check_path, shown};
 use super::unified::parse_range_header;
 use super::{FilePatch, Hunk, HunkLine, Patch, PatchError};
 
@@ -193,7 +193,7 @@ impl<'a> Parser<'a, '_> {
                     _ => {}
                 }
                 h.end_of_file = true;
-            } else if let Some(body) = body_line(line) {
+            } else if let Some(body) = body_line(line, true) {
                 if line.is_empty() && self.blank_run_ends_section(self.pos, is_body) {
                     // Blank lines before the next marker separate sections.
                     self.pos += 1;
@@ -292,19 +292,5 @@ pub(super) fn hint_index(old_start: usize, old_count: usize) -> usize {
 
 /// Whether a line is a hunk body line.
 fn is_body(line: &str) -> bool {
-    body_line(line).is_some()
-}
-
-/// A hunk body line: ' ' context, '-' removed, '+' added; an empty (or blank) line is an empty
-/// context line, as editors and models often strip the lone space.
-fn body_line(line: &str) -> Option<HunkLine> {
-    let mut chars = line.chars();
-    match chars.next() {
-        None => Some(HunkLine::Context(String::new())),
-        Some(' ') => Some(HunkLine::Context(chars.as_str().to_owned())),
-        Some('-') => Some(HunkLine::Remove(chars.as_str().to_owned())),
-        Some('+') => Some(HunkLine::Add(chars.as_str().to_owned())),
-        Some(_) if line.trim().is_empty() => Some(HunkLine::Context(String::new())),
-        Some(_) => None,
-    }
+    body_line(line, true).is_some()
 }

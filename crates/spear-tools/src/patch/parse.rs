@@ -1,7 +1,7 @@
 //! Telling the two patch formats apart, and what their parsers share: the text split into
 //! numbered lines, the wrapper a model may put around a patch, and the checks on paths.
 
-use super::{MAX_PATCH_BYTES, Patch, PatchError, envelope, unified};
+use super::{HunkLine, MAX_PATCH_BYTES, Patch, PatchError, envelope, unified};
 
 /// Parses a patch in either format: a `*** Begin Patch` envelope or a unified diff.
 ///
@@ -150,5 +150,22 @@ pub(super) fn shown(line: &str) -> String {
     } else {
         let cut: String = line.chars().take(MAX).collect();
         format!("{cut:?}...")
+    }
+}
+
+/// A hunk body line: ' ' context, '-' removed, '+' added. An empty line is an empty context line
+/// (editors and models strip the lone space); with `blank_is_context`, so is a line of spaces
+/// alone (the envelope's leniency; a unified diff's line count decides instead).
+pub(super) fn body_line(line: &str, blank_is_context: bool) -> Option<HunkLine> {
+    let mut chars = line.chars();
+    match chars.next() {
+        None => Some(HunkLine::Context(String::new())),
+        Some(' ') => Some(HunkLine::Context(chars.as_str().to_owned())),
+        Some('-') => Some(HunkLine::Remove(chars.as_str().to_owned())),
+        Some('+') => Some(HunkLine::Add(chars.as_str().to_owned())),
+        Some(_) if blank_is_context && line.trim().is_empty() => {
+            Some(HunkLine::Context(String::new()))
+        }
+        Some(_) => None,
     }
 }

@@ -7,7 +7,7 @@
 //! count while the next line is still a body line (never across a file header or a blank line).
 
 use super::envelope::hint_index;
-use super::parse::{check_path, shown};
+use super::parse::{body_line, check_path, shown};
 use super::{FilePatch, Hunk, HunkLine, Patch, PatchError};
 
 const DEV_NULL: &str = "/dev/null";
@@ -438,9 +438,9 @@ fn read_hunk(lines: &[&str], pos: usize, end: usize) -> Result<(Hunk, usize), Pa
             {
                 break;
             }
-            body_line(line)
+            body_line(line, false)
         } else if continues(lines, i, end, range.is_some()) {
-            body_line(line)
+            body_line(line, false)
         } else {
             None
         };
@@ -492,17 +492,4 @@ fn continues(lines: &[&str], i: usize, end: usize, counted: bool) -> bool {
         return false;
     }
     matches!(line.as_bytes()[0], b' ' | b'-' | b'+')
-}
-
-/// A unified body line: ' ' context, '-' removed, '+' added; an empty line is an empty context
-/// line (editors strip the lone space).
-fn body_line(line: &str) -> Option<HunkLine> {
-    let mut chars = line.chars();
-    match chars.next() {
-        None => Some(HunkLine::Context(String::new())),
-        Some(' ') => Some(HunkLine::Context(chars.as_str().to_owned())),
-        Some('-') => Some(HunkLine::Remove(chars.as_str().to_owned())),
-        Some('+') => Some(HunkLine::Add(chars.as_str().to_owned())),
-        Some(_) => None,
-    }
 }
