@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spear_sandbox::{CancelToken, OutputTee};
 
@@ -171,7 +171,6 @@ impl OutputTee for JobOutput {
 pub struct Job {
     id: String,
     command: String,
-    started: Instant,
     cancel: CancelToken,
     output: Arc<JobOutput>,
     done: Arc<Mutex<Option<RunReport>>>,
@@ -193,8 +192,6 @@ pub struct JobRead {
     pub output: Taken,
     /// How the job ended, once it has (and its output was drained); `None` while it runs.
     pub finished: Option<RunReport>,
-    /// How long it has run.
-    pub elapsed: Duration,
 }
 
 impl Job {
@@ -206,14 +203,6 @@ impl Job {
     /// The command as it was started (for messages).
     pub fn command(&self) -> &str {
         &self.command
-    }
-
-    /// Whether it is still running.
-    pub fn is_running(&self) -> bool {
-        self.done
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
     }
 
     /// Output since the last read, and the end once the job has ended.
@@ -229,7 +218,6 @@ impl Job {
         JobRead {
             output: self.output.take(finished.is_some()),
             finished,
-            elapsed: self.started.elapsed(),
         }
     }
 
@@ -342,7 +330,6 @@ impl Jobs {
         let job = Arc::new(Job {
             id: id.clone(),
             command: command.to_owned(),
-            started: Instant::now(),
             cancel,
             output,
             done,

@@ -74,11 +74,6 @@ impl ToolSpec {
             },
         }
     }
-
-    /// Whether the tool only reads.
-    pub fn reads_only(&self) -> bool {
-        self.effect == Effect::Read
-    }
 }
 
 /// The JSON schema of what every tool returns (the envelope): published as the MCP tools' output

@@ -31,8 +31,7 @@ impl ToolArgs for DeleteFileArgs {
     const IDEMPOTENT: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
-        let args = self;
-        Ok(Box::new(args))
+        Ok(Box::new(self))
     }
 }
 

@@ -52,10 +52,9 @@ impl ToolArgs for PatchArgs {
     const MODES: &'static [ExecutionMode] = WRITING_MODES;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
-        let args = self;
-        let patch = parse(&args.patch).map_err(|e| format!("the patch cannot be read: {e}"))?;
+        let patch = parse(&self.patch).map_err(|e| format!("the patch cannot be read: {e}"))?;
         Ok(Box::new(PatchCall {
-            text: args.patch,
+            text: self.patch,
             patch,
         }))
     }

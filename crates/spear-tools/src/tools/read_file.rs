@@ -54,14 +54,13 @@ impl ToolArgs for ReadFileArgs {
     const IDEMPOTENT: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
-        let args = self;
-        if args.offset == Some(0) {
+        if self.offset == Some(0) {
             return Err("invalid arguments for read_file: `offset` counts lines from 1".into());
         }
-        if args.limit == Some(0) {
+        if self.limit == Some(0) {
             return Err("invalid arguments for read_file: `limit` must be at least 1".into());
         }
-        Ok(Box::new(args))
+        Ok(Box::new(self))
     }
 }
 

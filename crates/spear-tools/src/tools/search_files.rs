@@ -48,15 +48,14 @@ impl ToolArgs for SearchFilesArgs {
     const IDEMPOTENT: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
-        let args = self;
-        if let Some(n) = args.max_results
+        if let Some(n) = self.max_results
             && !(1..=MAX_RESULTS_CEILING).contains(&n)
         {
             return Err(format!(
                 "invalid arguments for search_files: `max_results` must be 1 to {MAX_RESULTS_CEILING}"
             ));
         }
-        Ok(Box::new(args))
+        Ok(Box::new(self))
     }
 }
 

@@ -51,11 +51,6 @@ pub struct TerminalArgs {
 /// The `terminal` tool.
 pub type Terminal = Typed<TerminalArgs>;
 
-/// A terminal call with its arguments checked.
-struct TerminalCall {
-    args: TerminalArgs,
-}
-
 impl ToolArgs for TerminalArgs {
     const NAME: &'static str = "terminal";
     const DESCRIPTION: &'static str = "Run a bash script in spear's sandbox and return its output and exit code. What it \
@@ -67,50 +62,49 @@ impl ToolArgs for TerminalArgs {
     const OPEN_WORLD: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
-        let args = self;
-        if args.command.trim().is_empty() {
+        if self.command.trim().is_empty() {
             return Err("invalid arguments for terminal: `command` is empty".into());
         }
-        if args.timeout == Some(0) {
+        if self.timeout == Some(0) {
             return Err(
                 "invalid arguments for terminal: `timeout` must be at least 1 second".into(),
             );
         }
-        Ok(Box::new(TerminalCall { args }))
+        Ok(Box::new(self))
     }
 }
 
-impl Prepared for TerminalCall {
+impl Prepared for TerminalArgs {
     fn access(&self) -> Access {
         Access {
-            reads: self.args.workdir.iter().cloned().collect(),
+            reads: self.workdir.iter().cloned().collect(),
             writes: Vec::new(),
             removes: Vec::new(),
         }
     }
 
     fn target(&self) -> String {
-        executable_summary(&self.args.command)
+        executable_summary(&self.command)
     }
 
     fn describe(&self) -> String {
-        self.args.command.clone()
+        self.command.clone()
     }
 
     fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
-        let secs = self.args.timeout.unwrap_or(cx.limits.terminal_timeout_secs);
+        let secs = self.timeout.unwrap_or(cx.limits.terminal_timeout_secs);
         if secs > cx.limits.terminal_max_timeout_secs {
             return Outcome::of(failed(format!(
                 "invalid arguments for terminal: `timeout` must be 1 to {} seconds (got {secs}); run longer work in smaller steps",
                 cx.limits.terminal_max_timeout_secs
             )));
         }
-        if self.args.background == Some(true) && self.args.timeout.is_some() {
+        if self.background == Some(true) && self.timeout.is_some() {
             return Outcome::of(failed(
                 "invalid arguments for terminal: a background job has no timeout; omit `timeout`, and stop the job with terminal_kill".into(),
             ));
         }
-        if self.args.background == Some(true) && !cx.background_jobs {
+        if self.background == Some(true) && !cx.background_jobs {
             return Outcome::of(failed(
                 "background jobs live as long as a session, and this client makes one call and exits; run the command in the foreground, or through `spear mcp`".into(),
             ));
@@ -120,7 +114,7 @@ impl Prepared for TerminalCall {
         let cwd = workdir
             .clone()
             .unwrap_or_else(|| ws.launch_dir().to_path_buf());
-        let command = &self.args.command;
+        let command = &self.command;
         let assessment = cx.policy.classify_script(command, &cwd);
         let class = Some(assessment.class);
         let with_class = |mut r: ToolResult| {
@@ -200,7 +194,7 @@ impl Prepared for TerminalCall {
             request.tee = Some(tee);
         }
 
-        if self.args.background == Some(true) {
+        if self.background == Some(true) {
             drop(writing);
             return start_job(cx, request, command, before, granted);
         }
