@@ -292,7 +292,9 @@ fn ask_confirms_on_the_terminal_and_shows_what_runs() {
         "n\n",
     );
     let all = text(&out.stdout);
-    // The prompt, before the answer (the refusal after it names the command as written).
+    // The refusal after the answer does not name the token either.
+    assert!(all.contains("declined"), "{all}");
+    assert!(!all.contains("ghp_0123"), "{all}");
     let shown = all.split("Run it?").next().unwrap();
     assert!(
         shown.contains("Authorization: Bearer [REDACTED]"),

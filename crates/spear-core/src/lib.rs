@@ -14,6 +14,7 @@ mod class;
 pub mod credentials;
 mod mode;
 mod profile;
+pub mod redact;
 mod refusal;
 mod result;
 

@@ -155,11 +155,11 @@ pub fn authorize(
     }
 }
 
-/// A command shortened for a message: one line, at most 120 characters, control characters shown
-/// escaped.
+/// A command shortened for a message: secrets redacted (a refusal is shown to the user and goes
+/// back to the client), one line, at most 120 characters, control characters shown escaped.
 fn summary(command: &str) -> String {
     let mut out = String::new();
-    for c in command.chars() {
+    for c in spear_core::redact::redact(command).chars() {
         if out.chars().count() >= 120 {
             out.push('…');
             break;

@@ -16,7 +16,6 @@ pub mod checkpoint;
 pub mod evidence;
 pub mod jobs;
 pub mod protect;
-pub mod redact;
 pub mod refusals;
 pub mod result_store;
 mod runner;
@@ -34,4 +33,5 @@ pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};
 pub use runner::{
     CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
 };
+pub use spear_core::redact;
 pub use spear_sandbox::{CancelToken, OutputTee};

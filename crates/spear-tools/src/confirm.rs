@@ -10,8 +10,8 @@
 //! approved is the prepared call that runs, whatever its display.
 
 use similar::{ChangeTag, TextDiff};
+use spear_core::redact::redact;
 use spear_policy::make_visible;
-use spear_runtime::redact::redact;
 
 /// The text a confirmation shows for `command`: secrets of a plain shape redacted, everything
 /// else exactly as it will run, with control, bidirectional and invisible characters escaped.
