@@ -5,7 +5,9 @@ mod classify;
 mod context;
 mod doctor;
 mod exec;
+mod mcp;
 mod mode_args;
+mod session;
 mod state;
 mod tool;
 mod undo;
@@ -32,6 +34,8 @@ enum Command {
     Doctor(doctor::Args),
     /// Call one tool through the router and print the result envelope (as the MCP server returns it).
     Tool(tool::Args),
+    /// Serve the tools over MCP on stdin and stdout, for an agent that starts spear itself.
+    Mcp(mcp::Args),
     /// Print the audit log.
     Audit(audit::Args),
     /// Restore the files the last turn changed, all or nothing.
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Command::Classify(args) => classify::run(&args).map_err(|e| e.to_string()),
         Command::Doctor(args) => Ok(doctor::run(&args)),
         Command::Tool(args) => tool::run(&args),
+        Command::Mcp(args) => mcp::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Undo(args) => undo::run(&args),
     };

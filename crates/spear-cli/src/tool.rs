@@ -1,12 +1,9 @@
 //! `spear tool NAME --args JSON`: one call through the router, printed as the envelope the MCP
 //! server returns.
 
-use std::sync::Arc;
+use spear_tools::Role;
 
-use spear_runtime::CommandRunner;
-use spear_tools::{Role, RouterConfig, RouterStores, ToolRegistry, ToolRouter};
-
-use crate::context::{Context, WorkspaceArgs};
+use crate::context::WorkspaceArgs;
 use crate::mode_args::ModeArgs;
 
 /// `spear tool NAME [--args JSON] [--safe|--ask|--auto] [--no-network] [--workspace DIR]`.
@@ -41,34 +38,17 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<i32, String> {
     let call_args: serde_json::Value =
         serde_json::from_str(&args.json).map_err(|e| format!("--args is not valid JSON: {e}"))?;
-    let ctx = Context::open(&args.workspace).map_err(|e| e.to_string())?;
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");
     }
-    let config = ctx.runner_config().map_err(|e| e.to_string())?;
-    let policy = Arc::new(ctx.policy);
-    let runner = Arc::new(CommandRunner::new(policy.shared_workspace(), config));
-    let mut router_config = RouterConfig::new(args.mode.mode());
-    router_config.no_network = args.mode.no_network;
-    router_config.role = args.role;
     // One call, then the process exits: a job would die with it.
-    router_config.background_jobs = false;
-    if let Some(session) = &args.session {
-        router_config.session.clone_from(session);
-    }
-    let stores = RouterStores {
-        audit: Some(crate::state::audit()?),
-        results: Some(crate::state::results(&router_config.session)?),
-        checkpoints: Some(crate::state::checkpoints(policy.workspace())?),
-    };
-    let mut router = ToolRouter::new(
-        ToolRegistry::coding(),
-        policy,
-        runner,
-        router_config,
-        stores,
-    )
-    .map_err(|e| e.to_string())?;
+    let mut router = crate::session::open(&crate::session::SessionArgs {
+        workspace: &args.workspace,
+        mode: &args.mode,
+        role: args.role,
+        session: args.session.as_deref(),
+        background_jobs: false,
+    })?;
     router.set_confirmer(Box::new(crate::exec::TerminalConfirmer));
     if let Some(turn) = &args.turn {
         router.begin_turn(Some(turn)).map_err(|e| e.to_string())?;

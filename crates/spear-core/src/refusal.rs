@@ -49,6 +49,8 @@ pub enum RefusalRule {
     Declined,
     /// Nobody could be asked.
     NoConfirmer,
+    /// The question went to the client; the call is made again with the answer.
+    AwaitingConfirmation,
     /// A command found the sandbox missing or broken earlier in the turn; nothing written since
     /// could be checked.
     SandboxDown,
@@ -183,6 +185,12 @@ impl Refusal {
         Refusal::new(RefusalRule::NoConfirmer, what, Detail::None)
     }
 
+    /// `what` needs a confirmation that the client is asking for; it runs when the call comes back
+    /// approved.
+    pub fn awaiting_confirmation(what: impl Into<String>) -> Self {
+        Refusal::new(RefusalRule::AwaitingConfirmation, what, Detail::None)
+    }
+
     /// `what` writes, and a command found the sandbox down (`why`) earlier in the turn.
     pub fn sandbox_down(what: impl Into<String>, why: impl Into<String>) -> Self {
         Refusal::new(RefusalRule::SandboxDown, what, Detail::Text(why.into()))
@@ -294,7 +302,11 @@ impl Refusal {
             }
             (RefusalRule::NoConfirmer, _) => format!(
                 "`{s}` needs confirmation in ASK mode, and nobody could be asked. Rerun with \
-                 --auto, or from a client that can ask the user."
+                 --auto, or from a client that can ask the user (an MCP client with elicitation)."
+            ),
+            (RefusalRule::AwaitingConfirmation, _) => format!(
+                "`{s}` waits for the user's confirmation, asked through the client; it runs only \
+                 when the call comes back approved."
             ),
             (RefusalRule::SandboxDown, Detail::Text(why)) => format!(
                 "`{s}` is refused: the sandbox is down ({why}), so nothing written in this turn \

@@ -39,6 +39,9 @@ pub enum Confirmation {
     Declined,
     /// Nobody could be asked (no terminal, a client without elicitation).
     Unavailable,
+    /// The question was handed to the client, whose answer comes with a later call (MCP's
+    /// input-required result); nothing may run now.
+    Deferred,
 }
 
 /// Asks a person to confirm a call. Implemented by the CLI (a terminal prompt) and the MCP server
@@ -149,6 +152,9 @@ pub fn authorize(
                 }
                 Confirmation::Unavailable => {
                     Authorization::Cancelled(Refusal::no_confirmer(summary(command)))
+                }
+                Confirmation::Deferred => {
+                    Authorization::Cancelled(Refusal::awaiting_confirmation(summary(command)))
                 }
             }
         }

@@ -20,7 +20,7 @@ pub struct ToolResultEnvelope {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stderr_ref: Option<String>,
     /// True when this call stopped the turn (the same refusal asked for too many times).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub turn_stopped: bool,
     /// The background job this call started or reported on.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::Serialize;
+use spear_policy::Confirmer;
 use spear_runtime::{CancelToken, OutputTee};
 
 /// How far a running call has come.
@@ -28,6 +29,9 @@ pub struct CallOptions {
     pub cancel: Option<CancelToken>,
     /// Progress reports, at most one a second, while a command runs.
     pub progress: Option<ProgressSink>,
+    /// Who is asked about this call in ASK, instead of the router's own confirmer: an MCP server
+    /// asks through the client that made the call.
+    pub confirmer: Option<Arc<dyn Confirmer + Send + Sync>>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -35,6 +39,7 @@ impl std::fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("cancel", &self.cancel.is_some())
             .field("progress", &self.progress.is_some())
+            .field("confirmer", &self.confirmer.is_some())
             .finish()
     }
 }

@@ -233,7 +233,8 @@ impl ToolRouter {
         })
     }
 
-    /// Sets who is asked in ASK. Without one, what needs asking is cancelled.
+    /// Sets who is asked in ASK when a call brings no confirmer of its own
+    /// ([`CallOptions::confirmer`]). Without either, what needs asking is cancelled.
     pub fn set_confirmer(&mut self, confirmer: Box<dyn Confirmer + Send + Sync>) {
         self.confirmer = Some(confirmer);
     }
@@ -402,7 +403,8 @@ impl ToolRouter {
             if let Some(result) = self.gate_writes(spec.name, &resolved) {
                 return answer(result, record);
             }
-            match self.authorize_write(spec, &*prepared, capabilities) {
+            match self.authorize_write(spec, &*prepared, capabilities, options.confirmer.as_deref())
+            {
                 Ok(granted) => record.granted = granted,
                 Err(result) => return answer(result, record),
             }
@@ -415,7 +417,11 @@ impl ToolRouter {
             Ok(c) => c,
             Err(result) => return answer(result, record),
         };
-        let confirmer = self.confirmer.as_deref().map(|c| c as &dyn Confirmer);
+        let confirmer = options
+            .confirmer
+            .as_deref()
+            .map(|c| c as &dyn Confirmer)
+            .or_else(|| self.confirmer.as_deref().map(|c| c as &dyn Confirmer));
         let cx = CallContext {
             workspace: self.workspace(),
             policy: &self.policy,
@@ -547,6 +553,7 @@ impl ToolRouter {
         spec: &ToolSpec,
         prepared: &dyn crate::Prepared,
         capabilities: CapabilityPolicy,
+        asker: Option<&(dyn Confirmer + Send + Sync)>,
     ) -> Result<CapabilitySet, ToolResult> {
         let assessment = CommandAssessment {
             class: CommandClass::WorkspaceMutating,
@@ -559,7 +566,9 @@ impl ToolRouter {
             reason: format!("{} changes files in the workspace", spec.name),
             refusal: None,
         };
-        let confirmer = self.confirmer.as_deref().map(|c| c as &dyn Confirmer);
+        let confirmer = asker
+            .or(self.confirmer.as_deref())
+            .map(|c| c as &dyn Confirmer);
         match authorize(&assessment, capabilities, &prepared.describe(), confirmer) {
             Authorization::Granted(caps) => Ok(caps),
             refused => Err(refused

@@ -1,0 +1,100 @@
+//! `spear mcp`: the MCP server over stdio, for agents that start spear as a tool server.
+
+use spear_core::ExecutionMode;
+use spear_tools::Role;
+
+use crate::context::WorkspaceArgs;
+use crate::mode_args::ModeArgs;
+
+/// `spear mcp [--safe|--ask|--auto] [--no-network] [--workspace DIR] [--role ROLE]`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    mode: ModeArgs,
+    #[command(flatten)]
+    workspace: WorkspaceArgs,
+    /// The caller's role: implementation (default), planning, explorer or reviewer. The last
+    /// three see no tool that writes, and their commands run in SAFE.
+    #[arg(long, value_name = "ROLE", default_value = "implementation")]
+    role: Role,
+}
+
+/// Serves until the client closes stdin or a signal arrives. stdout carries only protocol
+/// messages; this and every log line go to stderr.
+pub fn run(args: &Args) -> Result<i32, String> {
+    let router = crate::session::open(&crate::session::SessionArgs {
+        workspace: &args.workspace,
+        mode: &args.mode,
+        role: args.role,
+        session: None,
+        background_jobs: true,
+    })?;
+    let root = router
+        .workspace()
+        .roots()
+        .first()
+        .map(|r| r.host_path().display().to_string())
+        .unwrap_or_default();
+    eprintln!(
+        "{}",
+        banner(
+            args.mode.mode(),
+            args.mode.no_network,
+            args.role,
+            &root,
+            router.session()
+        )
+    );
+    let server = spear_mcp::SpearServer::new(router).map_err(|e| e.to_string())?;
+    spear_mcp::run_stdio(server).map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+/// The one line the server writes at start: the mode, how to get the other two, and the rest of
+/// what the session was given.
+fn banner(mode: ExecutionMode, no_network: bool, role: Role, root: &str, session: &str) -> String {
+    let others: Vec<String> = [ExecutionMode::Safe, ExecutionMode::Ask, ExecutionMode::Auto]
+        .into_iter()
+        .filter(|m| *m != mode)
+        .map(|m| format!("--{} for {}", m.as_str(), m.as_str().to_uppercase()))
+        .collect();
+    format!(
+        "spear mcp: {} mode ({}), role {role}, network {}, workspace {root}, session {session}",
+        mode.as_str().to_uppercase(),
+        others.join(", "),
+        if no_network {
+            "off (--no-network)"
+        } else {
+            "as the mode grants (--no-network takes it away)"
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_banner_names_the_mode_and_the_flags_for_the_other_two() {
+        for (mode, flags) in [
+            (ExecutionMode::Safe, ["--ask for ASK", "--auto for AUTO"]),
+            (ExecutionMode::Ask, ["--safe for SAFE", "--auto for AUTO"]),
+            (ExecutionMode::Auto, ["--safe for SAFE", "--ask for ASK"]),
+        ] {
+            let line = banner(mode, false, Role::Implementation, "/w", "s");
+            let name = mode.as_str().to_uppercase();
+            assert!(
+                line.starts_with(&format!("spear mcp: {name} mode (")),
+                "{line}"
+            );
+            for flag in flags {
+                assert!(line.contains(flag), "{flag} not in {line}");
+            }
+            assert!(!line.contains('\n'));
+        }
+        assert!(
+            banner(ExecutionMode::Ask, true, Role::Reviewer, "/w", "s")
+                .contains("network off (--no-network)")
+        );
+    }
+}

@@ -1,0 +1,52 @@
+//! A router session as the CLI's subcommands open one: the workspace, the operator's config, the
+//! mode, and spear's state directories (audit log, result store, checkpoints).
+
+use std::sync::Arc;
+
+use spear_runtime::CommandRunner;
+use spear_tools::{Role, RouterConfig, RouterStores, ToolRegistry, ToolRouter};
+
+use crate::context::{Context, WorkspaceArgs};
+use crate::mode_args::ModeArgs;
+
+/// What a session is opened with.
+pub struct SessionArgs<'a> {
+    /// The workspace flags.
+    pub workspace: &'a WorkspaceArgs,
+    /// The mode flags.
+    pub mode: &'a ModeArgs,
+    /// The caller's role.
+    pub role: Role,
+    /// A session id to reuse (stored outputs are readable only by their session).
+    pub session: Option<&'a str>,
+    /// Whether commands may run as background jobs (only for a process that outlives one call).
+    pub background_jobs: bool,
+}
+
+/// Opens a router over the workspace with every store on and no confirmer set.
+pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
+    let ctx = Context::open(args.workspace).map_err(|e| e.to_string())?;
+    let config = ctx.runner_config().map_err(|e| e.to_string())?;
+    let policy = Arc::new(ctx.policy);
+    let runner = Arc::new(CommandRunner::new(policy.shared_workspace(), config));
+    let mut router_config = RouterConfig::new(args.mode.mode());
+    router_config.no_network = args.mode.no_network;
+    router_config.role = args.role;
+    router_config.background_jobs = args.background_jobs;
+    if let Some(session) = args.session {
+        session.clone_into(&mut router_config.session);
+    }
+    let stores = RouterStores {
+        audit: Some(crate::state::audit()?),
+        results: Some(crate::state::results(&router_config.session)?),
+        checkpoints: Some(crate::state::checkpoints(policy.workspace())?),
+    };
+    ToolRouter::new(
+        ToolRegistry::coding(),
+        policy,
+        runner,
+        router_config,
+        stores,
+    )
+    .map_err(|e| e.to_string())
+}

@@ -1,0 +1,330 @@
+//! ASK confirmations through the client.
+//!
+//! - Protocol versions before 2026-07-28: the server sends `elicitation/create` while the call
+//!   waits ([`ElicitConfirmer`]).
+//! - 2026-07-28 and later: the call ends with an input-required result carrying the question; the
+//!   client calls again with the answer and the sealed state ([`CaptureConfirmer`] on the first
+//!   round, [`BoundConfirmer`] on the second).
+//! - A client that can ask nothing: no confirmer, so the router cancels the call and says why.
+//!
+//! Whichever way, the question is built from the router's [`ConfirmRequest`], which holds the
+//! command exactly as it will run, and an approval is bound to that request's digest: what is
+//! approved is what runs.
+
+use std::sync::{Mutex, PoisonError};
+
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest};
+use rmcp::service::{Peer, RoleServer};
+use sha2::{Digest, Sha256};
+use spear_policy::{ConfirmRequest, Confirmation, Confirmer};
+use tokio::runtime::Handle;
+use tokio_util::sync::CancellationToken;
+
+/// The key of spear's one question in an input-required result's `inputRequests`.
+pub const CONFIRM_KEY: &str = "spear_confirm";
+
+/// The property of the confirmation form a client may send back as `false` to decline.
+const APPROVE_FIELD: &str = "approve";
+
+/// The digest an approval is bound to: the command exactly as it will run, its class and the
+/// capabilities it will get. Any change to one of them is a different question.
+pub fn request_digest(request: &ConfirmRequest) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in [
+        request.command.as_bytes(),
+        request.class.as_str().as_bytes(),
+    ] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    for cap in request.capabilities.iter() {
+        h.update(cap.as_str().as_bytes());
+        h.update([0]);
+    }
+    h.finalize().into()
+}
+
+/// The text the user is asked: the command as it will run (control, bidirectional and invisible
+/// characters made visible; plain-shaped secrets redacted), its class, why, and what it is given.
+pub fn question(request: &ConfirmRequest) -> String {
+    let caps: Vec<&str> = request
+        .capabilities
+        .iter()
+        .map(spear_core::Capability::as_str)
+        .collect();
+    format!(
+        "spear (ASK mode) asks before this runs:\n\n{}\n\nclass: {}\nwhy: {}\ncapabilities: {}\n\n\
+         Accept to run exactly this; decline and nothing runs.",
+        spear_tools::confirmation_text(&request.command),
+        request.class.as_str(),
+        request.reason,
+        if caps.is_empty() {
+            "none".to_owned()
+        } else {
+            caps.join(", ")
+        },
+    )
+}
+
+/// The `elicitation/create` form for `request`: the question, and one optional boolean.
+pub fn elicit_params(request: &ConfirmRequest) -> Option<ElicitRequestParams> {
+    serde_json::from_value(serde_json::json!({
+        "mode": "form",
+        "message": question(request),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                APPROVE_FIELD: {
+                    "type": "boolean",
+                    "title": "Run it",
+                    "description": "Leave on to run exactly what is shown; turn off to decline.",
+                    "default": true
+                }
+            }
+        }
+    }))
+    .ok()
+}
+
+/// The same form as one entry of an input-required result.
+pub fn input_request(request: &ConfirmRequest) -> Option<InputRequest> {
+    let params = elicit_params(request)?;
+    serde_json::from_value(serde_json::json!({
+        "method": "elicitation/create",
+        "params": params,
+    }))
+    .ok()
+}
+
+/// What the user's answer means. Only an accept approves, and an accept that turned the box off
+/// declines; a decline or a dismissal runs nothing.
+pub fn answer_of(result: &ElicitResult) -> Confirmation {
+    match result.action {
+        ElicitationAction::Accept => {
+            let approve = result
+                .content
+                .as_ref()
+                .and_then(|c| c.get(APPROVE_FIELD))
+                .and_then(serde_json::Value::as_bool);
+            if approve == Some(false) {
+                Confirmation::Declined
+            } else {
+                Confirmation::Approved
+            }
+        }
+        // Decline, cancel, and whatever later versions add.
+        _ => Confirmation::Declined,
+    }
+}
+
+/// The answer in a retried call's `inputResponses`, or `None` when it holds none that parses.
+pub fn answer_in(responses: Option<&rmcp::model::InputResponses>) -> Option<Confirmation> {
+    let value = responses?.get(CONFIRM_KEY)?;
+    let result: ElicitResult = serde_json::from_value(value.clone()).ok()?;
+    Some(answer_of(&result))
+}
+
+/// Asks through `elicitation/create` and waits for the answer (protocol versions before
+/// 2026-07-28). Called from the call's blocking thread, never from the runtime's own.
+pub struct ElicitConfirmer {
+    /// The client.
+    pub peer: Peer<RoleServer>,
+    /// The runtime that carries the request.
+    pub runtime: Handle,
+    /// The call's cancellation: a cancelled call stops waiting.
+    pub cancelled: CancellationToken,
+}
+
+impl Confirmer for ElicitConfirmer {
+    fn confirm(&self, request: &ConfirmRequest) -> Confirmation {
+        let Some(params) = elicit_params(request) else {
+            return Confirmation::Unavailable;
+        };
+        let asked = self.runtime.block_on(async {
+            tokio::select! {
+                answer = self.peer.create_elicitation(params) => Some(answer),
+                () = self.cancelled.cancelled() => None,
+            }
+        });
+        match asked {
+            Some(Ok(result)) => answer_of(&result),
+            Some(Err(e)) => {
+                tracing::warn!("the client could not ask the user: {e}");
+                Confirmation::Unavailable
+            }
+            None => Confirmation::Unavailable,
+        }
+    }
+}
+
+/// Keeps the question and defers it: the first round of an input-required exchange, and any
+/// later round whose question changed.
+#[derive(Default)]
+pub struct CaptureConfirmer {
+    asked: Mutex<Option<ConfirmRequest>>,
+}
+
+impl CaptureConfirmer {
+    /// The question the router asked, if it asked one.
+    pub fn take(&self) -> Option<ConfirmRequest> {
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+impl Confirmer for CaptureConfirmer {
+    fn confirm(&self, request: &ConfirmRequest) -> Confirmation {
+        *self.asked.lock().unwrap_or_else(PoisonError::into_inner) = Some(request.clone());
+        Confirmation::Deferred
+    }
+}
+
+/// The retried round of an input-required exchange: approves only the question that was
+/// approved (by digest), and defers any other to be asked afresh.
+pub struct BoundConfirmer {
+    /// The digest of the approved question.
+    pub approved: [u8; 32],
+    /// Where a different question is kept.
+    pub capture: std::sync::Arc<CaptureConfirmer>,
+}
+
+impl Confirmer for BoundConfirmer {
+    fn confirm(&self, request: &ConfirmRequest) -> Confirmation {
+        if request_digest(request) == self.approved {
+            Confirmation::Approved
+        } else {
+            self.capture.confirm(request)
+        }
+    }
+}
+
+/// Gives the same answer to any question: a retried round the user declined.
+pub struct FixedAnswer(pub Confirmation);
+
+impl Confirmer for FixedAnswer {
+    fn confirm(&self, _request: &ConfirmRequest) -> Confirmation {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use spear_core::{Capability, CapabilitySet, CommandClass};
+
+    fn request(command: &str) -> ConfirmRequest {
+        ConfirmRequest {
+            command: command.to_owned(),
+            class: CommandClass::WorkspaceMutating,
+            capabilities: CapabilitySet::of(&[Capability::WorkspaceWrite]),
+            reason: "it writes".to_owned(),
+        }
+    }
+
+    fn result(action: ElicitationAction, content: Option<serde_json::Value>) -> ElicitResult {
+        let mut r = ElicitResult::new(action);
+        r.content = content;
+        r
+    }
+
+    #[test]
+    fn only_an_accept_approves() {
+        use serde_json::json;
+        for (action, content, want) in [
+            (ElicitationAction::Accept, None, Confirmation::Approved),
+            (
+                ElicitationAction::Accept,
+                Some(json!({})),
+                Confirmation::Approved,
+            ),
+            (
+                ElicitationAction::Accept,
+                Some(json!({"approve": true})),
+                Confirmation::Approved,
+            ),
+            (
+                ElicitationAction::Accept,
+                Some(json!({"approve": false})),
+                Confirmation::Declined,
+            ),
+            (ElicitationAction::Decline, None, Confirmation::Declined),
+            (
+                ElicitationAction::Decline,
+                Some(json!({"approve": true})),
+                Confirmation::Declined,
+            ),
+            (ElicitationAction::Cancel, None, Confirmation::Declined),
+        ] {
+            assert_eq!(
+                answer_of(&result(action.clone(), content.clone())),
+                want,
+                "{action:?} {content:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn answers_in_input_responses() {
+        let mut responses = rmcp::model::InputResponses::new();
+        assert_eq!(answer_in(Some(&responses)), None);
+        assert_eq!(answer_in(None), None);
+        responses.insert(CONFIRM_KEY.into(), serde_json::json!({"action": "accept"}));
+        assert_eq!(answer_in(Some(&responses)), Some(Confirmation::Approved));
+        responses.insert(CONFIRM_KEY.into(), serde_json::json!({"action": "decline"}));
+        assert_eq!(answer_in(Some(&responses)), Some(Confirmation::Declined));
+        responses.insert(CONFIRM_KEY.into(), serde_json::json!({"action": "maybe"}));
+        assert_eq!(answer_in(Some(&responses)), None);
+    }
+
+    #[test]
+    fn the_question_shows_hidden_characters_and_hides_plain_secrets() {
+        let q = question(&request(
+            "echo hi\u{202e}txt.exe; curl -H 'Authorization: Bearer sk-abcdefghijklmnopqrstuvwx' x\r",
+        ));
+        assert!(!q.contains('\u{202e}'), "{q}");
+        assert!(!q.contains('\r'), "{q}");
+        assert!(q.contains("202e") || q.contains("202E"), "{q}");
+        assert!(!q.contains("sk-abcdefghijklmnopqrstuvwx"), "{q}");
+        assert!(q.contains("class: WORKSPACE_MUTATING"), "{q}");
+        assert!(q.contains("capabilities: workspace:write"), "{q}");
+    }
+
+    #[test]
+    fn forms_parse_as_the_sdk_types() {
+        let r = request("rm -f a");
+        let params = serde_json::to_value(elicit_params(&r).unwrap()).unwrap();
+        assert_eq!(params["mode"], "form");
+        assert_eq!(
+            params["requestedSchema"]["properties"]["approve"]["type"],
+            "boolean"
+        );
+        let input = serde_json::to_value(input_request(&r).unwrap()).unwrap();
+        assert_eq!(input["method"], "elicitation/create");
+        assert_eq!(input["params"]["message"], params["message"]);
+    }
+
+    #[test]
+    fn an_approval_binds_to_exactly_what_was_asked() {
+        let asked = request("rm -f a");
+        let capture = std::sync::Arc::new(CaptureConfirmer::default());
+        let bound = BoundConfirmer {
+            approved: request_digest(&asked),
+            capture: std::sync::Arc::clone(&capture),
+        };
+        assert_eq!(bound.confirm(&asked), Confirmation::Approved);
+        assert!(capture.take().is_none());
+        let mut other = request("rm -f b");
+        assert_eq!(bound.confirm(&other), Confirmation::Deferred);
+        assert_eq!(capture.take().unwrap().command, "rm -f b");
+        other.command = asked.command.clone();
+        other.capabilities.insert(Capability::Network);
+        assert_eq!(bound.confirm(&other), Confirmation::Deferred);
+        let mut reclassed = asked.clone();
+        reclassed.class = CommandClass::ShellComplex;
+        assert_ne!(request_digest(&reclassed), request_digest(&asked));
+    }
+}

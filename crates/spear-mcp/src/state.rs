@@ -1,0 +1,220 @@
+//! The request state of an input-required exchange (protocol 2026-07-28): sealed by the server,
+//! echoed by the client, and trusted only after it opens.
+//!
+//! Attack: a client (or a model steering one) forging or replaying the state to run something the
+//! user never approved. The state is sealed with HMAC-SHA256 under a key that never leaves this
+//! process; it is bound to the session, the tool and the exact arguments (a state minted for one
+//! call does not open for another); it expires; and each one opens once.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{RequestStateCodec, SealOptions};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// How long the user has to answer.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(15 * 60);
+
+/// What the state carries: which question was asked, and a nonce that makes it single-use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Sealed {
+    nonce: String,
+    question: String,
+}
+
+/// Why an echoed state was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StateError {
+    /// Forged, altered, expired, or minted for another call.
+    #[error(
+        "the requestState does not verify for this call (altered, expired, or minted for other arguments)"
+    )]
+    Invalid,
+    /// The key was refused (too short).
+    #[error("cannot make a request-state key")]
+    Key,
+    /// Already used once.
+    #[error("the requestState was already used; call the tool again without it")]
+    Replayed,
+}
+
+/// Seals and opens request states for one server process.
+pub struct StateSealer {
+    codec: RequestStateCodec,
+    used: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for StateSealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateSealer").finish_non_exhaustive()
+    }
+}
+
+impl StateSealer {
+    /// A sealer with a fresh random key.
+    pub fn new() -> Result<Self, StateError> {
+        // Four random ids: 488 bits of randomness from the kernel, as key material.
+        let key: String = (0..4).map(|_| spear_tools::random_id()).collect();
+        Ok(StateSealer {
+            codec: RequestStateCodec::try_new(key.into_bytes()).map_err(|_| StateError::Key)?,
+            used: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// A state for the question with `digest`, asked of `tool` called with `args` in `session`.
+    pub fn seal(
+        &self,
+        session: &str,
+        tool: &str,
+        args: &serde_json::Value,
+        digest: &[u8; 32],
+    ) -> String {
+        let sealed = Sealed {
+            nonce: spear_tools::random_id(),
+            question: hex(digest),
+        };
+        let payload = serde_json::to_vec(&sealed).unwrap_or_default();
+        let bound = binding(session, tool, args);
+        self.codec.seal_with(
+            &payload,
+            &SealOptions::new()
+                .associated_data(&bound)
+                .ttl(ANSWER_WITHIN),
+        )
+    }
+
+    /// The digest of the question `state` was sealed for, if it opens for this very call and was
+    /// never opened before.
+    pub fn open(
+        &self,
+        state: &str,
+        session: &str,
+        tool: &str,
+        args: &serde_json::Value,
+    ) -> Result<[u8; 32], StateError> {
+        let bound = binding(session, tool, args);
+        let payload = self
+            .codec
+            .open_with(state, &bound)
+            .map_err(|_| StateError::Invalid)?;
+        let sealed: Sealed = serde_json::from_slice(&payload).map_err(|_| StateError::Invalid)?;
+        let digest = unhex(&sealed.question).ok_or(StateError::Invalid)?;
+        if !self
+            .used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(sealed.nonce)
+        {
+            return Err(StateError::Replayed);
+        }
+        Ok(digest)
+    }
+}
+
+/// What a state is bound to: the session, the tool and a digest of the arguments.
+fn binding(session: &str, tool: &str, args: &serde_json::Value) -> Vec<u8> {
+    let args = serde_json::to_vec(args).unwrap_or_default();
+    let mut out = b"spear-mcp confirm v1\0".to_vec();
+    out.extend_from_slice(session.as_bytes());
+    out.push(0);
+    out.extend_from_slice(tool.as_bytes());
+    out.push(0);
+    out.extend_from_slice(&Sha256::digest(&args));
+    out
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64 || !text.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_state_opens_once_for_its_own_call() {
+        let s = StateSealer::new().unwrap();
+        let args = json!({"command": "rm -f a"});
+        let state = s.seal("s1", "terminal", &args, &[7; 32]);
+        assert_eq!(s.open(&state, "s1", "terminal", &args), Ok([7; 32]));
+        assert_eq!(
+            s.open(&state, "s1", "terminal", &args),
+            Err(StateError::Replayed)
+        );
+    }
+
+    #[test]
+    fn a_state_does_not_open_for_another_call() {
+        let s = StateSealer::new().unwrap();
+        let args = json!({"command": "rm -f a"});
+        let state = s.seal("s1", "terminal", &args, &[7; 32]);
+        for (session, tool, other) in [
+            ("s2", "terminal", args.clone()),
+            ("s1", "write_file", args.clone()),
+            ("s1", "terminal", json!({"command": "rm -f b"})),
+            (
+                "s1",
+                "terminal",
+                json!({"command": "rm -f a", "timeout_secs": 5}),
+            ),
+        ] {
+            assert_eq!(
+                s.open(&state, session, tool, &other),
+                Err(StateError::Invalid),
+                "{session} {tool} {other}"
+            );
+        }
+        // It still opens for its own call: the refusals above used nothing up.
+        assert_eq!(s.open(&state, "s1", "terminal", &args), Ok([7; 32]));
+    }
+
+    #[test]
+    fn forged_altered_or_foreign_states_do_not_open() {
+        let s = StateSealer::new().unwrap();
+        let other = StateSealer::new().unwrap();
+        let args = json!({});
+        let state = s.seal("s1", "terminal", &args, &[7; 32]);
+        let mut altered = state.clone().into_bytes();
+        let mid = altered.len() / 2;
+        altered[mid] = if altered[mid] == b'A' { b'B' } else { b'A' };
+        for bad in [
+            String::new(),
+            "rs1.".to_owned(),
+            String::from_utf8(altered).unwrap(),
+            other.seal("s1", "terminal", &args, &[7; 32]),
+        ] {
+            assert_eq!(
+                s.open(&bad, "s1", "terminal", &args),
+                Err(StateError::Invalid),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let d: [u8; 32] = core::array::from_fn(|i| u8::try_from(i * 7).unwrap());
+        assert_eq!(unhex(&hex(&d)), Some(d));
+        assert_eq!(unhex("zz"), None);
+    }
+}
