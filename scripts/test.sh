@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
+# The MCP clients the server's tests use (the Python SDK, the Inspector).
+scripts/setup-test-clients.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 if [ "$(id -u)" -eq 0 ]; then
     # The network tests' "internet" (a host in its own namespace at 203.0.113.10:8080).
