@@ -27,9 +27,57 @@ pub fn mcp_tool(spec: &ToolSpec, output_schema: &Arc<JsonObject>) -> Tool {
     tool
 }
 
-/// `value` as a JSON object; anything else (a schema is always an object) becomes `{}`.
+/// The schema `value` as a JSON object a client's validator takes without complaint: the
+/// integer formats schemars adds (`uint64`, `int32`, ...) are not JSON Schema's, and strict
+/// validators (ajv) warn about every one, so only the standard formats are kept. Anything that is
+/// not an object (a schema always is) becomes `{}`.
 pub fn as_object(value: &serde_json::Value) -> JsonObject {
-    value.as_object().cloned().unwrap_or_default()
+    let mut value = value.clone();
+    keep_standard_formats(&mut value);
+    match value {
+        serde_json::Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The formats JSON Schema 2020-12 defines.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+fn keep_standard_formats(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map
+                .get("format")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|f| !STANDARD_FORMATS.contains(&f))
+            {
+                map.remove("format");
+            }
+            map.values_mut().for_each(keep_standard_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(keep_standard_formats),
+        _ => {}
+    }
 }
 
 /// The MCP result for `envelope`: the envelope as structured content, its text rendering as the
@@ -134,6 +182,37 @@ mod tests {
             assert_eq!(a["idempotentHint"], spec.annotations.idempotent);
             assert_eq!(a["openWorldHint"], spec.annotations.open_world);
         }
+    }
+
+    #[test]
+    fn only_standard_formats_are_published() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "format": "uint64", "minimum": 0},
+                "at": {"type": "string", "format": "date-time"},
+                "list": {"type": "array", "items": {"type": "integer", "format": "int32"}},
+                "format": {"type": "string"}
+            }
+        });
+        let out = serde_json::Value::Object(as_object(&schema));
+        assert_eq!(
+            out["properties"]["n"],
+            serde_json::json!({"type": "integer", "minimum": 0})
+        );
+        assert_eq!(out["properties"]["at"]["format"], "date-time");
+        assert_eq!(
+            out["properties"]["list"]["items"],
+            serde_json::json!({"type": "integer"})
+        );
+        // A property that happens to be called `format` is not a format keyword.
+        assert_eq!(
+            out["properties"]["format"],
+            serde_json::json!({"type": "string"})
+        );
+        let all = serde_json::to_string(&as_object(&spear_tools::output_schema())).unwrap();
+        assert!(!all.contains("uint"), "{all}");
+        assert_eq!(as_object(&serde_json::json!([1])), JsonObject::new());
     }
 
     #[test]
