@@ -291,6 +291,19 @@ fn ask_outcomes() {
         Some(ToolStatus::Cancelled)
     );
 
+    // Handed to the client (MCP's input-required result): nothing runs now, and the reason says
+    // the answer is awaited, not that nobody could be asked.
+    let later = Recorder::new(Confirmation::Deferred);
+    let out = authorize(&a, ask, "echo hi > out.txt", Some(&later));
+    assert!(
+        matches!(&out, Authorization::Cancelled(r) if r.rule() == RefusalRule::AwaitingConfirmation)
+    );
+    assert_eq!(
+        out.refusal_result().map(|r| r.status),
+        Some(ToolStatus::Cancelled)
+    );
+    assert_eq!(later.calls(), 1);
+
     let out = authorize(&a, ask, "echo hi > out.txt", None);
     assert!(matches!(&out, Authorization::Cancelled(r) if r.rule() == RefusalRule::NoConfirmer));
 }

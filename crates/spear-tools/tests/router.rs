@@ -336,6 +336,57 @@ fn modes_gate_file_writes() {
     }
 }
 
+/// A call's own confirmer (an MCP client) is asked instead of the router's, for file writes and
+/// commands alike; a deferred answer runs nothing and says the answer is awaited.
+#[test]
+fn a_calls_own_confirmer_is_asked_instead_of_the_routers() {
+    let env = Env::new();
+    let mut opts = Opts::mode(Ask);
+    let (routers, routers_seen) = Answer::new(Confirmation::Approved);
+    opts.confirmer = Some(routers);
+    let r = router(&env, opts);
+    let with = |answer: Confirmation| {
+        let (c, seen) = Answer::new(answer);
+        let options = spear_tools::CallOptions {
+            confirmer: Some(Arc::from(
+                c as Box<dyn spear_policy::Confirmer + Send + Sync>,
+            )),
+            ..Default::default()
+        };
+        (options, seen)
+    };
+    let (options, seen) = with(Confirmation::Declined);
+    let e = r.call_with(
+        "write_file",
+        json!({"path": "a.txt", "content": "a"}),
+        options,
+    );
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    assert!(!env.path("a.txt").exists());
+    let (options, _) = with(Confirmation::Declined);
+    let e = r.call_with("terminal", json!({"command": "echo x > t.txt"}), options);
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    assert!(!env.path("t.txt").exists());
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    let (options, deferred) = with(Confirmation::Deferred);
+    let e = r.call_with("terminal", json!({"command": "echo x > t.txt"}), options);
+    assert_eq!(e.result.status, ToolStatus::Cancelled, "{e:?}");
+    assert!(
+        e.result
+            .reason
+            .unwrap()
+            .contains("waits for the user's confirmation")
+    );
+    assert!(!env.path("t.txt").exists());
+    assert_eq!(deferred.lock().unwrap().as_slice(), ["echo x > t.txt"]);
+    assert!(routers_seen.lock().unwrap().is_empty());
+    // Positive control: without a confirmer of its own the call asks the router's, which approves.
+    let e = r.call("terminal", json!({"command": "echo x > t.txt"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert!(env.path("t.txt").exists());
+    assert_eq!(routers_seen.lock().unwrap().len(), 1);
+}
+
 #[derive(Default)]
 struct Counting {
     before: AtomicUsize,
