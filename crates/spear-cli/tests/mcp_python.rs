@@ -1,0 +1,1130 @@
+//! `spear mcp` driven over stdio by the Python MCP SDK (the pinned `mcp` of
+//! scripts/setup-test-clients.sh), on both protocol generations: "legacy" negotiates 2025-11-25
+//! through initialize (ASK asks with `elicitation/create`), "modern" negotiates 2026-07-28 through
+//! server/discover (ASK answers with an input-required result and a sealed request state).
+//!
+//! The client is `tests/mcp_python/client.py`: this file writes a config (workspaces, server
+//! flags, calls), runs one Python process per test with the runs of both generations side by
+//! side, and asserts on the JSON it prints. This side owns the workspaces and the host checks:
+//! files written or not, processes left (by a unique token in their command line), cgroups left
+//! (`spear-<server pid>-<n>`).
+//!
+//! The clients are found at /opt/spear-test-clients (or `$SPEAR_TEST_CLIENTS`); without them
+//! every test fails and says to run scripts/setup-test-clients.sh.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The client, written next to each test's config (so the source tree needs to be neither
+/// readable by the unprivileged user nor written with `__pycache__`).
+const CLIENT: &str = include_str!("mcp_python/client.py");
+
+/// The fields every result envelope carries (`output_ref`, `stderr_ref`, `job` and
+/// `turn_stopped` come only when they apply).
+const ENVELOPE: [&str; 10] = [
+    "status",
+    "exit_code",
+    "stdout",
+    "stderr",
+    "changed_paths",
+    "reason",
+    "class",
+    "duration_ms",
+    "truncated",
+    "tool",
+];
+
+const ALL_TOOLS: [&str; 9] = [
+    "delete_file",
+    "patch",
+    "read_file",
+    "read_output",
+    "search_files",
+    "terminal",
+    "terminal_kill",
+    "terminal_output",
+    "write_file",
+];
+const WRITING_TOOLS: [&str; 3] = ["delete_file", "patch", "write_file"];
+const READ_ONLY_TOOLS: [&str; 4] = [
+    "read_file",
+    "read_output",
+    "search_files",
+    "terminal_output",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Generation {
+    Legacy,
+    Modern,
+}
+
+use Generation::{Legacy, Modern};
+
+impl Generation {
+    fn name(self) -> &'static str {
+        match self {
+            Legacy => "legacy",
+            Modern => "modern",
+        }
+    }
+
+    fn protocol(self) -> &'static str {
+        match self {
+            Legacy => "2025-11-25",
+            Modern => "2026-07-28",
+        }
+    }
+}
+
+const BOTH: [Generation; 2] = [Legacy, Modern];
+
+/// The venv python of the pinned clients; a missing install fails the test (never skips it).
+fn python() -> PathBuf {
+    let dir = std::env::var_os("SPEAR_TEST_CLIENTS")
+        .map_or_else(|| PathBuf::from("/opt/spear-test-clients"), PathBuf::from);
+    let py = dir.join("bin/python");
+    assert!(
+        py.is_file(),
+        "the pinned MCP test clients are missing ({} does not exist): run \
+         scripts/setup-test-clients.sh once (as root it installs into /opt/spear-test-clients; \
+         elsewhere set SPEAR_TEST_CLIENTS to the directory it installed into)",
+        py.display()
+    );
+    py
+}
+
+/// One server's workspace, HOME and state directory, in a tempdir of its own. HOME and the state
+/// are beside the workspace, never inside it (spear refuses a workspace that holds them).
+struct Server {
+    generation: Generation,
+    _tmp: tempfile::TempDir,
+    ws: PathBuf,
+    home: PathBuf,
+    state: PathBuf,
+}
+
+impl Server {
+    fn new(generation: Generation) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let ws = base.join("ws");
+        let home = base.join("home");
+        let state = base.join("state");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(ws.join("README.md"), "readme\n").unwrap();
+        Server {
+            generation,
+            _tmp: tmp,
+            ws,
+            home,
+            state,
+        }
+    }
+
+    /// The run's entry of the client's config: this server with `flags`, plus `extra`.
+    fn run(&self, flags: &[&str], extra: Value) -> Value {
+        let mut env = json!({
+            "HOME": self.home,
+            "XDG_STATE_HOME": self.state,
+        });
+        if let Some(tmp) = std::env::var_os("TMPDIR") {
+            env["TMPDIR"] = json!(tmp.to_string_lossy());
+        }
+        let mut run = json!({
+            "generation": self.generation.name(),
+            "spear": env!("CARGO_BIN_EXE_spear"),
+            "workspace": self.ws,
+            "server_args": flags,
+            "env": env,
+        });
+        let Value::Object(extra) = extra else {
+            panic!("a run's extra is an object: {extra}")
+        };
+        for (k, v) in extra {
+            run[k] = v;
+        }
+        run
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.ws.join(name)
+    }
+}
+
+/// Runs `scenario` with `runs` in one Python process and returns each run's result, checked to
+/// be on its generation's protocol. Fails with the client's whole output on any error.
+fn client(scenario: &str, runs: &[Value]) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("client.py");
+    let config = dir.path().join("config.json");
+    let out_path = dir.path().join("stdout");
+    let err_path = dir.path().join("stderr");
+    std::fs::write(&script, CLIENT).unwrap();
+    std::fs::write(
+        &config,
+        serde_json::to_vec(&json!({"scenario": scenario, "runs": runs})).unwrap(),
+    )
+    .unwrap();
+    let mut child = Command::new(python())
+        .arg("-B")
+        .arg(&script)
+        .arg(&config)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("the test client's python starts");
+    // The client bounds every wait itself; this is the backstop.
+    let deadline = Instant::now() + Duration::from_secs(150);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the {scenario} client did not finish in 150 s\nstderr:\n{}",
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = std::fs::read_to_string(&out_path).unwrap();
+    let stderr = std::fs::read_to_string(&err_path).unwrap();
+    let last = stdout.lines().last().unwrap_or("");
+    let parsed: Value = serde_json::from_str(last).unwrap_or(Value::Null);
+    assert!(
+        status.success() && parsed.get("runs").is_some(),
+        "the {scenario} client failed ({status}):\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let results = parsed["runs"].as_array().unwrap().clone();
+    for (run, result) in runs.iter().zip(&results) {
+        let generation = if run["generation"] == "legacy" {
+            Legacy
+        } else {
+            Modern
+        };
+        assert_eq!(
+            result["protocol"],
+            generation.protocol(),
+            "{scenario}: negotiated protocol: {result}"
+        );
+    }
+    results
+}
+
+/// A token no other process has in its command line: the test's commands sleep for
+/// `300.<token digits>` seconds, so the sandbox, the shell and the sleep all carry it.
+fn token() -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "300.{}{:03}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Live processes whose command line holds `token`, as "pid: cmdline".
+fn processes_with(token: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let shown = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if shown.contains(token) {
+            found.push(format!("{name}: {shown}"));
+        }
+    }
+    found
+}
+
+/// Cgroup directories named `spear-<pid>-<n>`: the ones server `pid` made for its commands.
+fn cgroups_of(pid: u64) -> Vec<String> {
+    let prefix = format!("spear-{pid}-");
+    let mut found = Vec::new();
+    let mut stack = vec![PathBuf::from("/sys/fs/cgroup")];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    found.push(e.path().display().to_string());
+                }
+                stack.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+/// Asserts, polling up to 5 s, that nothing with `token` in its command line is alive.
+fn assert_no_process_with(token: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_with(token).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = processes_with(token);
+    assert!(left.is_empty(), "processes left: {left:?}");
+}
+
+/// Asserts that the server of `run` (its `server_pid`) left no cgroup of its commands.
+fn assert_no_cgroup_of(run: &Value) {
+    let pid = run["server_pid"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("the client did not find the server's pid: {run}"));
+    let left = cgroups_of(pid);
+    assert!(left.is_empty(), "cgroups left: {left:?}");
+}
+
+/// Asserts that one call's answer is a tool result (not a protocol error) with the whole
+/// envelope as structured content, `isError` exactly when the status is not ok, and a text block
+/// that starts with the tool and its status. Returns the structured content.
+fn envelope<'a>(entry: &'a Value, tool: &str) -> &'a Value {
+    assert!(
+        entry.get("protocol_error").is_none(),
+        "a protocol error, not a tool result: {entry}"
+    );
+    let s = &entry["structured"];
+    assert!(s.is_object(), "no structuredContent: {entry}");
+    for key in ENVELOPE {
+        assert!(s.get(key).is_some(), "`{key}` missing: {entry}");
+    }
+    assert_eq!(s["tool"], tool, "{entry}");
+    let status = s["status"].as_str().unwrap();
+    assert_eq!(
+        entry["is_error"].as_bool(),
+        Some(status != "ok"),
+        "isError against status: {entry}"
+    );
+    let text = entry["text"][0].as_str().unwrap_or("");
+    assert!(
+        text.starts_with(&format!("{tool}: {status}")),
+        "text block: {entry}"
+    );
+    s
+}
+
+/// The calls' entries of a `calls` run, with each one's envelope checked.
+fn results(run: &Value) -> &Vec<Value> {
+    let results = run["results"].as_array().unwrap();
+    for entry in results {
+        envelope(entry, entry["tool"].as_str().unwrap());
+    }
+    results
+}
+
+fn status(entry: &Value) -> &str {
+    entry["structured"]["status"].as_str().unwrap_or("")
+}
+
+fn reason(entry: &Value) -> &str {
+    entry["structured"]["reason"].as_str().unwrap_or("")
+}
+
+fn stdout(entry: &Value) -> &str {
+    entry["structured"]["stdout"].as_str().unwrap_or("")
+}
+
+/// The questions the client was asked during one call, each checked to have come the way its
+/// generation asks: a server request (`elicitation/create`, with a JSON-RPC id) on legacy, the
+/// `spear_confirm` entry of an input-required result on modern.
+fn questions(entry: &Value, g: Generation) -> Vec<&str> {
+    entry["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| {
+            let how = &q["asked_as"];
+            match g {
+                Legacy => assert!(how.is_number(), "not an elicitation/create request: {q}"),
+                Modern => assert_eq!(how, "spear_confirm", "not an input-required entry: {q}"),
+            }
+            q["message"].as_str().unwrap()
+        })
+        .collect()
+}
+
+fn call(tool: &str, args: Value) -> Value {
+    let mut call = json!({ "tool": tool });
+    call["args"] = args;
+    call
+}
+
+fn answered(tool: &str, args: Value, answer: &str) -> Value {
+    let mut call = call(tool, args);
+    call["answer"] = json!(answer);
+    call
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn tools_are_listed_per_role_with_schemas_and_every_annotation() {
+    let servers: Vec<(Server, &str)> = [
+        (Legacy, "implementation"),
+        (Modern, "implementation"),
+        (Legacy, "reviewer"),
+        (Modern, "reviewer"),
+    ]
+    .into_iter()
+    .map(|(g, role)| (Server::new(g), role))
+    .collect();
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|(s, role)| {
+            s.run(
+                &["--auto", "--role", role],
+                json!({"list": true, "calls": [
+                    call("write_file", json!({"path": "w.txt", "content": "w"})),
+                ]}),
+            )
+        })
+        .collect();
+    let out = client("calls", &runs);
+    for ((server, role), run) in servers.iter().zip(&out) {
+        let g = server.generation;
+        let tools = run["tools"].as_array().unwrap();
+        let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        names.sort_unstable();
+        let want: Vec<&str> = if *role == "implementation" {
+            ALL_TOOLS.to_vec()
+        } else {
+            ALL_TOOLS
+                .into_iter()
+                .filter(|n| !WRITING_TOOLS.contains(n))
+                .collect()
+        };
+        assert_eq!(names, want, "{g:?} {role}");
+        for t in tools {
+            let name = t["name"].as_str().unwrap();
+            assert_eq!(t["inputSchema"]["type"], "object", "{g:?} {name}: {t}");
+            assert!(
+                t["outputSchema"]["properties"]["status"].is_object(),
+                "{g:?} {name} outputSchema: {t}"
+            );
+            let a = &t["annotations"];
+            for hint in [
+                "readOnlyHint",
+                "destructiveHint",
+                "idempotentHint",
+                "openWorldHint",
+            ] {
+                assert!(a[hint].is_boolean(), "{g:?} {name}: {hint} not set: {t}");
+            }
+            let read_only = READ_ONLY_TOOLS.contains(&name);
+            assert_eq!(a["readOnlyHint"], read_only, "{g:?} {name}: {t}");
+            assert_eq!(a["destructiveHint"], !read_only, "{g:?} {name}: {t}");
+            assert_eq!(a["openWorldHint"], name == "terminal", "{g:?} {name}: {t}");
+        }
+        // A writing tool the role does not list cannot be called either; implementation's can.
+        let w = &results(run)[0];
+        if *role == "implementation" {
+            assert_eq!(status(w), "ok", "{g:?}: {w}");
+            assert_eq!(std::fs::read_to_string(server.file("w.txt")).unwrap(), "w");
+        } else {
+            assert_eq!(status(w), "failed", "{g:?}: {w}");
+            assert!(reason(w).contains("no tool named `write_file`"), "{w}");
+            assert!(!server.file("w.txt").exists(), "{g:?} reviewer wrote");
+        }
+    }
+}
+
+/// Calls every tool once; the writes go to w.txt, p.txt, t.txt and remove d.txt.
+fn every_tool(token: &str) -> Vec<Value> {
+    vec![
+        call("read_file", json!({"path": "README.md"})),
+        call("search_files", json!({"pattern": "readme"})),
+        call(
+            "write_file",
+            json!({"path": "w.txt", "content": "written\n"}),
+        ),
+        call(
+            "patch",
+            json!({"patch": "*** Begin Patch\n*** Add File: p.txt\n+patched\n*** End Patch\n"}),
+        ),
+        call("delete_file", json!({"path": "d.txt"})),
+        call("terminal", json!({"command": "echo hi"})),
+        call("terminal", json!({"command": "echo t > t.txt"})),
+        call("terminal", json!({"command": "seq 1 30000"})),
+        call(
+            "read_output",
+            json!({"ref": "$ref", "offset": 0, "limit": 20}),
+        ),
+        call(
+            "terminal",
+            json!({"command": format!("echo bg; sleep {token}"), "background": true}),
+        ),
+        call("terminal_output", json!({"job_id": "$job"})),
+        call("terminal_kill", json!({"job_id": "$job"})),
+    ]
+}
+
+/// Runs [`every_tool`] on both generations in `flag`'s mode and checks each answer; `writes`
+/// says whether the mode lets the writes through, `asks` whether they were asked about first.
+fn every_tool_in(flag: &str, writes: bool, asks: bool) {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let tokens: Vec<String> = servers.iter().map(|_| token()).collect();
+    for s in &servers {
+        std::fs::write(s.file("d.txt"), "delete me\n").unwrap();
+    }
+    let runs: Vec<Value> = servers
+        .iter()
+        .zip(&tokens)
+        .map(|(s, t)| s.run(&[flag], json!({"answer": "accept", "calls": every_tool(t)})))
+        .collect();
+    let out = client("calls", &runs);
+    for ((server, token), run) in servers.iter().zip(&tokens).zip(&out) {
+        let g = server.generation;
+        let r = results(run);
+        let [
+            read,
+            search,
+            write,
+            patch,
+            delete,
+            echo,
+            redirect,
+            seq,
+            more,
+            bg,
+            output,
+            kill,
+        ] = r.as_slice()
+        else {
+            panic!("{g:?}: {run}")
+        };
+        // Reads run in every mode, and nothing asks about them.
+        assert_eq!(
+            (status(read), stdout(read)),
+            ("ok", "     1\treadme\n"),
+            "{read}"
+        );
+        assert_eq!(status(search), "ok", "{search}");
+        assert!(stdout(search).contains("README.md:1:readme"), "{search}");
+        assert_eq!((status(echo), stdout(echo)), ("ok", "hi\n"), "{g:?} {echo}");
+        assert_eq!(echo["structured"]["exit_code"], 0, "{echo}");
+        assert_eq!(echo["structured"]["class"], "READ_ONLY", "{echo}");
+        // A cut output names its ref, and read_output reads it.
+        assert_eq!(status(seq), "ok", "{seq}");
+        assert_eq!(seq["structured"]["truncated"], true, "{seq}");
+        assert!(seq["structured"]["output_ref"].is_string(), "{seq}");
+        assert_eq!(status(more), "ok", "{more}");
+        assert!(stdout(more).starts_with("1\n2\n3\n"), "{more}");
+        // A read-only background job runs in every mode; terminal_kill ends it.
+        assert_eq!(status(bg), "ok", "{g:?} {bg}");
+        assert_eq!(bg["structured"]["job"]["state"], "running", "{bg}");
+        assert_eq!(status(output), "ok", "{output}");
+        assert_eq!(output["structured"]["job"]["state"], "running", "{output}");
+        assert_eq!(kill["structured"]["job"]["state"], "exited", "{kill}");
+        assert_eq!(status(kill), "cancelled", "{kill}");
+        for entry in [read, search, echo, seq, more, bg, output, kill] {
+            assert!(questions(entry, g).is_empty(), "{g:?}: asked about {entry}");
+        }
+        // The writes: each reports what it changed, or says how to get it done.
+        for (entry, path) in [
+            (write, "w.txt"),
+            (patch, "p.txt"),
+            (delete, "d.txt"),
+            (redirect, "t.txt"),
+        ] {
+            if writes {
+                assert_eq!(status(entry), "ok", "{g:?} {flag}: {entry}");
+                assert_eq!(
+                    entry["structured"]["changed_paths"],
+                    json!([path]),
+                    "{g:?}: {entry}"
+                );
+            } else {
+                assert_eq!(status(entry), "denied", "{g:?} {flag}: {entry}");
+                assert_eq!(entry["structured"]["changed_paths"], json!([]), "{entry}");
+                assert!(
+                    reason(entry).contains("--ask") || reason(entry).contains("--auto"),
+                    "{g:?}: the refusal says no way forward: {entry}"
+                );
+            }
+            let asked = questions(entry, g);
+            if asks {
+                assert_eq!(asked.len(), 1, "{g:?}: {entry}");
+            } else {
+                assert!(asked.is_empty(), "{g:?}: {entry}");
+            }
+        }
+        if asks {
+            assert!(
+                questions(write, g)[0].contains("write_file w.txt"),
+                "{write}"
+            );
+            assert!(
+                questions(patch, g)[0].contains("*** Add File: p.txt"),
+                "{patch}"
+            );
+            assert!(
+                questions(delete, g)[0].contains("delete_file d.txt"),
+                "{delete}"
+            );
+            assert!(
+                questions(redirect, g)[0].contains("\n\necho t > t.txt\n\n"),
+                "{redirect}"
+            );
+        }
+        let read_file = |name: &str| std::fs::read_to_string(server.file(name)).ok();
+        if writes {
+            assert_eq!(read_file("w.txt").as_deref(), Some("written\n"), "{g:?}");
+            assert_eq!(read_file("p.txt").as_deref(), Some("patched\n"), "{g:?}");
+            assert_eq!(read_file("t.txt").as_deref(), Some("t\n"), "{g:?}");
+            assert_eq!(read_file("d.txt"), None, "{g:?}");
+        } else {
+            for name in ["w.txt", "p.txt", "t.txt"] {
+                assert_eq!(read_file(name), None, "{g:?} {flag} wrote {name}");
+            }
+            assert_eq!(read_file("d.txt").as_deref(), Some("delete me\n"), "{g:?}");
+        }
+        assert_no_process_with(token);
+        assert_no_cgroup_of(run);
+    }
+}
+
+#[test]
+fn safe_runs_the_reads_and_refuses_every_write() {
+    every_tool_in("--safe", false, false);
+}
+
+#[test]
+fn ask_with_an_approving_client_asks_then_runs_every_write() {
+    every_tool_in("--ask", true, true);
+}
+
+#[test]
+fn auto_runs_every_tool_without_asking() {
+    every_tool_in("--auto", true, false);
+}
+
+#[test]
+fn bad_arguments_are_error_results_that_name_the_field() {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let calls = json!([
+        call("read_file", json!({"pat": "README.md"})),
+        call("read_file", json!({})),
+        call(
+            "terminal",
+            json!({"command": "echo x > bad1.txt", "timeout_secs": 5})
+        ),
+        call("write_file", json!({"path": "bad2.txt"})),
+        call("nonexistent_tool", json!({})),
+        // Positive control: the same server answers a good call.
+        call("terminal", json!({"command": "echo x > good.txt"})),
+    ]);
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|s| s.run(&["--auto"], json!({"calls": calls})))
+        .collect();
+    let out = client("calls", &runs);
+    for (server, run) in servers.iter().zip(&out) {
+        let g = server.generation;
+        let r = results(run);
+        for (entry, field) in [
+            (&r[0], "`pat`"),
+            (&r[1], "missing field `path`"),
+            (&r[2], "`timeout_secs`"),
+            (&r[3], "missing field `content`"),
+            (&r[4], "no tool named `nonexistent_tool`"),
+        ] {
+            assert_eq!(entry["is_error"], true, "{g:?}: {entry}");
+            assert_eq!(status(entry), "failed", "{g:?}: {entry}");
+            assert!(reason(entry).contains(field), "{g:?} {field}: {entry}");
+        }
+        assert!(!server.file("bad1.txt").exists(), "{g:?}");
+        assert!(!server.file("bad2.txt").exists(), "{g:?}");
+        assert_eq!(status(&r[5]), "ok", "{g:?}: {}", r[5]);
+        assert!(server.file("good.txt").exists(), "{g:?}");
+    }
+}
+
+/// KNOWN SERVER BUG (spear-tools argument parsing): an argument of the wrong type comes back as
+/// `invalid type: integer `5`, expected a string`, which does not say which field. The result
+/// is otherwise right (an isError tool result, nothing run). This test states the expectation
+/// and is marked `should_panic` on exactly that assertion: when the reason names the field, it
+/// fails, and the marker comes off.
+#[test]
+#[should_panic(expected = "KNOWN BUG: the wrong-type reason does not name the field")]
+fn a_wrong_type_is_an_error_result_that_names_the_field() {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let calls = json!([
+        call("read_file", json!({"path": 5})),
+        call(
+            "terminal",
+            json!({"command": "echo x > typed.txt", "timeout": "soon"})
+        ),
+    ]);
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|s| s.run(&["--auto"], json!({"calls": calls})))
+        .collect();
+    let out = client("calls", &runs);
+    let mut unnamed = Vec::new();
+    for (server, run) in servers.iter().zip(&out) {
+        let g = server.generation;
+        let r = results(run);
+        for (entry, field) in [(&r[0], "path"), (&r[1], "timeout")] {
+            assert_eq!(entry["is_error"], true, "{g:?}: {entry}");
+            assert_eq!(status(entry), "failed", "{g:?}: {entry}");
+            assert!(reason(entry).contains("invalid type"), "{g:?}: {entry}");
+            if !reason(entry).contains(&format!("`{field}`")) {
+                unnamed.push(format!("{g:?} {field}: {}", reason(entry)));
+            }
+        }
+        assert!(!server.file("typed.txt").exists(), "{g:?}");
+    }
+    assert!(
+        unnamed.is_empty(),
+        "KNOWN BUG: the wrong-type reason does not name the field: {unnamed:?}"
+    );
+}
+
+#[test]
+fn ask_runs_what_was_accepted_and_nothing_that_was_declined() {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let calls = json!([
+        answered(
+            "terminal",
+            json!({"command": "echo yes > yes.txt"}),
+            "accept"
+        ),
+        answered(
+            "terminal",
+            json!({"command": "echo no > declined.txt"}),
+            "decline"
+        ),
+        answered(
+            "terminal",
+            json!({"command": "echo no > unticked.txt"}),
+            "accept_false"
+        ),
+        answered(
+            "terminal",
+            json!({"command": "echo no > dismissed.txt"}),
+            "cancel"
+        ),
+        answered(
+            "write_file",
+            json!({"path": "declined_w.txt", "content": "no"}),
+            "decline"
+        ),
+    ]);
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|s| s.run(&["--ask"], json!({"calls": calls})))
+        .collect();
+    let out = client("calls", &runs);
+    for (server, run) in servers.iter().zip(&out) {
+        let g = server.generation;
+        let r = results(run);
+        // Accepted: asked once, with the command exactly as it runs, and it ran.
+        let yes = &r[0];
+        assert_eq!(status(yes), "ok", "{g:?}: {yes}");
+        let asked = questions(yes, g);
+        assert_eq!(asked.len(), 1, "{g:?}: {yes}");
+        assert!(asked[0].contains("\n\necho yes > yes.txt\n\n"), "{asked:?}");
+        assert!(asked[0].contains("class: WORKSPACE_MUTATING"), "{asked:?}");
+        assert_eq!(
+            std::fs::read_to_string(server.file("yes.txt")).unwrap(),
+            "yes\n",
+            "{g:?}: the accepted command ran"
+        );
+        // Declined three ways, and a declined write: denied, the user named, nothing ran.
+        for (entry, file) in [
+            (&r[1], "declined.txt"),
+            (&r[2], "unticked.txt"),
+            (&r[3], "dismissed.txt"),
+            (&r[4], "declined_w.txt"),
+        ] {
+            assert_eq!(questions(entry, g).len(), 1, "{g:?}: {entry}");
+            assert_eq!(status(entry), "denied", "{g:?}: {entry}");
+            assert!(reason(entry).contains("declined"), "{g:?}: {entry}");
+            assert!(!server.file(file).exists(), "{g:?}: {file} was written");
+        }
+    }
+}
+
+#[test]
+fn ask_without_an_elicitation_capability_is_cancelled_and_runs_nothing() {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let calls = json!([
+        call("terminal", json!({"command": "echo no > unasked.txt"})),
+        call(
+            "write_file",
+            json!({"path": "unasked_w.txt", "content": "no"})
+        ),
+        // Positive control: what needs no confirmation still runs.
+        call("terminal", json!({"command": "echo fine"})),
+    ]);
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|s| s.run(&["--ask"], json!({"answer": "none", "calls": calls})))
+        .collect();
+    let out = client("calls", &runs);
+    for (server, run) in servers.iter().zip(&out) {
+        let g = server.generation;
+        let r = results(run);
+        for (entry, file) in [(&r[0], "unasked.txt"), (&r[1], "unasked_w.txt")] {
+            assert_eq!(status(entry), "cancelled", "{g:?}: {entry}");
+            assert!(reason(entry).contains("confirmation"), "{g:?}: {entry}");
+            assert!(!server.file(file).exists(), "{g:?}: {file} was written");
+        }
+        assert_eq!((status(&r[2]), stdout(&r[2])), ("ok", "fine\n"), "{g:?}");
+    }
+}
+
+/// Characters that change what a terminal shows: a right-to-left override, an escape sequence
+/// that hides what follows, a zero-width space.
+const HIDDEN: [char; 3] = ['\u{202e}', '\u{1b}', '\u{200b}'];
+
+/// Asks about a command with [`HIDDEN`] characters in its redirect target and its comment (on
+/// both generations), declines, checks that nothing ran, and returns each generation's question.
+fn hidden_character_questions() -> Vec<(Generation, String)> {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    // The override turns the end of the file name around on screen; the escape sequence would
+    // hide the rest of the line.
+    let command = "echo hidden > 'bidi\u{202e}hs.\u{1b}[8mtxt' # \u{200b}";
+    let calls = json!([answered("terminal", json!({"command": command}), "decline")]);
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|s| s.run(&["--ask"], json!({"calls": calls})))
+        .collect();
+    let out = client("calls", &runs);
+    servers
+        .iter()
+        .zip(&out)
+        .map(|(server, run)| {
+            let g = server.generation;
+            let entry = &results(run)[0];
+            assert_eq!(status(entry), "denied", "{g:?}: {entry}");
+            assert_eq!(std::fs::read_dir(&server.ws).unwrap().count(), 1, "{g:?}");
+            let asked = questions(entry, g);
+            assert_eq!(asked.len(), 1, "{g:?}: {entry}");
+            (g, asked[0].to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn ask_shows_the_command_with_control_and_bidi_characters_escaped() {
+    for (g, q) in hidden_character_questions() {
+        // The command block: between the heading and the class line.
+        let block = q
+            .split_once("runs:\n\n")
+            .and_then(|(_, rest)| rest.split_once("\n\nclass:"))
+            .map_or_else(
+                || panic!("{g:?}: no command block in {q:?}"),
+                |(block, _)| block,
+            );
+        for raw in HIDDEN {
+            assert!(
+                !block.contains(raw),
+                "{g:?}: U+{:04X} shown raw: {block:?}",
+                u32::from(raw)
+            );
+        }
+        assert_eq!(
+            block, "echo hidden > 'bidi\\u{202e}hs.\\u{1b}[8mtxt' # \\u{200b}",
+            "{g:?}"
+        );
+    }
+}
+
+/// KNOWN SERVER BUG (spear-mcp `asking::question`): the question's `why:` line is the
+/// classifier's reason as is, and that reason quotes the redirect target, so the hidden
+/// characters of a file name reach the user's screen raw ("why: a redirection writes
+/// /tmp/.../ws/bidi<U+202E>hs.<ESC>[8mtxt"). `spear exec` passes the same reason through
+/// `make_visible`; the MCP question does not. Marked `should_panic` on exactly that assertion, so
+/// it fails (and the marker comes off) once the whole message is clean.
+#[test]
+#[should_panic(expected = "KNOWN BUG: a hidden character is shown raw in the question")]
+fn ask_shows_no_hidden_character_raw_anywhere_in_the_question() {
+    let mut raw_in = Vec::new();
+    for (g, q) in hidden_character_questions() {
+        for raw in HIDDEN {
+            if let Some(line) = q.lines().find(|l| l.contains(raw)) {
+                raw_in.push(format!("{g:?} U+{:04X} in {line:?}", u32::from(raw)));
+            }
+        }
+    }
+    assert!(
+        raw_in.is_empty(),
+        "KNOWN BUG: a hidden character is shown raw in the question: {raw_in:?}"
+    );
+}
+
+#[test]
+fn modern_request_states_bind_to_one_call_and_one_use() {
+    let server = Server::new(Modern);
+    let commands = json!({
+        "ok": "echo ok >> ok.txt",
+        "other": "echo other > other.txt",
+        "forged": "echo forged > forged.txt",
+        "declined": "echo declined > declined.txt",
+        "unanswered": "echo unanswered > unanswered.txt",
+    });
+    let out = client(
+        "input_required",
+        &[server.run(&["--ask"], json!({"commands": commands}))],
+    );
+    let run = &out[0];
+    // The first round asks: one elicitation form, the command as it runs, and a sealed state.
+    let first = &run["first"];
+    assert_eq!(first["input_required"], true, "{first}");
+    let ask = &first["input_requests"]["spear_confirm"];
+    assert_eq!(ask["method"], "elicitation/create", "{first}");
+    assert!(
+        ask["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\n\necho ok >> ok.txt\n\n"),
+        "{first}"
+    );
+    assert_eq!(
+        ask["params"]["requestedSchema"]["properties"]["approve"]["type"], "boolean",
+        "{first}"
+    );
+    assert!(first["request_state"].is_string(), "{first}");
+    // States that do not verify: altered (middle, tail), made up, minted for other arguments,
+    // or used once already. Each is refused and runs nothing.
+    for key in [
+        "forged",
+        "forged_tail",
+        "made_up",
+        "other_args",
+        "replayed",
+        "forged_fresh",
+    ] {
+        let entry = &run[key];
+        envelope(entry, "terminal");
+        assert_eq!(status(entry), "denied", "{key}: {entry}");
+        assert!(reason(entry).contains("requestState"), "{key}: {entry}");
+        assert!(reason(entry).contains("Nothing ran"), "{key}: {entry}");
+    }
+    assert!(reason(&run["replayed"]).contains("already used"), "{run}");
+    // The state it was minted for, answered accept: it ran, once (the replay added nothing).
+    let approved = &run["approved"];
+    envelope(approved, "terminal");
+    assert_eq!(status(approved), "ok", "{approved}");
+    assert_eq!(
+        std::fs::read_to_string(server.file("ok.txt")).unwrap(),
+        "ok\n"
+    );
+    // Declined through inputResponses; a state with no answer.
+    assert_eq!(run["declined_first"]["input_required"], true, "{run}");
+    let declined = &run["declined"];
+    envelope(declined, "terminal");
+    assert_eq!(status(declined), "denied", "{declined}");
+    assert!(reason(declined).contains("declined"), "{declined}");
+    let unanswered = &run["unanswered"];
+    envelope(unanswered, "terminal");
+    assert_eq!(status(unanswered), "cancelled", "{unanswered}");
+    for name in ["other.txt", "forged.txt", "declined.txt", "unanswered.txt"] {
+        assert!(!server.file(name).exists(), "{name} was written");
+    }
+}
+
+#[test]
+fn cancelling_a_call_kills_its_whole_process_tree() {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let tokens: Vec<String> = servers.iter().map(|_| token()).collect();
+    let runs: Vec<Value> = servers
+        .iter()
+        .zip(&tokens)
+        .map(|(s, t)| {
+            s.run(
+                &["--auto"],
+                json!({"token": t, "command": format!("sleep {t}; echo MARKER_{t}")}),
+            )
+        })
+        .collect();
+    let out = client("cancel", &runs);
+    for ((server, token), run) in servers.iter().zip(&tokens).zip(&out) {
+        let g = server.generation;
+        // Positive controls: the command ran, and the probes saw it and its cgroups.
+        assert!(run["seen_after"].is_number(), "{g:?} never ran: {run}");
+        assert!(
+            !run["alive_before"].as_array().unwrap().is_empty(),
+            "{g:?}: {run}"
+        );
+        assert!(
+            !run["cgroups_before"].as_array().unwrap().is_empty(),
+            "{g:?}: {run}"
+        );
+        // The client's cancel (notifications/cancelled) ended the call and its tree, the server
+        // lives on and answers.
+        assert_eq!(run["call_cancelled"], true, "{g:?}: {run}");
+        let gone = run["gone_after"].as_f64();
+        assert!(gone.is_some_and(|s| s < 5.0), "{g:?}: {run}");
+        assert_eq!(run["survivors"], json!([]), "{g:?}");
+        assert_eq!(run["cgroups_after"], json!([]), "{g:?}");
+        assert_eq!(run["server_alive"], true, "{g:?}");
+        let followup = &run["followup"];
+        envelope(followup, "read_file");
+        assert_eq!(status(followup), "ok", "{g:?}: {followup}");
+        assert_no_process_with(token);
+        assert_no_cgroup_of(run);
+    }
+}
+
+#[test]
+fn progress_is_reported_while_a_command_runs() {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let calls = json!([{
+        "tool": "terminal",
+        "args": {"command": "for i in 1 2 3 4 5 6; do echo p$i; sleep 0.5; done"},
+        "progress": true,
+    }]);
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|s| s.run(&["--auto"], json!({"calls": calls})))
+        .collect();
+    let out = client("calls", &runs);
+    for (server, run) in servers.iter().zip(&out) {
+        let g = server.generation;
+        let entry = &results(run)[0];
+        assert_eq!(status(entry), "ok", "{g:?}: {entry}");
+        assert_eq!(stdout(entry), "p1\np2\np3\np4\np5\np6\n", "{g:?}");
+        let progress = entry["progress"].as_array().unwrap();
+        assert!(progress.len() >= 2, "{g:?}: {entry}");
+        let values: Vec<f64> = progress
+            .iter()
+            .map(|p| p["progress"].as_f64().unwrap())
+            .collect();
+        assert!(
+            values.windows(2).all(|w| w[0] < w[1]),
+            "{g:?}: not increasing: {values:?}"
+        );
+        for p in progress {
+            let message = p["message"].as_str().unwrap_or("");
+            assert!(message.contains("bytes"), "{g:?}: {p}");
+        }
+    }
+}
+
+#[test]
+fn a_background_job_prints_each_byte_once_and_dies_with_terminal_kill() {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let tokens: Vec<String> = servers.iter().map(|_| token()).collect();
+    let runs: Vec<Value> = servers
+        .iter()
+        .zip(&tokens)
+        .map(|(s, t)| {
+            s.run(
+                &["--auto"],
+                json!({
+                    "token": t,
+                    "command": format!(
+                        "for i in 1 2 3; do echo line$i; sleep 0.4; done; sleep {t}"
+                    ),
+                }),
+            )
+        })
+        .collect();
+    let out = client("job", &runs);
+    for ((server, token), run) in servers.iter().zip(&tokens).zip(&out) {
+        let g = server.generation;
+        let started = &run["started"];
+        envelope(started, "terminal");
+        assert_eq!(status(started), "ok", "{g:?}: {started}");
+        assert_eq!(
+            started["structured"]["job"]["state"], "running",
+            "{started}"
+        );
+        let reads = run["reads"].as_array().unwrap();
+        let mut printed = String::new();
+        for read in reads {
+            envelope(read, "terminal_output");
+            assert_eq!(status(read), "ok", "{g:?}: {read}");
+            assert_eq!(read["structured"]["job"]["state"], "running", "{read}");
+            printed.push_str(stdout(read));
+        }
+        assert_eq!(printed, "line1\nline2\nline3\n", "{g:?}: {reads:?}");
+        // Positive control: the job's sleep was alive before the kill.
+        assert!(run["sleeping_before_kill"].is_number(), "{g:?}: {run}");
+        assert!(
+            !run["alive_before_kill"].as_array().unwrap().is_empty(),
+            "{g:?}: {run}"
+        );
+        assert!(
+            !run["cgroups_before_kill"].as_array().unwrap().is_empty(),
+            "{g:?}: {run}"
+        );
+        let killed = &run["killed"];
+        envelope(killed, "terminal_kill");
+        assert_eq!(killed["structured"]["job"]["state"], "exited", "{killed}");
+        assert_eq!(status(killed), "cancelled", "{killed}");
+        assert!(reason(killed).contains("killed"), "{killed}");
+        assert!(run["gone_after"].is_number(), "{g:?}: {run}");
+        assert_eq!(run["survivors"], json!([]), "{g:?}");
+        assert_eq!(run["cgroups_after"], json!([]), "{g:?}");
+        // Its end was reported once; the id is gone.
+        let after = &run["after_kill"];
+        envelope(after, "terminal_output");
+        assert_eq!(status(after), "not_found", "{after}");
+        assert_no_process_with(token);
+        assert_no_cgroup_of(run);
+    }
+}
+
+#[test]
+fn closing_the_client_ends_its_background_jobs() {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let tokens: Vec<String> = servers.iter().map(|_| token()).collect();
+    let runs: Vec<Value> = servers
+        .iter()
+        .zip(&tokens)
+        .map(|(s, t)| {
+            s.run(
+                &["--auto"],
+                json!({"token": t, "command": format!("sleep {t}")}),
+            )
+        })
+        .collect();
+    let out = client("close", &runs);
+    for ((server, token), run) in servers.iter().zip(&tokens).zip(&out) {
+        let g = server.generation;
+        assert_eq!(status(&run["started"]), "ok", "{g:?}: {run}");
+        // Positive control: the job ran, and the probes saw it and its cgroups.
+        assert!(run["seen_after"].is_number(), "{g:?}: {run}");
+        assert!(
+            !run["alive_before"].as_array().unwrap().is_empty(),
+            "{g:?}: {run}"
+        );
+        assert!(
+            !run["cgroups_before"].as_array().unwrap().is_empty(),
+            "{g:?}: {run}"
+        );
+        // The server exited on stdin EOF by itself: the SDK signals its process group only
+        // after 2 s, so the jobs died by the server's doing, not the client's.
+        let close = run["close_seconds"].as_f64().unwrap();
+        assert!(
+            close < 2.0,
+            "{g:?}: the server took {close} s to exit: {run}"
+        );
+        assert_eq!(run["server_alive"], false, "{g:?}");
+        assert_eq!(run["survivors"], json!([]), "{g:?}");
+        assert_eq!(run["cgroups_after"], json!([]), "{g:?}");
+        assert_no_process_with(token);
+        assert_no_cgroup_of(run);
+    }
+}
