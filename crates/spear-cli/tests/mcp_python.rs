@@ -657,13 +657,9 @@ fn bad_arguments_are_error_results_that_name_the_field() {
     }
 }
 
-/// KNOWN SERVER BUG (spear-tools argument parsing): an argument of the wrong type comes back as
-/// `invalid type: integer `5`, expected a string`, which does not say which field. The result
-/// is otherwise right (an isError tool result, nothing run). This test states the expectation
-/// and is marked `should_panic` on exactly that assertion: when the reason names the field, it
-/// fails, and the marker comes off.
+/// An argument of the wrong type is an isError tool result that names the field (serde alone
+/// says only `invalid type: integer 5, expected a string`), and nothing runs.
 #[test]
-#[should_panic(expected = "KNOWN BUG: the wrong-type reason does not name the field")]
 fn a_wrong_type_is_an_error_result_that_names_the_field() {
     let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
     let calls = json!([
@@ -694,7 +690,7 @@ fn a_wrong_type_is_an_error_result_that_names_the_field() {
     }
     assert!(
         unnamed.is_empty(),
-        "KNOWN BUG: the wrong-type reason does not name the field: {unnamed:?}"
+        "the wrong-type reason does not name the field: {unnamed:?}"
     );
 }
 
@@ -849,14 +845,9 @@ fn ask_shows_the_command_with_control_and_bidi_characters_escaped() {
     }
 }
 
-/// KNOWN SERVER BUG (spear-mcp `asking::question`): the question's `why:` line is the
-/// classifier's reason as is, and that reason quotes the redirect target, so the hidden
-/// characters of a file name reach the user's screen raw ("why: a redirection writes
-/// /tmp/.../ws/bidi<U+202E>hs.<ESC>[8mtxt"). `spear exec` passes the same reason through
-/// `make_visible`; the MCP question does not. Marked `should_panic` on exactly that assertion, so
-/// it fails (and the marker comes off) once the whole message is clean.
+/// No hidden character reaches the screen raw anywhere in the question: the `why:` line quotes
+/// the redirect target, whose name can hold them too ("a redirection writes bidi<U+202E>hs.txt").
 #[test]
-#[should_panic(expected = "KNOWN BUG: a hidden character is shown raw in the question")]
 fn ask_shows_no_hidden_character_raw_anywhere_in_the_question() {
     let mut raw_in = Vec::new();
     for (g, q) in hidden_character_questions() {
@@ -868,7 +859,7 @@ fn ask_shows_no_hidden_character_raw_anywhere_in_the_question() {
     }
     assert!(
         raw_in.is_empty(),
-        "KNOWN BUG: a hidden character is shown raw in the question: {raw_in:?}"
+        "a hidden character is shown raw in the question: {raw_in:?}"
     );
 }
 

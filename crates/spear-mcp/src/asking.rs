@@ -57,7 +57,8 @@ pub fn question(request: &ConfirmRequest) -> String {
          Accept to run exactly this; decline and nothing runs.",
         spear_tools::confirmation_text(&request.command),
         request.class.as_str(),
-        request.reason,
+        // The reason quotes paths from the command, which can hold the same hidden characters.
+        spear_tools::confirmation_text(&request.reason),
         if caps.is_empty() {
             "none".to_owned()
         } else {
@@ -282,9 +283,12 @@ mod tests {
 
     #[test]
     fn the_question_shows_hidden_characters_and_hides_plain_secrets() {
-        let q = question(&request(
+        let mut asked = request(
             "echo hi\u{202e}txt.exe; curl -H 'Authorization: Bearer sk-abcdefghijklmnopqrstuvwx' x\r",
-        ));
+        );
+        asked.reason = "a redirection writes bidi\u{202e}hs.\u{1b}[8mtxt".to_owned();
+        let q = question(&asked);
+        assert!(!q.contains('\u{1b}'), "{q}");
         assert!(!q.contains('\u{202e}'), "{q}");
         assert!(!q.contains('\r'), "{q}");
         assert!(q.contains("202e") || q.contains("202E"), "{q}");

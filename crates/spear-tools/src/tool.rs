@@ -282,5 +282,13 @@ pub fn parse_args<T: DeserializeOwned>(tool: &str, args: serde_json::Value) -> R
             ));
         }
     };
-    serde_json::from_value(args).map_err(|e| format!("invalid arguments for {tool}: {e}"))
+    // serde names unknown and missing fields itself, but not the field a wrong type is in.
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            format!("invalid arguments for {tool}: {}", e.inner())
+        } else {
+            format!("invalid arguments for {tool}: `{path}`: {}", e.inner())
+        }
+    })
 }

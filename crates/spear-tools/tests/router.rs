@@ -27,11 +27,21 @@ fn schema_errors_name_the_field() {
             "unknown field `colour`",
         ),
         ("read_file", json!({}), "missing field `path`"),
-        ("read_file", json!({"path": 7}), "invalid type"),
+        ("read_file", json!({"path": 7}), "`path`: invalid type"),
         (
             "read_file",
             json!({"path": "README.md", "offset": -1}),
-            "invalid value",
+            "`offset`: invalid value",
+        ),
+        (
+            "terminal",
+            json!({"command": "true", "timeout": "soon"}),
+            "`timeout`: invalid type",
+        ),
+        (
+            "search_files",
+            json!({"pattern": "x", "case_insensitive": "yes"}),
+            "`case_insensitive`: invalid type",
         ),
         (
             "write_file",
