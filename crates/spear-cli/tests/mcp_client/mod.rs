@@ -163,6 +163,7 @@ pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
 pub struct Session<H: ClientHandler> {
     pub client: RunningService<RoleClient, H>,
     pub dirs: Dirs,
+    pid: u32,
 }
 
 impl<H: ClientHandler> Session<H> {
@@ -183,6 +184,7 @@ impl<H: ClientHandler> Session<H> {
             .stderr(log)
             .spawn()
             .expect("spear mcp starts");
+        let pid = transport.id().expect("the server's pid");
         let client = within(
             "the session's start",
             handler.serve_with_lifecycle(transport, generation.lifecycle()),
@@ -191,7 +193,12 @@ impl<H: ClientHandler> Session<H> {
         .unwrap_or_else(|e| panic!("the session did not start: {e}\n{}", dirs.log()));
         let negotiated = client.peer_info().unwrap().protocol_version.clone();
         assert_eq!(negotiated, generation.version(), "{generation:?}");
-        Session { client, dirs }
+        Session { client, dirs, pid }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
     }
 
     /// Calls `tool` with `args` (an object), driving input-required rounds through the handler.
