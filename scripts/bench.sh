@@ -7,6 +7,10 @@
 # - network path: a networked `/bin/true` against a closed one through CommandRunner; the ratio.
 # - tool router: read_file and write_file calls per second through the router (audit, checkpoints
 #   and the result store on), beside the bare WorkspaceFs operation.
+# - mcp: read_file and `terminal true` (SAFE) through `spear mcp` (release, stdio, one rmcp client)
+#   against the same call made in process through the router, interleaved in blocks; calls per
+#   second, median and p99 round trip, the ratio; and the server's VmRSS after 1,000 calls.
+#   Client and server share the pinned core.
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
 # - search_files: spear's search engine against `rg -n --no-heading` on the same tree
@@ -39,6 +43,11 @@ cargo bench --quiet -p spear-runtime --bench network
 echo
 echo "== tool router: read_file and write_file calls per second"
 "${pin[@]}" cargo bench --quiet -p spear-tools --bench router
+
+echo
+echo "== mcp: read_file and terminal true (SAFE) through spear mcp and one rmcp client, beside the in-process router"
+cargo bench --quiet -p spear-cli --bench mcp --no-run
+"${pin[@]}" cargo bench --quiet -p spear-cli --bench mcp
 
 echo
 echo "== search_files: spear's search engine beside rg -n --no-heading on the same tree"

@@ -1,0 +1,247 @@
+//! The MCP layer's cost: `read_file` and `terminal true` (SAFE) through `spear mcp` (the release
+//! binary, over stdio, driven by one rmcp client), each beside the same call made in process
+//! through a `ToolRouter` with the same stores on (audit log, result store, checkpoints); and the
+//! server's resident memory after 1,000 calls.
+//!
+//! Prints calls per second, the median and 99th percentile round trip, and the ratio of the
+//! in-process rate to the MCP rate. `SPEAR_BENCH_MS` sets the time per measurement.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::format_collect)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, model::JsonObject};
+use serde_json::{Value, json};
+use spear_core::ExecutionMode;
+use spear_policy::{CommandPolicy, PolicyConfig, TargetRules};
+use spear_runtime::audit::AuditLogger;
+use spear_runtime::checkpoint::CheckpointStore;
+use spear_runtime::result_store::ResultStore;
+use spear_runtime::{CommandRunner, RunnerConfig};
+use spear_tools::{RouterConfig, RouterStores, ToolRegistry, ToolRouter};
+use spear_workspace::{Workspace, WorkspaceConfig};
+
+/// A call that takes longer than this is a hung server: the bench stops.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// How many calls the resident memory is read after.
+const CALLS_FOR_MEMORY: usize = 1000;
+
+/// The round trips of a run: how many calls per second, and their median and 99th percentile.
+struct Timing {
+    rate: f64,
+    median: Duration,
+    p99: Duration,
+}
+
+impl Timing {
+    fn of(mut samples: Vec<Duration>, elapsed: Duration) -> Timing {
+        samples.sort_unstable();
+        #[allow(clippy::cast_precision_loss)]
+        let rate = samples.len() as f64 / elapsed.as_secs_f64();
+        let at = |q: f64| {
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss
+            )]
+            let i = ((samples.len() - 1) as f64 * q).round() as usize;
+            samples[i]
+        };
+        Timing {
+            rate,
+            median: at(0.5),
+            p99: at(0.99),
+        }
+    }
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Times MCP calls and in-process calls of one kind over `budget`, interleaved in blocks so that
+/// both see the same machine; one call of each first, not counted (the first call of a kind warms
+/// caches: the sandbox preflight, the result store).
+async fn time_both(
+    budget: Duration,
+    client: &Client,
+    router: &ToolRouter,
+    tool: &'static str,
+    args: &Value,
+) -> (Timing, Timing) {
+    const BLOCK: usize = 20;
+    let in_process = || {
+        let e = router.call(tool, args.clone());
+        assert!(e.is_ok(), "{e:?}");
+    };
+    client.call(tool, args).await;
+    in_process();
+    let (mut mcp, mut bare) = (Vec::new(), Vec::new());
+    let (mut mcp_time, mut bare_time) = (Duration::ZERO, Duration::ZERO);
+    while mcp_time + bare_time < budget * 2 {
+        let block = Instant::now();
+        for _ in 0..BLOCK {
+            let t = Instant::now();
+            client.call(tool, args).await;
+            mcp.push(t.elapsed());
+        }
+        mcp_time += block.elapsed();
+        let block = Instant::now();
+        for _ in 0..BLOCK {
+            let t = Instant::now();
+            in_process();
+            bare.push(t.elapsed());
+        }
+        bare_time += block.elapsed();
+    }
+    (Timing::of(mcp, mcp_time), Timing::of(bare, bare_time))
+}
+
+/// One rmcp client of one `spear mcp` process.
+struct Client {
+    service: RunningService<RoleClient, ()>,
+    pid: u32,
+}
+
+impl Client {
+    /// `spear mcp --safe --workspace WS`, with HOME and spear's state beside the workspace.
+    async fn start(ws: &Path, base: &Path) -> Client {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spear"));
+        cmd.args(["mcp", "--safe", "--workspace"])
+            .arg(ws)
+            .current_dir(base)
+            .env("HOME", base.join("home"))
+            .env("XDG_STATE_HOME", base.join("server-state"))
+            .env_remove("XDG_CONFIG_HOME");
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spear mcp starts");
+        let pid = transport.id().expect("the server's pid");
+        let service = tokio::time::timeout(DEADLINE, ().serve(transport))
+            .await
+            .expect("the session starts in time")
+            .expect("the session starts");
+        Client { service, pid }
+    }
+
+    /// Calls `tool` and checks that it succeeded.
+    async fn call(&self, tool: &'static str, args: &Value) {
+        let args: JsonObject = args.as_object().cloned().unwrap();
+        let result = tokio::time::timeout(
+            DEADLINE,
+            self.service
+                .call_tool(CallToolRequestParams::new(tool).with_arguments(args)),
+        )
+        .await
+        .expect("the server answers in time")
+        .expect("a result");
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+    }
+
+    /// A line of /proc/PID/status, in MiB (`VmRSS`, `VmHWM`).
+    fn memory(&self, field: &str) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap();
+        let kib: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in /proc/{}/status", self.pid));
+        kib / 1024.0
+    }
+}
+
+/// A router as `spear mcp --safe` opens one: SAFE, every store on.
+fn in_process_router(ws_dir: &Path, base: &Path) -> ToolRouter {
+    let state = base.join("router-state");
+    let workspace = Arc::new(Workspace::open(&WorkspaceConfig::new(ws_dir)).unwrap());
+    let policy = Arc::new(CommandPolicy::new(
+        Arc::clone(&workspace),
+        PolicyConfig::new(Some(base.join("home"))),
+    ));
+    let mut runner_config = RunnerConfig::from_host(TargetRules::default().protected_patterns());
+    runner_config.home = base.join("home");
+    let runner = Arc::new(CommandRunner::new(workspace, runner_config));
+    let config = RouterConfig::new(ExecutionMode::Safe);
+    let stores = RouterStores {
+        audit: Some(AuditLogger::open(&state.join("audit.jsonl")).unwrap()),
+        results: Some(ResultStore::open(&state.join("results"), &config.session).unwrap()),
+        checkpoints: Some(CheckpointStore::open(&state.join("checkpoints")).unwrap()),
+    };
+    ToolRouter::new(ToolRegistry::coding(), policy, runner, config, stores).unwrap()
+}
+
+fn main() {
+    let ms: u64 = std::env::var("SPEAR_BENCH_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let budget = Duration::from_millis(ms);
+    let dir = tempfile::tempdir().unwrap();
+    let base: PathBuf = dir.path().canonicalize().unwrap();
+    let ws_dir = base.join("ws");
+    std::fs::create_dir_all(&ws_dir).unwrap();
+    std::fs::create_dir_all(base.join("home")).unwrap();
+    let text: String = (0..100)
+        .map(|i| format!("line {i} of a small source file\n"))
+        .collect();
+    std::fs::write(ws_dir.join("file.txt"), &text).unwrap();
+    let read = json!({"path": "file.txt"});
+    let run_true = json!({"command": "true"});
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime.block_on(Client::start(&ws_dir, &base));
+    let rss_start = client.memory("VmRSS");
+    runtime.block_on(async {
+        for i in 0..CALLS_FOR_MEMORY {
+            if i % 2 == 0 {
+                client.call("read_file", &read).await;
+            } else {
+                client.call("terminal", &run_true).await;
+            }
+        }
+    });
+    let rss_after = client.memory("VmRSS");
+
+    let router = in_process_router(&ws_dir, &base);
+    let (mcp_read, bare_read) =
+        runtime.block_on(time_both(budget, &client, &router, "read_file", &read));
+    let (mcp_true, bare_true) =
+        runtime.block_on(time_both(budget, &client, &router, "terminal", &run_true));
+    let rss_end = client.memory("VmRSS");
+    let hwm = client.memory("VmHWM");
+    runtime
+        .block_on(async { tokio::time::timeout(DEADLINE, client.service.cancel()).await })
+        .expect("the session ends in time")
+        .unwrap();
+
+    for (what, mcp, bare) in [
+        ("read_file          ", &mcp_read, &bare_read),
+        ("terminal true, SAFE", &mcp_true, &bare_true),
+    ] {
+        println!(
+            "{what} through MCP: {:>8.0} calls/s, median {:>7.1} µs, p99 {:>7.1} µs   in-process ToolRouter: {:>8.0}/s, median {:>7.1} µs   ratio {:.2}x (+{:.1} µs a call)",
+            mcp.rate,
+            micros(mcp.median),
+            micros(mcp.p99),
+            bare.rate,
+            micros(bare.median),
+            bare.rate / mcp.rate,
+            micros(mcp.median) - micros(bare.median),
+        );
+    }
+    println!(
+        "spear mcp resident memory: {rss_start:.1} MiB after the handshake, {rss_after:.1} MiB after {CALLS_FOR_MEMORY} calls (half read_file, half terminal), {rss_end:.1} MiB at the end (peak {hwm:.1} MiB)"
+    );
+}
