@@ -17,6 +17,10 @@ pub struct Args {
     /// three see no tool that writes, and their commands run in SAFE.
     #[arg(long, value_name = "ROLE", default_value = "implementation")]
     role: Role,
+    /// A call that comes after this many seconds with no call running begins a new turn (refusal
+    /// counts, the verdict and `spear undo` start afresh): MCP says nothing of turns.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    turn_gap: u64,
 }
 
 /// Serves until the client closes stdin or a signal arrives. stdout carries only protocol
@@ -45,7 +49,8 @@ pub fn run(args: &Args) -> Result<i32, String> {
             router.session()
         )
     );
-    let server = spear_mcp::SpearServer::new(router).map_err(|e| e.to_string())?;
+    let server = spear_mcp::SpearServer::new(router, std::time::Duration::from_secs(args.turn_gap))
+        .map_err(|e| e.to_string())?;
     spear_mcp::run_stdio(server).map_err(|e| e.to_string())?;
     Ok(0)
 }

@@ -313,8 +313,10 @@ impl Refusal {
                  could be checked. Fix the sandbox (`spear doctor` says how) and start a new turn."
             ),
             (RefusalRule::TurnStopped, Detail::Text(why)) => format!(
-                "spear stopped this turn, so `{s}` did not run: {why}. Asking again will not \
-                 change the answer; tell the user what you need and why, or do something else."
+                "spear stopped this turn, so `{s}` did not run: {}. Asking again will not change \
+                 the answer: stop calling tools, and tell the user what you need and why. The \
+                 next turn starts afresh.",
+                why.trim_end_matches('.')
             ),
             (RefusalRule::JobWriting, Detail::Text(job)) => format!(
                 "`{s}` is refused for now: the background job {job} may write to the workspace, \

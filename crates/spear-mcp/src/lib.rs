@@ -12,7 +12,7 @@ pub mod catalog;
 pub mod server;
 pub mod state;
 
-pub use server::SpearServer;
+pub use server::{SpearServer, TurnClock};
 
 /// Why the server could not serve.
 #[derive(Debug, thiserror::Error)]

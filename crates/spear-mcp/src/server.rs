@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
@@ -40,6 +41,8 @@ pub struct SpearServer {
 
 struct Inner {
     router: ToolRouter,
+    turns: Mutex<TurnClock>,
+    turn_gap: Duration,
     tools: Vec<Tool>,
     sealer: StateSealer,
     /// The calls running now, so that a server going away can stop them.
@@ -48,8 +51,9 @@ struct Inner {
 }
 
 impl SpearServer {
-    /// A server for `router`'s session and role.
-    pub fn new(router: ToolRouter) -> Result<Self, crate::state::StateError> {
+    /// A server for `router`'s session and role. A new turn begins when a call comes after
+    /// `turn_gap` with no call running (see [`TurnClock`]).
+    pub fn new(router: ToolRouter, turn_gap: Duration) -> Result<Self, crate::state::StateError> {
         let output_schema = Arc::new(catalog::as_object(&spear_tools::output_schema()));
         let tools = router
             .tools()
@@ -59,6 +63,8 @@ impl SpearServer {
         Ok(SpearServer {
             inner: Arc::new(Inner {
                 router,
+                turns: Mutex::new(TurnClock::default()),
+                turn_gap,
                 tools,
                 sealer: StateSealer::new()?,
                 running: Mutex::new(HashMap::new()),
@@ -77,6 +83,33 @@ impl SpearServer {
         for token in self.lock_running().values() {
             token.cancel();
         }
+    }
+
+    /// Counts a call in, beginning a new turn first when the session was idle for the gap.
+    fn call_starts(&self) {
+        let mut clock = self
+            .inner
+            .turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if clock.begins_turn(Instant::now(), self.inner.turn_gap) {
+            // Random ids always name a checkpoint; the error cannot happen.
+            if let Ok(turn) = self.inner.router.begin_turn(None) {
+                tracing::debug!("a new turn: {turn}");
+            }
+        }
+        clock.running += 1;
+    }
+
+    /// Counts a call out.
+    fn call_ends(&self) {
+        let mut clock = self
+            .inner
+            .turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        clock.running = clock.running.saturating_sub(1);
+        clock.idle_since = Some(Instant::now());
     }
 
     fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<u64, CancelToken>> {
@@ -153,6 +186,28 @@ impl SpearServer {
             confirmer: Some(confirmer),
             capture: Some(capture),
         })
+    }
+}
+
+/// When a turn ends. MCP says nothing of turns, so a pause stands for one: when a call comes
+/// after `gap` in which no call ran, the model has handed back to the user and this is the next
+/// turn (refusal counts, the verdict's evidence and `spear undo`'s unit start afresh; a turn
+/// stopped by repeated refusals ends).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TurnClock {
+    /// Calls running now.
+    pub running: usize,
+    /// When the last call ended, if one has.
+    pub idle_since: Option<Instant>,
+}
+
+impl TurnClock {
+    /// Whether a call starting `now` begins a new turn.
+    pub fn begins_turn(&self, now: Instant, gap: Duration) -> bool {
+        self.running == 0
+            && self
+                .idle_since
+                .is_some_and(|t| now.duration_since(t) >= gap)
     }
 }
 
@@ -253,6 +308,7 @@ impl ServerHandler for SpearServer {
             confirmer: asker.confirmer,
         };
         let server = self.clone();
+        self.call_starts();
         let call_args = args.clone();
         let call_name = name.clone();
         let joined = tokio::task::spawn_blocking(move || {
@@ -263,6 +319,7 @@ impl ServerHandler for SpearServer {
         })
         .await;
         bridge.abort();
+        self.call_ends();
         self.lock_running().remove(&id);
         let envelope = joined
             .map_err(|e| McpError::internal_error(format!("the call did not finish: {e}"), None))?;
@@ -284,5 +341,56 @@ impl ServerHandler for SpearServer {
             )));
         }
         Ok(CallToolResponse::Complete(catalog::call_result(&envelope)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_begins_after_a_pause_with_nothing_running() {
+        let gap = Duration::from_secs(30);
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        for (clock, now, begins) in [
+            // The first call of a session belongs to the turn the router began.
+            (TurnClock::default(), at(100), false),
+            (
+                TurnClock {
+                    running: 0,
+                    idle_since: Some(t0),
+                },
+                at(29),
+                false,
+            ),
+            (
+                TurnClock {
+                    running: 0,
+                    idle_since: Some(t0),
+                },
+                at(30),
+                true,
+            ),
+            (
+                TurnClock {
+                    running: 0,
+                    idle_since: Some(t0),
+                },
+                at(3600),
+                true,
+            ),
+            // A call still running (a long command, a question to the user) holds the turn open.
+            (
+                TurnClock {
+                    running: 1,
+                    idle_since: Some(t0),
+                },
+                at(3600),
+                false,
+            ),
+        ] {
+            assert_eq!(clock.begins_turn(now, gap), begins, "{clock:?} at {now:?}");
+        }
     }
 }

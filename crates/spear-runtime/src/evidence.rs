@@ -43,20 +43,94 @@ impl Verdict {
     }
 }
 
+/// How many calls a turn's [`EvidenceLog`] keeps; older ones are summed up in one flag.
+pub const EVIDENCE_KEPT: usize = 1024;
+
+/// A turn's evidence, bounded: the last [`EVIDENCE_KEPT`] calls in order, and whether a call
+/// dropped before them changed something. A long session (an MCP server's turn can last for
+/// thousands of calls) keeps the same memory, and the verdict is the one the whole list gives.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EvidenceLog {
+    recent: std::collections::VecDeque<Evidence>,
+    /// Whether a dropped call changed something.
+    earlier_change: bool,
+    /// Whether the last dropped run after the last dropped change passed, if there was one.
+    earlier_run_passed: Option<bool>,
+}
+
+impl EvidenceLog {
+    /// Adds the next call's evidence, dropping the oldest past the bound.
+    pub fn push(&mut self, evidence: Evidence) {
+        if self.recent.len() == EVIDENCE_KEPT
+            && let Some(old) = self.recent.pop_front()
+        {
+            if !old.changed.is_empty() {
+                // A run that changed files is a change: only a later run verifies it.
+                self.earlier_change = true;
+                self.earlier_run_passed = None;
+            } else if old.ran.is_some() {
+                self.earlier_run_passed = Some(passed(&old));
+            }
+        }
+        self.recent.push_back(evidence);
+    }
+
+    /// The calls kept, in order.
+    pub fn recent(&self) -> Vec<Evidence> {
+        self.recent.iter().cloned().collect()
+    }
+
+    /// The verdict of every call pushed, kept or not.
+    pub fn verdict(&self) -> Verdict {
+        verdict_newest_first(
+            self.recent.iter().rev(),
+            self.earlier_change,
+            self.earlier_run_passed,
+        )
+    }
+}
+
+/// Whether a run verifies: it ran to exit 0, with no refusal or timeout.
+fn passed(e: &Evidence) -> bool {
+    e.status == ToolStatus::Ok && e.exit_code == Some(0)
+}
+
+/// The verdict from the calls newest first, and what came before all of them: whether a change
+/// did, and whether the last run after it passed.
+fn verdict_newest_first<'a>(
+    newest_first: impl Iterator<Item = &'a Evidence>,
+    earlier_change: bool,
+    earlier_run_passed: Option<bool>,
+) -> Verdict {
+    let mut last_run: Option<bool> = None;
+    for e in newest_first {
+        if !e.changed.is_empty() {
+            return judge(last_run);
+        }
+        if last_run.is_none() && e.ran.is_some() {
+            last_run = Some(passed(e));
+        }
+    }
+    if earlier_change {
+        judge(last_run.or(earlier_run_passed))
+    } else {
+        Verdict::NoChange
+    }
+}
+
+/// The verdict of changes whose last later run passed, failed, or never came.
+fn judge(last_run_passed: Option<bool>) -> Verdict {
+    if last_run_passed == Some(true) {
+        Verdict::Verified
+    } else {
+        Verdict::Unverified
+    }
+}
+
 /// The verdict of a turn whose calls are `evidence`, in order. A verifying run is a call that ran
 /// a command; only one strictly after the last change counts, and the last such run decides.
 pub fn verdict(evidence: &[Evidence]) -> Verdict {
-    let Some(last_change) = evidence.iter().rposition(|e| !e.changed.is_empty()) else {
-        return Verdict::NoChange;
-    };
-    let last_run = evidence[last_change + 1..]
-        .iter()
-        .rev()
-        .find(|e| e.ran.is_some());
-    match last_run {
-        Some(e) if e.status == ToolStatus::Ok && e.exit_code == Some(0) => Verdict::Verified,
-        _ => Verdict::Unverified,
-    }
+    verdict_newest_first(evidence.iter().rev(), false, None)
 }
 
 #[cfg(test)]
@@ -128,5 +202,65 @@ mod tests {
             verdict(&[change("a"), changing_run, run(ToolStatus::Ok, Some(0))]),
             Verified
         );
+    }
+
+    /// The bounded log gives the verdict the whole list gives, for every case of the table
+    /// above padded with reads until its start falls out of the log.
+    #[test]
+    fn the_bounded_log_keeps_the_verdict_of_the_whole_list() {
+        use ToolStatus::{Failed, Ok};
+        let read = || Evidence {
+            tool: "read_file".into(),
+            changed: Vec::new(),
+            ran: None,
+            status: Ok,
+            exit_code: None,
+        };
+        let heads: Vec<Vec<Evidence>> = vec![
+            vec![],
+            vec![change("a")],
+            vec![change("a"), run(Ok, Some(0))],
+            vec![change("a"), run(Failed, Some(1))],
+            vec![run(Ok, Some(0))],
+            vec![change("a"), run(Ok, Some(0)), run(Failed, Some(1))],
+            vec![change("a"), run(Failed, Some(1)), run(Ok, Some(0))],
+            vec![change("a"), run(Ok, Some(0)), change("b")],
+            vec![change("a"), refused()],
+        ];
+        let tails: Vec<Vec<Evidence>> = vec![
+            vec![],
+            vec![run(Ok, Some(0))],
+            vec![run(Failed, Some(2))],
+            vec![change("b")],
+            vec![refused()],
+        ];
+        for (h, head) in heads.iter().enumerate() {
+            for (t, tail) in tails.iter().enumerate() {
+                for pad in [
+                    0,
+                    10,
+                    EVIDENCE_KEPT - 3,
+                    EVIDENCE_KEPT - 2,
+                    EVIDENCE_KEPT - 1,
+                    EVIDENCE_KEPT,
+                    EVIDENCE_KEPT + 5,
+                ] {
+                    let mut all = head.clone();
+                    all.extend(std::iter::repeat_with(read).take(pad));
+                    all.extend(tail.iter().cloned());
+                    let mut log = EvidenceLog::default();
+                    for e in &all {
+                        log.push(e.clone());
+                    }
+                    assert_eq!(
+                        log.verdict(),
+                        verdict(&all),
+                        "head {h}, pad {pad}, tail {t}"
+                    );
+                    assert!(log.recent().len() <= EVIDENCE_KEPT);
+                    assert_eq!(log.recent().last(), all.last());
+                }
+            }
+        }
     }
 }

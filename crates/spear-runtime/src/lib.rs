@@ -26,7 +26,7 @@ pub use audit::{
 pub use checkpoint::{
     CheckpointError, CheckpointStore, Conflict, EntryState, TurnCheckpoint, UndoError, UndoReport,
 };
-pub use evidence::{Evidence, Verdict, verdict};
+pub use evidence::{EVIDENCE_KEPT, Evidence, EvidenceLog, Verdict, verdict};
 pub use jobs::{Job, JobError, JobRead, Jobs};
 pub use refusals::{RefusalTracker, Repeat};
 pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};

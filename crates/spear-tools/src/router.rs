@@ -29,7 +29,7 @@ use spear_runtime::changes::ChangeTracker;
 use spear_runtime::checkpoint::{CheckpointError, CheckpointStore, TurnCheckpoint};
 use spear_runtime::refusals::{REFUSAL_REPEATS_VAR, RefusalTracker, Repeat, repeats_from_env};
 use spear_runtime::result_store::ResultStore;
-use spear_runtime::{CommandRunner, Evidence, Verdict, verdict};
+use spear_runtime::{CommandRunner, Evidence, Verdict};
 use spear_workspace::{Location, Workspace, WorkspaceFs};
 
 use crate::{
@@ -132,9 +132,9 @@ pub struct RouterStores {
 struct TurnState {
     id: String,
     refusals: RefusalTracker,
-    evidence: Vec<Evidence>,
-    /// The numbers of this turn's calls that changed something.
-    change_calls: Vec<u64>,
+    evidence: spear_runtime::EvidenceLog,
+    /// The number of this turn's last call that changed something.
+    last_change_call: Option<u64>,
     stopped: Option<String>,
 }
 
@@ -143,8 +143,8 @@ impl TurnState {
         TurnState {
             id,
             refusals: RefusalTracker::new(repeats),
-            evidence: Vec::new(),
-            change_calls: Vec::new(),
+            evidence: spear_runtime::EvidenceLog::default(),
+            last_change_call: None,
             stopped: None,
         }
     }
@@ -288,12 +288,13 @@ impl ToolRouter {
 
     /// The current turn's verdict.
     pub fn verdict(&self) -> Verdict {
-        verdict(&self.lock_turn().evidence)
+        self.lock_turn().evidence.verdict()
     }
 
-    /// The current turn's evidence, in call order.
+    /// The current turn's evidence, in call order: its last
+    /// [`EVIDENCE_KEPT`](spear_runtime::EVIDENCE_KEPT) calls.
     pub fn evidence(&self) -> Vec<Evidence> {
-        self.lock_turn().evidence.clone()
+        self.lock_turn().evidence.recent()
     }
 
     /// Calls `tool` with `args`.
@@ -657,11 +658,14 @@ impl ToolRouter {
         };
         // A background job verifies only what was there when it started.
         let ran = match record.ran_since {
-            Some(start) if turn.change_calls.iter().any(|c| *c > start) => None,
+            Some(start) if turn.last_change_call.is_some_and(|c| c > start) => None,
             _ => record.ran.clone(),
         };
         if !changed.is_empty() {
-            turn.change_calls.push(record.seq);
+            turn.last_change_call = Some(
+                turn.last_change_call
+                    .map_or(record.seq, |c| c.max(record.seq)),
+            );
         }
         turn.evidence.push(Evidence {
             tool: envelope.tool.clone(),
