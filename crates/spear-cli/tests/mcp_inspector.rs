@@ -6,11 +6,14 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
+use support::Dirs;
 
 /// The longest one Inspector run may take (Node starts, spawns spear, one request, exits).
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -40,31 +43,10 @@ fn client_bin() -> PathBuf {
 
 /// A workspace with one file, and beside it (never inside) HOME, spear's state, and the caches
 /// Node and npm may write.
-struct Dirs {
-    _tmp: tempfile::TempDir,
-    base: PathBuf,
-    ws: PathBuf,
-}
-
-impl Dirs {
-    fn new() -> Dirs {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
-        let ws = base.join("ws");
-        for dir in [&ws, &base.join("home"), &base.join("cache")] {
-            std::fs::create_dir_all(dir).unwrap();
-        }
-        std::fs::write(ws.join("hello.txt"), "hello from the inspector test\n").unwrap();
-        Dirs {
-            _tmp: tmp,
-            base,
-            ws,
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.base.join(name)
-    }
+fn dirs() -> Dirs {
+    let d = Dirs::with(&[("hello.txt", "hello from the inspector test\n")]);
+    std::fs::create_dir_all(d.path("cache")).unwrap();
+    d
 }
 
 /// `mcp-inspector --cli SPEAR mcp --workspace WS ... ARGS` with a clean environment, under a
@@ -130,7 +112,7 @@ fn assert_exit(out: &Output, code: i32) {
 
 #[tokio::test]
 async fn the_inspector_lists_every_tool() {
-    let d = Dirs::new();
+    let d = dirs();
     let out = inspector(&d, &[], &["--method", "tools/list"]).await;
     assert_exit(&out, 0);
     let v = json_of(&out);
@@ -157,7 +139,7 @@ async fn the_inspector_lists_every_tool() {
 
 #[tokio::test]
 async fn the_inspector_reads_a_file() {
-    let d = Dirs::new();
+    let d = dirs();
     let out = inspector(
         &d,
         &[],
@@ -192,7 +174,7 @@ async fn the_inspector_reads_a_file() {
 
 #[tokio::test]
 async fn the_inspector_sees_a_refusal_as_an_error_and_nothing_is_written() {
-    let d = Dirs::new();
+    let d = dirs();
     let out = inspector(
         &d,
         &["--safe"],

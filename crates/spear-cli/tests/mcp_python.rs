@@ -14,12 +14,15 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::Dirs;
 
 /// The client, written next to each test's config (so the source tree needs to be neither
 /// readable by the unprivileged user nor written with `__pycache__`).
@@ -100,40 +103,25 @@ fn python() -> PathBuf {
     py
 }
 
-/// One server's workspace, HOME and state directory, in a tempdir of its own. HOME and the state
-/// are beside the workspace, never inside it (spear refuses a workspace that holds them).
+/// One server's workspace, HOME and state directory, and the generation its client speaks.
 struct Server {
     generation: Generation,
-    _tmp: tempfile::TempDir,
-    ws: PathBuf,
-    home: PathBuf,
-    state: PathBuf,
+    dirs: Dirs,
 }
 
 impl Server {
     fn new(generation: Generation) -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
-        let ws = base.join("ws");
-        let home = base.join("home");
-        let state = base.join("state");
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(ws.join("README.md"), "readme\n").unwrap();
         Server {
             generation,
-            _tmp: tmp,
-            ws,
-            home,
-            state,
+            dirs: Dirs::with(&[("README.md", "readme\n")]),
         }
     }
 
     /// The run's entry of the client's config: this server with `flags`, plus `extra`.
     fn run(&self, flags: &[&str], extra: Value) -> Value {
         let mut env = json!({
-            "HOME": self.home,
-            "XDG_STATE_HOME": self.state,
+            "HOME": self.dirs.home,
+            "XDG_STATE_HOME": self.dirs.state,
         });
         if let Some(tmp) = std::env::var_os("TMPDIR") {
             env["TMPDIR"] = json!(tmp.to_string_lossy());
@@ -141,7 +129,7 @@ impl Server {
         let mut run = json!({
             "generation": self.generation.name(),
             "spear": env!("CARGO_BIN_EXE_spear"),
-            "workspace": self.ws,
+            "workspace": self.dirs.ws,
             "server_args": flags,
             "env": env,
         });
@@ -155,7 +143,7 @@ impl Server {
     }
 
     fn file(&self, name: &str) -> PathBuf {
-        self.ws.join(name)
+        self.dirs.ws.join(name)
     }
 }
 
@@ -812,7 +800,7 @@ fn hidden_character_questions() -> Vec<(Generation, String)> {
             let g = server.generation;
             let entry = &results(run)[0];
             assert_eq!(status(entry), "denied", "{g:?}: {entry}");
-            assert_eq!(std::fs::read_dir(&server.ws).unwrap().count(), 1, "{g:?}");
+            assert_eq!(std::fs::read_dir(&server.dirs.ws).unwrap().count(), 1, "{g:?}");
             let asked = questions(entry, g);
             assert_eq!(asked.len(), 1, "{g:?}: {entry}");
             (g, asked[0].to_owned())

@@ -8,6 +8,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod mcp_client;
+mod support;
 
 use mcp_client::{Generation, Session, TOOLS, User, envelope, within};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction};

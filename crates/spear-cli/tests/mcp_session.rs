@@ -7,6 +7,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod mcp_client;
+mod support;
 
 use mcp_client::{Generation, Session, User, envelope};
 use serde_json::json;

@@ -2,33 +2,16 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-
-struct Dirs {
-    _tmp: tempfile::TempDir,
-    ws: PathBuf,
-    home: PathBuf,
-    state: PathBuf,
-}
+use support::Dirs;
 
 fn dirs() -> Dirs {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
-    let ws = base.join("ws");
-    let home = base.join("home");
-    let state = base.join("state");
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(ws.join("README.md"), "readme\n").unwrap();
-    Dirs {
-        _tmp: tmp,
-        ws,
-        home,
-        state,
-    }
+    Dirs::with(&[("README.md", "readme\n")])
 }
 
 fn spear(d: &Dirs, args: &[&str]) -> Output {

@@ -6,9 +6,9 @@
 //! process; it is bound to the session, the tool and the exact arguments (a state minted for one
 //! call does not open for another); it expires; and each one opens once.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
@@ -43,7 +43,9 @@ pub enum StateError {
 /// Seals and opens request states for one server process.
 pub struct StateSealer {
     codec: RequestStateCodec,
-    used: Mutex<HashSet<String>>,
+    /// The nonces of states opened, with when: kept as long as their state could still open,
+    /// then forgotten, so a long session keeps no more than the last [`ANSWER_WITHIN`]'s.
+    used: Mutex<HashMap<String, Instant>>,
 }
 
 impl std::fmt::Debug for StateSealer {
@@ -59,7 +61,7 @@ impl StateSealer {
         let key: String = (0..4).map(|_| spear_tools::random_id()).collect();
         Ok(StateSealer {
             codec: RequestStateCodec::try_new(key.into_bytes()).map_err(|_| StateError::Key)?,
-            used: Mutex::new(HashSet::new()),
+            used: Mutex::new(HashMap::new()),
         })
     }
 
@@ -101,12 +103,12 @@ impl StateSealer {
             .map_err(|_| StateError::Invalid)?;
         let sealed: Sealed = serde_json::from_slice(&payload).map_err(|_| StateError::Invalid)?;
         let digest = unhex(&sealed.question).ok_or(StateError::Invalid)?;
-        if !self
-            .used
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(sealed.nonce)
-        {
+        let now = Instant::now();
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        // A state older than its time to live no longer opens (the codec checks), so its nonce
+        // need not be kept. The margin covers a clock step between sealing and opening.
+        used.retain(|_, at| now.duration_since(*at) <= ANSWER_WITHIN * 2);
+        if used.insert(sealed.nonce, now).is_some() {
             return Err(StateError::Replayed);
         }
         Ok(digest)

@@ -4,7 +4,6 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,6 +15,8 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RequestContext, 
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use serde_json::{Value, json};
+
+pub use crate::support::Dirs;
 
 /// The longest any one client call may take; far above what a call needs.
 pub const DEADLINE: Duration = Duration::from_secs(60);
@@ -32,40 +33,6 @@ pub const TOOLS: [&str; 9] = [
     "terminal_kill",
     "read_output",
 ];
-
-/// A workspace, and a HOME and state directory beside it (never inside: spear refuses a
-/// workspace that holds either).
-pub struct Dirs {
-    _tmp: tempfile::TempDir,
-    pub base: PathBuf,
-    pub ws: PathBuf,
-    pub home: PathBuf,
-    pub state: PathBuf,
-}
-
-impl Dirs {
-    pub fn new() -> Dirs {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
-        let ws = base.join("ws");
-        let home = base.join("home");
-        let state = base.join("state");
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(ws.join("a.txt"), "alpha\nbeta\n").unwrap();
-        Dirs {
-            _tmp: tmp,
-            base,
-            ws,
-            home,
-            state,
-        }
-    }
-
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.base.join("server.log")).unwrap_or_default()
-    }
-}
 
 /// Which protocol generation the client speaks.
 #[derive(Clone, Copy, Debug)]
@@ -169,7 +136,7 @@ pub struct Session<H: ClientHandler> {
 impl<H: ClientHandler> Session<H> {
     /// `spear mcp FLAGS --workspace WS`, served to `handler` in `generation`.
     pub async fn start(flags: &[&str], handler: H, generation: Generation) -> Session<H> {
-        let dirs = Dirs::new();
+        let dirs = Dirs::with(&[("a.txt", "alpha\nbeta\n")]);
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spear"));
         cmd.arg("mcp")
             .args(flags)
