@@ -166,6 +166,8 @@ impl SpearServer {
             .sealer
             .open(state, self.inner.router.session(), &request.name, args)
             .map_err(|e| {
+                // Not a call the router saw, so not in the audit log: say it here.
+                tracing::warn!("{}: a requestState was refused: {e}", request.name);
                 let mut r = ToolResult::new(ToolStatus::Denied);
                 r.reason = Some(format!(
                     "{e}. Nothing ran. Call {} again without requestState to be asked afresh.",
