@@ -162,10 +162,15 @@ impl Confirmer for TerminalConfirmer {
             .collect();
         let _ = write!(
             writer,
-            "spear: this command needs confirmation ({}; {}).\n  capabilities: {}\n  command:\n    {}\nRun it? [y/N] ",
+            "spear: this command needs confirmation ({}; {}).\n  capabilities: {}\n{}  command:\n    {}\nRun it? [y/N] ",
             request.class,
             make_visible(&request.reason),
             caps.join(", "),
+            request
+                .setting
+                .as_deref()
+                .map(|s| format!("  runs: {}\n", make_visible(s)))
+                .unwrap_or_default(),
             spear_tools::confirmation_text(&request.command).replace('\n', "\n    "),
         );
         let _ = writer.flush();

@@ -800,7 +800,11 @@ fn hidden_character_questions() -> Vec<(Generation, String)> {
             let g = server.generation;
             let entry = &results(run)[0];
             assert_eq!(status(entry), "denied", "{g:?}: {entry}");
-            assert_eq!(std::fs::read_dir(&server.dirs.ws).unwrap().count(), 1, "{g:?}");
+            assert_eq!(
+                std::fs::read_dir(&server.dirs.ws).unwrap().count(),
+                1,
+                "{g:?}"
+            );
             let asked = questions(entry, g);
             assert_eq!(asked.len(), 1, "{g:?}: {entry}");
             (g, asked[0].to_owned())
@@ -811,10 +815,13 @@ fn hidden_character_questions() -> Vec<(Generation, String)> {
 #[test]
 fn ask_shows_the_command_with_control_and_bidi_characters_escaped() {
     for (g, q) in hidden_character_questions() {
-        // The command block: between the heading and the class line.
+        // The command block: between the heading and the line of where it runs (or the class).
         let block = q
             .split_once("runs:\n\n")
-            .and_then(|(_, rest)| rest.split_once("\n\nclass:"))
+            .and_then(|(_, rest)| {
+                rest.split_once("\n\nruns:")
+                    .or_else(|| rest.split_once("\n\nclass:"))
+            })
             .map_or_else(
                 || panic!("{g:?}: no command block in {q:?}"),
                 |(block, _)| block,

@@ -371,3 +371,156 @@ async fn the_input_required_exchange_round_by_round() {
     assert!(!path.exists(), "a replayed state wrote again");
     s.stop().await;
 }
+
+/// The question says where and how a command runs, not only its text: approving `./run.sh`
+/// shown bare must not start another directory's `run.sh`, or a job with no timeout.
+#[tokio::test]
+async fn ask_shows_where_and_how_a_command_runs() {
+    for generation in [Generation::Initialize, Generation::Discover] {
+        let user = User::answering(ElicitationAction::Decline);
+        let s = Session::start(&["--ask"], user.clone(), generation).await;
+        std::fs::create_dir_all(s.dirs.ws.join("sub")).unwrap();
+        for args in [
+            json!({"command": "touch made.txt", "workdir": "sub", "background": true}),
+            json!({"command": "touch made.txt", "timeout": 7}),
+        ] {
+            let r = s.call("terminal", args.clone()).await;
+            assert_eq!(envelope(&r)["status"], "denied", "{generation:?} {args}");
+        }
+        let asked = user.questions();
+        assert_eq!(asked.len(), 2, "{generation:?}: {asked:?}");
+        assert!(
+            asked[0].contains("runs: in sub, as a background job with no timeout"),
+            "{generation:?}: {}",
+            asked[0]
+        );
+        assert!(
+            asked[1].contains("runs: in ., in the foreground, with a timeout of 7 s"),
+            "{generation:?}: {}",
+            asked[1]
+        );
+        assert!(!s.dirs.ws.join("sub/made.txt").exists() && !s.dirs.ws.join("made.txt").exists());
+        s.stop().await;
+    }
+}
+
+/// When the client closes stdin, a running call is cancelled at once (not after the SDK's 5 s
+/// drain): its process tree dies and the server exits. Spoken raw, so that the client only
+/// closes stdin (rmcp's client would kill the server).
+#[test]
+fn closing_stdin_cancels_a_running_call_at_once() {
+    use std::io::Write as _;
+    let dirs = support::Dirs::with(&[]);
+    let marker = format!("{}.{}", 300 + std::process::id() % 100, std::process::id());
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_spear"))
+        .args(["mcp", "--auto", "--workspace"])
+        .arg(&dirs.ws)
+        .current_dir(&dirs.base)
+        .env("HOME", &dirs.home)
+        .env("XDG_STATE_HOME", &dirs.state)
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "terminal", "arguments": {"command": format!("sleep {marker}")}}}),
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let alive = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&format!("sleep\0{marker}")))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !alive() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let closed = std::time::Instant::now();
+    drop(stdin);
+    loop {
+        if server.try_wait().unwrap().is_some() && !alive() {
+            break;
+        }
+        assert!(
+            closed.elapsed() < std::time::Duration::from_secs(3),
+            "still running {:?} after stdin closed (the command: {})",
+            closed.elapsed(),
+            alive()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM stops the server at once, before the handshake too, and with stdin a socket (Node.js
+/// clients start servers so), whose blocking read would otherwise hold the runtime.
+#[test]
+fn sigterm_stops_the_server_at_once() {
+    let dirs = support::Dirs::with(&[]);
+    for handshake in [false, true] {
+        let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_spear"))
+            .args(["mcp", "--workspace"])
+            .arg(&dirs.ws)
+            .current_dir(&dirs.base)
+            .env("HOME", &dirs.home)
+            .env("XDG_STATE_HOME", &dirs.state)
+            .env_remove("XDG_CONFIG_HOME")
+            .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+                theirs,
+            )))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        if handshake {
+            use std::io::{BufRead as _, Write as _};
+            let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}});
+            writeln!(ours, "{hello}").unwrap();
+            let mut answer = String::new();
+            std::io::BufReader::new(server.stdout.take().unwrap())
+                .read_line(&mut answer)
+                .unwrap();
+            assert!(answer.contains("\"protocolVersion\""), "{answer}");
+        } else {
+            // Positive control for "at once": the server is up and waiting.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            assert!(server.try_wait().unwrap().is_none());
+        }
+        let sent = std::time::Instant::now();
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &server.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        loop {
+            if let Some(status) = server.try_wait().unwrap() {
+                assert!(status.success(), "handshake {handshake}: {status}");
+                break;
+            }
+            assert!(
+                sent.elapsed() < std::time::Duration::from_secs(3),
+                "handshake {handshake}: still running {:?} after SIGTERM",
+                sent.elapsed()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        drop(ours);
+    }
+}

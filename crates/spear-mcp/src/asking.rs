@@ -26,13 +26,16 @@ pub const CONFIRM_KEY: &str = "spear_confirm";
 /// The property of the confirmation form a client may send back as `false` to decline.
 const APPROVE_FIELD: &str = "approve";
 
-/// The digest an approval is bound to: the command exactly as it will run, its class and the
-/// capabilities it will get. Any change to one of them is a different question.
+/// The digest an approval is bound to: everything the question shows (the command exactly as it
+/// will run, its class, why, where and how it runs) and the capabilities it will get. Any change
+/// to one of them is a different question.
 pub fn request_digest(request: &ConfirmRequest) -> [u8; 32] {
     let mut h = Sha256::new();
     for part in [
         request.command.as_bytes(),
         request.class.as_str().as_bytes(),
+        request.reason.as_bytes(),
+        request.setting.as_deref().unwrap_or("").as_bytes(),
     ] {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part);
@@ -52,9 +55,14 @@ pub fn question(request: &ConfirmRequest) -> String {
         .iter()
         .map(spear_core::Capability::as_str)
         .collect();
+    let setting = request
+        .setting
+        .as_deref()
+        .map(|s| format!("runs: {}\n", spear_tools::confirmation_text(s)))
+        .unwrap_or_default();
     format!(
-        "spear (ASK mode) asks before this runs:\n\n{}\n\nclass: {}\nwhy: {}\ncapabilities: {}\n\n\
-         Accept to run exactly this; decline and nothing runs.",
+        "spear (ASK mode) asks before this runs:\n\n{}\n\n{setting}class: {}\nwhy: {}\n\
+         capabilities: {}\n\nAccept to run exactly this; decline and nothing runs.",
         spear_tools::confirmation_text(&request.command),
         request.class.as_str(),
         // The reason quotes paths from the command, which can hold the same hidden characters.
@@ -97,20 +105,17 @@ pub fn input_request(request: &ConfirmRequest) -> Option<InputRequest> {
     .ok()
 }
 
-/// What the user's answer means. Only an accept approves, and an accept that turned the box off
-/// declines; a decline or a dismissal runs nothing.
+/// What the user's answer means. Only an accept approves, and only with the box left on (or no
+/// form sent back at all); a decline or a dismissal runs nothing. Attack: a client that sends
+/// form values as text (`"false"`, `0`) turning the user's "off" into an approval: anything but
+/// `true` in the field declines.
 pub fn answer_of(result: &ElicitResult) -> Confirmation {
     match result.action {
         ElicitationAction::Accept => {
-            let approve = result
-                .content
-                .as_ref()
-                .and_then(|c| c.get(APPROVE_FIELD))
-                .and_then(serde_json::Value::as_bool);
-            if approve == Some(false) {
-                Confirmation::Declined
-            } else {
-                Confirmation::Approved
+            let approve = result.content.as_ref().and_then(|c| c.get(APPROVE_FIELD));
+            match approve {
+                None | Some(serde_json::Value::Bool(true)) => Confirmation::Approved,
+                Some(_) => Confirmation::Declined,
             }
         }
         // Decline, cancel, and whatever later versions add.
@@ -201,7 +206,8 @@ impl Confirmer for BoundConfirmer {
     }
 }
 
-/// Gives the same answer to any question: a retried round the user declined.
+/// Gives the same answer to any question: a retried round whose answer was a decline, or that
+/// brought no answer at all (unavailable: nothing runs).
 pub struct FixedAnswer(pub Confirmation);
 
 impl Confirmer for FixedAnswer {
@@ -223,6 +229,7 @@ mod tests {
             class: CommandClass::WorkspaceMutating,
             capabilities: CapabilitySet::of(&[Capability::WorkspaceWrite]),
             reason: "it writes".to_owned(),
+            setting: None,
         }
     }
 
@@ -250,6 +257,26 @@ mod tests {
             (
                 ElicitationAction::Accept,
                 Some(json!({"approve": false})),
+                Confirmation::Declined,
+            ),
+            (
+                ElicitationAction::Accept,
+                Some(json!({"approve": "false"})),
+                Confirmation::Declined,
+            ),
+            (
+                ElicitationAction::Accept,
+                Some(json!({"approve": "true"})),
+                Confirmation::Declined,
+            ),
+            (
+                ElicitationAction::Accept,
+                Some(json!({"approve": 0})),
+                Confirmation::Declined,
+            ),
+            (
+                ElicitationAction::Accept,
+                Some(json!({"approve": null})),
                 Confirmation::Declined,
             ),
             (ElicitationAction::Decline, None, Confirmation::Declined),
@@ -295,6 +322,11 @@ mod tests {
         assert!(!q.contains("sk-abcdefghijklmnopqrstuvwx"), "{q}");
         assert!(q.contains("class: WORKSPACE_MUTATING"), "{q}");
         assert!(q.contains("capabilities: workspace:write"), "{q}");
+        assert!(!q.contains("\nruns:"), "{q}");
+        asked.setting = Some("in sub\u{202e}, as a background job".into());
+        let q = question(&asked);
+        assert!(q.contains("\nruns: in sub"), "{q}");
+        assert!(!q.contains('\u{202e}'), "{q}");
     }
 
     #[test]
@@ -330,5 +362,11 @@ mod tests {
         let mut reclassed = asked.clone();
         reclassed.class = CommandClass::ShellComplex;
         assert_ne!(request_digest(&reclassed), request_digest(&asked));
+        let mut elsewhere = asked.clone();
+        elsewhere.setting = Some("in sub, in the foreground".into());
+        assert_ne!(request_digest(&elsewhere), request_digest(&asked));
+        let mut other_reason = asked.clone();
+        other_reason.reason = "a redirection writes b".into();
+        assert_ne!(request_digest(&other_reason), request_digest(&asked));
     }
 }

@@ -31,7 +31,7 @@ use crate::state::StateSealer;
 
 /// The first protocol version whose servers ask through input-required results rather than
 /// requests of their own.
-const INPUT_REQUIRED_SINCE: &str = "2026-07-28";
+const INPUT_REQUIRED_SINCE: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 
 /// spear's MCP server. Cheap to clone; every clone serves the same session.
 #[derive(Clone)]
@@ -85,14 +85,15 @@ impl SpearServer {
         }
     }
 
-    /// Counts a call in, beginning a new turn first when the session was idle for the gap.
-    fn call_starts(&self) {
+    /// Counts a call in, beginning a new turn first when the session was idle for the gap, unless
+    /// the call `continues` a turn (the answer to a question that turn asked).
+    fn call_starts(&self, continues: bool) {
         let mut clock = self
             .inner
             .turns
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if clock.begins_turn(Instant::now(), self.inner.turn_gap) {
+        if !continues && clock.begins_turn(Instant::now(), self.inner.turn_gap) {
             // Random ids always name a checkpoint; the error cannot happen.
             if let Ok(turn) = self.inner.router.begin_turn(None) {
                 tracing::debug!("a new turn: {turn}");
@@ -101,15 +102,23 @@ impl SpearServer {
         clock.running += 1;
     }
 
-    /// Counts a call out.
-    fn call_ends(&self) {
-        let mut clock = self
-            .inner
-            .turns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        clock.running = clock.running.saturating_sub(1);
-        clock.idle_since = Some(Instant::now());
+    /// Counts call `id` out.
+    fn call_ends(&self, id: u64) {
+        {
+            let mut clock = self
+                .inner
+                .turns
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            clock.running = clock.running.saturating_sub(1);
+            clock.idle_since = Some(Instant::now());
+        }
+        self.lock_running().remove(&id);
+    }
+
+    /// How many calls are running now.
+    pub fn calls_running(&self) -> usize {
+        self.lock_running().len()
     }
 
     fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<u64, CancelToken>> {
@@ -135,7 +144,7 @@ impl SpearServer {
             .is_some_and(|c| c.elicitation.is_some());
         let modern = context
             .protocol_version()
-            .is_some_and(|v| v.as_str() >= INPUT_REQUIRED_SINCE);
+            .is_some_and(|v| v >= INPUT_REQUIRED_SINCE);
         if !modern {
             return Ok(if can_ask {
                 Asker {
@@ -145,6 +154,7 @@ impl SpearServer {
                         cancelled: context.ct.clone(),
                     })),
                     capture: None,
+                    continues_turn: false,
                 }
             } else {
                 Asker::default()
@@ -156,6 +166,7 @@ impl SpearServer {
                 Asker {
                     confirmer: Some(Arc::clone(&capture) as Arc<dyn Confirmer + Send + Sync>),
                     capture: Some(capture),
+                    continues_turn: false,
                 }
             } else {
                 Asker::default()
@@ -187,6 +198,7 @@ impl SpearServer {
         Ok(Asker {
             confirmer: Some(confirmer),
             capture: Some(capture),
+            continues_turn: true,
         })
     }
 }
@@ -196,16 +208,16 @@ impl SpearServer {
 /// turn (refusal counts, the verdict's evidence and `spear undo`'s unit start afresh; a turn
 /// stopped by repeated refusals ends).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct TurnClock {
+pub(crate) struct TurnClock {
     /// Calls running now.
-    pub running: usize,
+    running: usize,
     /// When the last call ended, if one has.
-    pub idle_since: Option<Instant>,
+    idle_since: Option<Instant>,
 }
 
 impl TurnClock {
     /// Whether a call starting `now` begins a new turn.
-    pub fn begins_turn(&self, now: Instant, gap: Duration) -> bool {
+    fn begins_turn(&self, now: Instant, gap: Duration) -> bool {
         self.running == 0
             && self
                 .idle_since
@@ -219,6 +231,9 @@ struct Asker {
     confirmer: Option<Arc<dyn Confirmer + Send + Sync>>,
     /// Set when a question is to be deferred to an input-required result.
     capture: Option<Arc<CaptureConfirmer>>,
+    /// The call answers a question its turn asked (its request state opened): however long the
+    /// user took, it belongs to that turn.
+    continues_turn: bool,
 }
 
 /// Reports progress as MCP progress notifications: elapsed seconds as the progress, the output so
@@ -310,19 +325,21 @@ impl ServerHandler for SpearServer {
             confirmer: asker.confirmer,
         };
         let server = self.clone();
-        self.call_starts();
+        self.call_starts(asker.continues_turn);
         let call_args = args.clone();
         let call_name = name.clone();
+        // The call counts itself out on its own thread, so that a server going away can wait for
+        // its calls to end without driving the runtime.
         let joined = tokio::task::spawn_blocking(move || {
-            server
+            let envelope = server
                 .inner
                 .router
-                .call_with(&call_name, call_args, options)
+                .call_with(&call_name, call_args, options);
+            server.call_ends(id);
+            envelope
         })
         .await;
         bridge.abort();
-        self.call_ends();
-        self.lock_running().remove(&id);
         let envelope = joined
             .map_err(|e| McpError::internal_error(format!("the call did not finish: {e}"), None))?;
         if envelope.result.status == ToolStatus::Cancelled

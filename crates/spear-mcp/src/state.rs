@@ -24,7 +24,7 @@ struct Sealed {
     question: String,
 }
 
-/// Why an echoed state was refused.
+/// Why a sealer could not be made, or an echoed state was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum StateError {
     /// Forged, altered, expired, or minted for another call.
@@ -35,17 +35,19 @@ pub enum StateError {
     /// The key was refused (too short).
     #[error("cannot make a request-state key")]
     Key,
-    /// Already used once.
-    #[error("the requestState was already used; call the tool again without it")]
+    /// Already used once, or kept past its time.
+    #[error("the requestState was already used, or is too old; call the tool again without it")]
     Replayed,
 }
 
 /// Seals and opens request states for one server process.
 pub struct StateSealer {
     codec: RequestStateCodec,
-    /// The nonces of states opened, with when: kept as long as their state could still open,
-    /// then forgotten, so a long session keeps no more than the last [`ANSWER_WITHIN`]'s.
-    used: Mutex<HashMap<String, Instant>>,
+    /// The nonces of states sealed and not yet opened, with when. A state opens only if its
+    /// nonce is here, and opening takes it out: so each opens once, and one whose nonce is gone
+    /// (opened, or older than twice [`ANSWER_WITHIN`] on the monotonic clock) never opens, even
+    /// if the wall clock the codec's expiry reads steps back.
+    issued: Mutex<HashMap<String, Instant>>,
 }
 
 impl std::fmt::Debug for StateSealer {
@@ -55,13 +57,20 @@ impl std::fmt::Debug for StateSealer {
 }
 
 impl StateSealer {
-    /// A sealer with a fresh random key.
+    /// A sealer with a fresh 256-bit key from the kernel's random source. Fails closed: without
+    /// randomness there is no key, and no server (Attack: a key guessed from the clock would let
+    /// anyone seal an approval).
     pub fn new() -> Result<Self, StateError> {
-        // Four random ids: 488 bits of randomness from the kernel, as key material.
-        let key: String = (0..4).map(|_| spear_tools::random_id()).collect();
+        let mut key = [0u8; 32];
+        let mut filled = 0;
+        while filled < key.len() {
+            filled +=
+                rustix::rand::getrandom(&mut key[filled..], rustix::rand::GetRandomFlags::empty())
+                    .map_err(|_| StateError::Key)?;
+        }
         Ok(StateSealer {
-            codec: RequestStateCodec::try_new(key.into_bytes()).map_err(|_| StateError::Key)?,
-            used: Mutex::new(HashMap::new()),
+            codec: RequestStateCodec::try_new(key.to_vec()).map_err(|_| StateError::Key)?,
+            issued: Mutex::new(HashMap::new()),
         })
     }
 
@@ -77,6 +86,12 @@ impl StateSealer {
             nonce: spear_tools::random_id(),
             question: hex(digest),
         };
+        {
+            let now = Instant::now();
+            let mut issued = self.issued.lock().unwrap_or_else(PoisonError::into_inner);
+            issued.retain(|_, at| now.duration_since(*at) <= ANSWER_WITHIN * 2);
+            issued.insert(sealed.nonce.clone(), now);
+        }
         let payload = serde_json::to_vec(&sealed).unwrap_or_default();
         let bound = binding(session, tool, args);
         self.codec.seal_with(
@@ -103,12 +118,8 @@ impl StateSealer {
             .map_err(|_| StateError::Invalid)?;
         let sealed: Sealed = serde_json::from_slice(&payload).map_err(|_| StateError::Invalid)?;
         let digest = unhex(&sealed.question).ok_or(StateError::Invalid)?;
-        let now = Instant::now();
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
-        // A state older than its time to live no longer opens (the codec checks), so its nonce
-        // need not be kept. The margin covers a clock step between sealing and opening.
-        used.retain(|_, at| now.duration_since(*at) <= ANSWER_WITHIN * 2);
-        if used.insert(sealed.nonce, now).is_some() {
+        let mut issued = self.issued.lock().unwrap_or_else(PoisonError::into_inner);
+        if issued.remove(&sealed.nonce).is_none() {
             return Err(StateError::Replayed);
         }
         Ok(digest)

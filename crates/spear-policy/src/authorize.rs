@@ -28,6 +28,9 @@ pub struct ConfirmRequest {
     pub capabilities: CapabilitySet,
     /// Why it has that class.
     pub reason: String,
+    /// Where and how it runs, when the caller says (a command's working directory, whether it
+    /// runs as a background job, its timeout): part of what is approved.
+    pub setting: Option<String>,
 }
 
 /// A person's answer.
@@ -144,6 +147,7 @@ pub fn authorize(
                 class: assessment.class,
                 capabilities: caps,
                 reason: assessment.reason.clone(),
+                setting: None,
             };
             match confirmer.confirm(&request) {
                 Confirmation::Approved => Authorization::Granted(caps),

@@ -414,6 +414,17 @@ impl ToolRouter {
                 return answer(result, record);
             }
         }
+        // A call cancelled while it was asked about or waited for the write lock ends here,
+        // before it checkpoints or writes anything (a command checks again as it starts).
+        if options
+            .cancel
+            .as_ref()
+            .is_some_and(spear_runtime::CancelToken::is_cancelled)
+        {
+            let mut result = ToolResult::new(ToolStatus::Cancelled);
+            result.reason = Some("cancelled before it ran; nothing was changed".into());
+            return answer(result, record);
+        }
         let (turn_checkpoint, not_kept) = match self.checkpoint_before(&resolved) {
             Ok(c) => c,
             Err(result) => return answer(result, record),
@@ -656,10 +667,13 @@ impl ToolRouter {
         } else {
             result.changed_paths.clone()
         };
-        // A background job verifies only what was there when it started.
-        let ran = match record.ran_since {
-            Some(start) if turn.last_change_call.is_some_and(|c| c > start) => None,
-            _ => record.ran.clone(),
+        // A run verifies only what was there when it started: a change that landed while it ran
+        // (a concurrent call's, or anything while a background job ran) is not verified by it.
+        let start = record.ran_since.unwrap_or(record.seq);
+        let ran = if turn.last_change_call.is_some_and(|c| c > start) {
+            None
+        } else {
+            record.ran.clone()
         };
         if !changed.is_empty() {
             turn.last_change_call = Some(

@@ -842,3 +842,65 @@ fn annotations_and_output_schema() {
         assert!(props.contains_key(key), "{key} not in the schema");
     }
 }
+
+/// A call cancelled before it runs (while it was asked about, or waited for the write lock)
+/// changes nothing, file tools included.
+#[test]
+fn a_call_cancelled_before_it_runs_changes_nothing() {
+    let env = Env::new();
+    let r = router(&env, Opts::mode(Auto));
+    let cancelled = || {
+        let cancel = spear_runtime::CancelToken::new().unwrap();
+        cancel.cancel();
+        spear_tools::CallOptions {
+            cancel: Some(cancel),
+            ..Default::default()
+        }
+    };
+    for (tool, args) in [
+        ("write_file", json!({"path": "late.txt", "content": "x"})),
+        ("delete_file", json!({"path": "README.md"})),
+        ("terminal", json!({"command": "echo x > late.txt"})),
+    ] {
+        let e = r.call_with(tool, args, cancelled());
+        assert_eq!(e.result.status, ToolStatus::Cancelled, "{tool}: {e:?}");
+    }
+    assert!(!env.path("late.txt").exists());
+    assert!(env.path("README.md").exists());
+    // Positive control: the same write without the cancellation happens.
+    let e = r.call("write_file", json!({"path": "late.txt", "content": "x"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert!(env.path("late.txt").exists());
+}
+
+/// A run verifies only what was there when it started: a write that lands while a (read-only)
+/// command runs beside it is not verified by that command.
+#[test]
+fn a_run_does_not_verify_a_change_made_while_it_ran() {
+    let env = Env::new();
+    let r = Arc::new(router(&env, Opts::mode(Auto)));
+    let run = {
+        let r = Arc::clone(&r);
+        std::thread::spawn(move || r.call("terminal", json!({"command": "sleep 1.5"})))
+    };
+    // Wait until the command is running (its call has started), then write.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+        std::fs::read(p.path().join("cmdline")).is_ok_and(|c| c.starts_with(b"sleep\x001.5"))
+    }) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let e = r.call("write_file", json!({"path": "a.txt", "content": "a"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    let e = run.join().unwrap();
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert_eq!(r.verdict(), Verdict::Unverified);
+    // Positive control: a run that starts after the change verifies it.
+    let e = r.call("terminal", json!({"command": "true"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert_eq!(r.verdict(), Verdict::Verified);
+}

@@ -16,7 +16,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{Capability, ExecutionProfile, Refusal, ToolResult, ToolStatus};
-use spear_policy::{Authorization, Decision, HEADER_BYTES, authorize, decide, generated_header};
+use spear_policy::{
+    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, HEADER_BYTES, authorize,
+    decide, generated_header,
+};
 use spear_runtime::audit::executable_summary;
 use spear_runtime::changes::{Change, Snapshot, changed_labels};
 use spear_runtime::checkpoint::{CheckpointStore, EntryState};
@@ -71,6 +74,35 @@ impl ToolArgs for TerminalArgs {
             );
         }
         Ok(Box::new(self))
+    }
+}
+
+impl TerminalArgs {
+    /// Where and how the command runs, as the person asked sees it: the working directory, and
+    /// the background or the timeout. Attack: approving `./run.sh` shown bare, when it runs in
+    /// another directory (another `run.sh`) or as a job that never times out.
+    fn setting(&self, cx: &CallContext<'_>) -> String {
+        let dir = self.workdir.as_deref().unwrap_or(".");
+        if self.background == Some(true) {
+            format!("in {dir}, as a background job with no timeout (stop it with terminal_kill)")
+        } else {
+            let secs = self.timeout.unwrap_or(cx.limits.terminal_timeout_secs);
+            format!("in {dir}, in the foreground, with a timeout of {secs} s")
+        }
+    }
+}
+
+/// Asks `inner` with the command's setting added to the question.
+struct InSetting<'a> {
+    inner: &'a dyn Confirmer,
+    setting: String,
+}
+
+impl Confirmer for InSetting<'_> {
+    fn confirm(&self, request: &ConfirmRequest) -> Confirmation {
+        let mut request = request.clone();
+        request.setting = Some(self.setting.clone());
+        self.inner.confirm(&request)
     }
 }
 
@@ -134,7 +166,16 @@ impl Prepared for TerminalArgs {
                 &why,
             )));
         }
-        let granted = match authorize(&assessment, cx.capabilities, command, cx.confirmer) {
+        let asker = cx.confirmer.map(|inner| InSetting {
+            inner,
+            setting: self.setting(cx),
+        });
+        let granted = match authorize(
+            &assessment,
+            cx.capabilities,
+            command,
+            asker.as_ref().map(|a| a as &dyn Confirmer),
+        ) {
             Authorization::Granted(caps) => caps,
             refused => {
                 return with_class(
