@@ -524,3 +524,105 @@ fn sigterm_stops_the_server_at_once() {
         drop(ours);
     }
 }
+
+/// A call cancelled while its question is open withdraws the question
+/// (`notifications/cancelled` for the `elicitation/create`), and nothing runs. Spoken raw, to
+/// see every message the server sends.
+#[test]
+fn cancelling_a_call_withdraws_its_open_question() {
+    use std::io::{BufRead as _, Write as _};
+    let dirs = support::Dirs::with(&[]);
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_spear"))
+        .args(["mcp", "--ask", "--workspace"])
+        .arg(&dirs.ws)
+        .current_dir(&dirs.base)
+        .env("HOME", &dirs.home)
+        .env("XDG_STATE_HOME", &dirs.state)
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = server.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let message: Value = serde_json::from_str(&line).expect("stdout carries JSON-RPC only");
+            if tx.send(message).is_err() {
+                break;
+            }
+        }
+    });
+    let send = |stdin: &mut std::process::ChildStdin, message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+    };
+    let next = |what: &str, pick: &dyn Fn(&Value) -> bool| -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let message = rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no {what} within 20 s"));
+            if pick(&message) {
+                return message;
+            }
+        }
+    };
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    next("initialize result", &|m| m["id"] == 1);
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "terminal", "arguments": {"command": "touch asked.txt"}}}),
+    );
+    let question = next("the question", &|m| m["method"] == "elicitation/create");
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("touch asked.txt"),
+        "{question}"
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 2, "reason": "the user pressed stop"}}),
+    );
+    let withdrawn = next("the question's withdrawal", &|m| {
+        m["method"] == "notifications/cancelled"
+    });
+    assert_eq!(
+        withdrawn["params"]["requestId"], question["id"],
+        "{withdrawn}"
+    );
+    // Answering now changes nothing: the call is over and nothing ran.
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept"}}),
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "read_file", "arguments": {"path": "asked.txt"}}}),
+    );
+    let read = next("the read's result", &|m| m["id"] == 3);
+    assert_eq!(
+        read["result"]["structuredContent"]["status"], "not_found",
+        "{read}"
+    );
+    assert!(!dirs.ws.join("asked.txt").exists());
+    drop(stdin);
+    server.wait().unwrap();
+}

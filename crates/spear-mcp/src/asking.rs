@@ -13,8 +13,11 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest};
-use rmcp::service::{Peer, RoleServer};
+use rmcp::model::{
+    ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    InputRequest, ServerRequest,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
 use sha2::{Digest, Sha256};
 use spear_policy::{ConfirmRequest, Confirmation, Confirmer};
 use tokio::runtime::Handle;
@@ -146,20 +149,38 @@ impl Confirmer for ElicitConfirmer {
         let Some(params) = elicit_params(request) else {
             return Confirmation::Unavailable;
         };
-        let asked = self.runtime.block_on(async {
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        self.runtime.block_on(async {
+            let mut handle = match self
+                .peer
+                .send_cancellable_request(request, PeerRequestOptions::no_options())
+                .await
+            {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!("the client could not be asked: {e}");
+                    return Confirmation::Unavailable;
+                }
+            };
             tokio::select! {
-                answer = self.peer.create_elicitation(params) => Some(answer),
-                () = self.cancelled.cancelled() => None,
+                answer = &mut handle.rx => match answer {
+                    Ok(Ok(ClientResult::ElicitResult(result))) => answer_of(&result),
+                    Ok(Err(e)) => {
+                        tracing::warn!("the client could not ask the user: {e}");
+                        Confirmation::Unavailable
+                    }
+                    // Another kind of answer, or the session went away while asking.
+                    Ok(Ok(_)) | Err(_) => Confirmation::Unavailable,
+                },
+                () = self.cancelled.cancelled() => {
+                    // The call was cancelled: withdraw the question, whose answer no longer counts.
+                    if let Err(e) = handle.cancel(Some("the tool call was cancelled".into())).await {
+                        tracing::debug!("the question could not be withdrawn: {e}");
+                    }
+                    Confirmation::Unavailable
+                }
             }
-        });
-        match asked {
-            Some(Ok(result)) => answer_of(&result),
-            Some(Err(e)) => {
-                tracing::warn!("the client could not ask the user: {e}");
-                Confirmation::Unavailable
-            }
-            None => Confirmation::Unavailable,
-        }
+        })
     }
 }
 
