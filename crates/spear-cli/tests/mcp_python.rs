@@ -924,6 +924,10 @@ fn modern_request_states_bind_to_one_call_and_one_use() {
     let unanswered = &run["unanswered"];
     envelope(unanswered, "terminal");
     assert_eq!(status(unanswered), "cancelled", "{unanswered}");
+    assert!(
+        reason(unanswered).contains("without an answer"),
+        "{unanswered}"
+    );
     for name in ["other.txt", "forged.txt", "declined.txt", "unanswered.txt"] {
         assert!(!server.file(name).exists(), "{name} was written");
     }

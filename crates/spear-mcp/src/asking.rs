@@ -227,8 +227,7 @@ impl Confirmer for BoundConfirmer {
     }
 }
 
-/// Gives the same answer to any question: a retried round whose answer was a decline, or that
-/// brought no answer at all (unavailable: nothing runs).
+/// Gives the same answer to any question: a retried round whose answer was a decline.
 pub struct FixedAnswer(pub Confirmation);
 
 impl Confirmer for FixedAnswer {

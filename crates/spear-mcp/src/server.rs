@@ -186,15 +186,23 @@ impl SpearServer {
                 ));
                 r
             })?;
-        let confirmer: Arc<dyn Confirmer + Send + Sync> =
-            match asking::answer_in(request.input_responses.as_ref()) {
-                Some(Confirmation::Approved) => Arc::new(BoundConfirmer {
-                    approved,
-                    capture: Arc::clone(&capture),
-                }),
-                Some(answer) => Arc::new(FixedAnswer(answer)),
-                None => Arc::new(FixedAnswer(Confirmation::Unavailable)),
-            };
+        let confirmer: Arc<dyn Confirmer + Send + Sync> = match asking::answer_in(
+            request.input_responses.as_ref(),
+        ) {
+            Some(Confirmation::Approved) => Arc::new(BoundConfirmer {
+                approved,
+                capture: Arc::clone(&capture),
+            }),
+            Some(answer) => Arc::new(FixedAnswer(answer)),
+            None => {
+                let mut r = ToolResult::new(ToolStatus::Cancelled);
+                r.reason = Some(format!(
+                    "the call came back without an answer to spear's question (inputResponses.{CONFIRM_KEY}); nothing ran. Call {} again without requestState to be asked afresh.",
+                    request.name
+                ));
+                return Err(r);
+            }
+        };
         Ok(Asker {
             confirmer: Some(confirmer),
             capture: Some(capture),
