@@ -135,6 +135,8 @@ struct TurnState {
     evidence: spear_runtime::EvidenceLog,
     /// The number of this turn's last call that changed something.
     last_change_call: Option<u64>,
+    /// How many of this turn's calls have changed something, in the order they ended.
+    changes_done: u64,
     stopped: Option<String>,
 }
 
@@ -145,6 +147,7 @@ impl TurnState {
             refusals: RefusalTracker::new(repeats),
             evidence: spear_runtime::EvidenceLog::default(),
             last_change_call: None,
+            changes_done: 0,
             stopped: None,
         }
     }
@@ -337,6 +340,10 @@ impl ToolRouter {
                 .calls
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                 + 1,
+            started_in: {
+                let turn = self.lock_turn();
+                (turn.id.clone(), turn.changes_done)
+            },
             ..CallRecord::default()
         };
         let answer = |result: ToolResult, record: CallRecord| {
@@ -669,13 +676,21 @@ impl ToolRouter {
         };
         // A run verifies only what was there when it started: a change that landed while it ran
         // (a concurrent call's, or anything while a background job ran) is not verified by it.
-        let start = record.ran_since.unwrap_or(record.seq);
-        let ran = if turn.last_change_call.is_some_and(|c| c > start) {
+        let landed_meanwhile = if let Some(start) = record.ran_since {
+            // A background job: any change by a call after the one that started it.
+            turn.last_change_call.is_some_and(|c| c > start)
+        } else {
+            // A call: any change that ended after it started, or a turn begun meanwhile.
+            let (turn_id, done) = &record.started_in;
+            *turn_id != turn.id || turn.changes_done > *done
+        };
+        let ran = if landed_meanwhile {
             None
         } else {
             record.ran.clone()
         };
         if !changed.is_empty() {
+            turn.changes_done += 1;
             turn.last_change_call = Some(
                 turn.last_change_call
                     .map_or(record.seq, |c| c.max(record.seq)),
@@ -797,6 +812,8 @@ struct CallRecord {
     ran: Option<String>,
     changes_unknown: bool,
     ran_since: Option<u64>,
+    /// The turn when the call started, and how many of its calls had changed something by then.
+    started_in: (String, u64),
 }
 
 /// What a call's evidence says it changed when its changes could not be found.

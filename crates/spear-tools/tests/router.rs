@@ -904,3 +904,55 @@ fn a_run_does_not_verify_a_change_made_while_it_ran() {
     assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
     assert_eq!(r.verdict(), Verdict::Verified);
 }
+
+/// Nor a change that started before it but landed while it ran (a write whose confirmation was
+/// still open when the command started).
+#[test]
+fn a_run_does_not_verify_a_change_that_landed_while_it_ran() {
+    struct Gate {
+        entered: std::sync::mpsc::SyncSender<()>,
+        release: Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+    impl spear_policy::Confirmer for Gate {
+        fn confirm(&self, _request: &spear_policy::ConfirmRequest) -> Confirmation {
+            self.entered.send(()).unwrap();
+            self.release.lock().unwrap().recv().unwrap();
+            Confirmation::Approved
+        }
+    }
+    let env = Env::new();
+    let (entered_tx, entered) = std::sync::mpsc::sync_channel(1);
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let mut opts = Opts::mode(Ask);
+    opts.confirmer = Some(Box::new(Gate {
+        entered: entered_tx,
+        release: Mutex::new(release_rx),
+    }));
+    let r = Arc::new(router(&env, opts));
+    let write = {
+        let r = Arc::clone(&r);
+        std::thread::spawn(move || r.call("write_file", json!({"path": "a.txt", "content": "a"})))
+    };
+    entered.recv().unwrap();
+    let run = {
+        let r = Arc::clone(&r);
+        // Read-only: ASK runs it without asking.
+        std::thread::spawn(move || r.call("terminal", json!({"command": "sleep 1.7"})))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+        std::fs::read(p.path().join("cmdline")).is_ok_and(|c| c.starts_with(b"sleep\x001.7"))
+    }) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    release.send(()).unwrap();
+    let e = write.join().unwrap();
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    let e = run.join().unwrap();
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert_eq!(r.verdict(), Verdict::Unverified);
+}
