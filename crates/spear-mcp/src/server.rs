@@ -41,18 +41,24 @@ pub struct SpearServer {
 
 struct Inner {
     router: ToolRouter,
-    turns: Mutex<TurnClock>,
+    calls: Mutex<Calls>,
     turn_gap: Duration,
     tools: Vec<Tool>,
     sealer: StateSealer,
-    /// The calls running now, so that a server going away can stop them.
-    running: Mutex<HashMap<u64, CancelToken>>,
     next_call: AtomicU64,
+}
+
+/// The calls running now (so that a server going away can stop them), and when the last one
+/// ended: what the turn clock reads.
+#[derive(Default)]
+struct Calls {
+    running: HashMap<u64, CancelToken>,
+    idle_since: Option<Instant>,
 }
 
 impl SpearServer {
     /// A server for `router`'s session and role. A new turn begins when a call comes after
-    /// `turn_gap` with no call running (see [`TurnClock`]).
+    /// `turn_gap` with no call running (see [`begins_turn`]).
     pub fn new(router: ToolRouter, turn_gap: Duration) -> Result<Self, crate::state::StateError> {
         let output_schema = Arc::new(catalog::as_object(&spear_tools::output_schema()));
         let tools = router
@@ -63,67 +69,57 @@ impl SpearServer {
         Ok(SpearServer {
             inner: Arc::new(Inner {
                 router,
-                turns: Mutex::new(TurnClock::default()),
+                calls: Mutex::new(Calls::default()),
                 turn_gap,
                 tools,
                 sealer: StateSealer::new()?,
-                running: Mutex::new(HashMap::new()),
                 next_call: AtomicU64::new(0),
             }),
         })
     }
 
-    /// The router this server serves.
-    pub fn router(&self) -> &ToolRouter {
-        &self.inner.router
-    }
-
     /// Cancels every call still running: each one's process tree is killed and the call ends.
     pub fn cancel_running(&self) {
-        for token in self.lock_running().values() {
+        for token in self.lock_calls().running.values() {
             token.cancel();
         }
     }
 
-    /// Counts a call in, beginning a new turn first when the session was idle for the gap, unless
-    /// the call `continues` a turn (the answer to a question that turn asked).
-    fn call_starts(&self, continues: bool) {
-        let mut clock = self
-            .inner
-            .turns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if !continues && clock.begins_turn(Instant::now(), self.inner.turn_gap) {
+    /// Counts call `id` in, beginning a new turn first when the session was idle for the gap,
+    /// unless the call `continues` a turn (the answer to a question that turn asked).
+    fn call_starts(&self, id: u64, cancel: CancelToken, continues: bool) {
+        let mut calls = self.lock_calls();
+        if !continues
+            && begins_turn(
+                calls.running.len(),
+                calls.idle_since,
+                Instant::now(),
+                self.inner.turn_gap,
+            )
+        {
             // Random ids always name a checkpoint; the error cannot happen.
             if let Ok(turn) = self.inner.router.begin_turn(None) {
                 tracing::debug!("a new turn: {turn}");
             }
         }
-        clock.running += 1;
+        calls.running.insert(id, cancel);
     }
 
     /// Counts call `id` out.
     fn call_ends(&self, id: u64) {
-        {
-            let mut clock = self
-                .inner
-                .turns
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            clock.running = clock.running.saturating_sub(1);
-            clock.idle_since = Some(Instant::now());
-        }
-        self.lock_running().remove(&id);
+        let mut calls = self.lock_calls();
+        calls.running.remove(&id);
+        calls.idle_since = Some(Instant::now());
     }
 
     /// How many calls are running now.
     pub fn calls_running(&self) -> usize {
-        self.lock_running().len()
+        self.lock_calls().running.len()
     }
 
-    fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<u64, CancelToken>> {
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, Calls> {
         self.inner
-            .running
+            .calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -211,26 +207,12 @@ impl SpearServer {
     }
 }
 
-/// When a turn ends. MCP says nothing of turns, so a pause stands for one: when a call comes
-/// after `gap` in which no call ran, the model has handed back to the user and this is the next
-/// turn (refusal counts, the verdict's evidence and `spear undo`'s unit start afresh; a turn
-/// stopped by repeated refusals ends).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TurnClock {
-    /// Calls running now.
-    running: usize,
-    /// When the last call ended, if one has.
-    idle_since: Option<Instant>,
-}
-
-impl TurnClock {
-    /// Whether a call starting `now` begins a new turn.
-    fn begins_turn(&self, now: Instant, gap: Duration) -> bool {
-        self.running == 0
-            && self
-                .idle_since
-                .is_some_and(|t| now.duration_since(t) >= gap)
-    }
+/// Whether a call starting `now` begins a new turn. MCP says nothing of turns, so a pause stands
+/// for one: when a call comes after `gap` in which no call ran, the model has handed back to the
+/// user and this is the next turn (refusal counts, the verdict's evidence and `spear undo`'s unit
+/// start afresh; a turn stopped by repeated refusals ends).
+fn begins_turn(running: usize, idle_since: Option<Instant>, now: Instant, gap: Duration) -> bool {
+    running == 0 && idle_since.is_some_and(|t| now.duration_since(t) >= gap)
 }
 
 /// How one call asks.
@@ -313,7 +295,6 @@ impl ServerHandler for SpearServer {
             McpError::internal_error(format!("cannot make a cancel token: {e}"), None)
         })?;
         let id = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
-        self.lock_running().insert(id, cancel.clone());
         // notifications/cancelled (or the server going away) cancels the token rmcp gave the call.
         let bridge = {
             let ct = context.ct.clone();
@@ -327,13 +308,13 @@ impl ServerHandler for SpearServer {
             .meta
             .get_progress_token()
             .map(|token| progress_sink(context.peer.clone(), token, Handle::current()));
+        self.call_starts(id, cancel.clone(), asker.continues_turn);
         let options = CallOptions {
             cancel: Some(cancel),
             progress,
             confirmer: asker.confirmer,
         };
         let server = self.clone();
-        self.call_starts(asker.continues_turn);
         let call_args = args.clone();
         let call_name = name.clone();
         // The call counts itself out on its own thread, so that a server going away can wait for
@@ -380,44 +361,20 @@ mod tests {
         let gap = Duration::from_secs(30);
         let t0 = Instant::now();
         let at = |s: u64| t0 + Duration::from_secs(s);
-        for (clock, now, begins) in [
+        for (running, idle_since, now, begins) in [
             // The first call of a session belongs to the turn the router began.
-            (TurnClock::default(), at(100), false),
-            (
-                TurnClock {
-                    running: 0,
-                    idle_since: Some(t0),
-                },
-                at(29),
-                false,
-            ),
-            (
-                TurnClock {
-                    running: 0,
-                    idle_since: Some(t0),
-                },
-                at(30),
-                true,
-            ),
-            (
-                TurnClock {
-                    running: 0,
-                    idle_since: Some(t0),
-                },
-                at(3600),
-                true,
-            ),
+            (0, None, at(100), false),
+            (0, Some(t0), at(29), false),
+            (0, Some(t0), at(30), true),
+            (0, Some(t0), at(3600), true),
             // A call still running (a long command, a question to the user) holds the turn open.
-            (
-                TurnClock {
-                    running: 1,
-                    idle_since: Some(t0),
-                },
-                at(3600),
-                false,
-            ),
+            (1, Some(t0), at(3600), false),
         ] {
-            assert_eq!(clock.begins_turn(now, gap), begins, "{clock:?} at {now:?}");
+            assert_eq!(
+                begins_turn(running, idle_since, now, gap),
+                begins,
+                "{running} running, idle since {idle_since:?}, at {now:?}"
+            );
         }
     }
 }
