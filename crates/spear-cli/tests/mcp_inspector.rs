@@ -13,7 +13,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use support::Dirs;
+use support::{Dirs, TOOLS};
 
 /// The longest one Inspector run may take (Node starts, spawns spear, one request, exits).
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -118,17 +118,7 @@ async fn the_inspector_lists_every_tool() {
     let v = json_of(&out);
     let tools = v["tools"].as_array().unwrap_or_else(|| panic!("{v}"));
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    for name in [
-        "read_file",
-        "search_files",
-        "write_file",
-        "patch",
-        "delete_file",
-        "terminal",
-        "terminal_output",
-        "terminal_kill",
-        "read_output",
-    ] {
+    for name in TOOLS {
         assert!(names.contains(&name), "{name} not in {names:?}");
     }
     for tool in tools {

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::Dirs;
+use support::{Dirs, TOOLS};
 
 /// The client, written next to each test's config (so the source tree needs to be neither
 /// readable by the unprivileged user nor written with `__pycache__`).
@@ -43,17 +43,6 @@ const ENVELOPE: [&str; 10] = [
     "tool",
 ];
 
-const ALL_TOOLS: [&str; 9] = [
-    "delete_file",
-    "patch",
-    "read_file",
-    "read_output",
-    "search_files",
-    "terminal",
-    "terminal_kill",
-    "terminal_output",
-    "write_file",
-];
 const WRITING_TOOLS: [&str; 3] = ["delete_file", "patch", "write_file"];
 const READ_ONLY_TOOLS: [&str; 4] = [
     "read_file",
@@ -145,6 +134,22 @@ impl Server {
     fn file(&self, name: &str) -> PathBuf {
         self.dirs.ws.join(name)
     }
+}
+
+/// A server of each generation, a unique token for each, and each one's run with `flags` and
+/// the `extra` its token gives.
+fn runs_with_tokens(
+    flags: &[&str],
+    extra: impl Fn(&str) -> Value,
+) -> (Vec<Server>, Vec<String>, Vec<Value>) {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let tokens: Vec<String> = servers.iter().map(|_| token()).collect();
+    let runs = servers
+        .iter()
+        .zip(&tokens)
+        .map(|(s, t)| s.run(flags, extra(t)))
+        .collect();
+    (servers, tokens, runs)
 }
 
 /// Runs `scenario` with `runs` in one Python process and returns each run's result, checked to
@@ -392,9 +397,9 @@ fn tools_are_listed_per_role_with_schemas_and_every_annotation() {
         let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
         names.sort_unstable();
         let want: Vec<&str> = if *role == "implementation" {
-            ALL_TOOLS.to_vec()
+            TOOLS.to_vec()
         } else {
-            ALL_TOOLS
+            TOOLS
                 .into_iter()
                 .filter(|n| !WRITING_TOOLS.contains(n))
                 .collect()
@@ -467,16 +472,13 @@ fn every_tool(token: &str) -> Vec<Value> {
 /// Runs [`every_tool`] on both generations in `flag`'s mode and checks each answer; `writes`
 /// says whether the mode lets the writes through, `asks` whether they were asked about first.
 fn every_tool_in(flag: &str, writes: bool, asks: bool) {
-    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
-    let tokens: Vec<String> = servers.iter().map(|_| token()).collect();
+    let (servers, tokens, runs) = runs_with_tokens(
+        &[flag],
+        |t| json!({"answer": "accept", "calls": every_tool(t)}),
+    );
     for s in &servers {
         std::fs::write(s.file("d.txt"), "delete me\n").unwrap();
     }
-    let runs: Vec<Value> = servers
-        .iter()
-        .zip(&tokens)
-        .map(|(s, t)| s.run(&[flag], json!({"answer": "accept", "calls": every_tool(t)})))
-        .collect();
     let out = client("calls", &runs);
     for ((server, token), run) in servers.iter().zip(&tokens).zip(&out) {
         let g = server.generation;
@@ -935,18 +937,10 @@ fn modern_request_states_bind_to_one_call_and_one_use() {
 
 #[test]
 fn cancelling_a_call_kills_its_whole_process_tree() {
-    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
-    let tokens: Vec<String> = servers.iter().map(|_| token()).collect();
-    let runs: Vec<Value> = servers
-        .iter()
-        .zip(&tokens)
-        .map(|(s, t)| {
-            s.run(
-                &["--auto"],
-                json!({"token": t, "command": format!("sleep {t}; echo MARKER_{t}")}),
-            )
-        })
-        .collect();
+    let (servers, tokens, runs) = runs_with_tokens(
+        &["--auto"],
+        |t| json!({"token": t, "command": format!("sleep {t}; echo MARKER_{t}")}),
+    );
     let out = client("cancel", &runs);
     for ((server, token), run) in servers.iter().zip(&tokens).zip(&out) {
         let g = server.generation;
@@ -1013,23 +1007,14 @@ fn progress_is_reported_while_a_command_runs() {
 
 #[test]
 fn a_background_job_prints_each_byte_once_and_dies_with_terminal_kill() {
-    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
-    let tokens: Vec<String> = servers.iter().map(|_| token()).collect();
-    let runs: Vec<Value> = servers
-        .iter()
-        .zip(&tokens)
-        .map(|(s, t)| {
-            s.run(
-                &["--auto"],
-                json!({
-                    "token": t,
-                    "command": format!(
-                        "for i in 1 2 3; do echo line$i; sleep 0.4; done; sleep {t}"
-                    ),
-                }),
-            )
+    let (servers, tokens, runs) = runs_with_tokens(&["--auto"], |t| {
+        json!({
+            "token": t,
+            "command": format!(
+                "for i in 1 2 3; do echo line$i; sleep 0.4; done; sleep {t}"
+            ),
         })
-        .collect();
+    });
     let out = client("job", &runs);
     for ((server, token), run) in servers.iter().zip(&tokens).zip(&out) {
         let g = server.generation;
@@ -1078,18 +1063,10 @@ fn a_background_job_prints_each_byte_once_and_dies_with_terminal_kill() {
 
 #[test]
 fn closing_the_client_ends_its_background_jobs() {
-    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
-    let tokens: Vec<String> = servers.iter().map(|_| token()).collect();
-    let runs: Vec<Value> = servers
-        .iter()
-        .zip(&tokens)
-        .map(|(s, t)| {
-            s.run(
-                &["--auto"],
-                json!({"token": t, "command": format!("sleep {t}")}),
-            )
-        })
-        .collect();
+    let (servers, tokens, runs) = runs_with_tokens(
+        &["--auto"],
+        |t| json!({"token": t, "command": format!("sleep {t}")}),
+    );
     let out = client("close", &runs);
     for ((server, token), run) in servers.iter().zip(&tokens).zip(&out) {
         let g = server.generation;

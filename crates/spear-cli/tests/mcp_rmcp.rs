@@ -10,9 +10,10 @@
 mod mcp_client;
 mod support;
 
-use mcp_client::{Generation, Session, TOOLS, User, envelope, within};
+use mcp_client::{Generation, Session, User, envelope, within};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction};
 use serde_json::{Value, json};
+use support::TOOLS;
 
 #[tokio::test]
 async fn lists_the_tools_with_annotations_and_the_output_schema() {
@@ -412,13 +413,8 @@ fn closing_stdin_cancels_a_running_call_at_once() {
     use std::io::Write as _;
     let dirs = support::Dirs::with(&[]);
     let marker = format!("{}.{}", 300 + std::process::id() % 100, std::process::id());
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_spear"))
-        .args(["mcp", "--auto", "--workspace"])
-        .arg(&dirs.ws)
-        .current_dir(&dirs.base)
-        .env("HOME", &dirs.home)
-        .env("XDG_STATE_HOME", &dirs.state)
-        .env_remove("XDG_CONFIG_HOME")
+    let mut server = dirs
+        .spear_mcp(&["--auto"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -473,13 +469,8 @@ fn sigterm_stops_the_server_at_once() {
     let dirs = support::Dirs::with(&[]);
     for handshake in [false, true] {
         let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_spear"))
-            .args(["mcp", "--workspace"])
-            .arg(&dirs.ws)
-            .current_dir(&dirs.base)
-            .env("HOME", &dirs.home)
-            .env("XDG_STATE_HOME", &dirs.state)
-            .env_remove("XDG_CONFIG_HOME")
+        let mut server = dirs
+            .spear_mcp(&[])
             .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
                 theirs,
             )))
@@ -532,13 +523,8 @@ fn sigterm_stops_the_server_at_once() {
 fn cancelling_a_call_withdraws_its_open_question() {
     use std::io::{BufRead as _, Write as _};
     let dirs = support::Dirs::with(&[]);
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_spear"))
-        .args(["mcp", "--ask", "--workspace"])
-        .arg(&dirs.ws)
-        .current_dir(&dirs.base)
-        .env("HOME", &dirs.home)
-        .env("XDG_STATE_HOME", &dirs.state)
-        .env_remove("XDG_CONFIG_HOME")
+    let mut server = dirs
+        .spear_mcp(&["--ask"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

@@ -21,19 +21,6 @@ pub use crate::support::Dirs;
 /// The longest any one client call may take; far above what a call needs.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
-/// The tools the default role (implementation) sees.
-pub const TOOLS: [&str; 9] = [
-    "read_file",
-    "search_files",
-    "write_file",
-    "patch",
-    "delete_file",
-    "terminal",
-    "terminal_output",
-    "terminal_kill",
-    "read_output",
-];
-
 /// Which protocol generation the client speaks.
 #[derive(Clone, Copy, Debug)]
 pub enum Generation {
@@ -137,15 +124,7 @@ impl<H: ClientHandler> Session<H> {
     /// `spear mcp FLAGS --workspace WS`, served to `handler` in `generation`.
     pub async fn start(flags: &[&str], handler: H, generation: Generation) -> Session<H> {
         let dirs = Dirs::with(&[("a.txt", "alpha\nbeta\n")]);
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_spear"));
-        cmd.arg("mcp")
-            .args(flags)
-            .arg("--workspace")
-            .arg(&dirs.ws)
-            .current_dir(&dirs.base)
-            .env("HOME", &dirs.home)
-            .env("XDG_STATE_HOME", &dirs.state)
-            .env_remove("XDG_CONFIG_HOME");
+        let cmd = tokio::process::Command::from(dirs.spear_mcp(flags));
         let log = std::fs::File::create(dirs.base.join("server.log")).unwrap();
         let (transport, _) = TokioChildProcess::builder(cmd)
             .stderr(log)

@@ -5,6 +5,19 @@
 
 use std::path::PathBuf;
 
+/// The tools the default role (implementation) sees, sorted by name.
+pub const TOOLS: [&str; 9] = [
+    "delete_file",
+    "patch",
+    "read_file",
+    "read_output",
+    "search_files",
+    "terminal",
+    "terminal_kill",
+    "terminal_output",
+    "write_file",
+];
+
 /// A tempdir holding `ws/` (the workspace), `home/` and `state/` (for `XDG_STATE_HOME`).
 pub struct Dirs {
     _tmp: tempfile::TempDir,
@@ -43,6 +56,21 @@ impl Dirs {
     /// `name` beside the workspace.
     pub fn path(&self, name: &str) -> PathBuf {
         self.base.join(name)
+    }
+
+    /// `spear mcp FLAGS --workspace WS`, with HOME and the state directory here and no operator
+    /// configuration; stdio as the caller sets it.
+    pub fn spear_mcp(&self, flags: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_spear"));
+        cmd.arg("mcp")
+            .args(flags)
+            .arg("--workspace")
+            .arg(&self.ws)
+            .current_dir(&self.base)
+            .env("HOME", &self.home)
+            .env("XDG_STATE_HOME", &self.state)
+            .env_remove("XDG_CONFIG_HOME");
+        cmd
     }
 
     /// What a server started by a test logged (its stderr, kept in `server.log`).
