@@ -101,11 +101,9 @@ impl Context {
 
 impl Context {
     /// The runner configuration for this invocation: the host's environment, the operator's
-    /// protected entries and network allowances, preflights remembered per user.
+    /// network allowances, preflights remembered per user.
     pub fn runner_config(&self) -> Result<spear_runtime::RunnerConfig, ContextError> {
-        let mut config = spear_runtime::RunnerConfig::from_host(
-            self.policy.config().targets.protected_patterns(),
-        );
+        let mut config = spear_runtime::RunnerConfig::from_host();
         config.sandbox.persist_preflight = true;
         config.sandbox.network.allow = self
             .network_allow

@@ -100,7 +100,7 @@ fn network_preflight() -> Mechanism {
             let mut wc = WorkspaceConfig::new(dir.path());
             wc.single_root = true;
             let ws = Workspace::open(&wc).map_err(|e| e.to_string())?;
-            let runner = CommandRunner::new(Arc::new(ws), RunnerConfig::from_host(Vec::new()));
+            let runner = CommandRunner::new(Arc::new(ws), RunnerConfig::from_host());
             runner.ensure_network().map_err(|e| e.to_string())
         });
     let (usable, detail, fix) = match outcome {

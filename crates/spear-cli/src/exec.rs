@@ -87,7 +87,30 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
             let mut request = CommandRequest::new(line, profile);
             request.timeout = args.timeout;
             request.class = Some(assessment.class);
-            runner.run(&request)
+            let report = runner.run_report(&request);
+            let mut result = report.result;
+            if report.staged.is_some() {
+                match policy.workspace().fs() {
+                    Ok(fs) => {
+                        spear_tools::commit_staged(
+                            report.staged.as_ref(),
+                            policy.workspace(),
+                            &fs,
+                            &policy,
+                            None,
+                            &spear_runtime::staging::TrackedRules::new(),
+                            &mut result,
+                        );
+                    }
+                    Err(e) => {
+                        result.status = spear_core::ToolStatus::Failed;
+                        result.reason = Some(format!(
+                            "the workspace cannot be opened, so nothing the command wrote was kept: {e}"
+                        ));
+                    }
+                }
+            }
+            result
         }
         refused => {
             let mut r = refused

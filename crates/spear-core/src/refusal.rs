@@ -211,6 +211,13 @@ impl Refusal {
         self.rule
     }
 
+    /// The same refusal, about `subject` (the path as the audit log labels it).
+    #[must_use]
+    pub fn with_subject(mut self, subject: impl Into<String>) -> Self {
+        self.subject = subject.into();
+        self
+    }
+
     /// What was refused, as the caller wrote it (a path, a program, a command).
     pub fn subject(&self) -> &str {
         &self.subject

@@ -31,6 +31,7 @@ mod authorize;
 mod commands;
 mod config;
 mod env_rules;
+mod git_layout;
 mod host_read;
 mod paths;
 mod policy;
@@ -45,6 +46,7 @@ pub use config::{
     ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorTargets,
     OperatorWorkspace, PolicyConfig, WorkspacePolicyFile, WorkspaceTargets,
 };
+pub use git_layout::{GitChange, GitIndirections, control_by_name};
 pub use policy::CommandPolicy;
 pub use target_policy::{HEADER_BYTES, Pattern, TargetRules, generated_header};
 

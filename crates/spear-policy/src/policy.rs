@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use spear_core::{CommandAssessment, Refusal};
-use spear_workspace::{Location, Workspace, WorkspaceFs};
+use spear_workspace::{EntryKind, Location, TreeView, Workspace, WorkspaceFs};
 
 use crate::PolicyConfig;
+use crate::git_layout::{GitChange, GitIndirections};
+use crate::target_policy::{HEADER_BYTES, generated_header};
 use crate::analysis::Analysis;
 use crate::host_read::HostView;
 use crate::shell::word::Arg;
@@ -97,10 +99,72 @@ impl CommandPolicy {
     }
 
     /// The target policy for a file tool's write to `loc` (already resolved inside a root): the
-    /// name rules on the entry, and the generated-file header of an existing file.
+    /// name rules on the entry, the generated-file header of an existing file, and git's
+    /// indirections as the host shows them.
     pub fn check_write(&self, loc: &Location) -> Result<(), Refusal> {
         self.config.targets.check(&loc.rel)?;
-        self.check_generated_header(loc, &loc.rel.display().to_string())
+        self.check_generated_header(loc, &loc.rel.display().to_string())?;
+        if let Some(fs) = self.fs() {
+            let git = self.git_indirections();
+            git.check(
+                &self.workspace,
+                fs,
+                fs,
+                loc,
+                GitChange::Put(EntryKind::File, None),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A judge of git's indirections for this workspace's user (global configuration under the
+    /// operator's home). Its cache lives as long as it does: make one per batch of changes.
+    pub fn git_indirections(&self) -> GitIndirections {
+        let xdg = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute());
+        GitIndirections::new(self.config.home.clone(), xdg)
+    }
+
+    /// The target policy on one change a command staged (or a tool makes): the protected,
+    /// generated, snapshot and vendored names (a directory being made is judged by what is put
+    /// in it, not by its name), the generated-file header of what the host holds there now, and
+    /// git's indirections. `staged` shows the workspace as the change would leave it, `host` as
+    /// it is.
+    pub fn judge_change(
+        &self,
+        git: &GitIndirections,
+        loc: &Location,
+        change: GitChange<'_>,
+        staged: &dyn TreeView,
+        host: &dyn TreeView,
+    ) -> Result<(), Refusal> {
+        let shown = self.workspace.label(loc);
+        let container = matches!(change, GitChange::Put(EntryKind::Dir, _))
+            || (change == GitChange::Mode && host.kind(loc) == Some(EntryKind::Dir));
+        if !container {
+            self.config
+                .targets
+                .check(&loc.rel)
+                .map_err(|r| r.with_subject(&shown))?;
+        }
+        if host.kind(loc) == Some(EntryKind::File) {
+            match host.read_head(loc, HEADER_BYTES) {
+                Some(head) => {
+                    if let Some(source) = generated_header(&head) {
+                        return Err(Refusal::generated_file(shown, source));
+                    }
+                }
+                // Attack: a header that cannot be read must not make the check pass.
+                None => {
+                    return Err(Refusal::unverifiable(
+                        shown,
+                        "its header cannot be read to tell whether it is generated",
+                    ));
+                }
+            }
+        }
+        git.check(&self.workspace, staged, host, loc, change)
     }
 }
 

@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use spear_sandbox::{CancelToken, OutputTee};
 
-use crate::changes::Snapshot;
 use crate::{CommandRequest, CommandRunner, RunReport};
 
 /// Unread bytes kept per stream of a job.
@@ -175,9 +174,7 @@ pub struct Job {
     output: Arc<JobOutput>,
     done: Arc<Mutex<Option<RunReport>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// The workspace as it was before a writable job started, for finding its changes at its end.
-    snapshot: Mutex<Option<Snapshot>>,
-    /// Whether the job may write to the workspace (it was started with a snapshot).
+    /// Whether the job may write to the workspace (its writes are staged until its end is read).
     writable: bool,
     /// The caller's mark at the start (the router's call number).
     mark: u64,
@@ -244,14 +241,6 @@ impl Job {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes the snapshot (once).
-    pub fn take_snapshot(&self) -> Option<Snapshot> {
-        self.snapshot
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-
     fn join(&self) {
         let handle = self
             .thread
@@ -295,14 +284,13 @@ impl Jobs {
     /// Starts `request` in the background on a thread of its own and returns the job at once.
     /// The request's timeout, cancellation and output tee are the job's own; so is its flood
     /// limit (none: its unread output is bounded, and it may run for hours).
-    /// `snapshot` is the workspace before a writable job (kept for finding its changes at its
-    /// end); `mark` is the caller's own (the router's call number).
+    /// A writable job's writes stay staged until its end is read (the report carries them);
+    /// `mark` is the caller's own (the router's call number).
     pub fn start(
         &self,
         runner: Arc<CommandRunner>,
         mut request: CommandRequest,
         command: &str,
-        snapshot: Option<Snapshot>,
         mark: u64,
     ) -> Result<Arc<Job>, JobError> {
         let mut jobs = self.by_id.lock().unwrap_or_else(PoisonError::into_inner);
@@ -310,6 +298,7 @@ impl Jobs {
             return Err(JobError::TooMany(jobs.len()));
         }
         let id = format!("job-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let request_writable = request.profile.workspace_write;
         let cancel = CancelToken::new().map_err(JobError::Start)?;
         let output = Arc::new(JobOutput::new(self.buffer));
         let done: Arc<Mutex<Option<RunReport>>> = Arc::new(Mutex::new(None));
@@ -334,8 +323,7 @@ impl Jobs {
             output,
             done,
             thread: Mutex::new(Some(thread)),
-            writable: snapshot.is_some(),
-            snapshot: Mutex::new(snapshot),
+            writable: request_writable,
             mark,
             finishing: Mutex::new(()),
         });

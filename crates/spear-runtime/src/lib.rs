@@ -6,18 +6,16 @@
 //!   [`spear_sandbox::BwrapSpec`], owns the resource contracts and the sandbox instance, and
 //!   returns one honest [`spear_core::ToolResult`]. Nothing above it knows about memory limits,
 //!   unit names or cgroup paths.
-//! - Protected entries (`.git/hooks`, `.git/config`, `.envrc`, ...) under writable roots cannot be
-//!   written, renamed or replaced by a command; one created during it is removed afterwards, and the
-//!   result says so.
+//! - A writable command writes into layers of its own ([`staging`]); nothing it wrote reaches the
+//!   workspace before the caller's judge has seen it, and what the judge refuses never does.
 
 pub mod audit;
-pub mod changes;
 pub mod checkpoint;
 pub mod evidence;
 pub mod jobs;
-pub mod protect;
 pub mod refusals;
 pub mod result_store;
+pub mod staging;
 mod runner;
 
 pub use audit::{

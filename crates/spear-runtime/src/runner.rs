@@ -14,7 +14,7 @@ use spear_sandbox::{
 };
 use spear_workspace::Workspace;
 
-use crate::protect::{Guard, ProtectedEntries};
+use crate::staging::{Staging, default_bases, sweep_stale};
 
 /// The default wall-clock limit of a command.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45);
@@ -32,8 +32,9 @@ pub struct RunnerConfig {
     pub flood_bytes: u64,
     /// Size caps of the private tmpfs mounts.
     pub tmpfs: TmpfsSizes,
-    /// Protected-entry patterns (from the operator's target policy).
-    pub protected: Vec<String>,
+    /// Where writable commands' writes are staged (see [`crate::staging::area`]), in order of
+    /// preference. With none usable, writable commands are refused.
+    pub staging: Vec<PathBuf>,
     /// The host environment the sandbox's environment is chosen from.
     pub host_env: Vec<(OsString, OsString)>,
     /// The user's real home directory (a private tmpfs in the sandbox).
@@ -41,20 +42,26 @@ pub struct RunnerConfig {
 }
 
 impl RunnerConfig {
-    /// The configuration for this process: its environment and `$HOME`, default limits.
-    pub fn from_host(protected: Vec<String>) -> Self {
+    /// The configuration for this process: its environment and `$HOME`, default limits, and
+    /// staging under `$XDG_STATE_HOME/spear/staging` (or `~/.local/state/...`), then the per-user
+    /// runtime directory.
+    pub fn from_host() -> Self {
         let host_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
             .filter(|h| h.is_absolute())
             .unwrap_or_else(|| PathBuf::from("/nonexistent-home"));
+        let xdg_state = std::env::var_os("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute());
+        let staging = default_bases(xdg_state.as_deref(), Some(&home));
         RunnerConfig {
             sandbox: SandboxConfig::default(),
             default_timeout: DEFAULT_TIMEOUT,
             output_cap: 1 << 20,
             flood_bytes: 256 << 20,
             tmpfs: TmpfsSizes::default(),
-            protected,
+            staging,
             host_env,
             home,
         }
@@ -113,9 +120,13 @@ pub struct RunReport {
     /// The result, as [`CommandRunner::run`] returns it.
     pub result: ToolResult,
     /// Why the sandbox is missing or broken, when that is why the command failed (mechanisms
-    /// missing, the preflight or setup failed, containment could not be confirmed, protected
-    /// entries could not be guarded or checked). Callers stop trusting writes after this.
+    /// missing, the preflight or setup failed, containment could not be confirmed). Callers stop
+    /// trusting writes after this.
     pub sandbox_down: Option<String>,
+    /// What a writable command staged, for the caller to judge and commit
+    /// ([`Staging::commit`]). Dropping the last handle without committing discards it: nothing
+    /// of it reaches the workspace.
+    pub staged: Option<Arc<Staging>>,
 }
 
 /// What the host offers every sandbox of a runner, looked up once.
@@ -136,7 +147,6 @@ pub struct CommandRunner {
     workspace: Arc<Workspace>,
     sandbox: Sandbox,
     config: RunnerConfig,
-    protected: ProtectedEntries,
     host: HostView,
 }
 
@@ -182,12 +192,13 @@ impl CommandRunner {
             resolv_conf: resolver_file(),
             toolchains,
         };
-        let protected = ProtectedEntries::new(&config.protected);
+        for base in &config.staging {
+            sweep_stale(base);
+        }
         CommandRunner {
             workspace,
             sandbox,
             config,
-            protected,
             host,
         }
     }
@@ -207,8 +218,21 @@ impl CommandRunner {
     pub fn ensure_sandbox(&self, profile: &ExecutionProfile) -> Result<(), SandboxError> {
         let request =
             CommandRequest::new(CommandLine::Argv(vec!["/bin/true".into()]), profile.clone());
-        let spec = self.spec(&request, None).map_err(SandboxError::Spec)?;
+        let staging = self.stage(profile).map_err(SandboxError::Spec)?;
+        let spec = self
+            .spec(&request, staging.as_ref())
+            .map_err(SandboxError::Spec)?;
         self.sandbox.ensure(&spec)
+    }
+
+    /// Fresh layers for a writable profile; none for a read-only one.
+    fn stage(&self, profile: &ExecutionProfile) -> Result<Option<Staging>, SpecError> {
+        if !profile.workspace_write {
+            return Ok(None);
+        }
+        Staging::create(&self.config.staging, &self.workspace)
+            .map(Some)
+            .map_err(|e| SpecError::Staging(format!("the writes could not be staged: {e}")))
     }
 
     /// Runs the network preflight for this workspace once (cached on the sandbox): a real
@@ -226,11 +250,11 @@ impl CommandRunner {
         self.sandbox.ensure_network(&spec)
     }
 
-    /// The sandbox spec of `request`. `guard` holds the protected entries of writable roots.
+    /// The sandbox spec of `request`; a writable one stages its roots in `staging`.
     pub fn spec(
         &self,
         request: &CommandRequest,
-        guard: Option<&Guard>,
+        staging: Option<&Staging>,
     ) -> Result<BwrapSpec, SpecError> {
         let ws = &self.workspace;
         let cwd = match &request.workdir {
@@ -285,10 +309,7 @@ impl CommandRunner {
             etc: self.etc(),
             toolchains: self.host.toolchains.binds.clone(),
             roots,
-            anchors: guard.map(|g| self.binds(&g.anchors())).unwrap_or_default(),
-            protected: guard
-                .map(|g| self.binds(&g.read_only()))
-                .unwrap_or_default(),
+            staged: staging.map(Staging::overlays).unwrap_or_default(),
             masks,
             env,
             tmpfs: self.config.tmpfs,
@@ -322,18 +343,6 @@ impl CommandRunner {
         }
     }
 
-    /// Host and sandbox paths of entries given as sandbox paths.
-    fn binds(&self, inside: &[PathBuf]) -> Vec<Bind> {
-        let ws = &self.workspace;
-        inside
-            .iter()
-            .map(|mount| Bind {
-                host: ws.to_host(mount),
-                mount: mount.clone(),
-            })
-            .collect()
-    }
-
     /// Runs `request` to one result. Every failure to confine is a failed result with nothing
     /// spawned; every end of a command that ran is reported as it happened.
     pub fn run(&self, request: &CommandRequest) -> ToolResult {
@@ -352,31 +361,18 @@ impl CommandRunner {
     }
 
     fn run_inner(&self, request: &CommandRequest) -> RunReport {
-        let down = |reason: String| RunReport {
-            sandbox_down: Some(reason.clone()),
-            result: failed(reason),
+        let refused = |e: SpecError| RunReport {
+            result: failed(e.to_string()),
+            sandbox_down: None,
+            staged: None,
         };
-        let guard = if request.profile.workspace_write {
-            match self.protected.guard(&self.workspace) {
-                Ok(g) => Some(g),
-                Err(e) => {
-                    return down(format!(
-                        "spear could not protect the workspace's protected entries, so nothing ran: {e}"
-                    ));
-                }
-            }
-        } else {
-            None
-        };
-        tracing::debug!("protected entries guarded");
-        let spec = match self.spec(request, guard.as_ref()) {
+        let staging = match self.stage(&request.profile) {
             Ok(s) => s,
-            Err(e) => {
-                return RunReport {
-                    result: failed(e.to_string()),
-                    sandbox_down: None,
-                };
-            }
+            Err(e) => return refused(e),
+        };
+        let spec = match self.spec(request, staging.as_ref()) {
+            Ok(s) => s,
+            Err(e) => return refused(e),
         };
         tracing::debug!("sandbox spec built");
         let timeout = request.timeout.unwrap_or(self.config.default_timeout);
@@ -389,7 +385,7 @@ impl CommandRunner {
         };
         let outcome = self.sandbox.run(&spec, &watch);
         let mut sandbox_down = None;
-        let mut result = match outcome {
+        let result = match outcome {
             Ok(outcome) => {
                 let result = self.interpret(&outcome, timeout);
                 let broken = outcome
@@ -417,35 +413,10 @@ impl CommandRunner {
                 failed(e.to_string())
             }
         };
-        if let Some(guard) = guard {
-            match guard.enforce(&self.workspace) {
-                Ok(repairs) if repairs.is_empty() => {}
-                Ok(repairs) => {
-                    let list: Vec<String> = repairs.iter().map(ToString::to_string).collect();
-                    append_reason(
-                        &mut result,
-                        &format!(
-                            "spear undid changes to protected entries, which make other programs run code later: {}",
-                            list.join("; ")
-                        ),
-                    );
-                    result
-                        .changed_paths
-                        .extend(repairs.into_iter().map(|r| r.label));
-                }
-                Err(e) => {
-                    result.status = ToolStatus::Failed;
-                    let text = format!(
-                        "spear could not check the protected entries after the command: {e}; inspect them before running git or entering the directory"
-                    );
-                    append_reason(&mut result, &text);
-                    sandbox_down = Some(text);
-                }
-            }
-        }
         RunReport {
             result,
             sandbox_down,
+            staged: staging.map(Arc::new),
         }
     }
 

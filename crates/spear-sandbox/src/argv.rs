@@ -6,21 +6,26 @@
 //!    the command cannot push keystrokes into the operator's terminal with TIOCSTI
 //!    (`--new-session`), no capabilities, and an empty environment (`--clearenv`).
 //! 2. The system: `/usr` read-only and the host's `/bin`, `/lib*`, `/sbin` as it lays them out;
-//!    `--proc`, a minimal `--dev` with a size-capped `/dev/shm`; the curated `/etc` entries.
+//!    `--proc`, remounted read-only at once, a minimal `--dev` with a size-capped `/dev/shm`; the
+//!    curated `/etc` entries. `/sys` is not there at all. A read-only `/proc` is what keeps a
+//!    sandbox that runs as the host's uid 0 (spear run as root) from the host-global files there
+//!    that only check the owner (`/proc/sys/kernel/core_pattern`, `/proc/sysrq-trigger`, ...):
+//!    every write under `/proc` is refused with EROFS, whatever the uid.
 //! 3. Private, size-capped tmpfs mounts for `/tmp` and the home directory. They come before every
 //!    bind below, so that a toolchain under the home directory or a root under `/tmp` is visible
 //!    on top of them rather than hidden by them.
 //! 4. Toolchains, then declared host-read paths, read-only (`--ro-bind-try`: one that vanished is
 //!    simply absent). They come before the workspace so that a root nested under one of them keeps
 //!    its own access (a writable root under a read-only `/opt` stays writable).
-//! 5. The workspace roots, read-write only when the profile grants workspace writes.
-//! 6. Anchors: the directories holding protected entries bound onto themselves, so that they are
-//!    mount points and cannot be renamed or replaced; then protected entries read-only on top of
-//!    their roots (`.git/hooks` inside a writable root), and
-//!    credential stores inside any bound directory masked. These come after every bind, so nothing
-//!    bound later can uncover them.
+//! 5. The workspace roots, read-write only when the profile grants workspace writes, and then only
+//!    as the staged view (see [`crate::Overlay`]): the overlay is mounted before bwrap starts, so
+//!    the bind shows it, and every write lands in its upper layer, not on the host.
+//! 6. Credential stores inside any bound directory masked. These come after every bind, so
+//!    nothing bound later can uncover them.
 //! 7. `--remount-ro /`: the root tmpfs itself is read-only, so nothing can be created at `/x`.
-//! 8. The working directory, the environment, the seccomp program, and the command after `--`.
+//! 8. The working directory, the environment, the seccomp program; then, apart from the options,
+//!    the command. The spawner hands the options to bwrap on a file descriptor (`--args`), so
+//!    their number and length never make bwrap fail to start.
 //!
 //! In network mode the sandbox's `/etc/resolv.conf` names slirp4netns's resolver, and bwrap reports
 //! its child on `--info-fd`, and the command runs behind [`crate::NETWORK_HOLD`], which says when
@@ -29,7 +34,8 @@
 //! The builder refuses, before anything runs: declared-but-unimplemented capabilities, the network
 //! without a network path, a bind of a credential store or of a directory that
 //! would cover the sandbox's own mount points, a root that holds the home directory, relative
-//! paths, and a secret-looking environment variable.
+//! paths, a writable root that is not staged (or a staging layer inside a root), and a
+//! secret-looking environment variable.
 
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
@@ -39,13 +45,33 @@ use spear_core::credentials::is_credential_store;
 use crate::env::looks_secret;
 use crate::spec::{BwrapSpec, Etc, INFO_CHILD_FD, Mask, NETWORK_HOLD, SpecError, SystemDir};
 
+/// The bubblewrap invocation of a spec: its options, and the command they confine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BwrapArgv {
+    /// Every option, in order (passed on a file descriptor with `--args`).
+    pub options: Vec<OsString>,
+    /// What runs after `--`: the network hold, if any, then the command.
+    pub command: Vec<OsString>,
+}
+
+impl BwrapArgv {
+    /// The options, `--`, and the command: the argv bwrap would get if it all were on its
+    /// command line (for tests and logs).
+    pub fn flat(&self) -> Vec<OsString> {
+        let mut all = self.options.clone();
+        all.push("--".into());
+        all.extend(self.command.iter().cloned());
+        all
+    }
+}
+
 /// The sandbox's own mount points: a bind at or above one of them would replace or expose it.
 const RESERVED: &[&str] = &[
     "/", "/usr", "/etc", "/proc", "/dev", "/tmp", "/bin", "/sbin", "/lib", "/lib64",
 ];
 
 /// Builds the bubblewrap argv (without the bwrap program itself) for `spec`. Pure: no I/O.
-pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
+pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
     validate(spec)?;
     let mut a = Argv::default();
 
@@ -64,7 +90,7 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
             SystemDir::Symlink { path, target } => a.pair("--symlink", target, path),
         }
     }
-    a.flags(&["--proc", "/proc", "--dev", "/dev"]);
+    a.flags(&["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"]);
     a.tmpfs(spec.tmpfs.shm, Path::new("/dev/shm"));
     match &spec.etc {
         Etc::View { files, dirs } => {
@@ -100,12 +126,6 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
         a.pair(root_bind, &root.host, &root.mount);
     }
 
-    for anchor in &spec.anchors {
-        a.pair("--bind", &anchor.host, &anchor.mount);
-    }
-    for entry in &spec.protected {
-        a.pair("--ro-bind", &entry.host, &entry.mount);
-    }
     for mask in &spec.masks {
         match mask {
             Mask::File(p) => a.pair("--ro-bind", Path::new("/dev/null"), p),
@@ -129,12 +149,19 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<Vec<OsString>, SpecError> {
     }
     a.0.push("--seccomp".into());
     a.0.push(spec.seccomp_fd.to_string().into());
-    a.0.push("--".into());
+    let mut command: Vec<OsString> = Vec::new();
     if spec.profile.network {
-        a.flags(&["/bin/sh", "-c", NETWORK_HOLD, "spear-network-hold"]);
+        command.extend(
+            ["/bin/sh", "-c", NETWORK_HOLD, "spear-network-hold"]
+                .iter()
+                .map(OsString::from),
+        );
     }
-    a.0.extend(spec.command.iter().cloned());
-    Ok(a.0)
+    command.extend(spec.command.iter().cloned());
+    Ok(BwrapArgv {
+        options: a.0,
+        command,
+    })
 }
 
 /// Every refusal of [`build_argv`], checked before any argument is written.
@@ -204,28 +231,9 @@ fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         .chain(spec.toolchains.iter().map(PathBuf::as_path))
         .chain(spec.profile.host_read_paths.iter().map(PathBuf::as_path))
         .collect();
-    if !spec.profile.workspace_write && !spec.anchors.is_empty() {
-        return Err(SpecError::Unbound(spec.anchors[0].mount.clone()));
-    }
-    for pinned in spec.anchors.iter().chain(&spec.protected) {
-        absolute("a protected entry", &pinned.host)?;
-        let same_place = spec.roots.iter().any(|r| {
-            let host_rel = pinned.host.strip_prefix(&r.host).ok();
-            host_rel.is_some_and(|rel| !rel.as_os_str().is_empty())
-                && host_rel == pinned.mount.strip_prefix(&r.mount).ok()
-        });
-        if !same_place {
-            return Err(SpecError::Unbound(pinned.mount.clone()));
-        }
-    }
-    let masked = spec.masks.iter().map(Mask::path);
-    let pinned = spec
-        .anchors
-        .iter()
-        .chain(&spec.protected)
-        .map(|b| b.mount.as_path());
-    for entry in pinned.chain(masked) {
-        absolute("a protected entry or mask", entry)?;
+    staging(spec)?;
+    for entry in spec.masks.iter().map(Mask::path) {
+        absolute("a mask", entry)?;
         if !bound.iter().any(|b| entry.starts_with(b) && entry != *b) {
             return Err(SpecError::Unbound(entry.to_path_buf()));
         }
@@ -234,6 +242,56 @@ fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         return Err(SpecError::SecretInEnvironment(
             name.to_string_lossy().into_owned(),
         ));
+    }
+    Ok(())
+}
+
+/// Attack stopped: a write that reaches the host before it is judged. A writable profile binds
+/// every root only as its staged view, one overlay per root, whose layers lie outside every root
+/// (a layer inside a root would let the command write its own staging); a read-only profile
+/// stages nothing.
+fn staging(spec: &BwrapSpec) -> Result<(), SpecError> {
+    if !spec.profile.workspace_write {
+        return match spec.staged.first() {
+            Some(o) => Err(SpecError::Staging(format!(
+                "`{}` is staged in a read-only profile",
+                o.lower.display()
+            ))),
+            None => Ok(()),
+        };
+    }
+    for root in &spec.roots {
+        let n = spec.staged.iter().filter(|o| o.lower == root.host).count();
+        if n != 1 {
+            return Err(SpecError::Staging(format!(
+                "the writable root `{}` has {n} staging layers, not one",
+                root.host.display()
+            )));
+        }
+    }
+    for o in &spec.staged {
+        absolute("a staged root", &o.lower)?;
+        absolute("a staging layer", &o.upper)?;
+        absolute("a staging layer", &o.work)?;
+        if !spec.roots.iter().any(|r| r.host == o.lower) {
+            return Err(SpecError::Staging(format!(
+                "`{}` is staged but is not a root",
+                o.lower.display()
+            )));
+        }
+        for layer in [&o.upper, &o.work] {
+            if let Some(r) = spec
+                .roots
+                .iter()
+                .find(|r| layer.starts_with(&r.host) || r.host.starts_with(layer))
+            {
+                return Err(SpecError::Staging(format!(
+                    "the staging layer `{}` overlaps the root `{}`",
+                    layer.display(),
+                    r.host.display()
+                )));
+            }
+        }
     }
     Ok(())
 }

@@ -26,8 +26,9 @@ mod sandbox;
 pub mod seccomp;
 mod spawn;
 mod spec;
+pub mod stage;
 
-pub use argv::build_argv;
+pub use argv::{BwrapArgv, build_argv};
 pub use env::{EnvInputs, looks_secret, sandbox_env};
 pub use etc_view::prepare as prepare_etc_view;
 pub use layout::{
@@ -45,6 +46,7 @@ pub use spawn::{
     Spawner, Stop, Watch, supervise,
 };
 pub use spec::{
-    Bind, BwrapSpec, Etc, GO_CHILD_FD, INFO_CHILD_FD, Mask, NETWORK_HOLD, NetworkSpec,
-    READY_CHILD_FD, SpecError, SystemDir, TmpfsSizes,
+    ARGS_CHILD_FD, Bind, BwrapSpec, Etc, GO_CHILD_FD, INFO_CHILD_FD, Mask, NETWORK_HOLD,
+    NetworkSpec, Overlay, READY_CHILD_FD, SpecError, SystemDir, TmpfsSizes,
 };
+pub use stage::{StageFailure, StagePlan, StageStep};

@@ -398,13 +398,21 @@ pub(crate) fn pin(info: Info) -> Result<Pinned, NetworkError> {
     })
 }
 
-/// Spawns `program` with `fds` at 3, 4, ... (see [`crate::spawn::place_fds`]).
+/// Spawns `program` with `fds` at 3, 4, ... (see [`crate::spawn::place_fds`]). With
+/// `private_mounts` the child first gets a mount namespace of its own whose mounts are all
+/// private.
+///
+/// Attack stopped (by `private_mounts`): a helper that builds a sandbox of its own in the host's
+/// mount namespace (slirp4netns's `--enable-sandbox`: unshare, pivot, unmount the old root)
+/// changing the host's mount table. Its unmounts reached the host through shared peer groups and
+/// took every `ip netns` namespace under `/run/netns` with them.
 fn spawn_with_fds(
     program: &std::path::Path,
     args: &[OsString],
     fds: &[RawFd],
     stdin: Stdio,
     stderr: Stdio,
+    private_mounts: bool,
 ) -> io::Result<std::process::Child> {
     let fds = fds.to_vec();
     let mut cmd = Command::new(program);
@@ -412,8 +420,9 @@ fn spawn_with_fds(
         .stdin(stdin)
         .stdout(Stdio::null())
         .stderr(stderr);
-    // SAFETY: the closure only makes raw system calls (prctl, and the fd calls of place_fds)
-    // between fork and exec.
+    // SAFETY: the closure only makes raw system calls (prctl, unshare, mount, and the fd calls of
+    // place_fds) between fork and exec. CLONE_NEWNS does not unshare the fd table, and the child
+    // is single-threaded.
     #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(move || {
@@ -421,6 +430,14 @@ fn spawn_with_fds(
             // leaves no slirp4netns (or nsenter) behind. Attach, supervision and teardown all run
             // on that one thread.
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            if private_mounts {
+                rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNS)?;
+                rustix::mount::mount_change(
+                    c"/",
+                    rustix::mount::MountPropagationFlags::PRIVATE
+                        | rustix::mount::MountPropagationFlags::REC,
+                )?;
+            }
             crate::spawn::place_fds(&fds)
         });
     }
@@ -449,14 +466,16 @@ pub(crate) fn spawn_slirp(
             .into();
     // slirp4netns's own sandbox (a mount namespace holding only what it needs, capabilities
     // dropped) enters the sandbox's user namespace as uid 0, which bwrap maps only when spear runs
-    // as root; for a user it fails ("setegid(0)"), so it is used for root only. Its seccomp filter
-    // is used for everyone.
+    // as root; for a user it fails ("setegid(0)"), so it is used for root only, and then in a mount
+    // namespace spear made private first (see `spawn_with_fds`). Its seccomp filter is used for
+    // everyone.
     let mut args: Vec<OsString> = vec![
         "--configure".into(),
         "--mtu=65520".into(),
         "--disable-host-loopback".into(),
     ];
-    if rustix::process::geteuid().is_root() {
+    let own_sandbox = rustix::process::geteuid().is_root();
+    if own_sandbox {
         args.push("--enable-sandbox".into());
     }
     args.extend(
@@ -483,6 +502,7 @@ pub(crate) fn spawn_slirp(
         &fds,
         Stdio::null(),
         Stdio::from(stderr),
+        own_sandbox,
     )
     .map_err(|e| NetworkError::Slirp(format!("{}: {e}", config.slirp4netns.display())))?;
     drop(ready_w);
@@ -543,7 +563,14 @@ pub(crate) fn apply_egress(
     .chain([config.nft.clone().into_os_string(), "-f".into(), "-".into()])
     .collect();
     let fds = [pinned.net.as_raw_fd(), pinned.user.as_raw_fd()];
-    let mut child = spawn_with_fds(&config.nsenter, &args, &fds, Stdio::piped(), Stdio::piped())
+    let mut child = spawn_with_fds(
+        &config.nsenter,
+        &args,
+        &fds,
+        Stdio::piped(),
+        Stdio::piped(),
+        false,
+    )
         .map_err(|e| NetworkError::Egress(format!("{}: {e}", config.nsenter.display())))?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,7 +19,10 @@ use crate::network::{self, NetworkConfig};
 use crate::preflight_store::PreflightStore;
 use crate::seccomp::{self, SeccompError};
 use crate::spawn::{Exit, Finished, Launch, ProcessSpawner, Spawner, Stop, Watch, supervise};
-use crate::spec::{BwrapSpec, GO_CHILD_FD, INFO_CHILD_FD, READY_CHILD_FD, SpecError};
+use crate::spec::{
+    ARGS_CHILD_FD, BwrapSpec, GO_CHILD_FD, INFO_CHILD_FD, READY_CHILD_FD, SpecError,
+};
+use crate::stage::{StageFailure, StagePlan};
 
 /// How a sandbox runs commands.
 #[derive(Debug, Clone)]
@@ -82,6 +85,9 @@ pub enum SandboxError {
     /// The process could not be started.
     #[error("the sandbox could not be started: {0}")]
     Spawn(io::Error),
+    /// The writable roots could not be staged; nothing ran.
+    #[error("{0}; the command did not run")]
+    Stage(#[from] StageFailure),
     /// The network path could not be set up; the command was killed before it ran.
     #[error("{0}; the command did not run")]
     Network(#[from] network::NetworkError),
@@ -359,10 +365,18 @@ impl Sandbox {
     }
 
     fn run_unchecked(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
-        let args = build_argv(spec)?;
+        let argv = build_argv(spec)?;
         if spec.profile.network && self.network_poisoned.load(Ordering::SeqCst) {
             return Err(SandboxError::NetworkPoisoned);
         }
+        let options = options_fd(&argv.options).map_err(SandboxError::Spawn)?;
+        let stage = if spec.staged.is_empty() {
+            None
+        } else {
+            Some(Arc::new(
+                StagePlan::prepare(&spec.staged).map_err(SandboxError::Spawn)?,
+            ))
+        };
         // The network path's pipes: bwrap reports on `info`; the hold in front of the command
         // says "r" on `ready` once the sandbox is set up, and waits for "go" on `go`.
         let pipes = if spec.profile.network {
@@ -395,22 +409,25 @@ impl Sandbox {
             }
             _ => self.config.bwrap.clone(),
         };
-        full.extend(args);
+        full.push("--args".into());
+        full.push(ARGS_CHILD_FD.to_string().into());
+        full.push("--".into());
+        full.extend(argv.command);
+        let mut inherit = vec![options.as_fd()];
+        if let Some(((_, info_w), (go_r, _), (_, ready_w))) = pipes.as_ref() {
+            inherit.extend([info_w.as_fd(), go_r.as_fd(), ready_w.as_fd()]);
+        }
         let launch = Launch {
             program: program_path,
             args: full,
             seccomp: program.as_fd(),
-            inherit: pipes
-                .as_ref()
-                .map(|((_, info_w), (go_r, _), (_, ready_w))| {
-                    vec![info_w.as_fd(), go_r.as_fd(), ready_w.as_fd()]
-                })
-                .unwrap_or_default(),
+            inherit,
             join: cgroup
                 .as_ref()
                 .map(CommandCgroup::join_fds)
                 .unwrap_or_default(),
             rlimits: self.config.rlimits,
+            stage: stage.clone(),
         };
         let running = match self.spawner.spawn(&launch) {
             Ok(r) => r,
@@ -418,6 +435,9 @@ impl Sandbox {
                 drop(launch);
                 if let Some(cg) = cgroup {
                     let _ = cg.remove();
+                }
+                if let Some(failure) = stage.as_ref().and_then(|p| p.reported()) {
+                    return Err(SandboxError::Stage(failure));
                 }
                 return Err(match e.kind() {
                     io::ErrorKind::NotFound => SandboxError::BwrapAbsent(self.config.bwrap.clone()),
@@ -432,6 +452,8 @@ impl Sandbox {
             }
         };
         drop(launch);
+        drop(stage);
+        drop(options);
         tracing::debug!("sandbox spawned");
         let kill = || {
             if let Some(cg) = &cgroup
@@ -512,10 +534,29 @@ fn setup_failure(f: &Finished) -> Option<String> {
         .then(|| text.lines().next().unwrap_or(text).to_owned())
 }
 
-// The network path's pipes reach the child in this order (`Launch::inherit`), after the seccomp
-// program: the hold and bwrap's `--info-fd` use these numbers.
+/// bwrap's options, NUL-separated, in an anonymous file read from its start (`--args`): bwrap
+/// reads it whole and closes it before the command runs.
+fn options_fd(options: &[OsString]) -> io::Result<OwnedFd> {
+    use std::io::{Seek, Write};
+    use std::os::unix::ffi::OsStrExt;
+    let fd = rustix::fs::memfd_create("spear-bwrap-args", rustix::fs::MemfdFlags::CLOEXEC)?;
+    let mut file = std::fs::File::from(fd);
+    let mut bytes = Vec::with_capacity(options.iter().map(|o| o.len() + 1).sum());
+    for o in options {
+        bytes.extend_from_slice(o.as_bytes());
+        bytes.push(0);
+    }
+    file.write_all(&bytes)?;
+    file.seek(io::SeekFrom::Start(0))?;
+    Ok(file.into())
+}
+
+// The options fd and the network path's pipes reach the child in this order
+// (`Launch::inherit`), after the seccomp program: `--args`, the hold and bwrap's `--info-fd` use
+// these numbers.
 const _: () = assert!(
-    INFO_CHILD_FD == crate::SECCOMP_CHILD_FD + 1
+    ARGS_CHILD_FD == crate::SECCOMP_CHILD_FD + 1
+        && INFO_CHILD_FD == ARGS_CHILD_FD + 1
         && GO_CHILD_FD == INFO_CHILD_FD + 1
         && READY_CHILD_FD == GO_CHILD_FD + 1
 );

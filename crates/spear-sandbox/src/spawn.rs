@@ -4,8 +4,9 @@
 //!   child, so the pid cannot have been reused), waited on through it, and signalled only through
 //!   `pidfd_send_signal`. Never a numeric pid: attack stopped, killing an unrelated process that
 //!   inherited a recycled pid.
-//! - Between fork and exec the child joins its cgroup, takes its rlimits, marks every inherited fd
-//!   but stdio and the seccomp program close-on-exec (attack stopped: a sandboxed command reaching
+//! - Between fork and exec the child joins its cgroup, takes its rlimits, stages its writable
+//!   roots in a mount namespace of its own ([`crate::stage`]), marks every inherited fd but stdio
+//!   and the seccomp program close-on-exec (attack stopped: a sandboxed command reaching
 //!   an fd the harness opened), and sets no-new-privs. stdin is `/dev/null`.
 //! - stdout and stderr are drained concurrently in one poll loop, capped (head and tail kept), and
 //!   a flood past `flood_bytes` kills the tree. The loop ends when the sandbox's main process has
@@ -31,6 +32,7 @@ use rustix::process::{
 
 use crate::output::{CappedOutput, Captured};
 use crate::rlimits::ResourceLimits;
+use crate::stage::StagePlan;
 
 /// The fd number at which the child receives the seccomp program.
 pub const SECCOMP_CHILD_FD: i32 = 3;
@@ -57,6 +59,9 @@ pub struct Launch<'a> {
     pub join: Vec<BorrowedFd<'a>>,
     /// The child's rlimits.
     pub rlimits: ResourceLimits,
+    /// The overlays of the writable roots, mounted in the child's own mount namespace before
+    /// exec; `None` for a read-only sandbox.
+    pub stage: Option<Arc<StagePlan>>,
 }
 
 /// A started process: its pidfd and the read ends of its stdout and stderr.
@@ -88,6 +93,7 @@ impl Spawner for ProcessSpawner {
             .chain(launch.inherit.iter().map(AsRawFd::as_raw_fd))
             .collect();
         let limits = launch.rlimits.pairs();
+        let stage = launch.stage.clone();
         let mut cmd = Command::new(&launch.program);
         cmd.args(&launch.args)
             .stdin(Stdio::null())
@@ -95,11 +101,12 @@ impl Spawner for ProcessSpawner {
             .stderr(Stdio::piped())
             .env_clear();
         // SAFETY: the closure runs in the forked child before exec. It only makes raw system calls
-        // (write, setrlimit, dup2, fcntl, close_range, prctl) on data prepared before the fork; it
-        // does not allocate, lock or touch anything another thread could have held.
+        // (write, setrlimit, unshare, mount, dup2, fcntl, close_range, prctl) on data prepared
+        // before the fork; it does not allocate, lock or touch anything another thread could have
+        // held.
         #[allow(unsafe_code)]
         unsafe {
-            cmd.pre_exec(move || child_setup(&join, &fds, &limits));
+            cmd.pre_exec(move || child_setup(&join, &fds, &limits, stage.as_deref()));
         }
         let child = cmd.spawn()?;
         let pid = Pid::from_raw(
@@ -133,6 +140,7 @@ fn child_setup(
     join: &[RawFd],
     fds: &[RawFd],
     limits: &[(rustix::process::Resource, u64)],
+    stage: Option<&StagePlan>,
 ) -> io::Result<()> {
     for fd in join {
         // SAFETY: `fd` is a cgroup.procs file kept open by the parent for the child's lifetime.
@@ -148,6 +156,10 @@ fn child_setup(
             maximum: Some(*value),
         };
         rustix::process::setrlimit(*resource, limit)?;
+    }
+    // Before the fds move: the plan names its layers by their numbers in this process.
+    if let Some(plan) = stage {
+        plan.apply(plan.report_fd())?;
     }
     place_fds(fds)?;
     rustix::thread::set_no_new_privs(true)?;

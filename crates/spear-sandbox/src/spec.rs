@@ -30,14 +30,10 @@ pub struct BwrapSpec {
     pub toolchains: Vec<PathBuf>,
     /// The workspace roots.
     pub roots: Vec<Bind>,
-    /// Directories inside writable roots that hold protected entries (`.git` of `.git/hooks`), as
-    /// paths inside the sandbox. Each is bound onto itself, writable, which makes it a mount point:
-    /// it cannot be renamed, removed or replaced (`mv .git x; mkdir -p .git/hooks` would otherwise
-    /// plant hooks beside the read-only ones).
-    pub anchors: Vec<Bind>,
-    /// Protected entries that exist under writable roots, as paths inside the sandbox; each is bound
-    /// read-only on top of its root.
-    pub protected: Vec<Bind>,
+    /// How each writable root is staged: in a writable profile every root is seen through an
+    /// overlay whose upper layer receives every write, so that nothing the command writes reaches
+    /// the host before the caller has judged it. Empty in a read-only profile.
+    pub staged: Vec<Overlay>,
     /// Credential stores that exist inside a bound directory; each is hidden.
     pub masks: Vec<Mask>,
     /// The whole environment of the command (the builder adds nothing but what is here).
@@ -57,18 +53,21 @@ pub struct NetworkSpec {
     pub resolv_conf: PathBuf,
 }
 
-/// The fd at which bwrap reports its child (`--info-fd`); the seccomp program is at 3.
-pub const INFO_CHILD_FD: i32 = 4;
+/// The fd at which bwrap reads its options (`--args`, NUL-separated): no number of mounts or
+/// environment variables can make its argv too long to start. The seccomp program is at 3.
+pub const ARGS_CHILD_FD: i32 = 4;
+/// The fd at which bwrap reports its child (`--info-fd`).
+pub const INFO_CHILD_FD: i32 = 5;
 /// The fd the hold reads "go" from before it execs the command.
-pub const GO_CHILD_FD: i32 = 5;
+pub const GO_CHILD_FD: i32 = 6;
 /// The fd the hold writes "r" to once bwrap has set the sandbox up.
-pub const READY_CHILD_FD: i32 = 6;
+pub const READY_CHILD_FD: i32 = 7;
 
 /// The hold in front of a networked command, run by `/bin/sh` inside the sandbox: it says the
 /// sandbox is set up (bwrap has written its user namespace maps and configured loopback, which
 /// `--block-fd` would not wait for), then waits for "go", closes both fds and execs the command.
 /// EOF or anything but "go" (spear died, or gave up) exits 125 without running it.
-pub const NETWORK_HOLD: &str = "printf r >&6 && exec 6>&- && IFS= read -r go <&5 && [ \"$go\" = go ] || exit 125; exec 5<&-; exec \"$@\"";
+pub const NETWORK_HOLD: &str = "printf r >&7 && exec 7>&- && IFS= read -r go <&6 && [ \"$go\" = go ] || exit 125; exec 6<&-; exec \"$@\"";
 
 /// A host path and where the sandbox sees it (a workspace root, or an entry inside one).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +76,20 @@ pub struct Bind {
     pub host: PathBuf,
     /// Where the sandbox sees it.
     pub mount: PathBuf,
+}
+
+/// One writable root staged through overlayfs: `lower` (the root on the host) is mounted over
+/// itself, in a mount namespace private to the command, as an overlay whose writes land in
+/// `upper`. bwrap then binds that view like any root. `upper` and `work` are empty directories on
+/// one filesystem, outside every root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlay {
+    /// The root's host path.
+    pub lower: PathBuf,
+    /// Where the command's writes land.
+    pub upper: PathBuf,
+    /// overlayfs's work directory.
+    pub work: PathBuf,
 }
 
 /// How the sandbox gets its curated `/etc`.
@@ -194,6 +207,9 @@ pub enum SpecError {
     /// A protected entry or mask lies under no bound directory.
     #[error("`{}` lies under no directory the sandbox binds", .0.display())]
     Unbound(PathBuf),
+    /// A writable root is not staged, or a staging layer is misplaced.
+    #[error("{0}; spear refuses to run a writable command whose writes it could not judge first")]
+    Staging(String),
     /// An environment variable looks like a secret.
     #[error("the environment variable {0} looks like a secret and is never passed into a sandbox")]
     SecretInEnvironment(String),

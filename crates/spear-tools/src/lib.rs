@@ -14,6 +14,7 @@
 mod confirm;
 mod envelope;
 mod exposure;
+mod judge;
 pub mod patch;
 mod preview;
 mod progress;
@@ -27,6 +28,7 @@ pub mod tools;
 pub use confirm::confirmation_text;
 pub use envelope::ToolResultEnvelope;
 pub use exposure::{Role, ToolExposurePolicy, UnknownRole};
+pub use judge::{Committed, TargetJudge, commit_staged};
 pub use progress::{CallOptions, PROGRESS_INTERVAL, Progress, ProgressSink};
 pub use registry::ToolRegistry;
 pub use router::{

@@ -10,7 +10,7 @@
 //!    write runs once a command found the sandbox down;
 //! 7. ASK asks (for a file write; a command asks through its own authorisation);
 //! 8. the prior state of every path it writes is checkpointed;
-//! 9. the tool runs; a command's changes are found by comparing the workspace around it;
+//! 9. the tool runs; a writable command's staged writes are judged and committed;
 //! 10. evidence, checkpoints, the output preview (the rest kept in the result store), refusal
 //!     counting, the audit record, and the observers.
 
@@ -25,7 +25,6 @@ use spear_core::{
 };
 use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize};
 use spear_runtime::audit::{AuditEvent, AuditLogger, AuditRecord};
-use spear_runtime::changes::ChangeTracker;
 use spear_runtime::checkpoint::{CheckpointError, CheckpointStore, TurnCheckpoint};
 use spear_runtime::refusals::{REFUSAL_REPEATS_VAR, RefusalTracker, Repeat, repeats_from_env};
 use spear_runtime::result_store::ResultStore;
@@ -162,7 +161,7 @@ pub struct ToolRouter {
     runner: Arc<CommandRunner>,
     config: RouterConfig,
     stores: RouterStores,
-    changes: ChangeTracker,
+    tracked: spear_runtime::staging::TrackedRules,
     confirmer: Option<Box<dyn Confirmer + Send + Sync>>,
     observers: Vec<Box<dyn ToolObserver>>,
     turn: Mutex<TurnState>,
@@ -225,7 +224,7 @@ impl ToolRouter {
             runner,
             config,
             stores,
-            changes: ChangeTracker::default(),
+            tracked: spear_runtime::staging::TrackedRules::new(),
             confirmer: None,
             observers: Vec::new(),
             turn: Mutex::new(turn),
@@ -453,7 +452,7 @@ impl ToolRouter {
             progress: options.progress,
             limits: self.config.limits,
             down: &self.down,
-            changes: &self.changes,
+            tracked: &self.tracked,
             checkpoints: self.stores.checkpoints.as_ref(),
             results: self.stores.results.as_ref(),
             writing: &self.writing,

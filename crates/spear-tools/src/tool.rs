@@ -88,8 +88,8 @@ pub struct CallContext<'a> {
     /// Why the sandbox is down, when a command found it so earlier in the turn: writes are refused.
     /// Read it when deciding (a command running meanwhile may set it).
     pub down: &'a std::sync::Mutex<Option<String>>,
-    /// The workspace's change tracker for commands in writable sandboxes.
-    pub changes: &'a spear_runtime::changes::ChangeTracker,
+    /// Which entries a command's commit names and checkpoints (not `.git`, not ignored).
+    pub tracked: &'a spear_runtime::staging::TrackedRules,
     /// Where prior contents are kept, when checkpoints are kept.
     pub checkpoints: Option<&'a spear_runtime::checkpoint::CheckpointStore>,
     /// Where long outputs are kept, when they are.
@@ -111,8 +111,8 @@ pub struct Outcome {
     /// Capabilities the call was granted (for the audit record).
     pub granted: CapabilitySet,
     /// Entries the call changed that it captured itself, with their state before (a command's
-    /// changes, found by comparing the workspace around it). File tools leave this empty: the
-    /// router captures what they declared.
+    /// changes, as its commit found them). File tools leave this empty: the router captures what
+    /// they declared.
     pub captured: Vec<(Location, EntryState)>,
     /// The executable summary of the command it ran, when it ran one.
     pub ran: Option<String>,

@@ -16,7 +16,6 @@ use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, fchmod, fstat, renameat, 
 use rustix::io::Errno;
 
 use crate::beneath::{fs_error, open_beneath, open_dir_chain, open_root, split_leaf};
-use crate::label::format_label;
 use crate::{FsError, Location, ResolvedPath, Workspace};
 
 /// Mode of a file `write` creates (less the umask).
@@ -313,12 +312,7 @@ impl WorkspaceFs {
 
     /// The audit label of `loc` (root 0 is the primary).
     fn label(&self, loc: &Location) -> String {
-        let name = if loc.root == 0 {
-            None
-        } else {
-            Some(self.labels.get(loc.root).map_or("?", String::as_str))
-        };
-        format_label(name, &loc.rel)
+        self.label_of(loc)
     }
 
     fn io(&self, loc: &Location, source: std::io::Error) -> FsError {

@@ -28,6 +28,7 @@ mod beneath;
 mod config;
 mod error;
 mod fs;
+mod install;
 mod label;
 mod lexical;
 mod merge;
@@ -39,11 +40,14 @@ mod roots;
 #[cfg(test)]
 mod tests;
 mod tree;
+mod view;
 
 pub use config::{MountSchemeChoice, WorkspaceConfig};
 pub use error::{FsError, ResolveError, WorkspaceError};
 pub use fs::{DirEntry, EntryKind, ReadOutcome, WorkspaceFs, WriteOutcome};
+pub use install::{INSTALL_MODE_BITS, Installed};
 pub use mount::{FIXED_PRIMARY_MOUNT, FIXED_SECONDARY_MOUNTS, MountScheme, identity_mount_is_safe};
 pub use resolve::ResolvedPath;
 pub use roots::{Location, Root, Workspace};
 pub use tree::{Budget, EntryMeta, MAX_TREE_DEPTH, Node, Walk};
+pub use view::TreeView;

@@ -89,7 +89,7 @@ pub struct EntryMeta {
 }
 
 impl EntryMeta {
-    fn of(st: &rustix::fs::Stat) -> Self {
+    pub(crate) fn of(st: &rustix::fs::Stat) -> Self {
         let ns = |s: i64, n: u64| i128::from(s) * 1_000_000_000 + i128::from(n);
         EntryMeta {
             kind: kind_of(FileType::from_raw_mode(st.st_mode)),
@@ -216,7 +216,7 @@ impl WorkspaceFs {
         max_entries: usize,
         visit: &mut dyn FnMut(&Path, EntryKind) -> Walk,
     ) -> Result<(), FsError> {
-        self.walk_inner(root, max_entries, false, &mut |rel, meta| {
+        self.walk_inner(root, Path::new(""), max_entries, false, &mut |rel, meta| {
             visit(rel, meta.kind)
         })
         .map_err(|f| self.fail(root, f))
@@ -232,20 +232,38 @@ impl WorkspaceFs {
         max_entries: usize,
         visit: &mut dyn FnMut(&Path, &EntryMeta) -> Walk,
     ) -> Result<(), FsError> {
-        self.walk_inner(root, max_entries, true, visit)
+        self.walk_inner(root, Path::new(""), max_entries, true, visit)
             .map_err(|f| self.fail(root, f))
+    }
+
+    /// Walks as [`WorkspaceFs::walk_meta`] does, below the directory `loc` instead of the whole
+    /// root (paths given to `visit` are still relative to the root). `loc` itself is not
+    /// visited; a link or non-directory there (or on the way) is [`FsError::Escape`] or
+    /// [`FsError::NotDirectory`].
+    pub fn walk_from(
+        &self,
+        loc: &Location,
+        max_entries: usize,
+        visit: &mut dyn FnMut(&Path, &EntryMeta) -> Walk,
+    ) -> Result<(), FsError> {
+        self.walk_inner(loc.root, &loc.rel, max_entries, true, visit)
+            .map_err(|f| self.fail(loc.root, f))
     }
 
     fn walk_inner(
         &self,
         root: usize,
+        start: &Path,
         max_entries: usize,
         with_meta: bool,
         visit: &mut dyn FnMut(&Path, &EntryMeta) -> Walk,
     ) -> Result<(), Fail> {
-        let top_rel = PathBuf::new();
+        let top_rel = start.to_path_buf();
+        for c in start.components() {
+            normal(c).map_err(at(start))?;
+        }
         let root_fd = self.tree_root(root, &top_rel)?;
-        let top = open_nofollow(root_fd, Path::new(""), OFlags::RDONLY | OFlags::DIRECTORY)
+        let top = open_nofollow(root_fd, start, OFlags::RDONLY | OFlags::DIRECTORY)
             .map_err(at(&top_rel))?;
         let mut stack = vec![(Dir::new(top).map_err(at(&top_rel))?, top_rel)];
         let mut seen = 0usize;

@@ -2,10 +2,12 @@
 //!
 //! The script is classified (`classify_script`), authorised against the mode (ASK asks, showing
 //! exactly the script that will run), and run by the `CommandRunner` with the capabilities
-//! granted. A script given `workspace:write` is watched: the workspace is compared around it, so
-//! the result names every file it changed, the checkpoint keeps what they held before, and a
-//! change to a path the target policy refuses (a generated file, a snapshot copy, a vendored
-//! tree) is put back: a refusal attaches to the file, whichever tool writes it.
+//! granted. A script given `workspace:write` writes into a staging layer of its own; after it,
+//! every change is judged by the target policy and only the allowed ones are committed, so the
+//! result names every file it changed, the checkpoint keeps what they held before, and a change
+//! to a path the target policy refuses (a protected entry, one of git's indirections, a generated
+//! file, a snapshot copy, a vendored tree) never reaches the workspace: a refusal attaches to the
+//! file, whichever tool writes it.
 //!
 //! The timeout is 180 s unless asked; more than 600 s is refused (run long jobs in the
 //! background instead).
@@ -17,17 +19,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{Capability, ExecutionProfile, Refusal, ToolResult, ToolStatus};
 use spear_policy::{
-    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, HEADER_BYTES, authorize,
-    decide, generated_header,
+    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, authorize, decide,
 };
 use spear_runtime::audit::executable_summary;
-use spear_runtime::changes::{Change, Snapshot, changed_labels};
-use spear_runtime::checkpoint::{CheckpointStore, EntryState};
 use spear_runtime::{CommandLine, CommandRequest};
-use spear_workspace::{EntryKind, Location};
 
 use crate::Effect;
-use crate::router::{append_reason, failed, sandbox_down_refusal};
+use crate::router::{failed, sandbox_down_refusal};
 use crate::spec::ALL_MODES;
 use crate::tool::{Access, CallContext, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
@@ -206,24 +204,6 @@ impl Prepared for TerminalArgs {
                 &why,
             )));
         }
-        let before = if watch {
-            // Attack: a command whose changes could not be checked or put back. Without a store
-            // nothing could be, so a writable command does not run.
-            let Some(store) = cx.checkpoints else {
-                return with_class(failed(
-                    "this session keeps no checkpoints, so a command's changes could not be checked or put back; nothing ran".into(),
-                ));
-            };
-            match cx.changes.before(ws, cx.fs) {
-                Ok(s) => Some((s, store)),
-                Err(e) => {
-                    return with_class(failed(format!("{e}; nothing ran")));
-                }
-            }
-        } else {
-            None
-        };
-
         let mut request = CommandRequest::new(CommandLine::Script(command.clone()), profile);
         request.workdir = workdir;
         request.timeout = Some(Duration::from_secs(secs));
@@ -237,15 +217,22 @@ impl Prepared for TerminalArgs {
 
         if self.background == Some(true) {
             drop(writing);
-            return start_job(cx, request, command, before, granted);
+            return start_job(cx, request, command, granted);
         }
 
         let report = cx.runner.run_report(&request);
         let mut result = report.result;
-        let (captured, changes_unknown) = match before {
-            Some((before, store)) => collect_changes(cx, store, &before, &mut result),
-            None => (Vec::new(), false),
-        };
+        let committed = crate::commit_staged(
+            report.staged.as_ref(),
+            cx.workspace,
+            cx.fs,
+            cx.policy,
+            cx.checkpoints,
+            cx.tracked,
+            &mut result,
+        );
+        drop(writing);
+        let (captured, changes_unknown) = (committed.captured, committed.unknown);
         Outcome {
             result,
             granted,
@@ -259,24 +246,19 @@ impl Prepared for TerminalArgs {
     }
 }
 
-/// Starts `request` as a background job; a writable job keeps the workspace snapshot taken before
-/// it, so that its changes are found, checked and checkpointed when it ends.
+/// Starts `request` as a background job; a writable job's writes stay staged until its end is
+/// read, and are judged and committed then.
 fn start_job(
     cx: &CallContext<'_>,
     request: CommandRequest,
     command: &str,
-    before: Option<(Snapshot, &CheckpointStore)>,
     granted: spear_core::CapabilitySet,
 ) -> Outcome {
     let class = request.class;
-    let snapshot = before.map(|(snapshot, _)| snapshot);
-    match cx.jobs.start(
-        std::sync::Arc::clone(cx.runner),
-        request,
-        command,
-        snapshot,
-        cx.call_seq,
-    ) {
+    match cx
+        .jobs
+        .start(std::sync::Arc::clone(cx.runner), request, command, cx.call_seq)
+    {
         Ok(job) => {
             let mut result = ToolResult::new(ToolStatus::Ok);
             result.class = class;
@@ -298,138 +280,3 @@ fn start_job(
     }
 }
 
-/// Finds what a command changed since `before`, puts back what the target policy refuses, and
-/// names the rest in `result`. Returns the entries to checkpoint with their state before, and
-/// whether the changes could not be found at all.
-pub(crate) fn collect_changes(
-    cx: &CallContext<'_>,
-    store: &CheckpointStore,
-    before: &Snapshot,
-    result: &mut ToolResult,
-) -> (Vec<(Location, EntryState)>, bool) {
-    let changes = match cx.changes.after(cx.workspace, cx.fs, before, store) {
-        Ok(c) => c,
-        Err(e) => {
-            result.status = ToolStatus::Failed;
-            append_reason(
-                result,
-                &format!("spear could not find what the command changed: {e}"),
-            );
-            return (Vec::new(), true);
-        }
-    };
-    let put_back = enforce_targets(cx, store, &changes, result);
-    // What was put back did not change.
-    let kept: Vec<Change> = changes
-        .into_iter()
-        .filter(|c| !put_back.contains(&c.loc))
-        .collect();
-    let mut captured = Vec::new();
-    let mut not_kept = Vec::new();
-    for c in &kept {
-        match &c.before {
-            Some(state) => captured.push((c.loc.clone(), state.clone())),
-            None if c.kind != EntryKind::Dir => not_kept.push(c.label.clone()),
-            None => {}
-        }
-    }
-    for label in changed_labels(&kept) {
-        if !result.changed_paths.contains(&label) {
-            result.changed_paths.push(label);
-        }
-    }
-    if !not_kept.is_empty() {
-        append_reason(
-            result,
-            &format!(
-                "the earlier content of {} was not kept (too large), so `spear undo` cannot restore it",
-                not_kept.join(", ")
-            ),
-        );
-    }
-    (captured, false)
-}
-
-/// The target policy on a changed entry: its name, and the generated-file header it had before
-/// the command (a command that rewrote the header away still wrote a generated file).
-fn refused_target(
-    cx: &CallContext<'_>,
-    store: &CheckpointStore,
-    c: &Change,
-) -> Result<(), Refusal> {
-    cx.policy.config().targets.check(&c.loc.rel)?;
-    if let Some(EntryState::File { hash, .. }) = &c.before {
-        let head = match store.read_blob(hash) {
-            Ok(mut bytes) => {
-                bytes.truncate(HEADER_BYTES);
-                bytes
-            }
-            // Attack: a blob that cannot be read back must not make the check pass.
-            Err(e) => {
-                return Err(Refusal::unverifiable(
-                    c.label.clone(),
-                    format!("its earlier content cannot be read from the checkpoint store: {e}"),
-                ));
-            }
-        };
-        if let Some(source) = generated_header(&head) {
-            return Err(Refusal::generated_file(c.label.clone(), source));
-        }
-    }
-    Ok(())
-}
-
-/// Puts back every change the command made to a path the target policy refuses: a generated
-/// file, a snapshot copy, a vendored tree. A refusal attaches to the file, not the tool: what
-/// `write_file` may not write, a command may not either. Returns where it put things back.
-fn enforce_targets(
-    cx: &CallContext<'_>,
-    store: &CheckpointStore,
-    changes: &[Change],
-    result: &mut ToolResult,
-) -> Vec<Location> {
-    let mut undone = Vec::new();
-    let mut put_back_at = Vec::new();
-    let mut stuck = Vec::new();
-    for c in changes {
-        if c.kind == EntryKind::Dir && c.exists_now {
-            continue;
-        }
-        let Err(refusal) = refused_target(cx, store, c) else {
-            continue;
-        };
-        let put_back = match &c.before {
-            Some(state) => store
-                .restore_state(cx.fs, &c.loc, state)
-                .map_err(|e| e.to_string()),
-            None => Err("its earlier content was not kept".into()),
-        };
-        match put_back {
-            Ok(()) => {
-                undone.push(format!("{} ({})", c.label, refusal.message()));
-                put_back_at.push(c.loc.clone());
-            }
-            Err(e) => stuck.push(format!("{} ({}): {e}", c.label, refusal.message())),
-        }
-    }
-    if !undone.is_empty() {
-        append_reason(
-            result,
-            &format!(
-                "spear put back changes to paths that may not be written: {}",
-                undone.join("; ")
-            ),
-        );
-    }
-    if !stuck.is_empty() {
-        result.status = ToolStatus::Failed;
-        append_reason(
-            result,
-            &format!(
-                "the command changed paths that may not be written and spear could not put them back: {}",
-                stuck.join("; ")
-            ),
-        );
-    }
-    put_back_at
-}

@@ -3,8 +3,8 @@
 //!
 //! `terminal_output` returns what the job printed since the last read (never the same byte
 //! twice) and whether it still runs. When it has ended, the result is the job's own (status, exit
-//! code), and a writable job's changes are found, checked against the target policy and
-//! checkpointed, as a foreground command's are at its end. `terminal_kill` kills the job's whole
+//! code), and a writable job's staged writes are judged against the target policy, committed
+//! and checkpointed, as a foreground command's are at its end. `terminal_kill` kills the job's whole
 //! tree and reports the same way. A job belongs to the session that started it: another
 //! session's ids do not exist here.
 
@@ -14,10 +14,9 @@ use spear_core::{ExecutionMode, ToolResult, ToolStatus};
 use spear_runtime::{Job, executable_summary};
 
 use crate::Effect;
-use crate::router::{append_reason, failed};
+use crate::router::append_reason;
 use crate::spec::ALL_MODES;
 use crate::tool::{Access, CallContext, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
-use crate::tools::terminal::collect_changes;
 
 /// Arguments of `terminal_output`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -156,7 +155,7 @@ fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
         };
     };
     // The job has ended: its result, with only the output not read before.
-    let mut result = report.result;
+    let mut result = report.result.clone();
     result.stdout = output.stdout;
     result.stderr = output.stderr;
     result.truncated = false;
@@ -165,19 +164,21 @@ fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
     }
     let mut captured = Vec::new();
     let mut changes_unknown = false;
-    if let Some(before) = job.take_snapshot() {
+    if report.staged.is_some() {
         let _writing = cx
             .writing
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match cx.checkpoints {
-            Some(store) => {
-                (captured, changes_unknown) = collect_changes(cx, store, &before, &mut result);
-            }
-            None => {
-                result = failed("this session keeps no checkpoints".into());
-            }
-        }
+        let committed = crate::commit_staged(
+            report.staged.as_ref(),
+            cx.workspace,
+            cx.fs,
+            cx.policy,
+            cx.checkpoints,
+            cx.tracked,
+            &mut result,
+        );
+        (captured, changes_unknown) = (committed.captured, committed.unknown);
     }
     cx.jobs.remove(job.id());
     // A job stopped by terminal_kill verified nothing.

@@ -1,0 +1,570 @@
+//! git's indirections: every file git reads as configuration or hooks, and every file that sends
+//! git to another directory where it would read them, by whatever name it is reached
+//! (`git help gitrepository-layout`).
+//!
+//! A change is refused when it touches:
+//! 1. by its own name, in any `.git` directory: `config`, `config.worktree`, `commondir`, `gitdir`,
+//!    `hooks/`; the same files of every linked worktree (`.git/worktrees/<id>/...`) and of every
+//!    submodule (`.git/modules/<name>/...`, at any depth); and a `.git` that is not a directory (a
+//!    gitlink file or a link, which redirect git anywhere);
+//! 2. the same files of any directory that git takes for a repository (it holds `HEAD` and
+//!    `objects/` or `commondir`: a bare repository, or one with an unusual name), and the
+//!    `HEAD`, `objects` or `refs` that would make git take a directory already holding a `config`
+//!    or `hooks` for one;
+//! 3. what the host's own repositories send git to, read from the host before the change: the
+//!    hooks directory and configuration files when they are links (`.git/hooks -> ../.githooks`:
+//!    the target is protected as well as the name), the directory `core.hooksPath` names (husky's
+//!    `.husky/`, lefthook), and the programs the configuration names by a path (`core.fsmonitor`,
+//!    `core.pager`, filter and diff drivers, aliases that run a shell command, ...). Every
+//!    repository that contains the change counts, inside or above the workspace, with system,
+//!    global and repository configuration and their includes;
+//! 4. for a link the command creates, what it points at, judged as if it were written there.
+//!
+//! Ordinary git work keeps working: objects, refs, the index, `HEAD`, logs, `ORIG_HEAD`,
+//! `COMMIT_EDITMSG`, `info/exclude` and everything else git writes during commit, checkout, merge,
+//! rebase and stash are not indirections. A directory being created is never refused by its name
+//! (`git init` makes `.git/hooks`); what is put in it is judged.
+//!
+//! Attack stopped: code planted for the host's git. A hook, a `core.fsmonitor`, a `commondir`
+//! that points git at a directory the command made, all run later on the host when the user
+//! commits, checks out or only runs `git status`.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+
+use spear_core::Refusal;
+use spear_workspace::{EntryKind, Location, TreeView, Workspace};
+
+/// Files of a git directory that git reads as configuration or that redirect it.
+const CONTROL_FILES: &[&str] = &["config", "config.worktree", "commondir", "gitdir"];
+
+/// Configuration keys whose value is a program git runs (the first word, when it is a path).
+/// Matched on `section.key` and `section.*.key`, lower-case.
+const PROGRAM_KEYS: &[&str] = &[
+    "core.fsmonitor",
+    "core.editor",
+    "core.pager",
+    "core.sshcommand",
+    "core.askpass",
+    "core.gitproxy",
+    "core.hookspath",
+    "sequence.editor",
+    "diff.external",
+    "diff.*.command",
+    "diff.*.textconv",
+    "merge.*.driver",
+    "filter.*.clean",
+    "filter.*.smudge",
+    "filter.*.process",
+    "gpg.program",
+    "gpg.*.program",
+    "credential.helper",
+    "credential.*.helper",
+    "uploadpack.packobjectshook",
+    "mergetool.*.cmd",
+    "mergetool.*.path",
+    "difftool.*.cmd",
+    "difftool.*.path",
+    "man.*.cmd",
+    "man.*.path",
+    "web.browser",
+    "browser.*.cmd",
+    "browser.*.path",
+    "pager.*",
+    "alias.*",
+];
+
+/// What a change does, as far as git's indirections care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitChange<'a> {
+    /// An entry of this kind is created or replaced (for a link, with this target).
+    Put(EntryKind, Option<&'a OsStr>),
+    /// An existing entry's mode changes.
+    Mode,
+    /// An entry is removed.
+    Remove,
+}
+
+/// Why git would read a path as configuration or hooks, from its own components (rule 1).
+pub fn control_by_name(rel: &Path) -> Option<&'static str> {
+    let parts: Vec<&OsStr> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !is(part, ".git") {
+            continue;
+        }
+        let tail = &parts[i + 1..];
+        let Some(first) = tail.first() else {
+            continue;
+        };
+        if is(first, "hooks") {
+            return Some("git runs the hooks in it");
+        }
+        if CONTROL_FILES.iter().any(|f| is(first, f)) {
+            return Some(control_reason(first));
+        }
+        if is(first, "worktrees")
+            && let Some(third) = tail.get(2)
+            && (is(third, "hooks") || CONTROL_FILES.iter().any(|f| is(third, f)))
+        {
+            return Some(
+                "git reads it for a linked worktree, which may lie outside the workspace",
+            );
+        }
+        if is(first, "modules")
+            && let Some(hit) = tail
+                .iter()
+                .skip(2)
+                .find(|p| is(p, "hooks") || CONTROL_FILES.iter().any(|f| is(p, f)))
+        {
+            let _ = hit;
+            return Some("git reads it for a submodule");
+        }
+    }
+    None
+}
+
+fn control_reason(name: &OsStr) -> &'static str {
+    if is(name, "commondir") || is(name, "gitdir") {
+        "it sends git to another directory, whose configuration and hooks git then uses"
+    } else {
+        "git reads it on every command, and it can name programs to run"
+    }
+}
+
+fn is(part: &OsStr, name: &str) -> bool {
+    part.as_encoded_bytes().eq_ignore_ascii_case(name.as_bytes())
+}
+
+/// Whether the view shows a directory git takes for a repository at `dir`.
+fn is_git_dir(view: &dyn TreeView, dir: &Location) -> bool {
+    let at = |name: &str| Location {
+        root: dir.root,
+        rel: dir.rel.join(name),
+    };
+    matches!(
+        view.kind(&at("HEAD")),
+        Some(EntryKind::File | EntryKind::Symlink)
+    ) && (view.kind(&at("objects")) == Some(EntryKind::Dir)
+        || view.kind(&at("commondir")).is_some())
+}
+
+/// The configuration and hooks of the host's repositories, read once per judge.
+#[derive(Debug)]
+pub struct GitIndirections {
+    home: Option<PathBuf>,
+    xdg_config: Option<PathBuf>,
+    system_config: PathBuf,
+    /// Per directory: the control paths of the repository whose worktree it is, if any.
+    repos: Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
+}
+
+impl GitIndirections {
+    /// A judge that reads the user's global configuration under `home` (and `xdg_config`, else
+    /// `home/.config`) and the system's `/etc/gitconfig`.
+    pub fn new(home: Option<PathBuf>, xdg_config: Option<PathBuf>) -> Self {
+        GitIndirections {
+            home,
+            xdg_config,
+            system_config: PathBuf::from("/etc/gitconfig"),
+            repos: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Refuses `change` at `loc` when it touches one of git's indirections (see the module's
+    /// doc). `view` shows the workspace as it will be (the staged changes over the host), `host`
+    /// as it is (the same view for a change that is not staged).
+    pub fn check(
+        &self,
+        ws: &Workspace,
+        view: &dyn TreeView,
+        host: &dyn TreeView,
+        loc: &Location,
+        change: GitChange<'_>,
+    ) -> Result<(), Refusal> {
+        let shown = ws.label(loc);
+        let creates_dir = matches!(change, GitChange::Put(EntryKind::Dir, _));
+        // Rule 1, by name.
+        if !creates_dir && let Some(why) = control_by_name(&loc.rel) {
+            return Err(Refusal::protected_entry(shown, why));
+        }
+        if let (Some(leaf), GitChange::Put(kind, _)) = (loc.rel.file_name(), change)
+            && is(leaf, ".git")
+            && kind != EntryKind::Dir
+        {
+            return Err(Refusal::protected_entry(
+                shown,
+                "a `.git` that is not a directory sends git to another repository, whose configuration and hooks git then uses",
+            ));
+        }
+        // Rule 2, by what the view shows around it.
+        if !creates_dir && let Some(why) = in_other_git_dir(view, host, loc, change) {
+            return Err(Refusal::protected_entry(shown, why));
+        }
+        // Rule 3, what the host's repositories name.
+        if let Some(why) = self.named_by_host(ws, loc) {
+            return Err(Refusal::protected_entry(shown, why));
+        }
+        // Rule 4, a link judged by where it points.
+        if let GitChange::Put(EntryKind::Symlink, Some(target)) = change
+            && let Some(pointed) = link_destination(loc, target)
+        {
+            let through =
+                self.check(ws, view, host, &pointed, GitChange::Put(EntryKind::File, None));
+            if let Err(r) = through {
+                return Err(Refusal::protected_entry(
+                    shown,
+                    format!("it is a link to {}, and {}", ws.label(&pointed), r.message()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Rule 3: the control paths of every host repository whose worktree holds `loc`.
+    fn named_by_host(&self, ws: &Workspace, loc: &Location) -> Option<&'static str> {
+        let host = ws.host_path(loc);
+        let mut dir = host.parent();
+        while let Some(d) = dir {
+            for control in self.repo_controls(d) {
+                if host.starts_with(&control) {
+                    return Some(
+                        "the repository's configuration sends git to it: it holds hooks or programs git runs",
+                    );
+                }
+            }
+            dir = d.parent();
+        }
+        None
+    }
+
+    /// The control paths (hooks directories and program paths, as named and as resolved) of the
+    /// repository whose worktree is `dir`, if `dir` holds a `.git`; cached.
+    fn repo_controls(&self, dir: &Path) -> Vec<PathBuf> {
+        let mut repos = self
+            .repos
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(found) = repos.get(dir) {
+            return found.clone();
+        }
+        let found = self.read_repo(dir);
+        repos.insert(dir.to_path_buf(), found.clone());
+        found
+    }
+
+    fn read_repo(&self, worktree: &Path) -> Vec<PathBuf> {
+        let dot_git = worktree.join(".git");
+        let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+            return Vec::new();
+        };
+        let git_dir = if meta.is_file() {
+            let text = std::fs::read_to_string(&dot_git).unwrap_or_default();
+            match text.trim().strip_prefix("gitdir:") {
+                Some(p) => worktree.join(p.trim()),
+                None => return Vec::new(),
+            }
+        } else {
+            dot_git.clone()
+        };
+        let common = std::fs::read_to_string(git_dir.join("commondir"))
+            .ok()
+            .map_or_else(|| git_dir.clone(), |c| git_dir.join(c.trim()));
+        let mut controls = Vec::new();
+        for base in [&git_dir, &common] {
+            for name in ["hooks", "config", "config.worktree", "commondir"] {
+                push_spellings(&mut controls, &base.join(name));
+            }
+        }
+        let mut configs = vec![self.system_config.clone()];
+        if let Some(home) = &self.home {
+            configs.push(home.join(".gitconfig"));
+        }
+        if let Some(x) = self
+            .xdg_config
+            .clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join(".config")))
+        {
+            configs.push(x.join("git/config"));
+        }
+        configs.push(common.join("config"));
+        configs.push(git_dir.join("config.worktree"));
+        for program in self.programs(&configs, &git_dir) {
+            let path = expand(&program, self.home.as_deref(), worktree);
+            push_spellings(&mut controls, &path);
+        }
+        controls
+    }
+
+    /// The paths named by program-valued keys (and `core.hooksPath`) in `configs`, includes
+    /// followed.
+    fn programs(&self, configs: &[PathBuf], git_dir: &Path) -> Vec<String> {
+        let metas: Vec<gix_config::file::Metadata> = configs
+            .iter()
+            .filter(|p| p.is_file())
+            .map(|p| gix_config::file::Metadata::try_from_path(p, gix_config::Source::Local))
+            .filter_map(Result::ok)
+            .collect();
+        let options = gix_config::file::init::Options {
+            includes: gix_config::file::includes::Options::follow(
+                gix_config::path::interpolate::Context {
+                    home_dir: self.home.as_deref(),
+                    ..Default::default()
+                },
+                gix_config::file::includes::conditional::Context {
+                    git_dir: Some(git_dir),
+                    branch_name: None,
+                },
+            ),
+            lossy: true,
+            ..Default::default()
+        };
+        let Ok(Some(file)) = gix_config::File::from_paths_metadata(metas, options) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for section in file.sections() {
+            let name = section.header().name().to_string().to_ascii_lowercase();
+            let sub = section.header().subsection_name().is_some();
+            for key in section.body().value_names() {
+                let key = key.to_ascii_lowercase();
+                let wanted = PROGRAM_KEYS.iter().any(|k| {
+                    let (s, rest) = k.split_once('.').unwrap_or((k, ""));
+                    if s != name {
+                        return false;
+                    }
+                    match rest.split_once('.') {
+                        Some(("*", k2)) => sub && k2 == key,
+                        None if rest == "*" => true,
+                        None => !sub && rest == key,
+                        Some(_) => false,
+                    }
+                });
+                if !wanted {
+                    continue;
+                }
+                for value in section.body().values(&key) {
+                    let text = value.to_string();
+                    if let Some(word) = first_path_word(&text, key == "hookspath") {
+                        out.push(word);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Rule 2: a control file of a directory git takes for a repository, or what would make
+/// git take a directory holding one for a repository.
+fn in_other_git_dir(
+    view: &dyn TreeView,
+    host: &dyn TreeView,
+    loc: &Location,
+    change: GitChange<'_>,
+) -> Option<&'static str> {
+    let parts: Vec<&OsStr> = loc
+        .rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let dir_of = |n: usize| Location {
+        root: loc.root,
+        rel: parts[..n].iter().collect(),
+    };
+    let leaf = parts.last()?;
+    let n = parts.len();
+    if CONTROL_FILES.iter().any(|f| is(leaf, f)) && is_git_dir(view, &dir_of(n - 1)) {
+        return Some(control_reason(leaf));
+    }
+    if let Some(k) = parts.iter().position(|p| is(p, "hooks"))
+        && is_git_dir(view, &dir_of(k))
+    {
+        return Some("git runs the hooks in it");
+    }
+    let makes_repo = ["HEAD", "objects", "refs", "commondir"]
+        .iter()
+        .any(|m| is(leaf, m));
+    if makes_repo && !matches!(change, GitChange::Remove) {
+        let dir = dir_of(n - 1);
+        let holds = |name: &str| {
+            host.kind(&Location {
+                root: dir.root,
+                rel: dir.rel.join(name),
+            })
+            .is_some()
+        };
+        if (holds("config") || holds("hooks")) && !is_git_dir(host, &dir) {
+            return Some(
+                "it would make git take a directory that already holds a configuration or hooks for a repository",
+            );
+        }
+    }
+    None
+}
+
+/// The first word of a program value when it names a path (`./scripts/x`, `~/bin/y`,
+/// `/opt/z`); a bare name (`less`, `vim`) is found on the host's PATH, not in the workspace.
+/// `core.hooksPath` is a directory, always a path.
+fn first_path_word(value: &str, is_dir: bool) -> Option<String> {
+    let v = value.trim().trim_start_matches('!').trim();
+    if is_dir {
+        return (!v.is_empty()).then(|| v.to_owned());
+    }
+    let word: String = if let Some(rest) = v.strip_prefix('"') {
+        rest.chars().take_while(|c| *c != '"').collect()
+    } else if let Some(rest) = v.strip_prefix('\'') {
+        rest.chars().take_while(|c| *c != '\'').collect()
+    } else {
+        v.chars().take_while(|c| !c.is_whitespace()).collect()
+    };
+    word.contains('/').then_some(word)
+}
+
+/// `path` as git would find it: `~/` under home, relative to the worktree.
+fn expand(path: &str, home: Option<&Path>, worktree: &Path) -> PathBuf {
+    if let (Some(rest), Some(home)) = (path.strip_prefix("~/"), home) {
+        return home.join(rest);
+    }
+    worktree.join(path)
+}
+
+/// Adds `path` as it is spelled, normalised, and resolved through links on the host.
+fn push_spellings(out: &mut Vec<PathBuf>, path: &Path) {
+    let normal = normalise(path);
+    if let Ok(real) = std::fs::canonicalize(&normal) {
+        if !out.contains(&real) {
+            out.push(real);
+        }
+    } else if let (Some(parent), Some(leaf)) = (normal.parent(), normal.file_name())
+        && let Ok(real) = std::fs::canonicalize(parent)
+    {
+        let p = real.join(leaf);
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    if !out.contains(&normal) {
+        out.push(normal);
+    }
+}
+
+/// `..` and `.` removed lexically.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Where a link at `loc` to `target` points, when that stays in the same root (lexically).
+fn link_destination(loc: &Location, target: &OsStr) -> Option<Location> {
+    let target = Path::new(target);
+    if target.is_absolute() {
+        return None;
+    }
+    let mut rel = loc.rel.parent()?.to_path_buf();
+    for c in target.components() {
+        match c {
+            Component::Normal(n) => rel.push(n),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !rel.pop() {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(Location {
+        root: loc.root,
+        rel,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_name() {
+        for (rel, protected) in [
+            (".git/config", true),
+            (".git/config.worktree", true),
+            (".git/commondir", true),
+            (".git/hooks/pre-commit", true),
+            (".git/hooks", true),
+            (".GIT/Hooks/post-checkout", true),
+            ("sub/.git/config", true),
+            (".git/worktrees/wt/commondir", true),
+            (".git/worktrees/wt/gitdir", true),
+            (".git/worktrees/wt/config.worktree", true),
+            (".git/worktrees/wt/HEAD", false),
+            (".git/worktrees/wt/index", false),
+            (".git/modules/lib/config", true),
+            (".git/modules/lib/hooks/pre-commit", true),
+            (".git/modules/a/b/config", true),
+            (".git/modules/lib/modules/inner/config", true),
+            (".git/modules/lib/HEAD", false),
+            (".git/modules/lib/objects/ab/cd", false),
+            (".git/index", false),
+            (".git/HEAD", false),
+            (".git/ORIG_HEAD", false),
+            (".git/objects/ab/cdef", false),
+            (".git/refs/heads/main", false),
+            (".git/refs/heads/config", false),
+            (".git/logs/HEAD", false),
+            (".git/info/exclude", false),
+            (".git/COMMIT_EDITMSG", false),
+            (".git/config.lock", false),
+            ("src/config", false),
+            ("hooks/pre-commit", false),
+        ] {
+            assert_eq!(
+                control_by_name(Path::new(rel)).is_some(),
+                protected,
+                "{rel}"
+            );
+        }
+    }
+
+    #[test]
+    fn program_words() {
+        assert_eq!(first_path_word("./scripts/fsmon.sh --x", false), Some("./scripts/fsmon.sh".into()));
+        assert_eq!(first_path_word("!tools/run x", false), Some("tools/run".into()));
+        assert_eq!(first_path_word("less -R", false), None);
+        assert_eq!(first_path_word("\"bin/my tool\" a", false), Some("bin/my tool".into()));
+        assert_eq!(first_path_word(".husky", true), Some(".husky".into()));
+    }
+
+    #[test]
+    fn link_destinations() {
+        let loc = Location {
+            root: 0,
+            rel: PathBuf::from("a/link"),
+        };
+        assert_eq!(
+            link_destination(&loc, OsStr::new("../.git/hooks/pre-commit")).map(|l| l.rel),
+            Some(PathBuf::from(".git/hooks/pre-commit"))
+        );
+        assert_eq!(link_destination(&loc, OsStr::new("../../x")), None);
+        assert_eq!(link_destination(&loc, OsStr::new("/etc/passwd")), None);
+    }
+}

@@ -1,0 +1,256 @@
+//! Where a writable command's writes land: one pair of overlay layers (upper, work) per root, in
+//! a directory of spear's own that is private to the user and outside every root.
+//!
+//! A root's layers go under the first staging base on the root's own filesystem, so that a
+//! commit renames files into place instead of copying them (a build's gigabytes cost one rename
+//! a file); with none there, under the first base that can be made at all (a commit then copies).
+//! The directory is removed when the [`Staging`] is dropped; one left behind by a process that
+//! died is removed by the next runner on the same base ([`sweep_stale`]).
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{Mode, OFlags};
+use spear_sandbox::Overlay;
+use spear_workspace::Workspace;
+
+/// Per-process counter of staging directories.
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+/// One root's layers.
+#[derive(Debug)]
+pub(crate) struct Layer {
+    /// The root (index in the workspace).
+    pub(crate) root: usize,
+    /// The root's host path.
+    pub(crate) lower: PathBuf,
+    /// Where the command's writes land.
+    pub(crate) upper: PathBuf,
+    /// overlayfs's work directory.
+    pub(crate) work: PathBuf,
+    /// Whether `upper` is on the root's filesystem (a commit renames instead of copying).
+    pub(crate) same_fs: bool,
+}
+
+/// The staging of one writable command: its layers, and when it started, in the clock file
+/// timestamps use (so that a change made on the host while it ran is recognised).
+#[derive(Debug)]
+pub struct Staging {
+    dirs: Vec<PathBuf>,
+    pub(crate) layers: Vec<Layer>,
+    pub(crate) started: (i64, i64),
+    /// Set by the first commit: a staging is committed at most once.
+    pub(crate) committed: std::sync::atomic::AtomicBool,
+}
+
+impl Staging {
+    /// Makes fresh, empty layers for every root of `ws` under `bases` (see the module's doc).
+    pub fn create(bases: &[PathBuf], ws: &Workspace) -> io::Result<Staging> {
+        let roots: Vec<PathBuf> = ws
+            .roots()
+            .iter()
+            .map(|r| r.host_path().to_path_buf())
+            .collect();
+        let usable: Vec<(PathBuf, u64)> = bases
+            .iter()
+            .filter(|b| !roots.iter().any(|r| b.starts_with(r) || r.starts_with(b)))
+            .filter_map(|b| private_dir(b).ok().map(|dev| (b.clone(), dev)))
+            .collect();
+        if usable.is_empty() {
+            return Err(io::Error::other(format!(
+                "none of the staging directories ({}) can be made private to this user outside the workspace",
+                bases
+                    .iter()
+                    .map(|b| b.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let id = format!(
+            "{}-{}-{:08x}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed),
+            random_u32()?
+        );
+        let mut staging = Staging {
+            dirs: Vec::new(),
+            layers: Vec::new(),
+            started: coarse_now(),
+            committed: std::sync::atomic::AtomicBool::new(false),
+        };
+        for (index, root) in roots.iter().enumerate() {
+            let root_dev = std::fs::metadata(root)?.dev();
+            let (base, same_fs) = usable
+                .iter()
+                .find(|(_, dev)| *dev == root_dev)
+                .map_or((&usable[0].0, false), |(b, _)| (b, true));
+            let dir = base.join(&id);
+            if !staging.dirs.contains(&dir) {
+                std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+                staging.dirs.push(dir.clone());
+            }
+            let (upper, work) = (dir.join(format!("{index}.upper")), dir.join(format!("{index}.work")));
+            for d in [&upper, &work] {
+                std::fs::DirBuilder::new().mode(0o700).create(d)?;
+            }
+            staging.layers.push(Layer {
+                root: index,
+                lower: root.clone(),
+                upper,
+                work,
+                same_fs,
+            });
+        }
+        // The time is taken last: a host change after it is one the command may not have seen.
+        staging.started = coarse_now();
+        Ok(staging)
+    }
+
+    /// The overlays the sandbox mounts, one per root.
+    pub fn overlays(&self) -> Vec<Overlay> {
+        self.layers
+            .iter()
+            .map(|l| Overlay {
+                lower: l.lower.clone(),
+                upper: l.upper.clone(),
+                work: l.work.clone(),
+            })
+            .collect()
+    }
+
+    /// Whether some root's writes are staged on another filesystem than the root's, so that its
+    /// commit copies files instead of renaming them.
+    pub fn copies(&self) -> bool {
+        self.layers.iter().any(|l| !l.same_fs)
+    }
+
+    /// The upper layer of root `root`, opened as a directory fd.
+    pub(crate) fn open_upper(&self, root: usize) -> io::Result<OwnedFd> {
+        let layer = self
+            .layers
+            .iter()
+            .find(|l| l.root == root)
+            .ok_or_else(|| io::Error::other("no layer for this root"))?;
+        Ok(rustix::fs::open(
+            &layer.upper,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?)
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        for dir in &self.dirs {
+            if let Err(e) = remove_all(dir) {
+                tracing::warn!("a staging directory could not be removed: {}: {e}", dir.display());
+            }
+        }
+    }
+}
+
+/// Removes staging directories under `base` left by processes that are gone (their names start
+/// with the pid that made them).
+pub fn sweep_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid > 0 && !pid_exists(pid) {
+            let _ = remove_all(&entry.path());
+        }
+    }
+}
+
+/// Whether a process `pid` exists.
+fn pid_exists(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Makes `dir` (and its parents) if needed and checks that it is a directory of this user's, not
+/// a link, with no permission for group or other. Returns its device.
+fn private_dir(dir: &Path) -> io::Result<u64> {
+    if !dir.is_absolute() {
+        return Err(io::Error::other("not an absolute path"));
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    let uid = rustix::process::geteuid().as_raw();
+    // "No bit of group or other" reads better as a mask than as trailing zeros.
+    #[allow(clippy::verbose_bit_mask)]
+    let private = meta.is_dir() && meta.uid() == uid && meta.permissions().mode() & 0o077 == 0;
+    if private {
+        Ok(meta.dev())
+    } else {
+        Err(io::Error::other(
+            "it is not a private directory of this user (owner, mode 0700, not a link)",
+        ))
+    }
+}
+
+/// Removes `dir` and everything below it, giving directories owner permissions first (a command
+/// may have taken them away, and overlayfs leaves a `work` directory with none).
+pub(crate) fn remove_all(dir: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+        Ok(m) if !m.is_dir() => return std::fs::remove_file(dir),
+        Ok(_) => {}
+    }
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            remove_all(&path)?;
+        } else {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    std::fs::remove_dir(dir)
+}
+
+/// Now, in the coarse real-time clock the kernel stamps files with.
+pub(crate) fn coarse_now() -> (i64, i64) {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+    (t.tv_sec, t.tv_nsec)
+}
+
+fn random_u32() -> io::Result<u32> {
+    let mut b = [0u8; 4];
+    rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::empty())?;
+    Ok(u32::from_le_bytes(b))
+}
+
+/// The staging bases of this process, in order of preference: `$XDG_STATE_HOME/spear/staging`
+/// (or `~/.local/state/spear/staging`), usually on the filesystem of the user's projects, then
+/// the per-user runtime directory.
+pub fn default_bases(xdg_state: Option<&Path>, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut bases = Vec::new();
+    if let Some(state) = xdg_state
+        .map(Path::to_path_buf)
+        .or_else(|| home.map(|h| h.join(".local/state")))
+        .filter(|p| p.is_absolute())
+    {
+        bases.push(state.join("spear").join("staging"));
+    }
+    if let Some(dir) = spear_sandbox::user_private_dir("staging") {
+        bases.push(dir);
+    }
+    bases
+}
+

@@ -1,0 +1,852 @@
+//! Committing what a command staged: every change judged first, then the allowed ones put into
+//! the workspace through [`WorkspaceFs`], the refused ones dropped and reported.
+//!
+//! 1. Plan: the upper layer of each root is compared with the host, entry by entry, into a list of
+//!    operations in tree order (parents before children, a removal before what replaces it).
+//!    A file whose content and mode did not change is no change (a copy-up by an open for
+//!    writing, a `touch`): at most its modification time is set.
+//! 2. Judge: every operation goes to the caller's [`Judge`] with a view of the workspace as the
+//!    command left it (the layer over the host). A removal is judged as a unit with everything
+//!    below it: one protected entry inside keeps the whole tree (a nested repository moved away
+//!    keeps its `.git/config` and hooks where they are). What is below a refused directory or
+//!    removal is dropped with it.
+//! 3. Conflicts: an entry the host changed while the command ran (its ctime is later than the
+//!    command's start) is not overwritten or removed; the staged version is kept aside and named.
+//!    Attack stopped: two spear processes on one workspace undoing each other's changes.
+//! 4. Apply: removals, directories, modes, files (renamed out of the layer, or copied when it is
+//!    on another filesystem), links, times. The state before of every tracked entry is read just
+//!    before it changes, for the checkpoint. Nothing is applied when the plan could not be made
+//!    (the layer unreadable or over its bound): all or nothing at that step.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use spear_core::{Refusal, ToolResult, ToolStatus};
+use spear_workspace::{
+    EntryKind, EntryMeta, FsError, Location, TreeView, Walk, Workspace, WorkspaceFs,
+};
+
+use super::area::{Staging, coarse_now};
+use super::tracked::TrackedRules;
+use super::upper::{Staged, UpperError, open_layer_dir, read_layer};
+use crate::checkpoint::{CheckpointError, CheckpointStore, EntryState};
+
+/// Entries a layer may hold before the commit fails closed.
+pub const MAX_STAGED_ENTRIES: usize = 2_000_000;
+
+/// Files larger than this are never compared byte by byte (they count as changed).
+const MAX_COMPARE_BYTES: u64 = 64 << 20;
+
+/// What a proposed change does to its entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind<'a> {
+    /// A regular file is created or replaced.
+    File,
+    /// A symbolic link is created or replaced, pointing at `target`.
+    Symlink {
+        /// The link's target as written.
+        target: &'a OsStr,
+    },
+    /// A directory is created.
+    Dir,
+    /// The permission bits of an existing entry change.
+    Mode,
+    /// The entry and everything below it is removed.
+    Remove,
+}
+
+/// One change proposed to the judge.
+#[derive(Clone, Copy)]
+pub struct Proposed<'a> {
+    /// Where.
+    pub loc: &'a Location,
+    /// What.
+    pub kind: ChangeKind<'a>,
+    /// The workspace as the command left it (its layer over the host).
+    pub staged: &'a dyn TreeView,
+    /// The workspace as it is on the host, before this commit.
+    pub host: &'a WorkspaceFs,
+    /// The workspace.
+    pub ws: &'a Workspace,
+}
+
+/// Decides which staged changes may reach the host. The runtime knows nothing of policy: the
+/// caller supplies the target policy through this.
+pub trait Judge: Send + Sync {
+    /// `Ok` lets the change through; a refusal drops it and says why.
+    fn judge(&self, change: &Proposed<'_>) -> Result<(), Refusal>;
+}
+
+/// What a commit did.
+#[derive(Debug, Default)]
+pub struct CommitReport {
+    /// The state before of every tracked entry that changed, for the turn's checkpoint.
+    pub captured: Vec<(Location, EntryState)>,
+    /// Labels of the tracked entries that changed: files and links, and directories that appeared
+    /// or vanished.
+    pub changed: Vec<String>,
+    /// Changes refused, with why (one per refused entry or removed tree).
+    pub refused: Vec<(String, Refusal)>,
+    /// Entries the host changed while the command ran, left as the host has them.
+    pub conflicts: Vec<String>,
+    /// Where the staged versions of conflicting entries were kept.
+    pub kept_at: Option<PathBuf>,
+    /// Tracked entries whose earlier content was not kept (too large), so undo cannot restore
+    /// them.
+    pub not_kept: Vec<String>,
+    /// Fifos, sockets and devices the command left, which are never committed.
+    pub special: Vec<String>,
+    /// Changes that could not be applied.
+    pub failures: Vec<String>,
+    /// Whether the plan could not be made at all (nothing was committed).
+    pub unreadable: Option<String>,
+    /// Changes to untracked entries (`.git`, ignored build output) that were committed.
+    pub untracked: usize,
+}
+
+impl CommitReport {
+    /// Adds what the commit did to the command's result: changed paths, and reasons for what
+    /// was refused, kept aside or could not be applied (which also fail the result).
+    pub fn apply_to(&self, result: &mut ToolResult) {
+        for label in &self.changed {
+            if !result.changed_paths.contains(label) {
+                result.changed_paths.push(label.clone());
+            }
+        }
+        if let Some(why) = &self.unreadable {
+            result.status = ToolStatus::Failed;
+            append(
+                result,
+                &format!("{why}; the workspace is as it was before the command"),
+            );
+        }
+        if !self.refused.is_empty() {
+            let list: Vec<String> = self
+                .refused
+                .iter()
+                .map(|(label, r)| format!("{label} ({})", r.message()))
+                .collect();
+            append(
+                result,
+                &format!(
+                    "spear did not let these changes reach the workspace (the command saw them; nothing else did): {}",
+                    list.join("; ")
+                ),
+            );
+        }
+        if !self.conflicts.is_empty() {
+            let kept = self
+                .kept_at
+                .as_ref()
+                .map(|p| format!("; this command's versions are kept in {}", p.display()))
+                .unwrap_or_default();
+            append(
+                result,
+                &format!(
+                    "changed on the host while the command ran, so left as the host has them: {}{kept}",
+                    self.conflicts.join(", ")
+                ),
+            );
+        }
+        if !self.special.is_empty() {
+            append(
+                result,
+                &format!(
+                    "fifos, sockets and devices are not kept: {}",
+                    self.special.join(", ")
+                ),
+            );
+        }
+        if !self.not_kept.is_empty() {
+            append(
+                result,
+                &format!(
+                    "the earlier content of {} was not kept (too large), so `spear undo` cannot restore it",
+                    self.not_kept.join(", ")
+                ),
+            );
+        }
+        if !self.failures.is_empty() {
+            result.status = ToolStatus::Failed;
+            append(
+                result,
+                &format!(
+                    "some changes could not be put into the workspace: {}",
+                    self.failures.join("; ")
+                ),
+            );
+        }
+    }
+}
+
+fn append(result: &mut ToolResult, text: &str) {
+    result.reason = Some(match result.reason.take() {
+        Some(r) => format!("{r}; {text}"),
+        None => text.to_owned(),
+    });
+}
+
+/// One planned operation.
+#[derive(Debug)]
+enum Op {
+    /// Remove the host entry and everything below it.
+    Remove,
+    /// Make a directory with this mode.
+    Dir(u32),
+    /// Give the host entry this mode.
+    Mode(u32),
+    /// Install the staged file.
+    File,
+    /// Install a link to this target.
+    Symlink(OsString),
+}
+
+/// An operation at a place.
+#[derive(Debug)]
+struct Planned {
+    loc: Location,
+    op: Op,
+    /// The host entry there when planned.
+    host: Option<EntryMeta>,
+}
+
+/// The layers of a commit, read.
+struct Layers {
+    trees: Vec<(usize, Staged, OwnedFd)>,
+}
+
+impl Layers {
+    fn tree(&self, root: usize) -> Option<(&Staged, &OwnedFd)> {
+        self.trees
+            .iter()
+            .find(|(r, _, _)| *r == root)
+            .map(|(_, t, fd)| (t, fd))
+    }
+}
+
+/// The workspace as a command left it: its layer over the host.
+struct StagedView<'a> {
+    layers: &'a Layers,
+    host: &'a WorkspaceFs,
+}
+
+/// Where the layer puts `loc`: `Some(Some(entry))` staged there, `Some(None)` removed there (a
+/// whiteout or an opaque directory on the way), `None` not staged (the host's entry shows).
+fn staged_at<'t>(tree: &'t Staged, rel: &Path) -> Option<Option<&'t Staged>> {
+    let mut here = tree;
+    for c in rel.components() {
+        let std::path::Component::Normal(name) = c else {
+            return Some(None);
+        };
+        match here {
+            Staged::Dir {
+                children, opaque, ..
+            } => match children.get(name) {
+                Some(Staged::Whiteout) => return Some(None),
+                Some(next) => here = next,
+                None if *opaque => return Some(None),
+                None => return None,
+            },
+            // A file or link on the way: nothing below it.
+            _ => return Some(None),
+        }
+    }
+    Some(Some(here))
+}
+
+impl TreeView for StagedView<'_> {
+    fn kind(&self, loc: &Location) -> Option<EntryKind> {
+        let Some((tree, _)) = self.layers.tree(loc.root) else {
+            return self.host.kind(loc);
+        };
+        match staged_at(tree, &loc.rel) {
+            None => self.host.kind(loc),
+            Some(None) => None,
+            Some(Some(s)) => match s {
+                Staged::Dir { .. } => Some(EntryKind::Dir),
+                Staged::File { .. } => Some(EntryKind::File),
+                Staged::Symlink { .. } => Some(EntryKind::Symlink),
+                Staged::Special => Some(EntryKind::Other),
+                Staged::Whiteout => None,
+            },
+        }
+    }
+
+    fn link_target(&self, loc: &Location) -> Option<OsString> {
+        let Some((tree, _)) = self.layers.tree(loc.root) else {
+            return self.host.link_target(loc);
+        };
+        match staged_at(tree, &loc.rel) {
+            None => self.host.link_target(loc),
+            Some(Some(Staged::Symlink { target })) => Some(target.clone()),
+            Some(_) => None,
+        }
+    }
+
+    fn read_head(&self, loc: &Location, limit: usize) -> Option<Vec<u8>> {
+        let Some((tree, fd)) = self.layers.tree(loc.root) else {
+            return TreeView::read_head(self.host, loc, limit);
+        };
+        match staged_at(tree, &loc.rel) {
+            None => TreeView::read_head(self.host, loc, limit),
+            Some(Some(Staged::File { .. })) => {
+                let (parent, name) = (loc.rel.parent()?, loc.rel.file_name()?);
+                let dir = open_layer_dir(fd.as_fd(), parent).ok()?;
+                let file = open_file_in(&dir, name).ok()?;
+                let mut bytes = Vec::new();
+                std::fs::File::from(file)
+                    .take(limit as u64)
+                    .read_to_end(&mut bytes)
+                    .ok()?;
+                Some(bytes)
+            }
+            Some(_) => None,
+        }
+    }
+}
+
+fn open_file_in(dir: &OwnedFd, name: &OsStr) -> Result<OwnedFd, rustix::io::Errno> {
+    rustix::fs::openat2(
+        dir,
+        Path::new(name),
+        rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::NONBLOCK
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+        rustix::fs::ResolveFlags::BENEATH | rustix::fs::ResolveFlags::NO_SYMLINKS,
+    )
+}
+
+impl Staging {
+    /// Judges and commits what the command staged (see the module's doc). `store`, when given,
+    /// receives the earlier content of every tracked entry that changes; `tracked` says which
+    /// entries those are.
+    pub fn commit(
+        &self,
+        ws: &Workspace,
+        fs: &WorkspaceFs,
+        judge: &dyn Judge,
+        store: Option<&CheckpointStore>,
+        tracked: &TrackedRules,
+    ) -> CommitReport {
+        let mut report = CommitReport::default();
+        // Attack: a report shared by two readers (a job's end) committed twice.
+        if self
+            .committed
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return report;
+        }
+        let layers = match self.read_layers() {
+            Ok(l) => l,
+            Err(e) => {
+                report.unreadable = Some(e.to_string());
+                return report;
+            }
+        };
+        let mut planned = Vec::new();
+        for (root, tree, _) in &layers.trees {
+            if let Staged::Dir {
+                children, opaque, ..
+            } = tree
+            {
+                let mut planner = Planner {
+                    fs,
+                    ws,
+                    out: &mut planned,
+                    special: &mut report.special,
+                };
+                planner.dir(*root, Path::new(""), children, *opaque, true);
+            }
+        }
+        let view = StagedView {
+            layers: &layers,
+            host: fs,
+        };
+        let mut applier = Applier {
+            ws,
+            fs,
+            store,
+            tracked,
+            layers: &layers,
+            started: self.started,
+            report,
+            blocked: Vec::new(),
+            conflict_dir: None,
+            staging: self,
+        };
+        for p in &planned {
+            applier.one(p, judge, &view);
+        }
+        applier.report
+    }
+
+    fn read_layers(&self) -> Result<Layers, UpperError> {
+        let mut trees = Vec::new();
+        for layer in &self.layers {
+            let fd = self.open_upper(layer.root).map_err(|source| UpperError::Os {
+                rel: PathBuf::new(),
+                source,
+            })?;
+            let tree = read_layer(fd.as_fd(), MAX_STAGED_ENTRIES)?;
+            trees.push((layer.root, tree, fd));
+        }
+        Ok(Layers { trees })
+    }
+}
+
+/// Compares a layer with the host into operations.
+struct Planner<'a> {
+    fs: &'a WorkspaceFs,
+    ws: &'a Workspace,
+    out: &'a mut Vec<Planned>,
+    special: &'a mut Vec<String>,
+}
+
+impl Planner<'_> {
+    /// The children of the staged directory at `rel`. `host_dir`: the host has a directory there
+    /// (otherwise no host entry below can exist, and none is looked up).
+    fn dir(
+        &mut self,
+        root: usize,
+        rel: &Path,
+        children: &BTreeMap<OsString, Staged>,
+        opaque: bool,
+        host_dir: bool,
+    ) {
+        if opaque && host_dir {
+            // What the host holds there and the layer does not was removed.
+            let loc = Location {
+                root,
+                rel: rel.to_path_buf(),
+            };
+            for name in self.host_names(&loc) {
+                if !children.contains_key(&name) {
+                    self.push(Location {
+                        root,
+                        rel: rel.join(&name),
+                    }, Op::Remove, host_dir);
+                }
+            }
+        }
+        for (name, staged) in children {
+            let loc = Location {
+                root,
+                rel: rel.join(name),
+            };
+            let host = if host_dir {
+                self.fs.entry_meta(&loc).ok().flatten()
+            } else {
+                None
+            };
+            let host_kind = host.map(|m| m.kind);
+            match staged {
+                Staged::Whiteout => {
+                    if host.is_some() {
+                        self.out.push(Planned {
+                            loc,
+                            op: Op::Remove,
+                            host,
+                        });
+                    }
+                }
+                Staged::Special => self.special.push(self.ws.label(&loc)),
+                Staged::File { .. } => {
+                    if host_kind == Some(EntryKind::Dir) {
+                        self.out.push(Planned {
+                            loc: loc.clone(),
+                            op: Op::Remove,
+                            host,
+                        });
+                        self.out.push(Planned {
+                            loc,
+                            op: Op::File,
+                            host: None,
+                        });
+                    } else {
+                        self.out.push(Planned {
+                            loc,
+                            op: Op::File,
+                            host,
+                        });
+                    }
+                }
+                Staged::Symlink { target } => {
+                    let same = host_kind == Some(EntryKind::Symlink)
+                        && self.fs.link_target(&loc).as_deref() == Some(target.as_os_str());
+                    if same {
+                        continue;
+                    }
+                    if host_kind == Some(EntryKind::Dir) {
+                        self.out.push(Planned {
+                            loc: loc.clone(),
+                            op: Op::Remove,
+                            host,
+                        });
+                    }
+                    self.out.push(Planned {
+                        loc,
+                        op: Op::Symlink(target.clone()),
+                        host: host.filter(|h| h.kind != EntryKind::Dir),
+                    });
+                }
+                Staged::Dir {
+                    mode,
+                    opaque,
+                    children,
+                } => {
+                    let child_rel = loc.rel.clone();
+                    match host_kind {
+                        Some(EntryKind::Dir) => {
+                            if host.is_some_and(|h| h.mode != *mode) {
+                                self.out.push(Planned {
+                                    loc,
+                                    op: Op::Mode(*mode),
+                                    host,
+                                });
+                            }
+                            self.dir(root, &child_rel, children, *opaque, true);
+                        }
+                        Some(_) => {
+                            self.out.push(Planned {
+                                loc: loc.clone(),
+                                op: Op::Remove,
+                                host,
+                            });
+                            self.out.push(Planned {
+                                loc,
+                                op: Op::Dir(*mode),
+                                host: None,
+                            });
+                            self.dir(root, &child_rel, children, *opaque, false);
+                        }
+                        None => {
+                            self.out.push(Planned {
+                                loc,
+                                op: Op::Dir(*mode),
+                                host: None,
+                            });
+                            self.dir(root, &child_rel, children, *opaque, false);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, loc: Location, op: Op, host_dir: bool) {
+        let host = if host_dir {
+            self.fs.entry_meta(&loc).ok().flatten()
+        } else {
+            None
+        };
+        self.out.push(Planned { loc, op, host });
+    }
+
+    /// The names in the host directory at `loc`.
+    fn host_names(&self, loc: &Location) -> Vec<OsString> {
+        let mut names = Vec::new();
+        let _ = self.fs.walk_from(loc, usize::MAX, &mut |rel, _| {
+            if let Some(name) = rel.file_name() {
+                names.push(name.to_os_string());
+            }
+            Walk::Skip
+        });
+        names
+    }
+}
+
+/// Judges and applies planned operations in order.
+struct Applier<'a> {
+    ws: &'a Workspace,
+    fs: &'a WorkspaceFs,
+    store: Option<&'a CheckpointStore>,
+    tracked: &'a TrackedRules,
+    layers: &'a Layers,
+    started: (i64, i64),
+    report: CommitReport,
+    /// Places under which nothing more is applied (a refused removal or directory).
+    blocked: Vec<Location>,
+    conflict_dir: Option<PathBuf>,
+    staging: &'a Staging,
+}
+
+impl Applier<'_> {
+    fn one(&mut self, p: &Planned, judge: &dyn Judge, view: &StagedView<'_>) {
+        if self
+            .blocked
+            .iter()
+            .any(|b| b.root == p.loc.root && p.loc.rel.starts_with(&b.rel))
+        {
+            return;
+        }
+        let label = self.ws.label(&p.loc);
+        if let Op::File = p.op
+            && let Some(h) = p.host
+            && h.kind == EntryKind::File
+            && self.same_file(&p.loc, &h)
+        {
+            // A copy-up that changed nothing.
+            if let Some(mtime) = self.staged_mtime(&p.loc)
+                && (h.mtime_ns / 1_000_000_000, h.mtime_ns % 1_000_000_000)
+                    != (i128::from(mtime.0), i128::from(mtime.1))
+            {
+                let _ = self.fs.set_mtime(&p.loc, mtime.0, mtime.1);
+            }
+            return;
+        }
+        let kind = match &p.op {
+            Op::Remove => ChangeKind::Remove,
+            Op::Dir(_) => ChangeKind::Dir,
+            Op::Mode(_) => ChangeKind::Mode,
+            Op::File => ChangeKind::File,
+            Op::Symlink(t) => ChangeKind::Symlink { target: t },
+        };
+        // A removal is judged with everything below it, and checked for changes the host made.
+        let below = if kind == ChangeKind::Remove {
+            match self.tree_below(&p.loc) {
+                Ok(entries) => entries,
+                Err(e) => {
+                    self.report.failures.push(format!("{label}: {e}"));
+                    self.blocked.push(p.loc.clone());
+                    return;
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let refused = std::iter::once((&p.loc, kind))
+            .chain(below.iter().map(|(loc, _)| (loc, ChangeKind::Remove)))
+            .find_map(|(loc, kind)| {
+                judge
+                    .judge(&Proposed {
+                        loc,
+                        kind,
+                        staged: view,
+                        host: self.fs,
+                        ws: self.ws,
+                    })
+                    .err()
+                    .map(|r| (self.ws.label(loc), r))
+            });
+        if let Some((what, refusal)) = refused {
+            let shown = if what == label {
+                label
+            } else {
+                format!("{label} (it holds {what})")
+            };
+            self.report.refused.push((shown, refusal));
+            self.blocked.push(p.loc.clone());
+            return;
+        }
+        // Attack: another writer changed this entry (or, for a removal, anything below it) while
+        // the command ran; overwriting or removing it would lose that change. A directory's own
+        // time moves with every entry in it, so only a removal looks at it.
+        let changed_meanwhile = p.host.is_some_and(|h| {
+            (h.kind != EntryKind::Dir || kind == ChangeKind::Remove) && self.after_start(&h)
+        }) || below.iter().any(|(_, m)| self.after_start(m));
+        let appeared_meanwhile = p.host.is_none()
+            && matches!(p.op, Op::File | Op::Symlink(_))
+            && self.fs.entry_meta(&p.loc).ok().flatten().is_some();
+        if changed_meanwhile || appeared_meanwhile {
+            if let Op::File = p.op {
+                self.keep_conflict(&p.loc);
+            }
+            self.report.conflicts.push(label);
+            self.blocked.push(p.loc.clone());
+            return;
+        }
+        let is_dir = matches!(p.op, Op::Dir(_)) || p.host.is_some_and(|h| h.kind == EntryKind::Dir);
+        let tracked = self.tracked.is_tracked(self.ws, self.fs, &p.loc, is_dir);
+        if tracked {
+            self.capture(&p.loc, &below);
+        } else {
+            self.report.untracked += 1;
+        }
+        let applied = match &p.op {
+            Op::Remove => match self.fs.remove_tree(&p.loc) {
+                Ok(()) | Err(FsError::NotFound { .. }) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Op::Dir(mode) => self.fs.install_dir(&p.loc, *mode),
+            Op::Mode(mode) => self.fs.set_mode(&p.loc, *mode),
+            Op::File => self.install_file(&p.loc),
+            Op::Symlink(target) => self.fs.install_symlink(&p.loc, target),
+        };
+        if let Err(e) = applied {
+            self.report.failures.push(e.to_string());
+            self.blocked.push(p.loc.clone());
+            return;
+        }
+        // Named in the result: files and links, and directories that appeared or vanished.
+        let named = !matches!(p.op, Op::Mode(_)) || !is_dir;
+        if tracked && named {
+            self.report.changed.push(label);
+        }
+        for (loc, meta) in &below {
+            let dir = meta.kind == EntryKind::Dir;
+            if !dir && self.tracked.is_tracked(self.ws, self.fs, loc, dir) {
+                self.report.changed.push(self.ws.label(loc));
+            }
+        }
+    }
+
+    /// Whether the host changed `meta`'s entry after the command started.
+    fn after_start(&self, meta: &EntryMeta) -> bool {
+        let started = i128::from(self.started.0) * 1_000_000_000 + i128::from(self.started.1);
+        meta.ctime_ns > started
+    }
+
+    /// Every entry below `loc` on the host (not `loc` itself), deepest last.
+    fn tree_below(&self, loc: &Location) -> Result<Vec<(Location, EntryMeta)>, FsError> {
+        let mut out = Vec::new();
+        match self.fs.entry_meta(loc)? {
+            Some(m) if m.kind == EntryKind::Dir => {}
+            _ => return Ok(out),
+        }
+        self.fs.walk_from(loc, MAX_STAGED_ENTRIES, &mut |rel, meta| {
+            out.push((
+                Location {
+                    root: loc.root,
+                    rel: rel.to_path_buf(),
+                },
+                *meta,
+            ));
+            Walk::Continue
+        })?;
+        Ok(out)
+    }
+
+    /// Records the state before of `loc` (and of every tracked entry below it, for a removal).
+    fn capture(&mut self, loc: &Location, below: &[(Location, EntryMeta)]) {
+        let Some(store) = self.store else {
+            return;
+        };
+        let below = below.iter().filter(|(l, m)| {
+            self.tracked
+                .is_tracked(self.ws, self.fs, l, m.kind == EntryKind::Dir)
+        });
+        for l in std::iter::once(loc).chain(below.map(|(l, _)| l)) {
+            match store.read_state(self.fs, l) {
+                Ok(state) => self.report.captured.push((l.clone(), state)),
+                Err(CheckpointError::TooLarge { .. } | CheckpointError::Unsupported { .. }) => {
+                    self.report.not_kept.push(self.ws.label(l));
+                }
+                Err(e) => self
+                    .report
+                    .failures
+                    .push(format!("{}: could not checkpoint: {e}", self.ws.label(l))),
+            }
+        }
+    }
+
+    /// The layer directory holding `loc`'s staged entry, opened.
+    fn layer_parent(&self, loc: &Location) -> Option<(OwnedFd, OsString)> {
+        let (_, fd) = self.layers.tree(loc.root)?;
+        let parent = loc.rel.parent()?;
+        let name = loc.rel.file_name()?.to_os_string();
+        Some((open_layer_dir(fd.as_fd(), parent).ok()?, name))
+    }
+
+    fn install_file(&self, loc: &Location) -> Result<(), FsError> {
+        let Some((dir, name)) = self.layer_parent(loc) else {
+            return Err(FsError::NotFound {
+                label: self.ws.label(loc),
+            });
+        };
+        self.fs.install_file(loc, dir.as_fd(), &name).map(|_| ())
+    }
+
+    fn staged_mtime(&self, loc: &Location) -> Option<(i64, i64)> {
+        let (tree, _) = self.layers.tree(loc.root)?;
+        match tree.get(&loc.rel)? {
+            Staged::File { mtime, .. } => Some(*mtime),
+            _ => None,
+        }
+    }
+
+    /// Whether the staged file at `loc` has the host file's mode and content.
+    fn same_file(&self, loc: &Location, host: &EntryMeta) -> bool {
+        let Some((tree, _)) = self.layers.tree(loc.root) else {
+            return false;
+        };
+        let Some(Staged::File { mode, size, .. }) = tree.get(&loc.rel) else {
+            return false;
+        };
+        if *mode != host.mode || *size != host.size || *size > MAX_COMPARE_BYTES {
+            return false;
+        }
+        let Some((dir, name)) = self.layer_parent(loc) else {
+            return false;
+        };
+        let Ok(staged) = open_file_in(&dir, &name) else {
+            return false;
+        };
+        let Ok((host_file, _)) = self.fs.open_file(loc) else {
+            return false;
+        };
+        same_bytes(std::fs::File::from(staged), host_file)
+    }
+
+    /// Moves the staged file at `loc` aside, into the staging base's `conflicts` directory.
+    fn keep_conflict(&mut self, loc: &Location) {
+        let Some(layer) = self.staging.layers.iter().find(|l| l.root == loc.root) else {
+            return;
+        };
+        let Some(base) = layer.upper.parent().and_then(Path::parent) else {
+            return;
+        };
+        let dir = self.conflict_dir.get_or_insert_with(|| {
+            let (s, n) = coarse_now();
+            base.join("conflicts").join(format!("{s}.{n:09}-{}", std::process::id()))
+        });
+        let dest = dir.join(loc.root.to_string()).join(&loc.rel);
+        let src = layer.upper.join(&loc.rel);
+        let moved = dest
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| {
+                // The source is a file of the layer; a link there is moved, never followed.
+                std::fs::rename(&src, &dest)
+            });
+        if moved.is_ok() {
+            self.report.kept_at = Some(dir.clone());
+        }
+    }
+}
+
+/// Whether two readers yield the same bytes.
+fn same_bytes(mut a: std::fs::File, mut b: std::fs::File) -> bool {
+    let (mut x, mut y) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let Ok(n) = read_full(&mut a, &mut x) else {
+            return false;
+        };
+        let Ok(m) = read_full(&mut b, &mut y) else {
+            return false;
+        };
+        if n != m || x[..n] != y[..m] {
+            return false;
+        }
+        if n == 0 {
+            return true;
+        }
+    }
+}
+
+fn read_full(r: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match r.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
