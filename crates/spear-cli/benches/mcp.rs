@@ -167,7 +167,7 @@ fn in_process_router(ws_dir: &Path, base: &Path) -> ToolRouter {
         Arc::clone(&workspace),
         PolicyConfig::new(Some(base.join("home"))),
     ));
-    let mut runner_config = RunnerConfig::from_host(TargetRules::default().protected_patterns());
+    let mut runner_config = RunnerConfig::from_host();
     runner_config.home = base.join("home");
     let runner = Arc::new(CommandRunner::new(workspace, runner_config));
     let config = RouterConfig::new(ExecutionMode::Safe);

@@ -22,8 +22,8 @@
 //!
 //! Ordinary git work keeps working: objects, refs, the index, `HEAD`, logs, `ORIG_HEAD`,
 //! `COMMIT_EDITMSG`, `info/exclude` and everything else git writes during commit, checkout, merge,
-//! rebase and stash are not indirections. A directory being created is never refused by its name
-//! (`git init` makes `.git/hooks`); what is put in it is judged.
+//! rebase and stash are not indirections. A directory that will hold them is not one either
+//! (`git init` makes `.git`); a hooks directory is.
 //!
 //! Attack stopped: code planted for the host's git. A hook, a `core.fsmonitor`, a `commondir`
 //! that points git at a directory the command made, all run later on the host when the user
@@ -190,9 +190,8 @@ impl GitIndirections {
         change: GitChange<'_>,
     ) -> Result<(), Refusal> {
         let shown = ws.label(loc);
-        let creates_dir = matches!(change, GitChange::Put(EntryKind::Dir, _));
-        // Rule 1, by name.
-        if !creates_dir && let Some(why) = control_by_name(&loc.rel) {
+        // Rule 1, by name (a hooks directory being made included).
+        if let Some(why) = control_by_name(&loc.rel) {
             return Err(Refusal::protected_entry(shown, why));
         }
         if let (Some(leaf), GitChange::Put(kind, _)) = (loc.rel.file_name(), change)
@@ -205,7 +204,7 @@ impl GitIndirections {
             ));
         }
         // Rule 2, by what the view shows around it.
-        if !creates_dir && let Some(why) = in_other_git_dir(view, host, loc, change) {
+        if let Some(why) = in_other_git_dir(view, host, loc, change) {
             return Err(Refusal::protected_entry(shown, why));
         }
         // Rule 3, what the host's repositories name.

@@ -127,9 +127,9 @@ impl CommandPolicy {
     }
 
     /// The target policy on one change a command staged (or a tool makes): the protected,
-    /// generated, snapshot and vendored names (a directory being made is judged by what is put
-    /// in it, not by its name), the generated-file header of what the host holds there now, and
-    /// git's indirections. `staged` shows the workspace as the change would leave it, `host` as
+    /// generated, snapshot and vendored names (a directory being made is refused only when it is
+    /// such an entry or lies in one, not because it will hold one: `git init` makes `.git`), the
+    /// generated-file header of what the host holds there now, and git's indirections. `staged` shows the workspace as the change would leave it, `host` as
     /// it is.
     pub fn judge_change(
         &self,
@@ -142,12 +142,12 @@ impl CommandPolicy {
         let shown = self.workspace.label(loc);
         let container = matches!(change, GitChange::Put(EntryKind::Dir, _))
             || (change == GitChange::Mode && host.kind(loc) == Some(EntryKind::Dir));
-        if !container {
-            self.config
-                .targets
-                .check(&loc.rel)
-                .map_err(|r| r.with_subject(&shown))?;
-        }
+        let by_name = if container {
+            self.config.targets.check_dir(&loc.rel)
+        } else {
+            self.config.targets.check(&loc.rel)
+        };
+        by_name.map_err(|r| r.with_subject(&shown))?;
         if host.kind(loc) == Some(EntryKind::File) {
             match host.read_head(loc, HEADER_BYTES) {
                 Some(head) => {

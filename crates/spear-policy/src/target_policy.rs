@@ -170,6 +170,33 @@ impl TargetRules {
             .collect()
     }
 
+    /// Checks a directory being made (or given a mode) at `rel`: refused when it is a protected,
+    /// generated, snapshot or vendored entry or lies in one. Unlike [`TargetRules::check`], a
+    /// directory that merely holds protected entries is not refused (`git init` makes `.git`);
+    /// what is put in it is judged on its own.
+    pub fn check_dir(&self, rel: &Path) -> Result<(), Refusal> {
+        let parts: Vec<&str> = rel
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(s) => s.to_str(),
+                _ => None,
+            })
+            .collect();
+        for (pattern, why) in &self.protected {
+            if pattern.matches(&parts) {
+                return Err(Refusal::protected_entry(rel.display().to_string(), why.clone()));
+            }
+        }
+        let anchors_only = self
+            .protected
+            .iter()
+            .any(|(p, _)| p.parent_matches(&parts));
+        match self.check(rel) {
+            Err(r) if anchors_only && r.rule() == spear_core::RefusalRule::ProtectedEntry => Ok(()),
+            other => other,
+        }
+    }
+
     /// Checks a write to `rel`, a path relative to its root, by its name alone (the header of an
     /// existing file is checked by [`generated_header`]).
     pub fn check(&self, rel: &Path) -> Result<(), Refusal> {

@@ -25,7 +25,7 @@ fn main() {
     let mut wc = WorkspaceConfig::new(dir.path());
     wc.single_root = true;
     let ws = Arc::new(Workspace::open(&wc).unwrap());
-    let runner = CommandRunner::new(ws, RunnerConfig::from_host(Vec::new()));
+    let runner = CommandRunner::new(ws, RunnerConfig::from_host());
     let closed = ExecutionProfile {
         workspace_read: true,
         ..ExecutionProfile::default()

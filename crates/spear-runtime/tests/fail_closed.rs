@@ -43,7 +43,7 @@ struct Case {
 fn case(bwrap: PathBuf, backend: Option<Result<(), String>>) -> Case {
     let fixture = Fixture::new();
     let spawner = Arc::new(RecordingSpawner::default());
-    let mut config = RunnerConfig::from_host(common::protected());
+    let mut config = RunnerConfig::from_host();
     config.home.clone_from(&fixture.home);
     config.sandbox = sandbox_config(|c| c.bwrap = bwrap);
     let backend = match backend {
@@ -61,10 +61,13 @@ fn case(bwrap: PathBuf, backend: Option<Result<(), String>>) -> Case {
 }
 
 fn run_marker(c: &Case) -> spear_core::ToolResult {
-    c.runner.run(&CommandRequest::new(
-        CommandLine::Script("touch marker-written".into()),
-        writable(),
-    ))
+    common::run_committed(
+        &c.runner,
+        &CommandRequest::new(
+            CommandLine::Script("touch marker-written".into()),
+            writable(),
+        ),
+    )
 }
 
 fn marker(c: &Case) -> bool {

@@ -86,7 +86,13 @@ fn every_sandbox_and_limits_case() {
                     !f.ws.join("vendor/lib/.git/hooks/post-checkout").exists(),
                     "{ctx}"
                 );
-                assert!(all.contains("Read-only file system"), "EROFS: {ctx}");
+                // Staged, judged and dropped: the result names it.
+                let reason = r.reason.clone().unwrap_or_default();
+                assert!(
+                    reason.contains("vendor/lib/.git/hooks/post-checkout")
+                        && reason.contains("protected"),
+                    "{ctx}"
+                );
             }
             "PER-07" => assert!(!f.ws.join(".envrc").exists(), "{ctx}"),
             "PER-10" => {

@@ -49,40 +49,66 @@ fn safe_profile_workspace_is_read_only() {
     assert!(f.ws.join("made-in-auto").exists());
 }
 
+/// Runs the host's own git in `dir` (never through spear): what a user does after the command.
+fn host_git(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
 #[test]
-fn protected_entries_cannot_be_written_renamed_or_replaced() {
+fn protected_entries_never_reach_the_host_whatever_the_command_does() {
     let f = Fixture::new();
+    assert!(host_git(&f.ws, &["init", "-q"]).status.success());
     let hooks = f.ws.join(".git/hooks");
-    std::fs::create_dir_all(&hooks).unwrap();
-    std::fs::write(f.ws.join(".git/config"), "[core]\n").unwrap();
     std::fs::write(hooks.join("pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(
+        hooks.join("pre-commit"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let config = std::fs::read_to_string(f.ws.join(".git/config")).unwrap();
     std::fs::write(f.ws.join(".envrc"), "export A=1\n").unwrap();
     let canary = f.outside.join("hooked");
     let evil = format!("#!/bin/sh\\ntouch {}\\n", canary.display());
     let script = format!(
         "printf '{evil}' > .git/hooks/pre-commit; printf '{evil}' > .git/hooks/post-checkout; \
-         echo '[core] fsmonitor = evil' >> .git/config; mv .git/config .git/config.old; \
-         mv .git .git-moved; rm -rf .git; echo 'touch x' > .envrc; mv .envrc e2; \
-         ln -sf /tmp .git/hooks; echo wrote-normal > normal.txt"
+         chmod +x .git/hooks/*; echo '[core] fsmonitor = \"touch {c}\"' >> .git/config; \
+         mv .git/config .git/config.old; mv .git .git-moved; rm -rf .git; \
+         echo 'touch x' > .envrc; mv .envrc e2; ln -sf /tmp .git/hooks; \
+         echo wrote-normal > normal.txt; ls .git-moved/hooks",
+        c = canary.display()
     );
     let r = f.auto(&script);
+    assert!(r.stdout.contains("post-checkout"), "the command saw its writes: {r:?}");
     assert_eq!(
         std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
         "#!/bin/sh\nexit 0\n",
         "{r:?}"
     );
     assert!(!hooks.join("post-checkout").exists());
-    assert_eq!(
-        std::fs::read_to_string(f.ws.join(".git/config")).unwrap(),
-        "[core]\n"
-    );
-    assert!(!f.ws.join(".git-moved").exists());
+    assert_eq!(std::fs::read_to_string(f.ws.join(".git/config")).unwrap(), config);
     assert_eq!(
         std::fs::read_to_string(f.ws.join(".envrc")).unwrap(),
         "export A=1\n"
     );
+    // The copy `mv` made of the repository is a repository too: none of its hooks or config.
+    assert!(!f.ws.join(".git-moved/hooks/post-checkout").exists(), "{r:?}");
+    assert!(!f.ws.join(".git-moved/config").exists(), "{r:?}");
+    // `rm -rf .git` is refused as a whole: it holds the hooks and the configuration.
+    let reason = r.reason.clone().unwrap_or_default();
+    assert!(reason.contains(".git (`.git` is protected"), "{reason}");
+    // The host's own git runs nothing planted.
+    std::fs::write(f.ws.join("file.txt"), "x\n").unwrap();
+    for args in [&["status"][..], &["add", "file.txt"], &["commit", "-qm", "x"], &["log", "-1"]] {
+        let _ = host_git(&f.ws, args);
+        let _ = host_git(&f.ws.join(".git-moved"), args);
+    }
     assert!(!canary.exists());
-    // Positive control: the rest of the workspace was writable in the same command.
+    // Positive control: the rest of the workspace was written by the same command.
     assert_eq!(
         std::fs::read_to_string(f.ws.join("normal.txt")).unwrap(),
         "wrote-normal\n"
@@ -90,30 +116,32 @@ fn protected_entries_cannot_be_written_renamed_or_replaced() {
 }
 
 #[test]
-fn protected_entries_of_a_repository_made_by_the_command_are_removed() {
+fn protected_entries_of_a_repository_made_by_the_command_never_reach_the_host() {
     let f = Fixture::new();
     let canary = f.outside.join("nested-hook");
     let script = format!(
-        "mkdir -p vendor/lib && git init -q vendor/lib && \
-         printf '#!/bin/sh\\ntouch {}\\n' > vendor/lib/.git/hooks/post-checkout && \
-         chmod +x vendor/lib/.git/hooks/post-checkout && echo '[core]' >> vendor/lib/.git/config && \
+        "mkdir -p libs/inner && git init -q libs/inner && \
+         printf '#!/bin/sh\\ntouch {}\\n' > libs/inner/.git/hooks/post-checkout && \
+         chmod +x libs/inner/.git/hooks/post-checkout && echo '[core]' >> libs/inner/.git/config && \
          echo 'touch x' > .envrc && mkdir -p .vscode && echo '{{}}' > .vscode/tasks.json && \
-         echo kept > vendor/lib/file.txt && ls vendor/lib/.git/hooks/post-checkout",
+         echo kept > libs/inner/file.txt && ls libs/inner/.git/hooks/post-checkout",
         canary.display()
     );
     let r = f.auto(&script);
     // Positive control: the command did create them (it listed the hook) and its other files stay.
     assert!(r.stdout.contains("post-checkout"), "{r:?}");
     assert_eq!(
-        std::fs::read_to_string(f.ws.join("vendor/lib/file.txt")).unwrap(),
+        std::fs::read_to_string(f.ws.join("libs/inner/file.txt")).unwrap(),
         "kept\n"
     );
-    assert!(!f.ws.join("vendor/lib/.git/hooks").exists(), "{r:?}");
-    assert!(!f.ws.join("vendor/lib/.git/config").exists());
+    assert!(f.ws.join("libs/inner/.git/HEAD").exists(), "the repository itself: {r:?}");
+    assert!(!f.ws.join("libs/inner/.git/hooks").exists(), "{r:?}");
+    assert!(!f.ws.join("libs/inner/.git/config").exists());
     assert!(!f.ws.join(".envrc").exists());
     assert!(!f.ws.join(".vscode").exists());
     let reason = r.reason.unwrap_or_default();
     assert!(reason.contains("protected"), "the result says so: {reason}");
+    let _ = host_git(&f.ws.join("libs/inner"), &["status"]);
     assert!(!canary.exists());
 }
 

@@ -4,16 +4,19 @@ use std::path::PathBuf;
 use spear_core::ExecutionProfile;
 
 use super::build_argv;
-use crate::spec::{Bind, BwrapSpec, Etc, Mask, NetworkSpec, SpecError, SystemDir, TmpfsSizes};
+use crate::spec::{
+    Bind, BwrapSpec, Etc, Mask, NetworkSpec, Overlay, SpecError, SystemDir, TmpfsSizes,
+};
 
 fn p(s: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn bind(s: &str) -> Bind {
-    Bind {
-        host: p(s),
-        mount: p(s),
+fn staging() -> Overlay {
+    Overlay {
+        lower: p("/work/proj"),
+        upper: p("/home/u/.local/state/spear/staging/1-1/0.upper"),
+        work: p("/home/u/.local/state/spear/staging/1-1/0.work"),
     }
 }
 
@@ -44,8 +47,7 @@ fn spec(write: bool) -> BwrapSpec {
             host: p("/work/proj"),
             mount: p("/work/proj"),
         }],
-        anchors: vec![bind("/work/proj/.git")],
-        protected: vec![bind("/work/proj/.git/hooks")],
+        staged: if write { vec![staging()] } else { vec![] },
         masks: vec![
             Mask::File(p("/home/u/.cargo/credentials.toml")),
             Mask::Dir(p("/work/proj/.ssh")),
@@ -70,18 +72,16 @@ fn words(list: &str) -> Vec<OsString> {
 
 #[test]
 fn writable_workspace_exact_argv() {
-    let argv = build_argv(&spec(true)).unwrap();
+    let argv = build_argv(&spec(true)).unwrap().flat();
     let expected = words(
         "--unshare-all --unshare-user --disable-userns \
          --die-with-parent --new-session --cap-drop ALL --clearenv \
          --ro-bind /usr /usr --symlink usr/bin /bin \
-         --proc /proc --dev /dev --size 50 --tmpfs /dev/shm \
+         --proc /proc --remount-ro /proc --dev /dev --size 50 --tmpfs /dev/shm \
          --ro-bind-try /etc/passwd /etc/passwd --ro-bind-try /etc/ssl/certs /etc/ssl/certs \
          --size 100 --tmpfs /tmp --size 200 --tmpfs /home/u \
          --ro-bind-try /home/u/.cargo /home/u/.cargo \
          --bind /work/proj /work/proj \
-         --bind /work/proj/.git /work/proj/.git \
-         --ro-bind /work/proj/.git/hooks /work/proj/.git/hooks \
          --ro-bind /dev/null /home/u/.cargo/credentials.toml \
          --tmpfs /work/proj/.ssh --remount-ro /work/proj/.ssh \
          --remount-ro / \
@@ -100,10 +100,8 @@ fn read_only_workspace_and_host_reads_before_roots() {
         host: p("/data/nested"),
         mount: p("/data/nested"),
     });
-    s.protected.clear();
-    s.anchors.clear();
     s.masks.clear();
-    let argv = build_argv(&s).unwrap();
+    let argv = build_argv(&s).unwrap().flat();
     let text: Vec<String> = argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
@@ -131,6 +129,7 @@ fn an_etc_view_is_one_read_only_bind() {
     };
     let text: Vec<String> = build_argv(&s)
         .unwrap()
+        .flat()
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -160,6 +159,7 @@ fn network_mode_reports_holds_and_names_the_resolver() {
     });
     let joined = build_argv(&s)
         .unwrap()
+        .flat()
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect::<Vec<_>>()
@@ -171,7 +171,7 @@ fn network_mode_reports_holds_and_names_the_resolver() {
         "{joined}"
     );
     assert!(
-        joined.contains("--remount-ro / --info-fd 4 --chdir /work/proj"),
+        joined.contains("--remount-ro / --info-fd 5 --chdir /work/proj"),
         "{joined}"
     );
     assert!(
@@ -179,8 +179,8 @@ fn network_mode_reports_holds_and_names_the_resolver() {
         "the network namespace is unshared: {joined}"
     );
     let argv = build_argv(&s).unwrap();
-    let sep = argv.iter().rposition(|a| a == "--").unwrap();
-    let tail: Vec<&str> = argv[sep + 1..]
+    let tail: Vec<&str> = argv
+        .command
         .iter()
         .map(|a| a.to_str().unwrap())
         .collect();
@@ -199,7 +199,7 @@ fn network_mode_reports_holds_and_names_the_resolver() {
     );
     // A closed profile gets neither, even with a network path configured.
     s.profile.network = false;
-    let closed = build_argv(&s).unwrap();
+    let closed = build_argv(&s).unwrap().flat();
     assert!(!closed.iter().any(|a| a == "--info-fd"));
     assert!(!closed.iter().any(|a| a == crate::spec::NETWORK_HOLD));
     assert!(!closed.iter().any(|a| a == "/etc/resolv.conf"));
@@ -220,9 +220,9 @@ fn the_command_follows_the_separator_verbatim() {
     let mut s = spec(true);
     s.command = vec!["--help".into(), "--bind".into(), "/".into(), "/".into()];
     let argv = build_argv(&s).unwrap();
-    let sep = argv.iter().rposition(|a| a == "--").unwrap();
-    assert_eq!(&argv[sep + 1..], &s.command[..]);
-    assert_eq!(argv.iter().filter(|a| *a == "--").count(), 1);
+    assert_eq!(argv.command, s.command);
+    assert!(!argv.options.iter().any(|a| a == "--"));
+    assert_eq!(&argv.flat()[argv.options.len() + 1..], &s.command[..]);
 }
 
 #[test]
@@ -379,14 +379,43 @@ fn refusals() {
             |e| matches!(e, SpecError::Reserved { .. }),
         ),
         (
-            "unbound protected",
-            |s| s.protected.push(bind("/elsewhere/.git/hooks")),
-            |e| matches!(e, SpecError::Unbound(_)),
+            "writable root not staged",
+            |s| s.staged.clear(),
+            |e| matches!(e, SpecError::Staging(_)),
         ),
         (
-            "protected root itself",
-            |s| s.protected.push(bind("/work/proj")),
-            |e| matches!(e, SpecError::Unbound(_)),
+            "writable root staged twice",
+            |s| s.staged.push(staging()),
+            |e| matches!(e, SpecError::Staging(_)),
+        ),
+        (
+            "staged root that is not a root",
+            |s| {
+                let mut o = staging();
+                o.lower = p("/elsewhere");
+                s.staged.push(o);
+            },
+            |e| matches!(e, SpecError::Staging(_)),
+        ),
+        (
+            "upper layer inside the root",
+            |s| s.staged[0].upper = p("/work/proj/.stage"),
+            |e| matches!(e, SpecError::Staging(_)),
+        ),
+        (
+            "work layer holding the root",
+            |s| s.staged[0].work = p("/work"),
+            |e| matches!(e, SpecError::Staging(_)),
+        ),
+        (
+            "relative upper layer",
+            |s| s.staged[0].upper = p("up"),
+            |e| matches!(e, SpecError::NotAbsolute { .. }),
+        ),
+        (
+            "staged in a read-only profile",
+            |s| s.profile.workspace_write = false,
+            |e| matches!(e, SpecError::Staging(_)),
         ),
         (
             "unbound mask",

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use spear_core::ExecutionProfile;
 use spear_sandbox::{
-    Bind, BwrapSpec, EnvInputs, Etc, Exit, Sandbox, SandboxConfig, Stop, TmpfsSizes, Watch,
-    etc_entries, sandbox_env, system_dirs,
+    Bind, BwrapSpec, EnvInputs, Etc, Exit, Overlay, Sandbox, SandboxConfig, SandboxError,
+    SpecError, Stop, TmpfsSizes, Watch, etc_entries, sandbox_env, system_dirs,
 };
 
 fn spec(ws: &Path, write: bool, command: &[&str]) -> BwrapSpec {
@@ -31,8 +31,7 @@ fn spec(ws: &Path, write: bool, command: &[&str]) -> BwrapSpec {
             host: ws.to_path_buf(),
             mount: ws.to_path_buf(),
         }],
-        anchors: vec![],
-        protected: vec![],
+        staged: vec![],
         masks: vec![],
         env: sandbox_env(EnvInputs {
             host: &[],
@@ -55,19 +54,60 @@ fn watch(secs: u64) -> Watch {
     }
 }
 
+/// A workspace and, beside it, the layers that stage its writes.
+fn staged(base: &Path) -> (PathBuf, Overlay) {
+    let ws = base.join("ws");
+    let overlay = Overlay {
+        lower: ws.clone(),
+        upper: base.join("upper"),
+        work: base.join("work"),
+    };
+    for d in [&ws, &overlay.upper, &overlay.work] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    (ws, overlay)
+}
+
 #[test]
-fn runs_and_reports() {
-    let ws = tempfile::tempdir().unwrap();
+fn runs_and_reports_with_writes_staged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, overlay) = staged(&dir.path().canonicalize().unwrap());
+    std::fs::write(ws.join("old"), "old\n").unwrap();
     let sandbox = Sandbox::new(SandboxConfig::default());
-    let s = spec(
-        ws.path(),
+    let mut s = spec(
+        &ws,
         true,
-        &["/bin/sh", "-c", "echo hi; echo err >&2; touch made; exit 3"],
+        &[
+            "/bin/sh",
+            "-c",
+            "echo hi; echo err >&2; touch made; echo more >> old; cat old >&2; exit 3",
+        ],
     );
+    s.staged = vec![overlay.clone()];
     let out = sandbox.run(&s, &watch(20)).unwrap();
     assert_eq!(out.finished.exit, Exit::Code(3), "{out:?}");
     assert_eq!(out.finished.stop, Stop::None);
     assert_eq!(out.finished.stdout.text, "hi\n");
-    assert_eq!(out.finished.stderr.text, "err\n");
-    assert!(ws.path().join("made").exists());
+    assert_eq!(out.finished.stderr.text, "err\nold\nmore\n", "the command sees its writes");
+    // Nothing reached the root; everything is in the upper layer.
+    assert!(!ws.join("made").exists());
+    assert_eq!(std::fs::read_to_string(ws.join("old")).unwrap(), "old\n");
+    assert!(overlay.upper.join("made").exists(), "positive control");
+    assert_eq!(
+        std::fs::read_to_string(overlay.upper.join("old")).unwrap(),
+        "old\nmore\n"
+    );
+}
+
+#[test]
+fn a_writable_root_that_is_not_staged_is_refused() {
+    let ws = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(SandboxConfig::default());
+    let s = spec(ws.path(), true, &["/bin/sh", "-c", "touch made"]);
+    let err = sandbox.run(&s, &watch(20)).unwrap_err();
+    assert!(
+        matches!(err, SandboxError::Spec(SpecError::Staging(_))),
+        "{err}"
+    );
+    assert!(!ws.path().join("made").exists());
 }

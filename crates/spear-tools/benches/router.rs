@@ -56,7 +56,7 @@ fn main() {
     ));
     let runner = Arc::new(CommandRunner::new(
         Arc::clone(&workspace),
-        RunnerConfig::from_host(TargetRules::default().protected_patterns()),
+        RunnerConfig::from_host(),
     ));
     let config = RouterConfig::new(ExecutionMode::Auto);
     let stores = RouterStores {
@@ -111,7 +111,7 @@ fn main() {
     }
     let runner_only = CommandRunner::new(
         Arc::clone(&workspace),
-        RunnerConfig::from_host(TargetRules::default().protected_patterns()),
+        RunnerConfig::from_host(),
     );
     let request = spear_runtime::CommandRequest::new(
         spear_runtime::CommandLine::Script("true".into()),

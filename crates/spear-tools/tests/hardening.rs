@@ -64,7 +64,7 @@ fn plain_router(
     ));
     let runner = Arc::new(CommandRunner::new(
         workspace,
-        RunnerConfig::from_host(TargetRules::default().protected_patterns()),
+        RunnerConfig::from_host(),
     ));
     let stores = RouterStores {
         audit: audit.map(|p| AuditLogger::open(&p).unwrap()),
@@ -224,7 +224,7 @@ fn the_routers_own_timeout_bound_holds() {
     let workspace = Arc::new(Workspace::open(&WorkspaceConfig::new(&env.ws)).unwrap());
     let runner = Arc::new(CommandRunner::new(
         Arc::clone(&workspace),
-        RunnerConfig::from_host(TargetRules::default().protected_patterns()),
+        RunnerConfig::from_host(),
     ));
     let r = ToolRouter::new(
         ToolRegistry::coding(),

@@ -7,13 +7,60 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use spear_core::{ExecutionProfile, ToolResult};
+use spear_runtime::staging::{ChangeKind, Judge, Proposed, TrackedRules};
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
 use spear_sandbox::{Sandbox, SandboxConfig};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
-/// The built-in protected entries of the target policy.
-pub fn protected() -> Vec<String> {
-    spear_policy::TargetRules::default().protected_patterns()
+/// The target policy as the judge of staged writes (the tool layer's judge, rebuilt here: the
+/// runtime knows no policy of its own).
+pub struct PolicyJudge<'a> {
+    policy: &'a spear_policy::CommandPolicy,
+    git: spear_policy::GitIndirections,
+}
+
+impl<'a> PolicyJudge<'a> {
+    pub fn new(policy: &'a spear_policy::CommandPolicy) -> Self {
+        PolicyJudge {
+            policy,
+            git: policy.git_indirections(),
+        }
+    }
+}
+
+impl Judge for PolicyJudge<'_> {
+    fn judge(&self, change: &Proposed<'_>) -> Result<(), spear_core::Refusal> {
+        use spear_policy::GitChange;
+        use spear_workspace::EntryKind;
+        let git = match change.kind {
+            ChangeKind::File => GitChange::Put(EntryKind::File, None),
+            ChangeKind::Symlink { target } => GitChange::Put(EntryKind::Symlink, Some(target)),
+            ChangeKind::Dir => GitChange::Put(EntryKind::Dir, None),
+            ChangeKind::Mode => GitChange::Mode,
+            ChangeKind::Remove => GitChange::Remove,
+        };
+        self.policy
+            .judge_change(&self.git, change.loc, git, change.staged, change.host)
+    }
+}
+
+/// Runs `request` and commits what it staged, judged by the built-in target policy.
+pub fn run_committed(runner: &CommandRunner, request: &CommandRequest) -> ToolResult {
+    let report = runner.run_report(request);
+    let mut result = report.result;
+    if let Some(staged) = &report.staged {
+        let ws = runner.workspace();
+        let fs = ws.fs().unwrap();
+        let policy = spear_policy::CommandPolicy::new(
+            Arc::clone(ws),
+            spear_policy::PolicyConfig::new(None),
+        );
+        let judge = PolicyJudge::new(&policy);
+        staged
+            .commit(ws, &fs, &judge, None, &TrackedRules::new())
+            .apply_to(&mut result);
+    }
+    result
 }
 
 /// A secret planted in the host environment the runner sees.
@@ -45,7 +92,7 @@ impl Fixture {
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
         std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
         std::fs::write(ws.join("README.md"), "hello\n").unwrap();
-        let mut config = RunnerConfig::from_host(protected());
+        let mut config = RunnerConfig::from_host();
         config.home.clone_from(&home);
         config.host_env = vec![
             ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
@@ -66,12 +113,12 @@ impl Fixture {
         }
     }
 
-    /// Runs `script` with `profile`.
+    /// Runs `script` with `profile`, and commits what it staged.
     pub fn run(&self, profile: ExecutionProfile, script: &str) -> ToolResult {
-        self.runner.run(&CommandRequest::new(
-            CommandLine::Script(script.to_owned()),
-            profile,
-        ))
+        run_committed(
+            &self.runner,
+            &CommandRequest::new(CommandLine::Script(script.to_owned()), profile),
+        )
     }
 
     /// Runs `script` writable (AUTO's shell profile).

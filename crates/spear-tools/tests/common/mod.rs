@@ -103,7 +103,7 @@ pub fn policy(env: &Env) -> Arc<CommandPolicy> {
 
 pub fn router(env: &Env, opts: Opts) -> ToolRouter {
     let policy = policy(env);
-    let mut config = RunnerConfig::from_host(TargetRules::default().protected_patterns());
+    let mut config = RunnerConfig::from_host();
     config.home.clone_from(&env.home);
     config.host_env = vec![
         ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
