@@ -38,8 +38,8 @@ up() {
         root=/run/spear-testhost-www
         mkdir -p "$root"
         echo "spear test host" >"$root/index.html"
-        (cd "$root" && setsid ip netns exec "$ns" python3 -m http.server 8080 --bind 203.0.113.10 \
-            >/dev/null 2>&1 </dev/null &)
+        (cd "$root" && setsid -f ip netns exec "$ns" python3 -m http.server 8080 --bind 203.0.113.10 \
+            >/dev/null 2>&1 </dev/null)
     fi
     for _ in $(seq 50); do
         if python3 -c "import urllib.request; urllib.request.urlopen('http://203.0.113.10:8080/', timeout=1)" 2>/dev/null; then

@@ -10,7 +10,10 @@ scripts/setup.sh
 scripts/setup-test-clients.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 if [ "$(id -u)" -eq 0 ]; then
-    # The network tests' "internet" (a host in its own namespace at 203.0.113.10:8080).
+    # The network tests' "internet" (a host in its own namespace at 203.0.113.10:8080), taken down
+    # again however the run ends: its route must not outlive the tests (it can hide the package
+    # registries of the machine, and tests leave the host's routes as they found them).
+    trap 'scripts/test-host.sh down' EXIT
     scripts/test-host.sh up
 fi
 

@@ -20,7 +20,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, model::JsonObject};
 use serde_json::{Value, json};
 use spear_core::ExecutionMode;
-use spear_policy::{CommandPolicy, PolicyConfig, TargetRules};
+use spear_policy::{CommandPolicy, PolicyConfig};
 use spear_runtime::audit::AuditLogger;
 use spear_runtime::checkpoint::CheckpointStore;
 use spear_runtime::result_store::ResultStore;

@@ -96,7 +96,7 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
                             report.staged.as_ref(),
                             policy.workspace(),
                             &fs,
-                            &policy,
+                            policy,
                             None,
                             &spear_runtime::staging::TrackedRules::new(),
                             &mut result,

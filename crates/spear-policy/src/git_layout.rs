@@ -114,9 +114,7 @@ pub fn control_by_name(rel: &Path) -> Option<&'static str> {
             && let Some(third) = tail.get(2)
             && (is(third, "hooks") || CONTROL_FILES.iter().any(|f| is(third, f)))
         {
-            return Some(
-                "git reads it for a linked worktree, which may lie outside the workspace",
-            );
+            return Some("git reads it for a linked worktree, which may lie outside the workspace");
         }
         if is(first, "modules")
             && let Some(hit) = tail
@@ -140,7 +138,8 @@ fn control_reason(name: &OsStr) -> &'static str {
 }
 
 fn is(part: &OsStr, name: &str) -> bool {
-    part.as_encoded_bytes().eq_ignore_ascii_case(name.as_bytes())
+    part.as_encoded_bytes()
+        .eq_ignore_ascii_case(name.as_bytes())
 }
 
 /// Whether the view shows a directory git takes for a repository at `dir`.
@@ -215,12 +214,21 @@ impl GitIndirections {
         if let GitChange::Put(EntryKind::Symlink, Some(target)) = change
             && let Some(pointed) = link_destination(loc, target)
         {
-            let through =
-                self.check(ws, view, host, &pointed, GitChange::Put(EntryKind::File, None));
+            let through = self.check(
+                ws,
+                view,
+                host,
+                &pointed,
+                GitChange::Put(EntryKind::File, None),
+            );
             if let Err(r) = through {
                 return Err(Refusal::protected_entry(
                     shown,
-                    format!("it is a link to {}, and {}", ws.label(&pointed), r.message()),
+                    format!(
+                        "it is a link to {}, and {}",
+                        ws.label(&pointed),
+                        r.message()
+                    ),
                 ));
             }
         }
@@ -546,10 +554,19 @@ mod tests {
 
     #[test]
     fn program_words() {
-        assert_eq!(first_path_word("./scripts/fsmon.sh --x", false), Some("./scripts/fsmon.sh".into()));
-        assert_eq!(first_path_word("!tools/run x", false), Some("tools/run".into()));
+        assert_eq!(
+            first_path_word("./scripts/fsmon.sh --x", false),
+            Some("./scripts/fsmon.sh".into())
+        );
+        assert_eq!(
+            first_path_word("!tools/run x", false),
+            Some("tools/run".into())
+        );
         assert_eq!(first_path_word("less -R", false), None);
-        assert_eq!(first_path_word("\"bin/my tool\" a", false), Some("bin/my tool".into()));
+        assert_eq!(
+            first_path_word("\"bin/my tool\" a", false),
+            Some("bin/my tool".into())
+        );
         assert_eq!(first_path_word(".husky", true), Some(".husky".into()));
     }
 

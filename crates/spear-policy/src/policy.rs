@@ -8,11 +8,11 @@ use spear_core::{CommandAssessment, Refusal};
 use spear_workspace::{EntryKind, Location, TreeView, Workspace, WorkspaceFs};
 
 use crate::PolicyConfig;
-use crate::git_layout::{GitChange, GitIndirections};
-use crate::target_policy::{HEADER_BYTES, generated_header};
 use crate::analysis::Analysis;
+use crate::git_layout::{GitChange, GitIndirections};
 use crate::host_read::HostView;
 use crate::shell::word::Arg;
+use crate::target_policy::{HEADER_BYTES, generated_header};
 
 /// Classifies commands and scripts for one workspace.
 #[derive(Debug)]
@@ -126,29 +126,32 @@ impl CommandPolicy {
         GitIndirections::new(self.config.home.clone(), xdg)
     }
 
-    /// The target policy on one change a command staged (or a tool makes): the protected,
-    /// generated, snapshot and vendored names (a directory being made is refused only when it is
-    /// such an entry or lies in one, not because it will hold one: `git init` makes `.git`), the
-    /// generated-file header of what the host holds there now, and git's indirections. `staged` shows the workspace as the change would leave it, `host` as
-    /// it is.
+    /// The target policy on one change a command staged (or a tool makes): the protected names
+    /// and git's indirections everywhere; for a tracked entry (not ignored build output, not in
+    /// `.git`) also the generated, snapshot and vendored names and the generated-file header of
+    /// what the host holds there now. A directory being made is refused only when it is such an
+    /// entry or lies in one, not because it will hold one (`git init` makes `.git`). `staged`
+    /// shows the workspace as the change would leave it, `host` as it is.
     pub fn judge_change(
         &self,
         git: &GitIndirections,
         loc: &Location,
         change: GitChange<'_>,
+        tracked: bool,
         staged: &dyn TreeView,
         host: &dyn TreeView,
     ) -> Result<(), Refusal> {
         let shown = self.workspace.label(loc);
         let container = matches!(change, GitChange::Put(EntryKind::Dir, _))
             || (change == GitChange::Mode && host.kind(loc) == Some(EntryKind::Dir));
-        let by_name = if container {
-            self.config.targets.check_dir(&loc.rel)
-        } else {
-            self.config.targets.check(&loc.rel)
+        let targets = &self.config.targets;
+        let by_name = match (tracked, container) {
+            (true, true) => targets.check_dir(&loc.rel),
+            (true, false) => targets.check(&loc.rel),
+            (false, dir) => targets.check_protected(&loc.rel, dir),
         };
         by_name.map_err(|r| r.with_subject(&shown))?;
-        if host.kind(loc) == Some(EntryKind::File) {
+        if tracked && host.kind(loc) == Some(EntryKind::File) {
             match host.read_head(loc, HEADER_BYTES) {
                 Some(head) => {
                     if let Some(source) = generated_header(&head) {

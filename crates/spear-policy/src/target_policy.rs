@@ -175,44 +175,36 @@ impl TargetRules {
     /// directory that merely holds protected entries is not refused (`git init` makes `.git`);
     /// what is put in it is judged on its own.
     pub fn check_dir(&self, rel: &Path) -> Result<(), Refusal> {
-        let parts: Vec<&str> = rel
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(s) => s.to_str(),
-                _ => None,
-            })
-            .collect();
-        for (pattern, why) in &self.protected {
-            if pattern.matches(&parts) {
-                return Err(Refusal::protected_entry(rel.display().to_string(), why.clone()));
-            }
-        }
-        let anchors_only = self
-            .protected
-            .iter()
-            .any(|(p, _)| p.parent_matches(&parts));
-        match self.check(rel) {
-            Err(r) if anchors_only && r.rule() == spear_core::RefusalRule::ProtectedEntry => Ok(()),
-            other => other,
-        }
+        self.check_protected(rel, true)?;
+        self.check_sources(rel)
     }
 
     /// Checks a write to `rel`, a path relative to its root, by its name alone (the header of an
     /// existing file is checked by [`generated_header`]).
     pub fn check(&self, rel: &Path) -> Result<(), Refusal> {
-        let parts: Vec<&str> = rel
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(s) => s.to_str(),
-                _ => None,
-            })
-            .collect();
+        self.check_protected(rel, false)?;
+        self.check_sources(rel)
+    }
+
+    /// The protected entries alone: `rel` is one or lies in one, or (unless `dir`, a directory
+    /// being made) is a directory holding one that a write would replace (`.git` of
+    /// `.git/hooks/`). These hold everywhere, in ignored build output too: they run code later.
+    pub fn check_protected(&self, rel: &Path, dir: bool) -> Result<(), Refusal> {
+        let parts = parts(rel);
         let shown = rel.display().to_string();
         for (pattern, why) in &self.protected {
-            if pattern.matches(&parts) || pattern.parent_matches(&parts) {
+            if pattern.matches(&parts) || (!dir && pattern.parent_matches(&parts)) {
                 return Err(Refusal::protected_entry(shown, why.clone()));
             }
         }
+        Ok(())
+    }
+
+    /// Generated output, snapshot and vendored copies alone: rules about sources, which a build
+    /// writing its own ignored output is not bound by.
+    pub fn check_sources(&self, rel: &Path) -> Result<(), Refusal> {
+        let parts = parts(rel);
+        let shown = rel.display().to_string();
         if let Some(p) = self.generated.iter().find(|p| p.matches(&parts)) {
             return Err(Refusal::generated_file(
                 shown,
@@ -253,6 +245,16 @@ impl TargetRules {
         }
         Ok(())
     }
+}
+
+/// The normal components of `rel` that are valid UTF-8.
+fn parts(rel: &Path) -> Vec<&str> {
+    rel.components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => s.to_str(),
+            _ => None,
+        })
+        .collect()
 }
 
 /// How many bytes of a file's start are read for a generated-file marker.

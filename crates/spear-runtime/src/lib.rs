@@ -15,8 +15,8 @@ pub mod evidence;
 pub mod jobs;
 pub mod refusals;
 pub mod result_store;
-pub mod staging;
 mod runner;
+pub mod staging;
 
 pub use audit::{
     AuditError, AuditEvent, AuditLogger, AuditRecord, default_path, executable_summary,

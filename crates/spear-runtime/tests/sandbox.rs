@@ -52,7 +52,14 @@ fn safe_profile_workspace_is_read_only() {
 /// Runs the host's own git in `dir` (never through spear): what a user does after the command.
 fn host_git(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
@@ -83,27 +90,41 @@ fn protected_entries_never_reach_the_host_whatever_the_command_does() {
         c = canary.display()
     );
     let r = f.auto(&script);
-    assert!(r.stdout.contains("post-checkout"), "the command saw its writes: {r:?}");
+    assert!(
+        r.stdout.contains("post-checkout"),
+        "the command saw its writes: {r:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
         "#!/bin/sh\nexit 0\n",
         "{r:?}"
     );
     assert!(!hooks.join("post-checkout").exists());
-    assert_eq!(std::fs::read_to_string(f.ws.join(".git/config")).unwrap(), config);
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join(".git/config")).unwrap(),
+        config
+    );
     assert_eq!(
         std::fs::read_to_string(f.ws.join(".envrc")).unwrap(),
         "export A=1\n"
     );
     // The copy `mv` made of the repository is a repository too: none of its hooks or config.
-    assert!(!f.ws.join(".git-moved/hooks/post-checkout").exists(), "{r:?}");
+    assert!(
+        !f.ws.join(".git-moved/hooks/post-checkout").exists(),
+        "{r:?}"
+    );
     assert!(!f.ws.join(".git-moved/config").exists(), "{r:?}");
     // `rm -rf .git` is refused as a whole: it holds the hooks and the configuration.
     let reason = r.reason.clone().unwrap_or_default();
     assert!(reason.contains(".git (`.git` is protected"), "{reason}");
     // The host's own git runs nothing planted.
     std::fs::write(f.ws.join("file.txt"), "x\n").unwrap();
-    for args in [&["status"][..], &["add", "file.txt"], &["commit", "-qm", "x"], &["log", "-1"]] {
+    for args in [
+        &["status"][..],
+        &["add", "file.txt"],
+        &["commit", "-qm", "x"],
+        &["log", "-1"],
+    ] {
         let _ = host_git(&f.ws, args);
         let _ = host_git(&f.ws.join(".git-moved"), args);
     }
@@ -134,7 +155,10 @@ fn protected_entries_of_a_repository_made_by_the_command_never_reach_the_host() 
         std::fs::read_to_string(f.ws.join("libs/inner/file.txt")).unwrap(),
         "kept\n"
     );
-    assert!(f.ws.join("libs/inner/.git/HEAD").exists(), "the repository itself: {r:?}");
+    assert!(
+        f.ws.join("libs/inner/.git/HEAD").exists(),
+        "the repository itself: {r:?}"
+    );
     assert!(!f.ws.join("libs/inner/.git/hooks").exists(), "{r:?}");
     assert!(!f.ws.join("libs/inner/.git/config").exists());
     assert!(!f.ws.join(".envrc").exists());

@@ -179,11 +179,7 @@ fn network_mode_reports_holds_and_names_the_resolver() {
         "the network namespace is unshared: {joined}"
     );
     let argv = build_argv(&s).unwrap();
-    let tail: Vec<&str> = argv
-        .command
-        .iter()
-        .map(|a| a.to_str().unwrap())
-        .collect();
+    let tail: Vec<&str> = argv.command.iter().map(|a| a.to_str().unwrap()).collect();
     assert_eq!(
         tail,
         [

@@ -571,7 +571,7 @@ pub(crate) fn apply_egress(
         Stdio::piped(),
         false,
     )
-        .map_err(|e| NetworkError::Egress(format!("{}: {e}", config.nsenter.display())))?;
+    .map_err(|e| NetworkError::Egress(format!("{}: {e}", config.nsenter.display())))?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin
             .write_all(rules.as_bytes())

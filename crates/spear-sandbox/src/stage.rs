@@ -116,7 +116,10 @@ impl StagePlan {
         let maps = (!euid.is_root()).then(|| {
             let gid = rustix::process::getegid().as_raw();
             let uid = euid.as_raw();
-            (cstring(format!("{uid} {uid} 1\n")), cstring(format!("{gid} {gid} 1\n")))
+            (
+                cstring(format!("{uid} {uid} 1\n")),
+                cstring(format!("{gid} {gid} 1\n")),
+            )
         });
         let maps = match maps {
             Some((Ok(u), Ok(g))) => Some((u, g)),
@@ -185,7 +188,8 @@ impl StagePlan {
         // SAFETY: neither flag unshares the file descriptor table (CLONE_FILES), which is what
         // makes unshare unsafe; this child is single-threaded anyway.
         #[allow(unsafe_code)]
-        unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(|e| fail(StageStep::Unshare, e))?;
+        unsafe { rustix::thread::unshare_unsafe(flags) }
+            .map_err(|e| fail(StageStep::Unshare, e))?;
         if let Some((uid_map, gid_map)) = &self.maps {
             write_file(c"/proc/self/setgroups", b"deny").map_err(|e| fail(StageStep::Maps, e))?;
             write_file(c"/proc/self/uid_map", uid_map.as_bytes())

@@ -88,7 +88,10 @@ fn runs_and_reports_with_writes_staged() {
     assert_eq!(out.finished.exit, Exit::Code(3), "{out:?}");
     assert_eq!(out.finished.stop, Stop::None);
     assert_eq!(out.finished.stdout.text, "hi\n");
-    assert_eq!(out.finished.stderr.text, "err\nold\nmore\n", "the command sees its writes");
+    assert_eq!(
+        out.finished.stderr.text, "err\nold\nmore\n",
+        "the command sees its writes"
+    );
     // Nothing reached the root; everything is in the upper layer.
     assert!(!ws.join("made").exists());
     assert_eq!(std::fs::read_to_string(ws.join("old")).unwrap(), "old\n");

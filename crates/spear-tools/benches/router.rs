@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use spear_core::ExecutionMode;
-use spear_policy::{CommandPolicy, PolicyConfig, TargetRules};
+use spear_policy::{CommandPolicy, PolicyConfig};
 use spear_runtime::audit::AuditLogger;
 use spear_runtime::checkpoint::CheckpointStore;
 use spear_runtime::result_store::ResultStore;
@@ -109,10 +109,7 @@ fn main() {
             std::fs::write(dir.join(format!("f{f}.rs")), format!("// {d} {f}\n{text}")).unwrap();
         }
     }
-    let runner_only = CommandRunner::new(
-        Arc::clone(&workspace),
-        RunnerConfig::from_host(),
-    );
+    let runner_only = CommandRunner::new(Arc::clone(&workspace), RunnerConfig::from_host());
     let request = spear_runtime::CommandRequest::new(
         spear_runtime::CommandLine::Script("true".into()),
         spear_core::ExecutionProfile {

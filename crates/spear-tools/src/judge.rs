@@ -35,8 +35,14 @@ impl Judge for TargetJudge<'_> {
             ChangeKind::Mode => GitChange::Mode,
             ChangeKind::Remove => GitChange::Remove,
         };
-        self.policy
-            .judge_change(&self.git, change.loc, git, change.staged, change.host)
+        self.policy.judge_change(
+            &self.git,
+            change.loc,
+            git,
+            change.tracked,
+            change.staged,
+            change.host,
+        )
     }
 }
 

@@ -12,7 +12,7 @@ use common::{Env, Opts, policy, router, tree};
 use serde_json::json;
 use spear_core::ExecutionMode::{Auto, Safe};
 use spear_core::ToolStatus;
-use spear_policy::{CommandPolicy, PolicyConfig, TargetRules};
+use spear_policy::{CommandPolicy, PolicyConfig};
 use spear_runtime::audit::AuditLogger;
 use spear_runtime::{CommandRunner, RunnerConfig};
 use spear_tools::{RouterConfig, RouterError, RouterStores, ToolRegistry, ToolRouter};
@@ -62,10 +62,7 @@ fn plain_router(
         Arc::clone(&workspace),
         PolicyConfig::new(home),
     ));
-    let runner = Arc::new(CommandRunner::new(
-        workspace,
-        RunnerConfig::from_host(),
-    ));
+    let runner = Arc::new(CommandRunner::new(workspace, RunnerConfig::from_host()));
     let stores = RouterStores {
         audit: audit.map(|p| AuditLogger::open(&p).unwrap()),
         ..RouterStores::default()
@@ -142,19 +139,23 @@ fn rewriting_gitignore_changes_nothing_for_the_tracker() {
     assert!(!env.path("src/hidden.rs").exists());
 }
 
+/// Without a checkpoint store nothing can be undone, but every change is still judged before it
+/// lands: a writable command runs (as a file tool writes), and a refused change never lands.
 #[test]
-fn a_session_without_checkpoints_runs_no_writable_command() {
+fn a_session_without_checkpoints_still_judges_every_change() {
     let env = Env::new();
     let mut opts = Opts::mode(Auto);
     opts.stores = false;
     let r = router(&env, opts);
-    let e = r.call("terminal", json!({"command": "touch made.txt"}));
-    assert_eq!(e.result.status, ToolStatus::Failed, "{e:?}");
-    assert!(e.result.reason.unwrap().contains("keeps no checkpoints"));
-    assert!(!env.path("made.txt").exists(), "nothing ran");
-    // Positive control: a read-only command runs.
-    let e = r.call("terminal", json!({"command": "cat README.md"}));
-    assert_eq!(e.result.stdout, "hello\n", "{e:?}");
+    let e = r.call(
+        "terminal",
+        json!({"command": "touch made.txt; p=.envr; echo x > ${p}c"}),
+    );
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert_eq!(e.result.changed_paths, ["made.txt"], "{e:?}");
+    assert!(env.path("made.txt").exists());
+    assert!(!env.path(".envrc").exists(), "{e:?}");
+    assert!(e.result.reason.unwrap().contains(".envrc"));
 }
 
 #[test]

@@ -167,9 +167,14 @@ fn a_writable_jobs_changes_are_found_when_it_ends() {
         last.result.changed_paths.contains(&"made.txt".to_owned()),
         "{last:?}"
     );
-    // The target policy holds for a job as for any command: the generated file is put back.
+    // The target policy holds for a job as for any command: the generated file never lands.
     assert_eq!(env.read("generated/g.rs").unwrap(), "// generated\n");
-    assert!(last.result.reason.unwrap().contains("put back"));
+    assert!(
+        last.result
+            .reason
+            .unwrap()
+            .contains("did not let these changes reach the workspace")
+    );
     let ws =
         spear_workspace::Workspace::open(&spear_workspace::WorkspaceConfig::new(&env.ws)).unwrap();
     // Once it has ended and been read, writes go on.
@@ -180,8 +185,8 @@ fn a_writable_jobs_changes_are_found_when_it_ends() {
     assert!(!env.path("other.txt").exists());
 }
 
-/// A writable job never read is reported when the session ends: killed, its changes checked and
-/// put back where refused, and checkpointed.
+/// A writable job never read is reported when the session ends: killed, its staged changes
+/// judged, committed where allowed, and checkpointed. Until then none of them is on the host.
 #[test]
 fn an_uncollected_job_is_reported_when_the_session_ends() {
     let env = Env::new();
@@ -189,9 +194,23 @@ fn an_uncollected_job_is_reported_when_the_session_ends() {
     env.write("w.py", "import sys\nopen(sys.argv[1], 'w').write('x')\n");
     let r = router(&env, Opts::mode(Auto));
     r.begin_turn(Some("ending")).unwrap();
-    let id = start(&r, "python3 w.py generated/g.rs; echo done > made.txt");
-    assert!(wait_for(|| env.path("made.txt").exists()));
+    let marker = "4711.3";
+    let id = start(
+        &r,
+        &format!("python3 w.py generated/g.rs; echo done > made.txt; exec sleep {marker}"),
+    );
+    assert!(wait_for(|| alive(marker)));
+    assert!(
+        !env.path("made.txt").exists(),
+        "staged, not on the host yet"
+    );
     drop(r);
+    assert!(!alive(marker));
+    assert_eq!(
+        env.read("made.txt").unwrap(),
+        "done\n",
+        "committed at the end"
+    );
     assert_eq!(env.read("generated/g.rs").unwrap(), "// generated\n");
     let log = std::fs::read_to_string(env.audit_path()).unwrap();
     assert!(log.contains("terminal_kill") && log.contains(&id), "{log}");

@@ -219,10 +219,10 @@ fn target_policy_gate_attaches_to_the_file() {
     }
     assert_eq!(tree(&env.ws), before, "nothing written or deleted");
     // The terminal's writes to the same files are refused too: by the classifier when it can
-    // see them, and put back afterwards when it cannot.
+    // see them, and at the commit of its staged writes when it cannot.
     let e = r.call("terminal", json!({"command": "echo x > generated/out.rs"}));
     assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
-    // A script the classifier cannot see into: its writes are found afterwards and put back.
+    // A script the classifier cannot see into: its staged writes are judged and never land.
     env.write(
         "w.py",
         "import sys\nopen(sys.argv[1], 'w').write('changed')\n",
@@ -238,12 +238,13 @@ fn target_policy_gate_attaches_to_the_file() {
     );
     let reason = e.result.reason.clone().unwrap_or_default();
     assert!(
-        reason.contains("put back") && reason.contains("generated/out.rs"),
+        reason.contains("did not let these changes reach the workspace")
+            && reason.contains("generated/out.rs"),
         "{e:?}"
     );
     assert!(
         e.result.changed_paths.is_empty(),
-        "what was put back did not change: {e:?}"
+        "what never landed did not change: {e:?}"
     );
     let e = r.call(
         "terminal",

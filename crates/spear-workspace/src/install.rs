@@ -110,14 +110,13 @@ impl WorkspaceFs {
                         tv_nsec: st.st_mtime_nsec.try_into().unwrap_or(0),
                     },
                 };
-                copy_into(&parent, leaf, src, mode, &times)
-                    .map_err(|e| match e {
-                        CopyError::Os(e) => err(e),
-                        CopyError::Io(source) => FsError::Io {
-                            label: self.label_of(loc),
-                            source,
-                        },
-                    })?;
+                copy_into(&parent, leaf, src, mode, &times).map_err(|e| match e {
+                    CopyError::Os(e) => err(e),
+                    CopyError::Io(source) => FsError::Io {
+                        label: self.label_of(loc),
+                        source,
+                    },
+                })?;
                 Ok(Installed::Copied)
             }
             Err(e) => Err(err(e)),
@@ -240,7 +239,10 @@ impl WorkspaceFs {
 
     /// The parent of `loc` opened without following any link; `None` when a component on the
     /// way is missing, not a directory, or a link. The root itself has no parent (`EISDIR`).
-    fn parent_nofollow<'l>(&self, loc: &'l Location) -> Result<Option<(OwnedFd, &'l OsStr)>, Errno> {
+    fn parent_nofollow<'l>(
+        &self,
+        loc: &'l Location,
+    ) -> Result<Option<(OwnedFd, &'l OsStr)>, Errno> {
         let root = self
             .root_fds
             .get(loc.root)

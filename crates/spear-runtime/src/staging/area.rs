@@ -36,7 +36,7 @@ pub(crate) struct Layer {
 }
 
 /// The staging of one writable command: its layers, and when it started, in the clock file
-/// timestamps use (so that a change made on the host while it ran is recognised).
+/// timestamps come from (so that a change made on the host while it ran is recognised).
 #[derive(Debug)]
 pub struct Staging {
     dirs: Vec<PathBuf>,
@@ -78,7 +78,7 @@ impl Staging {
         let mut staging = Staging {
             dirs: Vec::new(),
             layers: Vec::new(),
-            started: coarse_now(),
+            started: clock_now(),
             committed: std::sync::atomic::AtomicBool::new(false),
         };
         for (index, root) in roots.iter().enumerate() {
@@ -92,7 +92,10 @@ impl Staging {
                 std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
                 staging.dirs.push(dir.clone());
             }
-            let (upper, work) = (dir.join(format!("{index}.upper")), dir.join(format!("{index}.work")));
+            let (upper, work) = (
+                dir.join(format!("{index}.upper")),
+                dir.join(format!("{index}.work")),
+            );
             for d in [&upper, &work] {
                 std::fs::DirBuilder::new().mode(0o700).create(d)?;
             }
@@ -105,7 +108,7 @@ impl Staging {
             });
         }
         // The time is taken last: a host change after it is one the command may not have seen.
-        staging.started = coarse_now();
+        staging.started = clock_now();
         Ok(staging)
     }
 
@@ -146,7 +149,10 @@ impl Drop for Staging {
     fn drop(&mut self) {
         for dir in &self.dirs {
             if let Err(e) = remove_all(dir) {
-                tracing::warn!("a staging directory could not be removed: {}: {e}", dir.display());
+                tracing::warn!(
+                    "a staging directory could not be removed: {}: {e}",
+                    dir.display()
+                );
             }
         }
     }
@@ -224,9 +230,12 @@ pub(crate) fn remove_all(dir: &Path) -> io::Result<()> {
     std::fs::remove_dir(dir)
 }
 
-/// Now, in the coarse real-time clock the kernel stamps files with.
-pub(crate) fn coarse_now() -> (i64, i64) {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+/// Now, in the real-time clock file timestamps come from. The fine-grained clock, not the coarse
+/// one the kernel often stamps files with: a file stamped finely (multigrain timestamps) just
+/// before the command would otherwise look changed after its start. A change in the same coarse
+/// tick right after the start can be missed; that window is a few milliseconds.
+pub(crate) fn clock_now() -> (i64, i64) {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
     (t.tv_sec, t.tv_nsec)
 }
 
@@ -253,4 +262,3 @@ pub fn default_bases(xdg_state: Option<&Path>, home: Option<&Path>) -> Vec<PathB
     }
     bases
 }
-

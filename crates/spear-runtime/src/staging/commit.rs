@@ -29,7 +29,7 @@ use spear_workspace::{
     EntryKind, EntryMeta, FsError, Location, TreeView, Walk, Workspace, WorkspaceFs,
 };
 
-use super::area::{Staging, coarse_now};
+use super::area::{Staging, clock_now};
 use super::tracked::TrackedRules;
 use super::upper::{Staged, UpperError, open_layer_dir, read_layer};
 use crate::checkpoint::{CheckpointError, CheckpointStore, EntryState};
@@ -65,6 +65,9 @@ pub struct Proposed<'a> {
     pub loc: &'a Location,
     /// What.
     pub kind: ChangeKind<'a>,
+    /// Whether the entry is tracked (not in `.git`, not ignored build output): the rules about
+    /// sources apply to tracked entries only.
+    pub tracked: bool,
     /// The workspace as the command left it (its layer over the host).
     pub staged: &'a dyn TreeView,
     /// The workspace as it is on the host, before this commit.
@@ -233,28 +236,37 @@ struct StagedView<'a> {
     host: &'a WorkspaceFs,
 }
 
-/// Where the layer puts `loc`: `Some(Some(entry))` staged there, `Some(None)` removed there (a
-/// whiteout or an opaque directory on the way), `None` not staged (the host's entry shows).
-fn staged_at<'t>(tree: &'t Staged, rel: &Path) -> Option<Option<&'t Staged>> {
+/// What the layer says of a place.
+enum Layered<'t> {
+    /// The layer holds this entry there.
+    Staged(&'t Staged),
+    /// The layer removed what was there (a whiteout, or an opaque directory on the way).
+    Removed,
+    /// The layer says nothing: the host's entry shows.
+    Host,
+}
+
+/// What the layer says of `rel`.
+fn staged_at<'t>(tree: &'t Staged, rel: &Path) -> Layered<'t> {
     let mut here = tree;
     for c in rel.components() {
         let std::path::Component::Normal(name) = c else {
-            return Some(None);
+            return Layered::Removed;
         };
         match here {
             Staged::Dir {
                 children, opaque, ..
             } => match children.get(name) {
-                Some(Staged::Whiteout) => return Some(None),
+                Some(Staged::Whiteout) => return Layered::Removed,
                 Some(next) => here = next,
-                None if *opaque => return Some(None),
-                None => return None,
+                None if *opaque => return Layered::Removed,
+                None => return Layered::Host,
             },
             // A file or link on the way: nothing below it.
-            _ => return Some(None),
+            _ => return Layered::Removed,
         }
     }
-    Some(Some(here))
+    Layered::Staged(here)
 }
 
 impl TreeView for StagedView<'_> {
@@ -263,9 +275,9 @@ impl TreeView for StagedView<'_> {
             return self.host.kind(loc);
         };
         match staged_at(tree, &loc.rel) {
-            None => self.host.kind(loc),
-            Some(None) => None,
-            Some(Some(s)) => match s {
+            Layered::Host => self.host.kind(loc),
+            Layered::Removed => None,
+            Layered::Staged(s) => match s {
                 Staged::Dir { .. } => Some(EntryKind::Dir),
                 Staged::File { .. } => Some(EntryKind::File),
                 Staged::Symlink { .. } => Some(EntryKind::Symlink),
@@ -280,9 +292,9 @@ impl TreeView for StagedView<'_> {
             return self.host.link_target(loc);
         };
         match staged_at(tree, &loc.rel) {
-            None => self.host.link_target(loc),
-            Some(Some(Staged::Symlink { target })) => Some(target.clone()),
-            Some(_) => None,
+            Layered::Host => self.host.link_target(loc),
+            Layered::Staged(Staged::Symlink { target }) => Some(target.clone()),
+            _ => None,
         }
     }
 
@@ -291,8 +303,8 @@ impl TreeView for StagedView<'_> {
             return TreeView::read_head(self.host, loc, limit);
         };
         match staged_at(tree, &loc.rel) {
-            None => TreeView::read_head(self.host, loc, limit),
-            Some(Some(Staged::File { .. })) => {
+            Layered::Host => TreeView::read_head(self.host, loc, limit),
+            Layered::Staged(Staged::File { .. }) => {
                 let (parent, name) = (loc.rel.parent()?, loc.rel.file_name()?);
                 let dir = open_layer_dir(fd.as_fd(), parent).ok()?;
                 let file = open_file_in(&dir, name).ok()?;
@@ -303,7 +315,7 @@ impl TreeView for StagedView<'_> {
                     .ok()?;
                 Some(bytes)
             }
-            Some(_) => None,
+            _ => None,
         }
     }
 }
@@ -348,7 +360,7 @@ impl Staging {
                 return report;
             }
         };
-        let mut planned = Vec::new();
+        let mut ops = Vec::new();
         for (root, tree, _) in &layers.trees {
             if let Staged::Dir {
                 children, opaque, ..
@@ -357,7 +369,7 @@ impl Staging {
                 let mut planner = Planner {
                     fs,
                     ws,
-                    out: &mut planned,
+                    out: &mut ops,
                     special: &mut report.special,
                 };
                 planner.dir(*root, Path::new(""), children, *opaque, true);
@@ -379,7 +391,7 @@ impl Staging {
             conflict_dir: None,
             staging: self,
         };
-        for p in &planned {
+        for p in &ops {
             applier.one(p, judge, &view);
         }
         applier.report
@@ -388,10 +400,12 @@ impl Staging {
     fn read_layers(&self) -> Result<Layers, UpperError> {
         let mut trees = Vec::new();
         for layer in &self.layers {
-            let fd = self.open_upper(layer.root).map_err(|source| UpperError::Os {
-                rel: PathBuf::new(),
-                source,
-            })?;
+            let fd = self
+                .open_upper(layer.root)
+                .map_err(|source| UpperError::Os {
+                    rel: PathBuf::new(),
+                    source,
+                })?;
             let tree = read_layer(fd.as_fd(), MAX_STAGED_ENTRIES)?;
             trees.push((layer.root, tree, fd));
         }
@@ -426,10 +440,14 @@ impl Planner<'_> {
             };
             for name in self.host_names(&loc) {
                 if !children.contains_key(&name) {
-                    self.push(Location {
-                        root,
-                        rel: rel.join(&name),
-                    }, Op::Remove, host_dir);
+                    self.push(
+                        Location {
+                            root,
+                            rel: rel.join(&name),
+                        },
+                        Op::Remove,
+                        host_dir,
+                    );
                 }
             }
         }
@@ -619,13 +637,19 @@ impl Applier<'_> {
         } else {
             Vec::new()
         };
-        let refused = std::iter::once((&p.loc, kind))
-            .chain(below.iter().map(|(loc, _)| (loc, ChangeKind::Remove)))
-            .find_map(|(loc, kind)| {
+        let is_dir = matches!(p.op, Op::Dir(_)) || p.host.is_some_and(|h| h.kind == EntryKind::Dir);
+        let refused = std::iter::once((&p.loc, kind, is_dir))
+            .chain(
+                below
+                    .iter()
+                    .map(|(loc, m)| (loc, ChangeKind::Remove, m.kind == EntryKind::Dir)),
+            )
+            .find_map(|(loc, kind, dir)| {
                 judge
                     .judge(&Proposed {
                         loc,
                         kind,
+                        tracked: self.tracked.is_tracked(self.ws, self.fs, loc, dir),
                         staged: view,
                         host: self.fs,
                         ws: self.ws,
@@ -660,7 +684,6 @@ impl Applier<'_> {
             self.blocked.push(p.loc.clone());
             return;
         }
-        let is_dir = matches!(p.op, Op::Dir(_)) || p.host.is_some_and(|h| h.kind == EntryKind::Dir);
         let tracked = self.tracked.is_tracked(self.ws, self.fs, &p.loc, is_dir);
         if tracked {
             self.capture(&p.loc, &below);
@@ -708,16 +731,17 @@ impl Applier<'_> {
             Some(m) if m.kind == EntryKind::Dir => {}
             _ => return Ok(out),
         }
-        self.fs.walk_from(loc, MAX_STAGED_ENTRIES, &mut |rel, meta| {
-            out.push((
-                Location {
-                    root: loc.root,
-                    rel: rel.to_path_buf(),
-                },
-                *meta,
-            ));
-            Walk::Continue
-        })?;
+        self.fs
+            .walk_from(loc, MAX_STAGED_ENTRIES, &mut |rel, meta| {
+                out.push((
+                    Location {
+                        root: loc.root,
+                        rel: rel.to_path_buf(),
+                    },
+                    *meta,
+                ));
+                Walk::Continue
+            })?;
         Ok(out)
     }
 
@@ -801,8 +825,9 @@ impl Applier<'_> {
             return;
         };
         let dir = self.conflict_dir.get_or_insert_with(|| {
-            let (s, n) = coarse_now();
-            base.join("conflicts").join(format!("{s}.{n:09}-{}", std::process::id()))
+            let (s, n) = clock_now();
+            base.join("conflicts")
+                .join(format!("{s}.{n:09}-{}", std::process::id()))
         });
         let dest = dir.join(loc.root.to_string()).join(&loc.rel);
         let src = layer.upper.join(&loc.rel);
@@ -820,19 +845,19 @@ impl Applier<'_> {
 }
 
 /// Whether two readers yield the same bytes.
-fn same_bytes(mut a: std::fs::File, mut b: std::fs::File) -> bool {
-    let (mut x, mut y) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+fn same_bytes(mut left: std::fs::File, mut right: std::fs::File) -> bool {
+    let (mut left_buf, mut right_buf) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
     loop {
-        let Ok(n) = read_full(&mut a, &mut x) else {
+        let Ok(got_left) = read_full(&mut left, &mut left_buf) else {
             return false;
         };
-        let Ok(m) = read_full(&mut b, &mut y) else {
+        let Ok(got_right) = read_full(&mut right, &mut right_buf) else {
             return false;
         };
-        if n != m || x[..n] != y[..m] {
+        if got_left != got_right || left_buf[..got_left] != right_buf[..got_right] {
             return false;
         }
-        if n == 0 {
+        if got_left == 0 {
             return true;
         }
     }

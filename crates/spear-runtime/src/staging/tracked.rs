@@ -26,7 +26,13 @@ impl TrackedRules {
 
     /// Whether `loc` is tracked: not inside a `.git` directory, and not ignored (itself or a
     /// parent) by its root's top `.gitignore` and `.git/info/exclude` as they were at first use.
-    pub fn is_tracked(&self, ws: &Workspace, fs: &WorkspaceFs, loc: &Location, is_dir: bool) -> bool {
+    pub fn is_tracked(
+        &self,
+        ws: &Workspace,
+        fs: &WorkspaceFs,
+        loc: &Location,
+        is_dir: bool,
+    ) -> bool {
         if loc
             .rel
             .components()

@@ -114,7 +114,14 @@ pub fn read_layer(upper: BorrowedFd<'_>, max_entries: usize) -> Result<Staged, U
     )
     .map_err(os(Path::new("")))?;
     let st = rustix::fs::fstat(&top).map_err(os(Path::new("")))?;
-    read_dir(top, Path::new(""), st.st_mode & 0o7777, 0, &mut seen, max_entries)
+    read_dir(
+        &top,
+        Path::new(""),
+        st.st_mode & 0o7777,
+        0,
+        &mut seen,
+        max_entries,
+    )
 }
 
 fn os(rel: &Path) -> impl Fn(Errno) -> UpperError + '_ {
@@ -125,7 +132,7 @@ fn os(rel: &Path) -> impl Fn(Errno) -> UpperError + '_ {
 }
 
 fn read_dir(
-    fd: OwnedFd,
+    fd: &OwnedFd,
     rel: &Path,
     mode: u32,
     depth: usize,
@@ -135,10 +142,10 @@ fn read_dir(
     if depth > MAX_DEPTH {
         return Err(UpperError::Limit(format!("{MAX_DEPTH} directories deep")));
     }
-    let opaque = is_opaque(&fd);
+    let opaque = is_opaque(fd);
     let mut names = Vec::new();
     {
-        let mut dir = Dir::read_from(&fd).map_err(os(rel))?;
+        let mut dir = Dir::read_from(fd).map_err(os(rel))?;
         while let Some(entry) = dir.read() {
             let entry = entry.map_err(os(rel))?;
             let name = entry.file_name().to_bytes();
@@ -154,7 +161,7 @@ fn read_dir(
             return Err(UpperError::Limit(format!("{max} entries")));
         }
         let child_rel = rel.join(&name);
-        let st = match statat(&fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
+        let st = match statat(fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             Err(Errno::NOENT) => continue,
             Err(e) => return Err(os(&child_rel)(e)),
@@ -167,22 +174,29 @@ fn read_dir(
                 mtime: (st.st_mtime, i64::try_from(st.st_mtime_nsec).unwrap_or(0)),
             },
             FileType::Symlink => {
-                let target = rustix::fs::readlinkat(&fd, &*name, Vec::new())
-                    .map_err(os(&child_rel))?;
+                let target =
+                    rustix::fs::readlinkat(fd, &*name, Vec::new()).map_err(os(&child_rel))?;
                 Staged::Symlink {
                     target: OsStr::from_bytes(target.as_bytes()).to_os_string(),
                 }
             }
             FileType::Directory => {
                 let child = openat2(
-                    &fd,
+                    fd,
                     Path::new(&name),
                     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                     Mode::empty(),
                     NO_LINKS,
                 )
                 .map_err(os(&child_rel))?;
-                read_dir(child, &child_rel, st.st_mode & 0o7777, depth + 1, seen, max)?
+                read_dir(
+                    &child,
+                    &child_rel,
+                    st.st_mode & 0o7777,
+                    depth + 1,
+                    seen,
+                    max,
+                )?
             }
             _ => Staged::Special,
         };

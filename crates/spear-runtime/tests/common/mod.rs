@@ -39,8 +39,14 @@ impl Judge for PolicyJudge<'_> {
             ChangeKind::Mode => GitChange::Mode,
             ChangeKind::Remove => GitChange::Remove,
         };
-        self.policy
-            .judge_change(&self.git, change.loc, git, change.staged, change.host)
+        self.policy.judge_change(
+            &self.git,
+            change.loc,
+            git,
+            change.tracked,
+            change.staged,
+            change.host,
+        )
     }
 }
 
@@ -51,10 +57,8 @@ pub fn run_committed(runner: &CommandRunner, request: &CommandRequest) -> ToolRe
     if let Some(staged) = &report.staged {
         let ws = runner.workspace();
         let fs = ws.fs().unwrap();
-        let policy = spear_policy::CommandPolicy::new(
-            Arc::clone(ws),
-            spear_policy::PolicyConfig::new(None),
-        );
+        let policy =
+            spear_policy::CommandPolicy::new(Arc::clone(ws), spear_policy::PolicyConfig::new(None));
         let judge = PolicyJudge::new(&policy);
         staged
             .commit(ws, &fs, &judge, None, &TrackedRules::new())

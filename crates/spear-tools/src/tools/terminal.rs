@@ -255,10 +255,12 @@ fn start_job(
     granted: spear_core::CapabilitySet,
 ) -> Outcome {
     let class = request.class;
-    match cx
-        .jobs
-        .start(std::sync::Arc::clone(cx.runner), request, command, cx.call_seq)
-    {
+    match cx.jobs.start(
+        std::sync::Arc::clone(cx.runner),
+        request,
+        command,
+        cx.call_seq,
+    ) {
         Ok(job) => {
             let mut result = ToolResult::new(ToolStatus::Ok);
             result.class = class;
@@ -279,4 +281,3 @@ fn start_job(
         }
     }
 }
-

@@ -6,9 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use spear_core::ExecutionMode;
-use spear_policy::{
-    CommandPolicy, ConfirmRequest, Confirmation, Confirmer, PolicyConfig, TargetRules,
-};
+use spear_policy::{CommandPolicy, ConfirmRequest, Confirmation, Confirmer, PolicyConfig};
 use spear_runtime::audit::AuditLogger;
 use spear_runtime::checkpoint::CheckpointStore;
 use spear_runtime::result_store::ResultStore;
