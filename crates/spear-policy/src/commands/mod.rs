@@ -88,7 +88,7 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, inv: Invocation, cwd: &mut Cwd) {
     a.runs(&program);
     let name = program.as_str();
     if builtins::analyse(a, name, &args, cwd, &stdin)
-        || system::analyse(a, name, &args)
+        || system::analyse(a, name, &args, cwd)
         || wrappers::analyse(a, name, &args, cwd, &stdin)
         || writers::analyse(a, name, &args, cwd)
         || search::analyse(a, name, &args, cwd)

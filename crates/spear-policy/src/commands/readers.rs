@@ -3,10 +3,18 @@
 //!
 //! A program here is `READ_ONLY` unless one of its listed options is used. An option spear does not
 //! list is assumed to be a harmless flag; the lists are of options that write, read a named file,
-//! or run code, which are what matter.
+//! or run code, which are what matter. What a list cannot say (an option whose meaning depends on
+//! its value, a subcommand, `@FILE`) is the entry's own `extra` check.
+//!
+//! Attacks stopped: an output file is a write target like any other (`info -o .git/hooks/x`,
+//! `sort -o ~/.bashrc`, `ss -D`, `cloc --out`, `tree -R` in every directory); a lesskey file's
+//! `#env` section sets LESSOPEN (`less --lesskey-src=F`, `-k F`), man's configuration names its
+//! pager (`man -C F`), `bat --pager`, `nm --plugin`, a cow file is Perl (`cowsay -f ./x.cow`).
+
+use spear_core::Refusal;
 
 use crate::analysis::{Analysis, Cwd};
-use crate::commands::options::{Item, OptionSpec, scan};
+use crate::commands::options::{Item, OptionSpec, has, scan, values};
 use crate::shell::word::Arg;
 
 /// What the operands of a program are.
@@ -32,7 +40,13 @@ pub(crate) struct Reader {
     /// Options that make it run another program or code.
     pub exec: &'static [&'static str],
     pub operands: Operands,
+    /// What the option lists cannot say (an option whose meaning depends on its value, a
+    /// subcommand), checked after them.
+    pub extra: Option<Extra>,
 }
+
+/// A reader's own check of its scanned options and operands.
+pub(crate) type Extra = fn(&mut Analysis<'_>, &str, &[Item], &[Arg], &Cwd);
 
 const fn reader(
     names: &'static [&'static str],
@@ -46,6 +60,7 @@ const fn reader(
         reads: &[],
         exec: &[],
         operands: Operands::Read,
+        extra: None,
     }
 }
 
@@ -153,12 +168,24 @@ pub(crate) static READERS: &[Reader] = &[
             "endian",
         ],
     ),
-    reader(
-        &["strings"],
-        "nteT",
-        &["bytes", "radix", "encoding", "target", "output-separator"],
-    ),
-    reader(&["base64", "base32", "basenc"], "w", &["wrap"]),
+    Reader {
+        extra: Some(response_files),
+        ..reader(
+            &["strings"],
+            "nteT",
+            &["bytes", "radix", "encoding", "target", "output-separator"],
+        )
+    },
+    // GNU's have no output option; the BSD and macOS ones take `-i IN` and `-o OUT`.
+    Reader {
+        writes: &["-o", "--output"],
+        reads: &["-i", "--input"],
+        ..reader(
+            &["base64", "base32", "basenc"],
+            "wio",
+            &["wrap", "input", "output"],
+        )
+    },
     reader(
         &["ls", "dir", "vdir"],
         "ITw",
@@ -212,6 +239,8 @@ pub(crate) static READERS: &[Reader] = &[
     reader(&["df"], "Btx", &["block-size", "type", "exclude-type"]),
     Reader {
         writes: &["-o"],
+        reads: &["--gitfile", "--infofile"],
+        extra: Some(tree),
         ..reader(
             &["tree"],
             "LPIoHT",
@@ -320,9 +349,12 @@ pub(crate) static READERS: &[Reader] = &[
         writes: &["-o", "--output"],
         ..reader(&["iconv"], "fto", &["from-code", "to-code", "output"])
     },
+    // A lesskey file (compiled or source) has an `#env` section that can set LESSOPEN, which
+    // names a program less runs on every file it opens.
     Reader {
         writes: &["-o", "-O", "--log-file", "--LOG-FILE"],
-        reads: &["-k", "--lesskey-file", "-T", "--tag-file"],
+        reads: &["-k", "--lesskey-file", "--lesskey-src", "-T", "--tag-file"],
+        exec: &["-k", "--lesskey-file", "--lesskey-src", "--lesskey-content"],
         ..reader(
             &["less", "more", "most", "pg"],
             "bhjkoOpPtTxyz#",
@@ -342,12 +374,16 @@ pub(crate) static READERS: &[Reader] = &[
                 "buffers",
                 "jump-target",
                 "lesskey-src",
+                "lesskey-content",
             ],
         )
     },
+    // man's configuration file defines the pager and formatters it runs.
     Reader {
         reads: &["-l"],
         exec: &[
+            "-C",
+            "--config-file",
             "-P",
             "--pager",
             "-H",
@@ -376,8 +412,10 @@ pub(crate) static READERS: &[Reader] = &[
             ],
         )
     },
+    // xmllint's `--shell` reads commands that save and write files.
     Reader {
         writes: &["--output"],
+        exec: &["--shell"],
         ..reader(
             &["xmllint"],
             "",
@@ -386,18 +424,24 @@ pub(crate) static READERS: &[Reader] = &[
             ],
         )
     },
-    reader(
-        &["nm", "size", "readelf", "objdump", "addr2line", "c++filt"],
-        "",
-        &[
-            "target",
-            "section",
-            "disassemble",
-            "start-address",
-            "stop-address",
-            "format",
-        ],
-    ),
+    // binutils read more options from `@FILE`; nm loads `--plugin` shared objects.
+    Reader {
+        exec: &["--plugin"],
+        extra: Some(response_files),
+        ..reader(
+            &["nm", "size", "readelf", "objdump", "addr2line", "c++filt"],
+            "",
+            &[
+                "target",
+                "section",
+                "disassemble",
+                "start-address",
+                "stop-address",
+                "format",
+                "plugin",
+            ],
+        )
+    },
     reader(&["wdiff", "colordiff"], "", &[]),
     reader(
         &["shellcheck"],
@@ -413,46 +457,213 @@ pub(crate) static READERS: &[Reader] = &[
             "rcfile",
         ],
     ),
-    reader(
-        &["bat", "batcat"],
-        "lpmHrL",
-        &[
-            "language",
-            "map-syntax",
-            "highlight-line",
-            "line-range",
-            "theme",
-            "style",
-            "tabs",
-            "wrap",
-            "terminal-width",
-            "color",
-            "italic-text",
-            "decorations",
-            "file-name",
-            "diff-context",
-        ],
-    ),
+    Reader {
+        exec: &["--pager"],
+        extra: Some(bat),
+        ..reader(
+            &["bat", "batcat"],
+            "lmHr",
+            &[
+                "pager",
+                "source",
+                "target",
+                "language",
+                "map-syntax",
+                "highlight-line",
+                "line-range",
+                "theme",
+                "style",
+                "tabs",
+                "wrap",
+                "terminal-width",
+                "color",
+                "italic-text",
+                "decorations",
+                "file-name",
+                "diff-context",
+            ],
+        )
+    },
     reader(
         &["eza", "exa", "lsd"],
         "LIT",
         &["level", "ignore-glob", "sort", "time", "time-style"],
     ),
+    // tokei's `-o` is a format, printed; tokei writes nothing.
     reader(
-        &["tokei", "cloc", "scc"],
-        "tecs",
+        &["tokei"],
+        "tecsoi",
         &[
             "type",
             "exclude",
             "columns",
             "sort",
             "output",
-            "exclude-dir",
-            "include-lang",
-            "report-file",
-            "out",
+            "input",
+            "languages",
         ],
     ),
+    Reader {
+        writes: &[
+            "--report-file",
+            "--out",
+            "--sql",
+            "--write-lang-def",
+            "--write-lang-def-incl-dup",
+            "--categorized",
+            "--counted",
+            "--found",
+            "--ignored",
+            "--unique",
+            "--xsl",
+        ],
+        reads: &[
+            "--list-file",
+            "--exclude-list-file",
+            "--read-lang-def",
+            "--force-lang-def",
+            "--diff-list-file",
+            "--config",
+        ],
+        exec: &["--extract-with", "--config"],
+        extra: Some(cloc),
+        ..reader(
+            &["cloc"],
+            "",
+            &[
+                "report-file",
+                "out",
+                "sql",
+                "write-lang-def",
+                "write-lang-def-incl-dup",
+                "categorized",
+                "counted",
+                "found",
+                "ignored",
+                "unique",
+                "xsl",
+                "list-file",
+                "exclude-list-file",
+                "read-lang-def",
+                "force-lang-def",
+                "diff-list-file",
+                "config",
+                "extract-with",
+                "vcs",
+                "exclude-dir",
+                "exclude-ext",
+                "exclude-lang",
+                "include-lang",
+                "include-ext",
+                "match-f",
+                "not-match-f",
+                "match-d",
+                "not-match-d",
+                "strip-comments",
+                "strip-code",
+                "original-dir",
+                "timeout",
+                "max-file-size",
+                "csv-delimiter",
+            ],
+        )
+    },
+    Reader {
+        writes: &["-o", "--output"],
+        extra: Some(scc),
+        ..reader(
+            &["scc"],
+            "fiMsxo",
+            &[
+                "format",
+                "include-ext",
+                "not-match",
+                "sort",
+                "exclude-ext",
+                "exclude-dir",
+                "output",
+                "format-multi",
+                "remap-all",
+                "remap-unknown",
+                "sql-project",
+                "count-as",
+            ],
+        )
+    },
+    Reader {
+        writes: &["-o", "--output", "--dribble"],
+        reads: &[
+            "-f",
+            "--file",
+            "-d",
+            "--directory",
+            "--restore",
+            "--init-file",
+        ],
+        ..reader(
+            &["info"],
+            "dfknov",
+            &[
+                "apropos",
+                "directory",
+                "dribble",
+                "file",
+                "index-search",
+                "node",
+                "output",
+                "restore",
+                "variable",
+                "init-file",
+                "debug",
+            ],
+        )
+    },
+    Reader {
+        writes: &["-D", "--diag"],
+        reads: &["-F", "--filter"],
+        operands: Operands::Text,
+        extra: Some(ss),
+        ..reader(
+            &["ss"],
+            "DFfAN",
+            &["diag", "filter", "family", "query", "socket", "net"],
+        )
+    },
+    // A cow file is Perl code, which cowsay runs; the ones on COWPATH are the system's.
+    Reader {
+        operands: Operands::Text,
+        extra: Some(cowsay),
+        ..reader(&["cowsay", "cowthink"], "efTW", &[])
+    },
+    reader(
+        &["lolcat"],
+        "pFSds",
+        &["spread", "freq", "seed", "duration", "speed"],
+    ),
+    // neofetch's configuration file is a bash script it sources; fastfetch's can hold Command
+    // modules; screenfetch takes screenshots with a command (`-s`, `-S CMD`) and uploads them.
+    Reader {
+        reads: &["--ascii", "--source", "--image"],
+        operands: Operands::Text,
+        extra: Some(fetchers),
+        ..reader(&["neofetch"], "", &["config", "ascii", "source", "image"])
+    },
+    Reader {
+        exec: &["-c", "--config", "--load-config"],
+        operands: Operands::Text,
+        extra: Some(fetchers),
+        ..reader(
+            &["fastfetch"],
+            "cls",
+            &["config", "load-config", "logo", "structure"],
+        )
+    },
+    Reader {
+        exec: &["-s", "-S", "-u"],
+        reads: &["-a"],
+        operands: Operands::Text,
+        ..reader(&["screenfetch"], "ADoSca", &[])
+    },
     text(&[
         "echo",
         "true",
@@ -505,7 +716,6 @@ pub(crate) static READERS: &[Reader] = &[
         "whereis",
         "whatis",
         "apropos",
-        "info",
         "help",
         "tput",
         "clear",
@@ -514,16 +724,12 @@ pub(crate) static READERS: &[Reader] = &[
         "envsubst",
         "getent",
         "lsof",
-        "ss",
         "netstat",
-        "jobs",
-        "wait",
         "times",
         "dirs",
         "umask",
         "ulimit",
         "shift",
-        "getopts",
         "return",
         "exit",
         "break",
@@ -534,22 +740,15 @@ pub(crate) static READERS: &[Reader] = &[
         "fg",
         "suspend",
         "logout",
-        "hash",
         "stty",
         "sync",
-        "cowsay",
         "figlet",
-        "lolcat",
         "banner",
         "xdg-user-dir",
         "systemd-detect-virt",
         "uuidgen",
         "mcookie",
         "lsb_release",
-        "neofetch",
-        "fastfetch",
-        "screenfetch",
-        "sensors",
         "acpi",
     ]),
 ];
@@ -562,13 +761,15 @@ pub(crate) fn find(name: &str) -> Option<&'static Reader> {
 /// Analyses a read-only program by its table entry.
 pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, spec: &Reader, args: &[Arg], cwd: &Cwd) {
     let items = scan(args, &spec.opts);
-    let risky_options = !spec.writes.is_empty() || !spec.exec.is_empty();
+    let risky_options = !spec.writes.is_empty() || !spec.exec.is_empty() || spec.extra.is_some();
     let mut operands = Vec::new();
     for item in &items {
         match item {
             Item::Opt { name: opt, value } => {
                 if spec.exec.contains(&opt.as_str()) {
-                    a.complex(format!("`{name} {opt}` runs another program"));
+                    a.complex(format!(
+                        "`{name} {opt}` can run another program or code spear cannot see"
+                    ));
                 }
                 if let Some(v) = value {
                     if spec.writes.contains(&opt.as_str()) {
@@ -621,5 +822,151 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, spec: &Reader, args: &[A
         a.complex(format!(
             "`{name} +command` runs a {name} command, which can run a shell"
         ));
+    }
+    if let Some(extra) = spec.extra {
+        extra(a, name, &items, &operands, cwd);
+    }
+}
+
+/// binutils: an operand `@FILE` is a file of more options (`--plugin` among them for nm).
+fn response_files(a: &mut Analysis<'_>, name: &str, _items: &[Item], operands: &[Arg], cwd: &Cwd) {
+    for op in operands {
+        if let Some(file) = op.display().strip_prefix('@') {
+            a.complex(format!(
+                "`{name} @{file}` reads more options from a file spear does not read"
+            ));
+            a.read_path(&Arg::Lit(file.to_owned()), cwd);
+        }
+    }
+}
+
+/// `tree -R` runs tree again in every directory with `-o 00Tree.html`.
+fn tree(a: &mut Analysis<'_>, _name: &str, items: &[Item], operands: &[Arg], cwd: &Cwd) {
+    if has(items, &["-R"]) {
+        if operands.is_empty() {
+            a.write_path(&Arg::Lit(".".into()), cwd, "tree -R");
+        }
+        for dir in operands {
+            a.write_path(dir, cwd, "tree -R");
+        }
+    }
+}
+
+/// bat: `--generate-config-file` writes the user's configuration; `bat cache --build` and
+/// `--clear` write its cache, under `--target DIR` or in the home directory.
+fn bat(a: &mut Analysis<'_>, name: &str, items: &[Item], operands: &[Arg], cwd: &Cwd) {
+    if has(items, &["--generate-config-file"]) {
+        a.refuse(Refusal::write_outside_roots(format!(
+            "{name} --generate-config-file (the configuration in the home directory)"
+        )));
+    }
+    if operands.first().and_then(Arg::lit) != Some("cache") {
+        return;
+    }
+    for source in values(items, &["--source"]) {
+        a.read_path(source, cwd);
+    }
+    if has(items, &["-b", "--build", "-c", "--clear"]) {
+        match values(items, &["--target"]).last() {
+            Some(target) => a.write_path(target, cwd, &format!("{name} cache")),
+            None => a.refuse(Refusal::write_outside_roots(format!(
+                "{name} cache (the cache in the home directory; pass --target inside the \
+                 workspace)"
+            ))),
+        }
+    }
+}
+
+/// cloc: `--vcs` names a program unless it is git or svn; `--strip-comments`, `--strip-code` and
+/// `--original-dir` write stripped copies into the current directory.
+fn cloc(a: &mut Analysis<'_>, _name: &str, items: &[Item], _operands: &[Arg], cwd: &Cwd) {
+    for vcs in values(items, &["--vcs"]) {
+        if !matches!(vcs.lit(), Some("git" | "svn" | "auto")) {
+            a.complex(format!(
+                "`cloc --vcs={}` runs that command to list the files",
+                vcs.display()
+            ));
+        }
+    }
+    if has(
+        items,
+        &["--strip-comments", "--strip-code", "--original-dir"],
+    ) {
+        a.write_path(&Arg::Lit(".".into()), cwd, "cloc --strip-comments");
+    }
+}
+
+/// scc: `--format-multi "tabular:stdout,html:FILE"` writes each FILE.
+fn scc(a: &mut Analysis<'_>, _name: &str, items: &[Item], _operands: &[Arg], cwd: &Cwd) {
+    for spec in values(items, &["--format-multi"]) {
+        let Some(text) = spec.lit() else {
+            a.complex("`scc --format-multi` writes files named at run time");
+            a.mutates("scc --format-multi writes files named at run time");
+            continue;
+        };
+        for output in text
+            .split(',')
+            .filter_map(|f| f.split_once(':').map(|(_, o)| o))
+        {
+            if !matches!(output, "stdout" | "") {
+                a.write_path(&Arg::Lit(output.to_owned()), cwd, "scc --format-multi");
+            }
+        }
+    }
+}
+
+/// `ss -K` closes sockets (only the sandbox's own are visible).
+fn ss(a: &mut Analysis<'_>, _name: &str, items: &[Item], _operands: &[Arg], _cwd: &Cwd) {
+    if has(items, &["-K", "--kill"]) {
+        a.complex("`ss -K` closes sockets (only the sandbox's own are visible)");
+    }
+}
+
+/// cowsay and cowthink: `-f FILE` with a path runs that cow file's Perl code; a bare name is looked
+/// up on COWPATH, among the system's cows.
+fn cowsay(a: &mut Analysis<'_>, name: &str, items: &[Item], _operands: &[Arg], cwd: &Cwd) {
+    for cow in values(items, &["-f"]) {
+        if cow.lit().is_none_or(|c| c.contains('/')) {
+            a.complex(format!(
+                "`{name} -f {}` runs the Perl code of a cow file",
+                cow.display()
+            ));
+            a.read_path(cow, cwd);
+        }
+    }
+}
+
+/// neofetch sources its `--config` (a bash script) unless it is `none`; fastfetch's `--command-*`
+/// options are shell commands it runs, and `--gen-config` writes a configuration file.
+fn fetchers(a: &mut Analysis<'_>, name: &str, items: &[Item], _operands: &[Arg], cwd: &Cwd) {
+    for item in items {
+        let Item::Opt { name: opt, value } = item else {
+            continue;
+        };
+        match (name, opt.as_str()) {
+            ("neofetch", "--config") => {
+                if let Some(config) = value
+                    && !matches!(config.lit(), Some("none" | "off"))
+                {
+                    a.complex(format!(
+                        "`neofetch --config {}` runs that file as a bash script",
+                        config.display()
+                    ));
+                    a.read_path(config, cwd);
+                }
+            }
+            ("fastfetch", o) if o.starts_with("--command") => {
+                a.complex(format!("`fastfetch {o}` runs shell commands"));
+            }
+            ("fastfetch", "--gen-config" | "--gen-config-force") => match value {
+                Some(file) => a.write_path(file, cwd, "fastfetch --gen-config"),
+                None => a.refuse(Refusal::write_outside_roots(
+                    "fastfetch --gen-config (the configuration in the home directory; write \
+                     one inside the workspace with --gen-config=FILE)",
+                )),
+            },
+            // Every other option only chooses what is printed.
+            _ => {}
+        }
     }
 }

@@ -394,6 +394,7 @@ fn ag(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
                 "path-to-ignore",
                 "depth",
                 "pager",
+                "ackrc",
                 "type-set",
                 "type-add",
                 "match",
@@ -403,6 +404,12 @@ fn ag(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     );
     if has(&items, &["--pager"]) {
         a.complex(format!("`{name} --pager` runs another program"));
+    }
+    // An ackrc holds options, `--pager` among them.
+    if name != "ag" && has(&items, &["--ackrc"]) {
+        a.complex(format!(
+            "`{name} --ackrc` reads options, a pager among them, from a file"
+        ));
     }
     for f in values(&items, &["-p", "--path-to-ignore"]) {
         a.read_path(f, cwd);
@@ -457,12 +464,14 @@ fn jq(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     }
 }
 
-/// yq: `-i`/`--inplace` rewrites its files; the expression is the first operand.
+/// yq: `-i` (`--inplace` in Go's yq, `--in-place` in Python's) rewrites its files; Go's
+/// `-s`/`--split-exp EXPR` writes each result to a file named by EXPR at run time. The expression is
+/// the first operand.
 fn yq(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     let items = scan(
         args,
         &OptionSpec::gnu(
-            "pIoe",
+            "pIoes",
             &[
                 "input-format",
                 "output-format",
@@ -470,11 +479,16 @@ fn yq(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
                 "expression",
                 "from-file",
                 "front-matter",
+                "split-exp",
             ],
-            &["inplace"],
+            &["inplace", "in-place"],
         ),
     );
-    let in_place = has(&items, &["-i", "--inplace"]);
+    let in_place = has(&items, &["-i", "--inplace", "--in-place"]);
+    if has(&items, &["-s", "--split-exp"]) {
+        a.complex("`yq --split-exp` writes files whose names are computed at run time");
+        a.mutates("yq --split-exp writes files named at run time");
+    }
     let mut ops = operands(&items);
     if matches!(
         ops.first().and_then(Arg::lit),

@@ -3,11 +3,12 @@
 
 use spear_core::{Capability, Refusal};
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, Cwd};
+use crate::commands::options::{OptionSpec, scan, values};
 use crate::shell::word::Arg;
 
 /// Handles `name` if it is one of the host-changing programs. Returns false otherwise.
-pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg]) -> bool {
+pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) -> bool {
     let first = args.first().and_then(Arg::lit).unwrap_or("");
     let any = |set: &[&str]| {
         args.iter()
@@ -37,16 +38,17 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg]) -> bool {
         {
             a.refuse(Refusal::kernel_or_device(name));
         }
-        "sysctl" => {
-            if args.iter().any(|x| {
-                x.display().contains('=')
-                    || matches!(
-                        x.lit(),
-                        Some("-w" | "--write" | "-p" | "--load" | "--system")
-                    )
-            }) {
+        "sysctl" => sysctl(a, args),
+        "sensors" => {
+            // `sensors -s` writes the limits of its configuration into the hardware monitors.
+            let setting = args.iter().any(|x| {
+                x.lit().is_some_and(|t| {
+                    t == "--set" || (t.starts_with('-') && !t.starts_with("--") && t.contains('s'))
+                })
+            });
+            if setting {
                 a.refuse(Refusal::kernel_or_device(
-                    "sysctl (writing kernel parameters)",
+                    "sensors -s (setting the hardware monitors' limits)",
                 ));
             }
         }
@@ -83,6 +85,9 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg]) -> bool {
                             | "exec"
                             | "up"
                             | "down"
+                            | "restore"
+                            | "deleteall"
+                            | "update"
                     )
                 )
             });
@@ -90,6 +95,16 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg]) -> bool {
                 a.refuse(Refusal::kernel_or_device(
                     "ip (changing network configuration)",
                 ));
+            }
+            // `ip -batch FILE` (`-b`, `-ba`...) runs the ip commands of a file, which may change it.
+            let batch = args.iter().any(|x| {
+                x.lit().is_some_and(|t| {
+                    let o = t.trim_start_matches('-');
+                    t.starts_with('-') && !o.is_empty() && "batch".starts_with(o)
+                })
+            });
+            if batch {
+                a.complex("`ip -batch` runs the ip commands of a file, which spear does not read");
             }
         }
         "ifconfig" | "route" | "arp" => {
@@ -119,6 +134,17 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg]) -> bool {
                 });
             if setting {
                 a.refuse(Refusal::kernel_or_device("date (setting the clock)"));
+            }
+            // `-f FILE` prints a date for each line of FILE (quoting the lines it cannot read);
+            // `-r FILE` reads its modification time.
+            let items = scan(
+                args,
+                &OptionSpec::gnu("dfrs", &["date", "file", "reference", "set"], &[]),
+            );
+            for f in values(&items, &["-f", "--file", "-r", "--reference"]) {
+                if f.lit() != Some("-") {
+                    a.read_path(f, cwd);
+                }
             }
         }
         "hwclock" | "timedatectl" | "hostnamectl" | "localectl" => {
@@ -226,6 +252,26 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg]) -> bool {
                     "{name} (changing the host's services, users or schedules)"
                 )));
             }
+            if name == "journalctl" {
+                // `--cursor-file=FILE` starts after the cursor in FILE and writes the last one back.
+                let items = scan(
+                    args,
+                    &OptionSpec::gnu(
+                        "DcuSUnpoMbt",
+                        &["cursor-file", "file", "directory", "root", "image"],
+                        &[],
+                    ),
+                );
+                for f in values(&items, &["--cursor-file"]) {
+                    a.write_path(f, cwd, "journalctl --cursor-file");
+                }
+                for f in values(
+                    &items,
+                    &["--file", "-D", "--directory", "--root", "--image"],
+                ) {
+                    a.read_path(f, cwd);
+                }
+            }
         }
         "apt" | "apt-get" | "aptitude" | "dpkg" | "dnf" | "yum" | "rpm" | "zypper" | "pacman"
         | "apk" | "snap" | "flatpak" | "brew" | "port" | "emerge" | "nix-env" | "pkg"
@@ -264,8 +310,16 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg]) -> bool {
                     "--get-selections",
                 ]),
                 "rpm" => first.starts_with("-q") || any(&["--query", "--version"]),
+                // `-Q...` queries the local database; `-S` only with search and information
+                // letters (`-Ssy` would refresh the databases, `-Sc` clean the cache).
                 "pacman" => {
-                    first.starts_with("-Q") || first.starts_with("-Ss") || first.starts_with("-Si")
+                    first.starts_with("-Q")
+                        || first.strip_prefix("-S").is_some_and(|rest| {
+                            !rest.is_empty()
+                                && rest
+                                    .chars()
+                                    .all(|c| matches!(c, 's' | 'i' | 'l' | 'g' | 'q' | 'v'))
+                        })
                 }
                 "apk" => matches!(first, "info" | "search" | "list" | "policy" | "--version"),
                 "snap" | "flatpak" | "brew" | "dnf" | "yum" | "zypper" | "gem" => matches!(
@@ -291,6 +345,25 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg]) -> bool {
                     format!("{name} {first}").trim_end().to_owned(),
                 ));
             }
+            if name == "rpm" {
+                // Macros run shell commands (`%(cmd)`), and a query can pipe its output to one.
+                let runs = args.iter().any(|x| {
+                    let t = x.display();
+                    [
+                        "--pipe", "-E", "--eval", "-D", "--define", "--macros", "--rcfile",
+                        "--load",
+                    ]
+                    .iter()
+                    .any(|o| t == *o || t.starts_with(&format!("{o}=")))
+                        || t.contains("%(")
+                });
+                if runs {
+                    a.complex("`rpm --pipe`, `--eval` and macros run shell commands");
+                }
+            }
+            if matches!(name, "apt" | "apt-get") && first == "changelog" {
+                a.needs(Capability::Network);
+            }
         }
         "docker" | "podman" | "nerdctl" | "buildah" | "crictl" | "ctr" | "kubectl" | "k3s"
         | "kind" | "minikube" | "helm" | "docker-compose" | "podman-compose" | "lxc" | "lxd"
@@ -309,4 +382,108 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg]) -> bool {
         _ => return false,
     }
     true
+}
+
+/// sysctl: reading parameters is harmless; `-w`/`--write`, `-p`/`-f`/`--load` (settings from a
+/// file), `--system` (from every system directory) and any `NAME=VALUE` write the host kernel's
+/// parameters, which no mode allows (`--dry-run` only prints). Short options bundle (`-qw`,
+/// `-pFILE`) and long ones may be abbreviated (`--wr`), so a prefix of a writing option writes.
+fn sysctl(a: &mut Analysis<'_>, args: &[Arg]) {
+    const WRITING: &[&str] = &["write", "load", "system"];
+    let mut writing: Option<String> = None;
+    let mut dry_run = false;
+    let mut options_done = false;
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        i += 1;
+        let Some(t) = arg.lit() else {
+            if arg.display().contains('=') {
+                writing.get_or_insert_with(|| arg.display().to_owned());
+            } else {
+                a.complex(format!(
+                    "`sysctl {}` is known only at run time and could write a kernel parameter",
+                    arg.display()
+                ));
+            }
+            continue;
+        };
+        if options_done || !t.starts_with('-') || t == "-" {
+            if t.contains('=') {
+                writing.get_or_insert_with(|| t.to_owned());
+            }
+            continue;
+        }
+        if t == "--" {
+            options_done = true;
+            continue;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let name = long.split_once('=').map_or(long, |(n, _)| n);
+            if WRITING.iter().any(|w| w.starts_with(name)) {
+                writing.get_or_insert_with(|| t.to_owned());
+            } else if name.len() >= 2 && "dry-run".starts_with(name) {
+                dry_run = true;
+            } else if name.len() >= 2 && "pattern".starts_with(name) && !long.contains('=') {
+                i += 1;
+            }
+            continue;
+        }
+        for (pos, c) in t[1..].char_indices() {
+            match c {
+                'w' | 'p' | 'f' => {
+                    writing.get_or_insert_with(|| t.to_owned());
+                    break;
+                }
+                // `-r PATTERN`: the rest of the word, or the next one, is the pattern.
+                'r' => {
+                    if t[1 + pos + 1..].is_empty() {
+                        i += 1;
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    if let (Some(what), false) = (writing, dry_run) {
+        a.refuse(Refusal::kernel_or_device(format!(
+            "sysctl {what} (writing the host kernel's parameters)"
+        )));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use spear_core::{CommandClass, RefusalRule};
+
+    use crate::tests_support::fixture;
+
+    #[test]
+    fn sysctl_writes_say_why_and_what_to_do_instead() {
+        let fx = fixture();
+        for script in [
+            "sysctl -w vm.swappiness=10",
+            "sysctl -p",
+            "sysctl -f x.conf",
+            "sysctl -qw a=1",
+            "sysctl --sys",
+            "sysctl a.b=1",
+        ] {
+            let a = fx.policy.classify_script(script, &fx.ws);
+            assert_eq!(a.class, CommandClass::Dangerous, "{script}");
+            let refusal = a.refusal.expect("a refusal");
+            assert_eq!(refusal.rule(), RefusalRule::KernelOrDevice, "{script}");
+            let message = refusal.message();
+            assert!(
+                message.contains("writing the host kernel's parameters"),
+                "{message}"
+            );
+            assert!(message.contains("ask the user"), "{message}");
+            assert!(message.contains("`sysctl NAME`"), "{message}");
+        }
+        for script in ["sysctl -a", "sysctl -n kernel.ostype", "sysctl -N -a"] {
+            let a = fx.policy.classify_script(script, &fx.ws);
+            assert_eq!(a.class, CommandClass::ReadOnly, "{script}");
+        }
+    }
 }

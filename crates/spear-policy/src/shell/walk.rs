@@ -152,6 +152,8 @@ impl Analysis<'_> {
                 self.walk_branch(&f.body.list, cwd);
             }
             CompoundCommand::ForClause(f) => {
+                // `for PATH in /tmp; do ls; done` assigns the loop variable.
+                env_rules::check_shell_assignment(self, &f.variable_name, None);
                 for w in f.values.iter().flatten() {
                     let _ = self.eval_word(&w.value, cwd);
                 }
@@ -212,7 +214,10 @@ impl Analysis<'_> {
                 let arg = self.eval_word_single(&w.value, cwd);
                 match pred {
                     U::ShellVariableIsSetAndAssigned | U::ShellVariableIsSetAndNameRef => {
-                        if arg.lit().is_none_or(|n| n.contains('[')) {
+                        if arg
+                            .lit()
+                            .is_none_or(|n| !crate::commands::builtins::inert_name(n))
+                        {
                             self.complex(
                                 "[[ -v ]] evaluates an array subscript, which can run commands",
                             );
@@ -371,7 +376,10 @@ impl Analysis<'_> {
             AssignmentValue::Array(items) => {
                 for (key, value) in items {
                     if let Some(k) = key {
+                        // `b=([i]=1)`: an indexed array's subscript is arithmetic, evaluated
+                        // through the value of `i` (`i='x[$(cmd)]'` runs `cmd`).
                         let _ = self.eval_word_single(&k.value, cwd);
+                        self.check_arithmetic(&k.value, cwd);
                     }
                     let _ = self.eval_word(&value.value, cwd);
                 }
@@ -397,7 +405,8 @@ impl Analysis<'_> {
                     IoFileRedirectTarget::Filename(w) => {
                         for arg in self.eval_word(&w.value, cwd) {
                             match kind {
-                                IoFileRedirectKind::Read if self.bash_socket(&arg) => {}
+                                IoFileRedirectKind::Read | IoFileRedirectKind::DuplicateInput
+                                    if self.bash_socket(&arg) => {}
                                 IoFileRedirectKind::Read => {
                                     self.read_path(&arg, cwd);
                                     if is_stdin {
@@ -420,6 +429,7 @@ impl Analysis<'_> {
                         let arg = self.eval_word_single(&w.value, cwd);
                         match arg.lit() {
                             Some(t) if is_fd_word(t) => {}
+                            Some(_) if self.bash_socket(&arg) => {}
                             Some(_) if matches!(kind, IoFileRedirectKind::DuplicateInput) => {
                                 self.read_path(&arg, cwd);
                             }
@@ -471,18 +481,21 @@ impl Analysis<'_> {
 
 impl Analysis<'_> {
     /// `/dev/tcp/HOST/PORT` and `/dev/udp/HOST/PORT` in a redirection are sockets bash opens, not
-    /// files: they need the network.
+    /// files: they need the network, whichever way the redirection is written (`>`, `<`, `<>`,
+    /// `>&`, `&>`, `exec 3<>`, on a compound command or a function).
     fn bash_socket(&mut self, arg: &Arg) -> bool {
         let text = match arg {
             Arg::Lit(t) | Arg::Glob(t) => t.as_str(),
             Arg::Dyn { prefix, .. } => prefix.as_str(),
         };
-        let socket = text.starts_with("/dev/tcp/") || text.starts_with("/dev/udp/");
-        if socket {
+        let socket = ["/dev/tcp/", "/dev/udp/"]
+            .into_iter()
+            .find(|prefix| text.starts_with(prefix));
+        if let Some(prefix) = socket {
             self.needs(spear_core::Capability::Network);
-            self.runs("/dev/tcp");
+            self.runs(prefix.trim_end_matches('/'));
         }
-        socket
+        socket.is_some()
     }
 }
 
