@@ -4,12 +4,20 @@
 //! - [`asking`]: ASK confirmations through the client (elicitation, input-required results).
 //! - [`state`]: the sealed request state of an input-required exchange.
 //! - [`server`]: the `ServerHandler`.
+//! - [`intake`]: the framing in front of rmcp's stdio transport, which answers every malformed
+//!   line ([`screen`]: the verdict on a line; [`lines`]: cutting lines in bounded memory;
+//!   [`scan`]: reading a line's ids and depth without parsing it).
+//! - [`eof`]: the end of stdin, seen at once.
 //!
 //! stdout carries only protocol messages; logs go to stderr through `tracing`.
 
 pub mod asking;
 pub mod catalog;
 pub mod eof;
+pub mod intake;
+pub mod lines;
+pub mod scan;
+pub mod screen;
 pub mod server;
 pub mod state;
 
@@ -53,7 +61,9 @@ pub fn run_stdio(server: SpearServer) -> Result<(), ServeError> {
 
 /// Serves `server` on stdin and stdout until the client closes stdin or a SIGTERM, SIGINT or
 /// SIGHUP arrives; either cancels the calls still running at once (their process trees are
-/// killed). The caller drops the server afterwards, which ends the session's background jobs.
+/// killed). Every line the client sends gets an answer: a malformed one (too large, not UTF-8,
+/// not JSON, too deep, not an object) an error response from [`intake`]. The caller drops the
+/// server afterwards, which ends the session's background jobs.
 pub async fn serve_stdio(server: SpearServer) -> Result<(), ServeError> {
     use rmcp::ServiceExt as _;
     use tokio::signal::unix::{SignalKind, signal};
@@ -80,8 +90,9 @@ pub async fn serve_stdio(server: SpearServer) -> Result<(), ServeError> {
         tracing::debug!("stdin closed: cancelling the calls still running");
         on_eof.cancel_running();
     });
+    let transport = intake::transport(stdin, stdout);
     let running = tokio::select! {
-        started = server.clone().serve((stdin, stdout)) => {
+        started = server.clone().serve(transport) => {
             started.map_err(|e| ServeError::Start(e.to_string()))?
         }
         () = signalled.cancelled() => return Ok(()),
