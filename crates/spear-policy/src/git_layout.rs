@@ -32,7 +32,7 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use spear_core::Refusal;
 use spear_workspace::{EntryKind, Location, TreeView, Workspace};
@@ -75,6 +75,103 @@ const PROGRAM_KEYS: &[&str] = &[
     "pager.*",
     "alias.*",
 ];
+
+/// Keys of a repository's configuration that name no program and send git nowhere: what
+/// `git init`, `git clone`, `git remote add`, `git branch -u` and `git config user.*` write. A
+/// configuration holding only these (and no include) is inert, and may be written. Matched
+/// lower-case on `section.key` and `section.*.key`.
+const INERT_CONFIG_KEYS: &[&str] = &[
+    "core.repositoryformatversion",
+    "core.filemode",
+    "core.bare",
+    "core.logallrefupdates",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.symlinks",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.abbrev",
+    "extensions.objectformat",
+    "extensions.refstorage",
+    "extensions.worktreeconfig",
+    "init.defaultbranch",
+    "user.name",
+    "user.email",
+    "remote.*.url",
+    "remote.*.pushurl",
+    "remote.*.fetch",
+    "remote.*.push",
+    "remote.*.tagopt",
+    "remote.*.prune",
+    "remote.*.promisor",
+    "remote.*.partialclonefilter",
+    "branch.*.remote",
+    "branch.*.pushremote",
+    "branch.*.merge",
+    "branch.*.rebase",
+    "branch.*.description",
+    "submodule.*.url",
+    "submodule.*.active",
+    "submodule.*.branch",
+    "pull.rebase",
+    "pull.ff",
+    "push.default",
+    "push.autosetupremote",
+    "fetch.prune",
+    "gc.auto",
+    "merge.conflictstyle",
+    "diff.algorithm",
+    "rerere.enabled",
+    "advice.*",
+    "color.ui",
+];
+
+/// Whether `bytes` is a repository configuration with inert keys only (see
+/// [`INERT_CONFIG_KEYS`]), no include, and no URL of git's `ext::` transport (which runs a
+/// command).
+pub fn is_inert_config(bytes: &[u8]) -> bool {
+    let meta = gix_config::file::Metadata::from(gix_config::Source::Local);
+    let Ok(file) = gix_config::File::from_bytes_no_includes(
+        bytes,
+        meta,
+        gix_config::file::init::Options::default(),
+    ) else {
+        return false;
+    };
+    file.sections().all(|section| {
+        let name = section.header().name().to_string().to_ascii_lowercase();
+        let sub = section.header().subsection_name().is_some();
+        section.body().value_names().all(|key| {
+            let key = key.to_ascii_lowercase();
+            let listed = INERT_CONFIG_KEYS
+                .iter()
+                .any(|k| key_matches(k, &name, sub, &key));
+            let no_ext = !key.ends_with("url")
+                || section.body().values(&key).iter().all(|v| {
+                    !v.to_string()
+                        .trim()
+                        .to_ascii_lowercase()
+                        .starts_with("ext::")
+                });
+            listed && no_ext
+        })
+    })
+}
+
+/// Whether the pattern `section.key`, `section.*.key` or `section.*` names `name.key`.
+fn key_matches(pattern: &str, name: &str, sub: bool, key: &str) -> bool {
+    let (s, rest) = pattern.split_once('.').unwrap_or((pattern, ""));
+    if s != name {
+        return false;
+    }
+    match rest.split_once('.') {
+        Some(("*", k2)) => sub && k2 == key,
+        None if rest == "*" => true,
+        None => !sub && rest == key,
+        Some(_) => false,
+    }
+}
 
 /// What a change does, as far as git's indirections care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,8 +258,8 @@ pub struct GitIndirections {
     home: Option<PathBuf>,
     xdg_config: Option<PathBuf>,
     system_config: PathBuf,
-    /// Per directory: the control paths of the repository whose worktree it is, if any.
-    repos: Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
+    /// Per directory: the control paths of every repository whose worktree holds it.
+    repos: Mutex<HashMap<PathBuf, Arc<Vec<PathBuf>>>>,
 }
 
 impl GitIndirections {
@@ -189,8 +286,9 @@ impl GitIndirections {
         change: GitChange<'_>,
     ) -> Result<(), Refusal> {
         let shown = ws.label(loc);
+        let inert = is_inert(view, loc, change);
         // Rule 1, by name (a hooks directory being made included).
-        if let Some(why) = control_by_name(&loc.rel) {
+        if !inert && let Some(why) = control_by_name(&loc.rel) {
             return Err(Refusal::protected_entry(shown, why));
         }
         if let (Some(leaf), GitChange::Put(kind, _)) = (loc.rel.file_name(), change)
@@ -203,7 +301,7 @@ impl GitIndirections {
             ));
         }
         // Rule 2, by what the view shows around it.
-        if let Some(why) = in_other_git_dir(view, host, loc, change) {
+        if !inert && let Some(why) = in_other_git_dir(view, host, loc, change) {
             return Err(Refusal::protected_entry(shown, why));
         }
         // Rule 3, what the host's repositories name.
@@ -212,7 +310,7 @@ impl GitIndirections {
         }
         // Rule 4, a link judged by where it points.
         if let GitChange::Put(EntryKind::Symlink, Some(target)) = change
-            && let Some(pointed) = link_destination(loc, target)
+            && let Some(pointed) = link_destination(ws, loc, target)
         {
             let through = self.check(
                 ws,
@@ -238,33 +336,36 @@ impl GitIndirections {
     /// Rule 3: the control paths of every host repository whose worktree holds `loc`.
     fn named_by_host(&self, ws: &Workspace, loc: &Location) -> Option<&'static str> {
         let host = ws.host_path(loc);
-        let mut dir = host.parent();
-        while let Some(d) = dir {
-            for control in self.repo_controls(d) {
-                if host.starts_with(&control) {
-                    return Some(
-                        "the repository's configuration sends git to it: it holds hooks or programs git runs",
-                    );
-                }
-            }
-            dir = d.parent();
-        }
-        None
+        let parent = host.parent()?;
+        self.controls_above(parent)
+            .iter()
+            .any(|control| host.starts_with(control))
+            .then_some(
+                "the repository's configuration sends git to it: it holds hooks or programs git runs",
+            )
     }
 
-    /// The control paths (hooks directories and program paths, as named and as resolved) of the
-    /// repository whose worktree is `dir`, if `dir` holds a `.git`; cached.
-    fn repo_controls(&self, dir: &Path) -> Vec<PathBuf> {
-        let mut repos = self
-            .repos
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(found) = repos.get(dir) {
-            return found.clone();
+    /// The control paths of every repository whose worktree holds `dir` (`dir` itself or one of
+    /// its ancestors holds a `.git`), memoised per directory so that a commit of many files in
+    /// one tree reads each repository once.
+    fn controls_above(&self, dir: &Path) -> Arc<Vec<PathBuf>> {
+        if let Some(found) = self.lock_repos().get(dir) {
+            return Arc::clone(found);
         }
-        let found = self.read_repo(dir);
-        repos.insert(dir.to_path_buf(), found.clone());
-        found
+        let mut controls = self.read_repo(dir);
+        if let Some(parent) = dir.parent() {
+            controls.extend(self.controls_above(parent).iter().cloned());
+        }
+        let controls = Arc::new(controls);
+        self.lock_repos()
+            .insert(dir.to_path_buf(), Arc::clone(&controls));
+        controls
+    }
+
+    fn lock_repos(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<Vec<PathBuf>>>> {
+        self.repos
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn read_repo(&self, worktree: &Path) -> Vec<PathBuf> {
@@ -342,18 +443,9 @@ impl GitIndirections {
             let sub = section.header().subsection_name().is_some();
             for key in section.body().value_names() {
                 let key = key.to_ascii_lowercase();
-                let wanted = PROGRAM_KEYS.iter().any(|k| {
-                    let (s, rest) = k.split_once('.').unwrap_or((k, ""));
-                    if s != name {
-                        return false;
-                    }
-                    match rest.split_once('.') {
-                        Some(("*", k2)) => sub && k2 == key,
-                        None if rest == "*" => true,
-                        None => !sub && rest == key,
-                        Some(_) => false,
-                    }
-                });
+                let wanted = PROGRAM_KEYS
+                    .iter()
+                    .any(|k| key_matches(k, &name, sub, &key));
                 if !wanted {
                     continue;
                 }
@@ -366,6 +458,32 @@ impl GitIndirections {
             }
         }
         out
+    }
+}
+
+/// Whether `change` puts something git reads but that cannot make it run anything: a
+/// configuration of inert keys only ([`is_inert_config`]), a sample hook (git runs a hook by its
+/// exact name, never `pre-commit.sample`), or an empty hooks directory being made. This is what
+/// `git init` and `git clone` write; everything else of rules 1 and 2 is refused.
+pub fn is_inert(view: &dyn TreeView, loc: &Location, change: GitChange<'_>) -> bool {
+    let Some(leaf) = loc.rel.file_name() else {
+        return false;
+    };
+    let in_hooks = loc
+        .rel
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|p| is(p, "hooks"));
+    match change {
+        GitChange::Put(EntryKind::Dir, _) => is(leaf, "hooks"),
+        GitChange::Put(EntryKind::File, _) if in_hooks => {
+            leaf.as_encoded_bytes().ends_with(b".sample")
+        }
+        GitChange::Put(EntryKind::File, _) if is(leaf, "config") || is(leaf, "config.worktree") => {
+            view.read_head(loc, 1 << 20)
+                .is_some_and(|bytes| bytes.len() < 1 << 20 && is_inert_config(&bytes))
+        }
+        _ => false,
     }
 }
 
@@ -481,11 +599,12 @@ fn normalise(path: &Path) -> PathBuf {
     out
 }
 
-/// Where a link at `loc` to `target` points, when that stays in the same root (lexically).
-fn link_destination(loc: &Location, target: &OsStr) -> Option<Location> {
+/// Where a link at `loc` to `target` points, when that is in a root (lexically; an absolute
+/// target is read as the sandbox sees it, a root's mount path).
+fn link_destination(ws: &Workspace, loc: &Location, target: &OsStr) -> Option<Location> {
     let target = Path::new(target);
     if target.is_absolute() {
-        return None;
+        return ws.locate(target);
     }
     let mut rel = loc.rel.parent()?.to_path_buf();
     for c in target.components() {
@@ -553,6 +672,29 @@ mod tests {
     }
 
     #[test]
+    fn inert_configurations() {
+        let init = b"[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n";
+        assert!(is_inert_config(init));
+        let clone = b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.invalid/x.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n[user]\n\temail = a@b\n";
+        assert!(is_inert_config(clone));
+        for bad in [
+            &b"[core]\n\tfsmonitor = touch x\n"[..],
+            b"[core]\n\thooksPath = .h\n",
+            b"[include]\n\tpath = other\n",
+            b"[includeIf \"gitdir:/\"]\n\tpath = other\n",
+            b"[alias]\n\tst = !sh -c x\n",
+            b"[filter \"x\"]\n\tclean = x\n",
+            b"[remote \"o\"]\n\turl = ext::sh -c x\n",
+            b"[remote \"o\"]\n\tuploadpack = x\n",
+            b"[core]\n\tworktree = /elsewhere\n",
+            b"[user]\n\tname\n\temail = [",
+            b"[remote]\n\turl = x\n",
+        ] {
+            assert!(!is_inert_config(bad), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
     fn program_words() {
         assert_eq!(
             first_path_word("./scripts/fsmon.sh --x", false),
@@ -572,15 +714,24 @@ mod tests {
 
     #[test]
     fn link_destinations() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = Workspace::open(&spear_workspace::WorkspaceConfig::new(&root)).unwrap();
         let loc = Location {
             root: 0,
             rel: PathBuf::from("a/link"),
         };
+        let at = |t: &str| link_destination(&ws, &loc, OsStr::new(t)).map(|l| l.rel);
         assert_eq!(
-            link_destination(&loc, OsStr::new("../.git/hooks/pre-commit")).map(|l| l.rel),
+            at("../.git/hooks/pre-commit"),
             Some(PathBuf::from(".git/hooks/pre-commit"))
         );
-        assert_eq!(link_destination(&loc, OsStr::new("../../x")), None);
-        assert_eq!(link_destination(&loc, OsStr::new("/etc/passwd")), None);
+        assert_eq!(at("../../x"), None);
+        assert_eq!(at("/etc/passwd"), None);
+        let inside = root.join(".git/../.git/config");
+        assert_eq!(
+            at(inside.to_str().unwrap()),
+            Some(PathBuf::from(".git/config"))
+        );
     }
 }

@@ -117,6 +117,28 @@ impl CommandPolicy {
         Ok(())
     }
 
+    /// The name rules on a path as the caller wrote it, before any link on the way was followed
+    /// (`write_file .git/hooks/pre-commit` where `.git/hooks` is a link to `../.githooks`): the
+    /// protected names and git's control files. `Ok` for a path that names no place in a root.
+    ///
+    /// Attack stopped: a protected entry reached through a link, where only the resolved
+    /// spelling would be judged.
+    pub fn check_as_written(&self, written: &str) -> Result<(), Refusal> {
+        let path = self.workspace.launch_dir().join(written);
+        let Some(loc) = self.workspace.locate(&path) else {
+            return Ok(());
+        };
+        let shown = self.workspace.label(&loc);
+        self.config
+            .targets
+            .check_protected(&loc.rel, false)
+            .map_err(|r| r.with_subject(&shown))?;
+        match crate::git_layout::control_by_name(&loc.rel) {
+            Some(why) => Err(Refusal::protected_entry(shown, why)),
+            None => Ok(()),
+        }
+    }
+
     /// A judge of git's indirections for this workspace's user (global configuration under the
     /// operator's home). Its cache lives as long as it does: make one per batch of changes.
     pub fn git_indirections(&self) -> GitIndirections {
@@ -145,7 +167,19 @@ impl CommandPolicy {
         let container = matches!(change, GitChange::Put(EntryKind::Dir, _))
             || (change == GitChange::Mode && host.kind(loc) == Some(EntryKind::Dir));
         let targets = &self.config.targets;
+        // What `git init` and `git clone` write and git cannot run anything from is judged by
+        // git's own rules, not by the blanket `.git/config` and `.git/hooks/` entries.
+        let inert = crate::git_layout::is_inert(staged, loc, change);
         let by_name = match (tracked, container) {
+            _ if inert => targets
+                .check_protected_except(&loc.rel, container, GIT_ENTRIES)
+                .and_then(|()| {
+                    if tracked {
+                        targets.check_sources(&loc.rel)
+                    } else {
+                        Ok(())
+                    }
+                }),
             (true, true) => targets.check_dir(&loc.rel),
             (true, false) => targets.check(&loc.rel),
             (false, dir) => targets.check_protected(&loc.rel, dir),
@@ -170,6 +204,9 @@ impl CommandPolicy {
         git.check(&self.workspace, staged, host, loc, change)
     }
 }
+
+/// The built-in protected entries that git's own rules judge more finely ([`GitIndirections`]).
+const GIT_ENTRIES: &[&str] = &[".git/config", ".git/hooks/"];
 
 /// The home directories of `/etc/passwd` entries, by user name.
 fn parse_passwd(text: &str) -> HashMap<String, PathBuf> {

@@ -186,6 +186,29 @@ impl TargetRules {
         self.check_sources(rel)
     }
 
+    /// [`TargetRules::check_protected`] with the built-in entries `except` (as configured, such
+    /// as `.git/config`) left out: for changes a finer rule has already judged.
+    pub fn check_protected_except(
+        &self,
+        rel: &Path,
+        dir: bool,
+        except: &[&str],
+    ) -> Result<(), Refusal> {
+        let parts = parts(rel);
+        for (pattern, why) in &self.protected {
+            if except.contains(&pattern.as_str()) {
+                continue;
+            }
+            if pattern.matches(&parts) || (!dir && pattern.parent_matches(&parts)) {
+                return Err(Refusal::protected_entry(
+                    rel.display().to_string(),
+                    why.clone(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The protected entries alone: `rel` is one or lies in one, or (unless `dir`, a directory
     /// being made) is a directory holding one that a write would replace (`.git` of
     /// `.git/hooks/`). These hold everywhere, in ignored build output too: they run code later.

@@ -143,7 +143,7 @@ fn protected_entries_of_a_repository_made_by_the_command_never_reach_the_host() 
     let script = format!(
         "mkdir -p libs/inner && git init -q libs/inner && \
          printf '#!/bin/sh\\ntouch {}\\n' > libs/inner/.git/hooks/post-checkout && \
-         chmod +x libs/inner/.git/hooks/post-checkout && echo '[core]' >> libs/inner/.git/config && \
+         chmod +x libs/inner/.git/hooks/post-checkout && echo '[core] fsmonitor = x' >> libs/inner/.git/config && \
          echo 'touch x' > .envrc && mkdir -p .vscode && echo '{{}}' > .vscode/tasks.json && \
          echo kept > libs/inner/file.txt && ls libs/inner/.git/hooks/post-checkout",
         canary.display()
@@ -159,8 +159,19 @@ fn protected_entries_of_a_repository_made_by_the_command_never_reach_the_host() 
         f.ws.join("libs/inner/.git/HEAD").exists(),
         "the repository itself: {r:?}"
     );
-    assert!(!f.ws.join("libs/inner/.git/hooks").exists(), "{r:?}");
-    assert!(!f.ws.join("libs/inner/.git/config").exists());
+    assert!(
+        !f.ws.join("libs/inner/.git/hooks/post-checkout").exists(),
+        "{r:?}"
+    );
+    assert!(
+        f.ws.join("libs/inner/.git/hooks/pre-commit.sample")
+            .exists(),
+        "git's samples never run: {r:?}"
+    );
+    assert!(
+        !f.ws.join("libs/inner/.git/config").exists(),
+        "a config naming a program"
+    );
     assert!(!f.ws.join(".envrc").exists());
     assert!(!f.ws.join(".vscode").exists());
     let reason = r.reason.unwrap_or_default();

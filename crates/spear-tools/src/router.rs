@@ -557,7 +557,8 @@ impl ToolRouter {
                 self.policy.config().targets.check(&w.entry.rel)
             } else {
                 self.policy.check_write(&w.entry)
-            };
+            }
+            .and_then(|()| self.policy.check_as_written(&w.as_written));
             if let Err(refusal) = checked {
                 return Some(ToolResult::denied(&refusal));
             }

@@ -391,8 +391,14 @@ impl Staging {
             conflict_dir: None,
             staging: self,
         };
-        for p in &ops {
-            applier.one(p, judge, &view);
+        let judged: Vec<Option<Judged>> = ops
+            .iter()
+            .map(|p| applier.judge_one(p, judge, &view))
+            .collect();
+        for (p, j) in ops.iter().zip(judged) {
+            if let Some(j) = j {
+                applier.apply_one(p, j);
+            }
         }
         applier.report
     }
@@ -578,7 +584,34 @@ impl Planner<'_> {
     }
 }
 
-/// Judges and applies planned operations in order.
+/// A change judged allowed, for pass 2.
+struct Judged {
+    label: String,
+    /// For a removal: every host entry below it, as the judgement saw them.
+    below: Vec<(Location, EntryMeta)>,
+    /// What applying it does.
+    action: Action,
+}
+
+/// What pass 2 does with a change judged allowed.
+enum Action {
+    /// Apply it.
+    Apply,
+    /// A file whose content and mode did not change: set its time to this, if that moved.
+    Touch(Option<(i64, i64)>),
+}
+
+fn change_kind(op: &Op) -> ChangeKind<'_> {
+    match op {
+        Op::Remove => ChangeKind::Remove,
+        Op::Dir(_) => ChangeKind::Dir,
+        Op::Mode(_) => ChangeKind::Mode,
+        Op::File => ChangeKind::File,
+        Op::Symlink(t) => ChangeKind::Symlink { target: t },
+    }
+}
+
+/// Judges planned operations (all of them first), then applies the allowed ones in order.
 struct Applier<'a> {
     ws: &'a Workspace,
     fs: &'a WorkspaceFs,
@@ -594,13 +627,16 @@ struct Applier<'a> {
 }
 
 impl Applier<'_> {
-    fn one(&mut self, p: &Planned, judge: &dyn Judge, view: &StagedView<'_>) {
-        if self
-            .blocked
-            .iter()
-            .any(|b| b.root == p.loc.root && p.loc.rel.starts_with(&b.rel))
-        {
-            return;
+    /// Pass 1, before anything is applied (so that every judgement sees the host as it was):
+    /// what `p` would do, or `None` when it is refused, below a refusal, or no change at all.
+    fn judge_one(
+        &mut self,
+        p: &Planned,
+        judge: &dyn Judge,
+        view: &StagedView<'_>,
+    ) -> Option<Judged> {
+        if self.is_blocked(&p.loc) {
+            return None;
         }
         let label = self.ws.label(&p.loc);
         if let Op::File = p.op
@@ -608,22 +644,18 @@ impl Applier<'_> {
             && h.kind == EntryKind::File
             && self.same_file(&p.loc, &h)
         {
-            // A copy-up that changed nothing.
-            if let Some(mtime) = self.staged_mtime(&p.loc)
-                && (h.mtime_ns / 1_000_000_000, h.mtime_ns % 1_000_000_000)
+            // A copy-up that changed nothing: at most its time.
+            let touch = self.staged_mtime(&p.loc).filter(|mtime| {
+                (h.mtime_ns / 1_000_000_000, h.mtime_ns % 1_000_000_000)
                     != (i128::from(mtime.0), i128::from(mtime.1))
-            {
-                let _ = self.fs.set_mtime(&p.loc, mtime.0, mtime.1);
-            }
-            return;
+            });
+            return Some(Judged {
+                label,
+                below: Vec::new(),
+                action: Action::Touch(touch),
+            });
         }
-        let kind = match &p.op {
-            Op::Remove => ChangeKind::Remove,
-            Op::Dir(_) => ChangeKind::Dir,
-            Op::Mode(_) => ChangeKind::Mode,
-            Op::File => ChangeKind::File,
-            Op::Symlink(t) => ChangeKind::Symlink { target: t },
-        };
+        let kind = change_kind(&p.op);
         // A removal is judged with everything below it, and checked for changes the host made.
         let below = if kind == ChangeKind::Remove {
             match self.tree_below(&p.loc) {
@@ -631,7 +663,7 @@ impl Applier<'_> {
                 Err(e) => {
                     self.report.failures.push(format!("{label}: {e}"));
                     self.blocked.push(p.loc.clone());
-                    return;
+                    return None;
                 }
             }
         } else {
@@ -665,8 +697,39 @@ impl Applier<'_> {
             };
             self.report.refused.push((shown, refusal));
             self.blocked.push(p.loc.clone());
+            return None;
+        }
+        Some(Judged {
+            label,
+            below,
+            action: Action::Apply,
+        })
+    }
+
+    fn is_blocked(&self, loc: &Location) -> bool {
+        self.blocked
+            .iter()
+            .any(|b| b.root == loc.root && loc.rel.starts_with(&b.rel))
+    }
+
+    /// Pass 2: applies a change judged allowed, unless the host changed it meanwhile or what it
+    /// lies in could not be applied.
+    fn apply_one(&mut self, p: &Planned, judged: Judged) {
+        let Judged {
+            label,
+            below,
+            action,
+        } = judged;
+        if self.is_blocked(&p.loc) {
             return;
         }
+        if let Action::Touch(touch) = action {
+            if let Some(mtime) = touch {
+                let _ = self.fs.set_mtime(&p.loc, mtime.0, mtime.1);
+            }
+            return;
+        }
+        let kind = change_kind(&p.op);
         // Attack: another writer changed this entry (or, for a removal, anything below it) while
         // the command ran; overwriting or removing it would lose that change. A directory's own
         // time moves with every entry in it, so only a removal looks at it.
@@ -684,6 +747,7 @@ impl Applier<'_> {
             self.blocked.push(p.loc.clone());
             return;
         }
+        let is_dir = matches!(p.op, Op::Dir(_)) || p.host.is_some_and(|h| h.kind == EntryKind::Dir);
         let tracked = self.tracked.is_tracked(self.ws, self.fs, &p.loc, is_dir);
         if tracked {
             self.capture(&p.loc, &below);

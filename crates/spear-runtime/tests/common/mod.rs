@@ -72,6 +72,8 @@ pub const HOST_SECRET: &str = "sk-spear-test-secret-0123456789";
 
 pub struct Fixture {
     pub dir: tempfile::TempDir,
+    /// Where the runner stages writes.
+    pub staging: PathBuf,
     pub ws: PathBuf,
     pub home: PathBuf,
     pub outside: PathBuf,
@@ -106,9 +108,11 @@ impl Fixture {
             ("HOME".into(), home.clone().into_os_string()),
         ];
         config.default_timeout = Duration::from_secs(30);
+        config.staging = vec![base.join("staging")];
         edit(&mut config);
         let runner = runner_for(&ws, config, None);
         Fixture {
+            staging: base.join("staging"),
             dir,
             ws,
             home,

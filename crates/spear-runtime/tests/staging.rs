@@ -1,0 +1,270 @@
+//! Staged writes against the real mechanism (bubblewrap over an overlay of each root): what a
+//! command wrote reaches the workspace only through the commit, and every kind of change is seen
+//! and committed as the command left it.
+//!
+//! Every negative check has a positive control in the same command.
+
+// Tests fail loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::time::Duration;
+
+use common::{Fixture, run_committed, writable};
+use spear_core::ToolStatus;
+use spear_runtime::{CommandLine, CommandRequest};
+
+fn read(f: &Fixture, rel: &str) -> Option<String> {
+    std::fs::read_to_string(f.ws.join(rel)).ok()
+}
+
+#[test]
+fn every_kind_of_change_is_committed_as_the_command_left_it() {
+    let f = Fixture::new();
+    let w = |rel: &str, text: &str| {
+        let p = f.ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w("renamed.txt", "moved\n");
+    w("removed.txt", "gone\n");
+    w("tree/a.txt", "a\n");
+    w("tree/sub/b.txt", "b\n");
+    w("replaced/old.txt", "old\n");
+    w("movedir/x.txt", "x\n");
+    w("script.sh", "#!/bin/sh\n");
+    w("file-to-dir", "f\n");
+    std::fs::create_dir_all(f.ws.join("dir-to-file/inner")).unwrap();
+    w("touched.txt", "same\n");
+    w("linked.txt", "linked\n");
+    std::os::unix::fs::symlink("renamed.txt", f.ws.join("link-old")).unwrap();
+    let before_touch = std::fs::metadata(f.ws.join("touched.txt")).unwrap().mtime();
+    let r = f.auto(
+        "mv renamed.txt now-here.txt && rm removed.txt && rm -rf tree && \
+         rm -rf replaced && mkdir replaced && echo new > replaced/new.txt && \
+         mv movedir movedir2 && chmod 755 script.sh && \
+         rm file-to-dir && mkdir file-to-dir && echo in > file-to-dir/in.txt && \
+         rm -rf dir-to-file && echo now-a-file > dir-to-file && \
+         touch -d '2001-01-01' touched.txt && ln linked.txt hard.txt && \
+         ln -sfn now-here.txt link-old && ln -s now-here.txt link-new && \
+         mkfifo pipe && echo made > made.txt && chmod 4755 made.txt",
+    );
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert_eq!(read(&f, "now-here.txt").as_deref(), Some("moved\n"));
+    assert!(!f.ws.join("renamed.txt").exists());
+    assert!(!f.ws.join("removed.txt").exists());
+    assert!(!f.ws.join("tree").exists());
+    assert_eq!(read(&f, "replaced/new.txt").as_deref(), Some("new\n"));
+    assert!(
+        !f.ws.join("replaced/old.txt").exists(),
+        "a replaced directory"
+    );
+    assert_eq!(read(&f, "movedir2/x.txt").as_deref(), Some("x\n"));
+    assert!(!f.ws.join("movedir").exists());
+    let mode = |rel: &str| {
+        std::fs::symlink_metadata(f.ws.join(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("script.sh"), 0o755);
+    assert_eq!(
+        mode("made.txt"),
+        0o755,
+        "set-user-ID never reaches the host"
+    );
+    assert_eq!(read(&f, "file-to-dir/in.txt").as_deref(), Some("in\n"));
+    assert_eq!(read(&f, "dir-to-file").as_deref(), Some("now-a-file\n"));
+    let touched = std::fs::metadata(f.ws.join("touched.txt")).unwrap().mtime();
+    assert_ne!(touched, before_touch, "a time-only change lands");
+    assert_eq!(read(&f, "hard.txt").as_deref(), Some("linked\n"));
+    assert_eq!(
+        std::fs::read_link(f.ws.join("link-old")).unwrap(),
+        std::path::Path::new("now-here.txt")
+    );
+    assert_eq!(
+        std::fs::read_link(f.ws.join("link-new")).unwrap(),
+        std::path::Path::new("now-here.txt")
+    );
+    assert!(!f.ws.join("pipe").exists(), "a fifo is not kept");
+    let reason = r.reason.clone().unwrap_or_default();
+    assert!(reason.contains("pipe"), "and the result says so: {reason}");
+    for label in [
+        "now-here.txt",
+        "renamed.txt",
+        "removed.txt",
+        "tree/a.txt",
+        "replaced/old.txt",
+        "replaced/new.txt",
+        "movedir2/x.txt",
+        "script.sh",
+        "dir-to-file",
+        "hard.txt",
+        "link-new",
+        "made.txt",
+    ] {
+        assert!(
+            r.changed_paths.iter().any(|p| p == label),
+            "{label} in {:?}",
+            r.changed_paths
+        );
+    }
+    // Nothing of the staging is left behind.
+    assert!(
+        no_staging_left(&f),
+        "staging directories remain: {:?}",
+        staging_dirs(&f)
+    );
+}
+
+fn staging_dirs(f: &Fixture) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(&f.staging)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.file_name().is_some_and(|n| n != "conflicts"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn no_staging_left(f: &Fixture) -> bool {
+    staging_dirs(f).is_empty()
+}
+
+/// Nothing a command writes is on the host while it runs, not even an ordinary file: a watcher
+/// on the host sees the ordinary file only once the command's changes are committed, and never
+/// sees the protected ones.
+#[test]
+fn nothing_reaches_the_host_before_the_commit() {
+    let f = Fixture::new();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (ws, stop) = (f.ws.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                for rel in [".envrc", ".vscode/tasks.json", "normal.txt"] {
+                    if ws.join(rel).exists() && !seen.contains(&rel) {
+                        seen.push(rel);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            seen
+        })
+    };
+    let r = f.auto(
+        "p=.envr; echo 'touch x' > ${p}c; mkdir -p .vscode; echo '{}' > .vscode/tasks.json; \
+         echo ordinary > normal.txt; sleep 1.5",
+    );
+    let after_commit = f.ws.join("normal.txt").exists();
+    std::thread::sleep(Duration::from_millis(50));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let seen = watcher.join().unwrap();
+    assert!(
+        after_commit,
+        "positive control: committed at the end: {r:?}"
+    );
+    assert_eq!(
+        seen,
+        ["normal.txt"],
+        "only the ordinary file, and only after the commit"
+    );
+    assert!(!f.ws.join(".envrc").exists());
+    assert!(!f.ws.join(".vscode").exists());
+}
+
+/// A command killed half-way (its timeout) leaves the workspace with everything it wrote and
+/// the policy allows committed, not half of it.
+#[test]
+fn a_command_killed_half_way_commits_what_it_wrote_whole() {
+    let f = Fixture::new();
+    let mut request = CommandRequest::new(
+        CommandLine::Script(
+            "for i in $(seq 1 300); do echo $i > f$i; done; echo done > last; sleep 600".into(),
+        ),
+        writable(),
+    );
+    request.timeout = Some(Duration::from_secs(3));
+    let r = run_committed(&f.runner, &request);
+    assert_eq!(r.status, ToolStatus::Timeout, "{r:?}");
+    for i in 1..=300 {
+        assert_eq!(
+            read(&f, &format!("f{i}")).as_deref(),
+            Some(format!("{i}\n").as_str())
+        );
+    }
+    assert_eq!(read(&f, "last").as_deref(), Some("done\n"));
+    assert!(no_staging_left(&f));
+}
+
+/// Two writers on one workspace, each with its own staging (two spear processes): a file the
+/// other changed while the command ran is not overwritten; the command's version is kept aside
+/// and named. Nothing of either is lost.
+#[test]
+fn a_change_made_on_the_host_while_a_command_ran_is_not_lost() {
+    let f = Fixture::new();
+    std::fs::write(f.ws.join("shared.txt"), "start\n").unwrap();
+    let other = {
+        let ws = f.ws.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(700));
+            std::fs::write(ws.join("shared.txt"), "the other writer\n").unwrap();
+        })
+    };
+    let r = f.auto("sleep 1.5; echo mine >> shared.txt; echo mine > own.txt");
+    other.join().unwrap();
+    assert_eq!(
+        read(&f, "shared.txt").as_deref(),
+        Some("the other writer\n"),
+        "{r:?}"
+    );
+    assert_eq!(
+        read(&f, "own.txt").as_deref(),
+        Some("mine\n"),
+        "positive control"
+    );
+    let reason = r.reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("changed on the host while the command ran")
+            && reason.contains("shared.txt"),
+        "{reason}"
+    );
+    let kept = reason
+        .split("kept in ")
+        .nth(1)
+        .and_then(|s| s.split(';').next())
+        .unwrap()
+        .trim();
+    let kept = std::path::Path::new(kept).join("0/shared.txt");
+    // The command's version is kept (it saw the other writer's content if it read the file
+    // after that write: the lower layer is the live workspace until the command copies a file up).
+    let kept_text = std::fs::read_to_string(&kept).unwrap();
+    assert!(
+        kept_text.ends_with("mine\n"),
+        "the command's version is kept: {}: {kept_text:?}",
+        kept.display()
+    );
+}
+
+/// No number of repositories in the workspace keeps a writable command from starting (one bwrap
+/// argument per protected directory once made `mkdir -p d/{1..20000}/.git` switch writing off).
+#[test]
+fn twenty_thousand_repositories_do_not_switch_writing_off() {
+    let f = Fixture::new();
+    for i in 0..20_000 {
+        std::fs::create_dir_all(f.ws.join(format!("d/{i}/.git/hooks"))).unwrap();
+    }
+    let r = f.auto("echo still > writable.txt");
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert_eq!(read(&f, "writable.txt").as_deref(), Some("still\n"));
+    let r = f.auto("echo '#!/bin/sh' > d/19999/.git/hooks/pre-commit");
+    assert!(
+        !f.ws.join("d/19999/.git/hooks/pre-commit").exists(),
+        "{r:?}"
+    );
+}
