@@ -7,6 +7,9 @@
 # - network path: a networked `/bin/true` against a closed one through CommandRunner; the ratio.
 # - tool router: read_file and write_file calls per second through the router (audit, checkpoints
 #   and the result store on), beside the bare WorkspaceFs operation.
+# - writable commands: `terminal touch a` through the router in AUTO in workspaces of 1,000,
+#   10,000 and 100,000 files, beside bare bwrap running the same touch; medians, and each size's
+#   difference from the smallest (aim: within 20 ms).
 # - mcp: read_file and `terminal true` (SAFE) through `spear mcp` (release, stdio, one rmcp client)
 #   against the same call made in process through the router, interleaved in blocks; calls per
 #   second, median and p99 round trip, the ratio; and the server's VmRSS after 1,000 calls.
@@ -43,6 +46,10 @@ cargo bench --quiet -p spear-runtime --bench network
 echo
 echo "== tool router: read_file and write_file calls per second"
 "${pin[@]}" cargo bench --quiet -p spear-tools --bench router
+
+echo
+echo "== writable commands: terminal touch a in workspaces of 1,000, 10,000 and 100,000 files"
+"${pin[@]}" cargo bench --quiet -p spear-tools --bench writable
 
 echo
 echo "== mcp: read_file and terminal true (SAFE) through spear mcp and one rmcp client, beside the in-process router"

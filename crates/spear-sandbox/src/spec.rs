@@ -88,7 +88,7 @@ pub struct Overlay {
     pub lower: PathBuf,
     /// Where the command's writes land.
     pub upper: PathBuf,
-    /// overlayfs's work directory.
+    /// Where overlayfs's work directories go (a fresh one inside it for every mount).
     pub work: PathBuf,
 }
 

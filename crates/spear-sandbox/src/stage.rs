@@ -16,7 +16,10 @@
 //!    up after the unshare; the characters overlayfs splits options on are escaped). Redirects, the index and
 //!    metacopy are off: the upper layer holds only whole files, whiteouts (character devices 0:0)
 //!    and opaque directories, which is all the reader of the upper layer understands. A directory
-//!    that exists in the root cannot be renamed (EXDEV: `mv` copies instead).
+//!    that exists in the root cannot be renamed (EXDEV: `mv` copies instead). The overlay is
+//!    `volatile`: its mount does not sync the upper filesystem (which would wait for everything
+//!    dirty on it), and `fsync` inside the command is not a sync of the upper layer; the commit
+//!    syncs what git writes, which relies on it.
 //!
 //! When a step fails, the child writes which step and the errno on a report pipe and exits before
 //! exec: nothing runs, and the parent turns the report into [`StageFailure`].
@@ -29,6 +32,9 @@ use rustix::fs::{Mode, OFlags};
 use rustix::mount::{MountFlags, MountPropagationFlags};
 
 use crate::spec::Overlay;
+
+/// Work directories made by this process (each mount gets its own).
+static MOUNTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Which step of the stage failed (reported by the child).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,10 +132,14 @@ impl StagePlan {
             Some(_) => return Err(io::Error::other("a map holds a NUL byte")),
             None => None,
         };
+        // `volatile`: an overlay otherwise syncs its upper filesystem when it is mounted, which
+        // makes every writable command wait for the writeback of whatever else is dirty on it (a
+        // build's gigabytes: seconds). The layer is thrown away after the commit, which syncs
+        // what needs it (see spear-runtime's staging).
         let options = if euid.is_root() {
-            "redirect_dir=off,index=off,metacopy=off"
+            "redirect_dir=off,index=off,metacopy=off,volatile"
         } else {
-            "redirect_dir=nofollow,index=off,metacopy=off,userxattr"
+            "redirect_dir=nofollow,index=off,metacopy=off,userxattr,volatile"
         };
         let mut mounts = Vec::new();
         for o in overlays {
@@ -141,11 +151,19 @@ impl StagePlan {
                     )));
                 }
             }
+            // A fresh work directory per mount: a volatile overlay marks its work directory,
+            // which no later mount (the command after its preflight) may then use.
+            let work = o.work.join(format!(
+                "{}",
+                MOUNTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+                .create(&work)?;
             let data = format!(
                 "lowerdir={},upperdir={},workdir={},{options}",
                 escape(&o.lower)?,
                 escape(&o.upper)?,
-                escape(&o.work)?
+                escape(&work)?
             );
             mounts.push((cstring(path_str(&o.lower)?.to_owned())?, cstring(data)?));
         }

@@ -1,7 +1,8 @@
 //! Calls per second through the router: `read_file` and `write_file` on a small file, with every
 //! store on (audit log, result store, checkpoints), beside the bare `WorkspaceFs` operation they
-//! wrap; and a command read-only (SAFE) and writable (AUTO: the workspace of 2,000 files is compared
-//! around the command), each beside the bare `CommandRunner`, all measured in the same run.
+//! wrap; and a command read-only (SAFE) and writable (AUTO: its writes staged, judged and
+//! committed, in a workspace of 2,000 files), each beside the bare `CommandRunner`, all measured
+//! in the same run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::format_collect)]
 
@@ -19,7 +20,7 @@ use spear_tools::{RouterConfig, RouterStores, ToolRegistry, ToolRouter};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
 /// Calls per second of `f` over `budget`, after one call that is not counted (the first call of a
-/// kind warms caches: the change tracker's baseline, the sandbox preflight).
+/// kind warms caches: the sandbox preflight).
 fn per_second(budget: Duration, mut f: impl FnMut(usize)) -> (f64, usize) {
     f(usize::MAX);
     let started = Instant::now();
@@ -101,7 +102,7 @@ fn main() {
         );
         assert!(e.is_ok(), "{e:?}");
     });
-    // A workspace of some size for the change tracker: 2,000 files in 40 directories.
+    // A workspace of some size: 2,000 files in 40 directories.
     for d in 0..40 {
         let dir = ws_dir.join(format!("src/m{d}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -124,8 +125,8 @@ fn main() {
         let e = safe.call("terminal", json!({"command": "true"}));
         assert!(e.is_ok(), "{e:?}");
     });
-    // A program the classifier cannot know: AUTO runs it writable, so the router tracks its
-    // changes; beside the same program through the bare runner, writable too.
+    // A program the classifier cannot know: AUTO runs it writable, so the router commits what it
+    // staged; beside the same program through the bare runner, writable (staged) too.
     std::fs::write(ws_dir.join("noop.sh"), "#!/bin/sh\nexit 0\n").unwrap();
     std::fs::set_permissions(
         ws_dir.join("noop.sh"),
@@ -169,11 +170,11 @@ fn main() {
         bare_run / safe_run
     );
     println!(
-        "terminal ./noop.sh, AUTO (writable, tracked, 2,000 files): {auto_run:>7.1} calls/s   bare writable CommandRunner: {bare_writable:>7.1}/s   ratio {:.2}x",
+        "terminal ./noop.sh, AUTO (writable, committed, 2,000 files): {auto_run:>7.1} calls/s   bare writable CommandRunner: {bare_writable:>7.1}/s   ratio {:.2}x",
         bare_writable / auto_run
     );
     println!(
-        "  the session's first writable command (keeps the baseline of 2,000 files): {:.0} ms",
+        "  the session's first writable command: {:.0} ms",
         first.as_secs_f64() * 1000.0
     );
 }

@@ -198,6 +198,34 @@ impl WorkspaceFs {
         .map_err(err)
     }
 
+    /// Flushes the file or directory at `loc` to the disk (`fsync`), a link's parent instead.
+    pub fn sync(&self, loc: &Location) -> Result<(), FsError> {
+        let err = |e: Errno| fs_error(e, self.label_of(loc));
+        let root = self
+            .root_fds
+            .get(loc.root)
+            .map(AsFd::as_fd)
+            .ok_or_else(|| err(Errno::INVAL))?;
+        let rel = if loc.rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &loc.rel
+        };
+        let fd = match openat2(
+            root,
+            rel,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+            NO_LINKS,
+        ) {
+            Ok(fd) => fd,
+            // A link (or something that is not a file): nothing of its own to flush.
+            Err(Errno::LOOP | Errno::NXIO) => return Ok(()),
+            Err(e) => return Err(err(e)),
+        };
+        rustix::fs::fsync(&fd).map_err(err)
+    }
+
     /// Sets the modification time of the entry at `loc` (a link's own, never its target's).
     pub fn set_mtime(&self, loc: &Location, sec: i64, nsec: i64) -> Result<(), FsError> {
         let err = |e: Errno| fs_error(e, self.label_of(loc));

@@ -390,6 +390,7 @@ impl Staging {
             blocked: Vec::new(),
             conflict_dir: None,
             staging: self,
+            to_sync: Vec::new(),
         };
         let judged: Vec<Option<Judged>> = ops
             .iter()
@@ -400,6 +401,7 @@ impl Staging {
                 applier.apply_one(p, j);
             }
         }
+        applier.sync();
         applier.report
     }
 
@@ -624,6 +626,8 @@ struct Applier<'a> {
     blocked: Vec<Location>,
     conflict_dir: Option<PathBuf>,
     staging: &'a Staging,
+    /// Files installed in a `.git` directory, and their directories: synced at the end.
+    to_sync: Vec<Location>,
 }
 
 impl Applier<'_> {
@@ -769,6 +773,9 @@ impl Applier<'_> {
             self.blocked.push(p.loc.clone());
             return;
         }
+        if matches!(p.op, Op::File) && super::tracked::in_git_dir(&p.loc.rel) {
+            self.to_sync.push(p.loc.clone());
+        }
         // Named in the result: files and links, and directories that appeared or vanished.
         let named = !matches!(p.op, Op::Mode(_)) || !is_dir;
         if tracked && named {
@@ -779,6 +786,29 @@ impl Applier<'_> {
             if !dir && self.tracked.is_tracked(self.ws, self.fs, loc, dir) {
                 self.report.changed.push(self.ws.label(loc));
             }
+        }
+    }
+
+    /// Flushes what git wrote (objects, refs, the index): git syncs them itself, and inside the
+    /// command its syncs reached only the (volatile) layer. Each file, then each directory once.
+    fn sync(&mut self) {
+        let mut dirs: Vec<Location> = Vec::new();
+        for loc in std::mem::take(&mut self.to_sync) {
+            if let Err(e) = self.fs.sync(&loc) {
+                tracing::warn!("could not sync {}: {e}", self.ws.label(&loc));
+            }
+            if let Some(parent) = loc.rel.parent() {
+                let dir = Location {
+                    root: loc.root,
+                    rel: parent.to_path_buf(),
+                };
+                if !dirs.contains(&dir) {
+                    dirs.push(dir);
+                }
+            }
+        }
+        for dir in dirs {
+            let _ = self.fs.sync(&dir);
         }
     }
 

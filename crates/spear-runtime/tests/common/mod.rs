@@ -77,7 +77,7 @@ pub struct Fixture {
     pub ws: PathBuf,
     pub home: PathBuf,
     pub outside: PathBuf,
-    pub runner: CommandRunner,
+    pub runner: Arc<CommandRunner>,
 }
 
 impl Fixture {
@@ -110,7 +110,7 @@ impl Fixture {
         config.default_timeout = Duration::from_secs(30);
         config.staging = vec![base.join("staging")];
         edit(&mut config);
-        let runner = runner_for(&ws, config, None);
+        let runner = Arc::new(runner_for(&ws, config, None));
         Fixture {
             staging: base.join("staging"),
             dir,
