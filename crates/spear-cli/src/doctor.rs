@@ -38,6 +38,7 @@ struct Report<'a> {
 pub fn run(args: &Args) -> i32 {
     let sandbox = Sandbox::new(SandboxConfig::default());
     let mut found = probe_mechanisms(&sandbox);
+    found.push(staging_preflight());
     if !args.no_network {
         found.push(network_preflight());
     }
@@ -89,6 +90,58 @@ fn network_state(args: &Args, found: &[Mechanism]) -> &'static str {
         "on where the mode grants it (AUTO; ASK after confirmation; never in SAFE)"
     } else {
         "unavailable: networked commands fail (see the network path line)"
+    }
+}
+
+/// The staging of writable commands, for real: a writable `/bin/true` in a scratch workspace,
+/// its root seen through an overlay whose upper layer is in spear's staging directory.
+fn staging_preflight() -> Mechanism {
+    let outcome = tempfile::tempdir()
+        .map_err(|e| e.to_string())
+        .and_then(|dir| {
+            let mut wc = WorkspaceConfig::new(dir.path());
+            wc.single_root = true;
+            let ws = Arc::new(Workspace::open(&wc).map_err(|e| e.to_string())?);
+            let config = RunnerConfig::from_host();
+            let copies = spear_runtime::staging::Staging::create(&config.staging, &ws)
+                .map_err(|e| e.to_string())?
+                .copies();
+            let runner = CommandRunner::new(ws, config);
+            let profile = spear_core::ExecutionProfile {
+                workspace_read: true,
+                workspace_write: true,
+                ..spear_core::ExecutionProfile::default()
+            };
+            runner
+                .ensure_sandbox(&profile)
+                .map(|()| copies)
+                .map_err(|e| e.to_string())
+        });
+    let (usable, detail, fix) = match outcome {
+        Ok(copies) => (
+            true,
+            format!(
+                "a writable /bin/true ran on an overlay of its workspace; commits {}",
+                if copies {
+                    "copy files (the staging directory is on another filesystem than this one)"
+                } else {
+                    "rename files into place"
+                }
+            ),
+            None,
+        ),
+        Err(e) => (
+            false,
+            e,
+            Some("writable commands are refused until overlayfs can stage them: set XDG_STATE_HOME to a directory on ext4, xfs or btrfs".to_owned()),
+        ),
+    };
+    Mechanism {
+        name: "staged writes",
+        usable,
+        required: false,
+        detail,
+        fix,
     }
 }
 

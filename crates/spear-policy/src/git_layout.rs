@@ -687,7 +687,7 @@ mod tests {
             b"[remote \"o\"]\n\turl = ext::sh -c x\n",
             b"[remote \"o\"]\n\tuploadpack = x\n",
             b"[core]\n\tworktree = /elsewhere\n",
-            b"[user]\n\tname\n\temail = [",
+            b"[user\n\tname = x\n",
             b"[remote]\n\turl = x\n",
         ] {
             assert!(!is_inert_config(bad), "{}", String::from_utf8_lossy(bad));
