@@ -303,3 +303,61 @@ fn ask_confirms_on_the_terminal_and_shows_what_runs() {
     assert!(!shown.contains("ghp_0123"), "{shown}");
     assert!(shown.contains("203.0.113.10:8080"), "{shown}");
 }
+
+/// Two `spear exec` processes on one workspace at once, each with its own staging: nothing of
+/// either is lost. A file both change is left as the one that committed first has it (the other
+/// finds it changed since it started), and the other's version is kept aside and named.
+#[test]
+fn two_spear_processes_on_one_workspace_lose_nothing() {
+    let d = dirs();
+    std::fs::write(d.ws.join("shared.txt"), "start\n").unwrap();
+    let start = |script: &str| {
+        Command::new(env!("CARGO_BIN_EXE_spear"))
+            .args(["exec", "--auto", "--json", "-c", script])
+            .current_dir(&d.ws)
+            .env("HOME", &d.home)
+            .env_remove("XDG_CONFIG_HOME")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let slow = start("echo slow > slow.txt; sleep 2; echo slow >> shared.txt");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let fast = start("echo fast > fast.txt; echo fast >> shared.txt");
+    let fast = fast.wait_with_output().unwrap();
+    let slow = slow.wait_with_output().unwrap();
+    assert!(fast.status.success(), "{}", text(&fast.stderr));
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("fast.txt")).unwrap(),
+        "fast\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("slow.txt")).unwrap(),
+        "slow\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("shared.txt")).unwrap(),
+        "start\nfast\n",
+        "the first commit stands"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&slow.stdout).unwrap();
+    let reason = json["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("changed on the host while the command ran")
+            && reason.contains("shared.txt"),
+        "{json}"
+    );
+    let kept = reason
+        .split("kept in ")
+        .nth(1)
+        .and_then(|s| s.split(';').next())
+        .unwrap()
+        .trim();
+    let kept = std::fs::read_to_string(Path::new(kept).join("0/shared.txt")).unwrap();
+    assert!(
+        kept.ends_with("slow\n"),
+        "the other version is kept: {kept:?}"
+    );
+}

@@ -473,3 +473,39 @@ fn host_reads_are_visible_only_when_granted_and_never_writable() {
         "outside-data"
     );
 }
+
+/// A command that moves a nested repository away and puts a link in its place: the removal of
+/// the repository holds its hooks, so it is refused whole (nothing of the real `.git/config` or
+/// hooks is deleted), and the copy `mv` made lands without the hook.
+#[test]
+fn a_nested_repository_moved_away_keeps_its_config_and_hooks() {
+    let f = Fixture::new();
+    let sub = f.ws.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    assert!(host_git(&sub, &["init", "-q"]).status.success());
+    let hook = sub.join(".git/hooks/pre-commit");
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
+    let config = std::fs::read_to_string(sub.join(".git/config")).unwrap();
+    let r = f.auto("mv sub moved && ln -s moved sub && echo ok > marker.txt");
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert!(std::fs::symlink_metadata(&sub).unwrap().is_dir(), "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(sub.join(".git/config")).unwrap(),
+        config
+    );
+    assert_eq!(
+        std::fs::read_to_string(&hook).unwrap(),
+        "#!/bin/sh\nexit 0\n"
+    );
+    assert!(
+        !f.ws.join("moved/.git/hooks/pre-commit").exists(),
+        "the copy has no hook: {r:?}"
+    );
+    // Positive control: the rest of the command landed.
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("marker.txt")).unwrap(),
+        "ok\n"
+    );
+    let reason = r.reason.unwrap_or_default();
+    assert!(reason.contains("sub (it holds"), "{reason}");
+}

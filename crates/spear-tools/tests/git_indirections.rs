@@ -262,7 +262,10 @@ fn every_config_hook_and_redirect_is_refused_through_every_tool_and_command() {
         "a new repository's own configuration names no program, and lands"
     );
     // A clone is a repository with its remote: what it needs to fetch lands too.
-    let e = r.call("terminal", json!({"command": "git clone -q fresh cloned"}));
+    let e = r.call(
+        "terminal",
+        json!({"command": "git clone -q \"file://$PWD/fresh\" cloned"}),
+    );
     assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
     let remote = git(&env.ws.join("cloned"), &["remote", "get-url", "origin"]);
     assert!(
