@@ -268,3 +268,54 @@ fn twenty_thousand_repositories_do_not_switch_writing_off() {
         "{r:?}"
     );
 }
+
+/// Staging on another filesystem than the workspace (a tmpfs): the commit copies instead of
+/// renaming, with the same result (content, mode, modification time).
+#[test]
+fn staging_on_another_filesystem_commits_by_copying() {
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let base = shm.path().to_path_buf();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let f = Fixture::with(|c| c.staging = vec![base.clone()]);
+    assert_ne!(
+        std::fs::metadata(&base).unwrap().dev(),
+        std::fs::metadata(&f.ws).unwrap().dev(),
+        "positive control: two filesystems"
+    );
+    std::fs::write(f.ws.join("old.txt"), "old\n").unwrap();
+    let r = f.auto(
+        "echo new > new.txt && echo more >> old.txt && chmod 700 old.txt && \
+         touch -d '2001-02-03 04:05:06' new.txt && mkdir -p d/e && echo deep > d/e/f.txt",
+    );
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert_eq!(read(&f, "new.txt").as_deref(), Some("new\n"));
+    assert_eq!(read(&f, "old.txt").as_deref(), Some("old\nmore\n"));
+    assert_eq!(read(&f, "d/e/f.txt").as_deref(), Some("deep\n"));
+    let meta = std::fs::metadata(f.ws.join("old.txt")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o700);
+    let new = std::fs::metadata(f.ws.join("new.txt")).unwrap();
+    assert_eq!(
+        chrono_free_year(new.mtime()),
+        2001,
+        "the modification time is kept"
+    );
+    assert!(
+        std::fs::read_dir(&base).unwrap().next().is_none(),
+        "nothing left in the staging"
+    );
+}
+
+/// The year of a Unix time (UTC), without a date library.
+fn chrono_free_year(secs: i64) -> i64 {
+    let mut year = 1970;
+    let mut left = secs;
+    loop {
+        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+        let len = if leap { 366 } else { 365 } * 86_400;
+        if left < len {
+            return year;
+        }
+        left -= len;
+        year += 1;
+    }
+}

@@ -123,6 +123,58 @@ impl WorkspaceFs {
         }
     }
 
+    /// Moves the directory `name` of `from` (a staging layer) to `loc`, where nothing may be:
+    /// one rename for a whole new tree. `Ok(false)` when the layer is on another filesystem (the
+    /// caller installs entry by entry instead). The caller has judged everything in it.
+    pub fn install_tree(
+        &self,
+        loc: &Location,
+        from: BorrowedFd<'_>,
+        name: &OsStr,
+    ) -> Result<bool, FsError> {
+        let err = |e: Errno| fs_error(e, self.label_of(loc));
+        let (parent, leaf) = self.existing_parent(loc).map_err(err)?;
+        match statat(&parent, leaf, AtFlags::SYMLINK_NOFOLLOW) {
+            Err(Errno::NOENT) => {}
+            Ok(_) => return Err(err(Errno::EXIST)),
+            Err(e) => return Err(err(e)),
+        }
+        // RENAME_NOREPLACE: something that appeared there meanwhile is never replaced.
+        match rustix::fs::renameat_with(
+            from,
+            name,
+            &parent,
+            leaf,
+            rustix::fs::RenameFlags::NOREPLACE,
+        ) {
+            Ok(()) => Ok(true),
+            Err(Errno::XDEV) => Ok(false),
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    /// Removes overlayfs's attributes from the directory at `loc` (a directory moved in whole
+    /// from a layer carries the layer's `overlay.opaque`). Best effort.
+    pub fn strip_layer_attrs(&self, loc: &Location) {
+        let Some(root) = self.root_fds.get(loc.root) else {
+            return;
+        };
+        let rel = if loc.rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &loc.rel
+        };
+        if let Ok(fd) = openat2(
+            root,
+            rel,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+            NO_LINKS,
+        ) {
+            strip_overlay_attrs(&fd);
+        }
+    }
+
     /// Puts a symbolic link to `target` at `loc` (made under a temporary name and renamed over a
     /// non-directory there). `loc`'s parent must exist.
     pub fn install_symlink(&self, loc: &Location, target: &OsStr) -> Result<(), FsError> {

@@ -54,19 +54,22 @@ impl Staging {
             .iter()
             .map(|r| r.host_path().to_path_buf())
             .collect();
-        let usable: Vec<(PathBuf, u64)> = bases
-            .iter()
-            .filter(|b| !roots.iter().any(|r| b.starts_with(r) || r.starts_with(b)))
-            .filter_map(|b| private_dir(b).ok().map(|dev| (b.clone(), dev)))
-            .collect();
+        let mut usable: Vec<(PathBuf, u64)> = Vec::new();
+        let mut why: Vec<String> = Vec::new();
+        for b in bases {
+            if roots.iter().any(|r| b.starts_with(r) || r.starts_with(b)) {
+                why.push(format!("{}: it overlaps the workspace", b.display()));
+                continue;
+            }
+            match private_dir(b) {
+                Ok(dev) => usable.push((b.clone(), dev)),
+                Err(e) => why.push(format!("{}: {e}", b.display())),
+            }
+        }
         if usable.is_empty() {
             return Err(io::Error::other(format!(
-                "none of the staging directories ({}) can be made private to this user outside the workspace",
-                bases
-                    .iter()
-                    .map(|b| b.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "no staging directory can be used ({})",
+                why.join("; ")
             )));
         }
         let id = format!(
