@@ -33,6 +33,12 @@ if [ "$(id -u)" -eq 0 ]; then
     scripts/test-unprivileged.sh
 fi
 
+if [ "$(id -u)" -eq 0 ]; then
+    # The test host's route is not needed any more (and can hide the package registries the
+    # fuzz build may need).
+    scripts/test-host.sh down
+fi
+
 if [ -f fuzz/Cargo.toml ]; then
     step "the fuzz targets still build"
     cargo check --manifest-path fuzz/Cargo.toml --locked --quiet

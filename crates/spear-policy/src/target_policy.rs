@@ -388,6 +388,39 @@ mod tests {
     }
 
     #[test]
+    fn directories_and_the_rules_that_bind_everywhere() {
+        let rules = TargetRules::default();
+        let dir = |rel: &str| rules.check_dir(Path::new(rel)).is_ok();
+        // A directory that will hold protected entries may be made; one that is one may not.
+        assert!(dir(".git"));
+        assert!(dir("sub/.git"));
+        assert!(dir("src"));
+        assert!(!dir(".git/hooks"));
+        assert!(!dir(".vscode"));
+        assert!(!dir("generated"));
+        assert!(!dir("vendor/x"));
+        // Protected entries bind everywhere, the rules about sources only tracked files.
+        let protected = |rel: &str| rules.check_protected(Path::new(rel), false).is_err();
+        assert!(protected("target/x/.envrc"));
+        assert!(protected(".git"));
+        assert!(!protected("target/out/generated/x.rs"));
+        assert!(
+            rules
+                .check_sources(Path::new("target/out/generated/x.rs"))
+                .is_err()
+        );
+        // A finer rule may take over some built-in entries, and only those.
+        let except = |rel: &str| {
+            rules
+                .check_protected_except(Path::new(rel), false, &[".git/config"])
+                .is_ok()
+        };
+        assert!(except(".git/config"));
+        assert!(!except(".git/hooks/pre-commit"));
+        assert!(!except(".envrc"));
+    }
+
+    #[test]
     fn refusals_name_what_to_change() {
         let r = TargetRules::default()
             .check(Path::new("linux.pristine/Makefile"))
