@@ -385,14 +385,24 @@ impl CommandRunner {
         };
         let outcome = self.sandbox.run(&spec, &watch);
         let mut sandbox_down = None;
+        let mut staging = staging;
         let result = match outcome {
             Ok(outcome) => {
-                let result = self.interpret(&outcome, timeout);
+                let mut result = self.interpret(&outcome, timeout);
                 let broken = outcome
                     .setup_error
                     .as_ref()
                     .is_some_and(|_| result.status != ToolStatus::NotFound)
                     || outcome.finished.exit == Exit::Unknown;
+                // Attack: a process that survived the kill could still write into the layer
+                // while it is judged and committed. When the end of the tree cannot be
+                // confirmed, nothing the command wrote is kept.
+                if outcome.finished.exit == Exit::Unknown && staging.take().is_some() {
+                    append_reason(
+                        &mut result,
+                        "nothing it wrote was kept, since the end of its processes could not be confirmed",
+                    );
+                }
                 if broken {
                     sandbox_down.clone_from(&result.reason);
                 }
