@@ -58,7 +58,7 @@ struct Calls {
 
 impl SpearServer {
     /// A server for `router`'s session and role. A new turn begins when a call comes after
-    /// `turn_gap` with no call running (see [`begins_turn`]).
+    /// `turn_gap` with no call running (see `begins_turn`).
     pub fn new(router: ToolRouter, turn_gap: Duration) -> Result<Self, crate::state::StateError> {
         let output_schema = Arc::new(catalog::as_object(&spear_tools::output_schema()));
         let tools = router

@@ -6,6 +6,10 @@
 //!   error before anything runs.
 //! - Every mechanism a command needs (bwrap, seccomp, the cgroup backend when limits are active) is
 //!   checked before it is spawned; a missing one is an error and no process.
+//! - A writable spec binds every root only as its staged view ([`Overlay`]): the overlays are
+//!   mounted in a mount namespace of the command's own before bwrap starts ([`stage`]), so its
+//!   writes land in layers its caller reads afterwards, and nothing it mounts or unmounts reaches
+//!   the host's mount table. `/proc` is read-only to every sandbox, whatever its uid.
 //! - A spawned command is held through a pidfd from the moment it exists and is signalled only
 //!   through it. A timeout or a cancellation kills its whole tree (the PID namespace and the
 //!   cgroup); nothing of it outlives the call.

@@ -1,7 +1,7 @@
 //! Staged writes, the mechanism: each writable root is mounted over itself as an overlay, in a
 //! mount namespace of the command's own, before bwrap starts; bwrap binds that view like any root.
 //!
-//! The steps run in the forked child between fork and exec ([`StagePlan::apply`]), so nothing of
+//! The steps run in the forked child between fork and exec (`StagePlan::apply`), so nothing of
 //! them is ever seen by the host:
 //! 1. A mount namespace of the child's own: as root `unshare(CLONE_NEWNS)`; as a user
 //!    `unshare(CLONE_NEWUSER | CLONE_NEWNS)` with the user's own uid and gid mapped to themselves
