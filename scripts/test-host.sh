@@ -6,7 +6,8 @@
 # unprivileged run tests the rootless network path.
 #
 #   scripts/test-host.sh up      create (idempotent) and check it answers
-#   scripts/test-host.sh down    remove it
+#   scripts/test-host.sh down    remove it, and put back what `up` changed (the mode of
+#                                /dev/net/tun, a /run/netns mount it made)
 #
 # Needs root.
 set -euo pipefail
@@ -22,6 +23,11 @@ up() {
         down
     fi
     if ! ip netns list | grep -qw "$ns"; then
+        # `ip netns add` makes /run/netns a (shared) mount point if it is not one yet; remember
+        # that it did, so that `down` leaves the mount table as it found it.
+        if ! mountpoint -q /run/netns 2>/dev/null; then
+            touch /run/spear-testhost-made-run-netns
+        fi
         ip netns add "$ns"
     fi
     if ! ip link show "$host_if" >/dev/null 2>&1; then
@@ -49,6 +55,10 @@ up() {
     done
     python3 -c "import urllib.request; urllib.request.urlopen('http://203.0.113.10:8080/', timeout=2)"
     if [ -e /dev/net/tun ]; then
+        # Remember the mode it had, for `down` to put back.
+        if [ ! -e /run/spear-testhost-tun-mode ]; then
+            stat -c %a /dev/net/tun >/run/spear-testhost-tun-mode
+        fi
         chmod 0666 /dev/net/tun
     fi
 }
@@ -59,6 +69,14 @@ down() {
     done
     ip link del "$host_if" 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
+    if [ -e /run/spear-testhost-tun-mode ]; then
+        chmod "$(cat /run/spear-testhost-tun-mode)" /dev/net/tun 2>/dev/null || true
+        rm -f /run/spear-testhost-tun-mode
+    fi
+    if [ -e /run/spear-testhost-made-run-netns ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
+        umount /run/netns 2>/dev/null || true
+        rm -f /run/spear-testhost-made-run-netns
+    fi
 }
 
 case "${1:-}" in

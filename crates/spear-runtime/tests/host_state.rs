@@ -147,6 +147,15 @@ fn host_state() -> (Vec<String>, String, String) {
 struct SharedMounts {
     ns: String,
     bind: Option<tempfile::TempDir>,
+    /// Whether `ip netns add` made `/run/netns` a mount point (to be undone).
+    made_run_netns: bool,
+}
+
+fn is_mount_point(path: &str) -> bool {
+    std::process::Command::new("mountpoint")
+        .args(["-q", path])
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 impl SharedMounts {
@@ -155,6 +164,7 @@ impl SharedMounts {
             return None;
         }
         let ns = format!("spear-probe-{}", std::process::id());
+        let made_run_netns = !is_mount_point("/run/netns");
         let ok = |args: &[&str]| {
             assert!(
                 std::process::Command::new(args[0])
@@ -173,6 +183,7 @@ impl SharedMounts {
         Some(SharedMounts {
             ns,
             bind: Some(bind),
+            made_run_netns,
         })
     }
 }
@@ -185,6 +196,12 @@ impl Drop for SharedMounts {
         let _ = std::process::Command::new("ip")
             .args(["netns", "del", &self.ns])
             .status();
+        let empty = std::fs::read_dir("/run/netns").is_ok_and(|mut d| d.next().is_none());
+        if self.made_run_netns && empty {
+            let _ = std::process::Command::new("umount")
+                .arg("/run/netns")
+                .status();
+        }
     }
 }
 
