@@ -45,6 +45,7 @@ fn case(bwrap: PathBuf, backend: Option<Result<(), String>>) -> Case {
     let spawner = Arc::new(RecordingSpawner::default());
     let mut config = RunnerConfig::from_host();
     config.home.clone_from(&fixture.home);
+    config.staging = vec![fixture.staging.clone()];
     config.sandbox = sandbox_config(|c| c.bwrap = bwrap);
     let backend = match backend {
         None => spear_sandbox::cgroup::detect().map_err(|e| e.to_string()),

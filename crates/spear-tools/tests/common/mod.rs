@@ -109,6 +109,7 @@ pub fn router(env: &Env, opts: Opts) -> ToolRouter {
         ("HOME".into(), env.home.clone().into_os_string()),
     ];
     config.default_timeout = Duration::from_secs(30);
+    config.staging = vec![env.state.join("staging")];
     if let Some(bwrap) = opts.bwrap {
         config.sandbox.bwrap = bwrap;
     }
