@@ -10,6 +10,7 @@
 
 mod assessment;
 mod capability;
+mod change;
 mod class;
 pub mod credentials;
 mod mode;
@@ -20,6 +21,7 @@ mod result;
 
 pub use assessment::CommandAssessment;
 pub use capability::{Capability, CapabilityPolicy, CapabilitySet, Grant, UnknownCapability};
+pub use change::ChangeKind;
 pub use class::CommandClass;
 pub use mode::{ExecutionMode, UnknownMode};
 pub use profile::ExecutionProfile;

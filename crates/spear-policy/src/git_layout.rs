@@ -34,7 +34,7 @@ use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use spear_core::Refusal;
+use spear_core::{ChangeKind, Refusal};
 use spear_workspace::{EntryKind, Location, TreeView, Workspace};
 
 /// Files of a git directory that git reads as configuration or that redirect it.
@@ -173,17 +173,6 @@ fn key_matches(pattern: &str, name: &str, sub: bool, key: &str) -> bool {
     }
 }
 
-/// What a change does, as far as git's indirections care.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GitChange<'a> {
-    /// An entry of this kind is created or replaced (for a link, with this target).
-    Put(EntryKind, Option<&'a OsStr>),
-    /// An existing entry's mode changes.
-    Mode,
-    /// An entry is removed.
-    Remove,
-}
-
 /// Why git would read a path as configuration or hooks, from its own components (rule 1).
 pub fn control_by_name(rel: &Path) -> Option<&'static str> {
     let parts: Vec<&OsStr> = rel
@@ -252,6 +241,20 @@ fn is_git_dir(view: &dyn TreeView, dir: &Location) -> bool {
         || view.kind(&at("commondir")).is_some())
 }
 
+/// A place the host's repositories make git read or run, and why.
+#[derive(Debug, Clone)]
+struct Control {
+    path: PathBuf,
+    why: &'static str,
+}
+
+/// Why a place the configuration names is protected.
+const NAMED_BY_CONFIG: &str =
+    "the repository's configuration sends git to it: it holds hooks or programs git runs";
+
+/// Why everything in a repository whose configuration cannot be read is protected.
+const UNREADABLE: &str = "it lies in a repository whose `.git` or configuration cannot be read, so      what git would run cannot be known; make them readable by the user running spear";
+
 /// The configuration and hooks of the host's repositories, read once per judge.
 #[derive(Debug)]
 pub struct GitIndirections {
@@ -259,7 +262,7 @@ pub struct GitIndirections {
     xdg_config: Option<PathBuf>,
     system_config: PathBuf,
     /// Per directory: the control paths of every repository whose worktree holds it.
-    repos: Mutex<HashMap<PathBuf, Arc<Vec<PathBuf>>>>,
+    repos: Mutex<HashMap<PathBuf, Arc<Vec<Control>>>>,
 }
 
 impl GitIndirections {
@@ -283,7 +286,7 @@ impl GitIndirections {
         view: &dyn TreeView,
         host: &dyn TreeView,
         loc: &Location,
-        change: GitChange<'_>,
+        change: ChangeKind<'_>,
     ) -> Result<(), Refusal> {
         let shown = ws.label(loc);
         let inert = is_inert(view, loc, change);
@@ -291,9 +294,9 @@ impl GitIndirections {
         if !inert && let Some(why) = control_by_name(&loc.rel) {
             return Err(Refusal::protected_entry(shown, why));
         }
-        if let (Some(leaf), GitChange::Put(kind, _)) = (loc.rel.file_name(), change)
+        if let (Some(leaf), ChangeKind::File | ChangeKind::Symlink { .. }) =
+            (loc.rel.file_name(), change)
             && is(leaf, ".git")
-            && kind != EntryKind::Dir
         {
             return Err(Refusal::protected_entry(
                 shown,
@@ -309,16 +312,10 @@ impl GitIndirections {
             return Err(Refusal::protected_entry(shown, why));
         }
         // Rule 4, a link judged by where it points.
-        if let GitChange::Put(EntryKind::Symlink, Some(target)) = change
+        if let ChangeKind::Symlink { target } = change
             && let Some(pointed) = link_destination(ws, loc, target)
         {
-            let through = self.check(
-                ws,
-                view,
-                host,
-                &pointed,
-                GitChange::Put(EntryKind::File, None),
-            );
+            let through = self.check(ws, view, host, &pointed, ChangeKind::File);
             if let Err(r) = through {
                 return Err(Refusal::protected_entry(
                     shown,
@@ -339,16 +336,14 @@ impl GitIndirections {
         let parent = host.parent()?;
         self.controls_above(parent)
             .iter()
-            .any(|control| host.starts_with(control))
-            .then_some(
-                "the repository's configuration sends git to it: it holds hooks or programs git runs",
-            )
+            .find(|control| host.starts_with(&control.path))
+            .map(|control| control.why)
     }
 
     /// The control paths of every repository whose worktree holds `dir` (`dir` itself or one of
     /// its ancestors holds a `.git`), memoised per directory so that a commit of many files in
     /// one tree reads each repository once.
-    fn controls_above(&self, dir: &Path) -> Arc<Vec<PathBuf>> {
+    fn controls_above(&self, dir: &Path) -> Arc<Vec<Control>> {
         if let Some(found) = self.lock_repos().get(dir) {
             return Arc::clone(found);
         }
@@ -362,19 +357,31 @@ impl GitIndirections {
         controls
     }
 
-    fn lock_repos(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<Vec<PathBuf>>>> {
+    fn lock_repos(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<Vec<Control>>>> {
         self.repos
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn read_repo(&self, worktree: &Path) -> Vec<PathBuf> {
+    /// The controls of the repository whose worktree is `worktree`, if it holds a `.git`.
+    ///
+    /// Fails closed: a `.git` or a configuration that exists and cannot be read or parsed makes
+    /// the whole worktree a control (what it names cannot be known, so nothing in it is written).
+    fn read_repo(&self, worktree: &Path) -> Vec<Control> {
         let dot_git = worktree.join(".git");
         let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
             return Vec::new();
         };
+        let unreadable = || {
+            vec![Control {
+                path: worktree.to_path_buf(),
+                why: UNREADABLE,
+            }]
+        };
         let git_dir = if meta.is_file() {
-            let text = std::fs::read_to_string(&dot_git).unwrap_or_default();
+            let Ok(text) = std::fs::read_to_string(&dot_git) else {
+                return unreadable();
+            };
             match text.trim().strip_prefix("gitdir:") {
                 Some(p) => worktree.join(p.trim()),
                 None => return Vec::new(),
@@ -385,10 +392,10 @@ impl GitIndirections {
         let common = std::fs::read_to_string(git_dir.join("commondir"))
             .ok()
             .map_or_else(|| git_dir.clone(), |c| git_dir.join(c.trim()));
-        let mut controls = Vec::new();
+        let mut paths = Vec::new();
         for base in [&git_dir, &common] {
             for name in ["hooks", "config", "config.worktree", "commondir"] {
-                push_spellings(&mut controls, &base.join(name));
+                push_spellings(&mut paths, &base.join(name));
             }
         }
         let mut configs = vec![self.system_config.clone()];
@@ -404,38 +411,52 @@ impl GitIndirections {
         }
         configs.push(common.join("config"));
         configs.push(git_dir.join("config.worktree"));
-        for program in self.programs(&configs, &git_dir) {
+        let Ok(programs) = self.programs(&configs, &git_dir) else {
+            return unreadable();
+        };
+        for program in programs {
             let path = expand(&program, self.home.as_deref(), worktree);
-            push_spellings(&mut controls, &path);
+            push_spellings(&mut paths, &path);
         }
-        controls
+        paths
+            .into_iter()
+            .map(|path| Control {
+                path,
+                why: NAMED_BY_CONFIG,
+            })
+            .collect()
     }
 
     /// The paths named by program-valued keys (and `core.hooksPath`) in `configs`, includes
     /// followed.
-    fn programs(&self, configs: &[PathBuf], git_dir: &Path) -> Vec<String> {
+    /// A configuration that exists and cannot be read or parsed is an error (the caller fails
+    /// closed); an include that names no file is skipped, as git skips it.
+    fn programs(&self, configs: &[PathBuf], git_dir: &Path) -> Result<Vec<String>, ()> {
         let metas: Vec<gix_config::file::Metadata> = configs
             .iter()
-            .filter(|p| p.is_file())
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
             .map(|p| gix_config::file::Metadata::try_from_path(p, gix_config::Source::Local))
-            .filter_map(Result::ok)
-            .collect();
+            .collect::<Result<_, _>>()
+            .map_err(|_| ())?;
+        let mut includes = gix_config::file::includes::Options::follow(
+            gix_config::path::interpolate::Context {
+                home_dir: self.home.as_deref(),
+                ..Default::default()
+            },
+            gix_config::file::includes::conditional::Context {
+                git_dir: Some(git_dir),
+                branch_name: None,
+            },
+        );
+        includes.err_on_missing_config_path = false;
         let options = gix_config::file::init::Options {
-            includes: gix_config::file::includes::Options::follow(
-                gix_config::path::interpolate::Context {
-                    home_dir: self.home.as_deref(),
-                    ..Default::default()
-                },
-                gix_config::file::includes::conditional::Context {
-                    git_dir: Some(git_dir),
-                    branch_name: None,
-                },
-            ),
+            includes,
             lossy: true,
             ..Default::default()
         };
-        let Ok(Some(file)) = gix_config::File::from_paths_metadata(metas, options) else {
-            return Vec::new();
+        let Some(file) = gix_config::File::from_paths_metadata(metas, options).map_err(|_| ())?
+        else {
+            return Ok(Vec::new());
         };
         let mut out = Vec::new();
         for section in file.sections() {
@@ -457,7 +478,7 @@ impl GitIndirections {
                 }
             }
         }
-        out
+        Ok(out)
     }
 }
 
@@ -465,7 +486,7 @@ impl GitIndirections {
 /// configuration of inert keys only ([`is_inert_config`]), a sample hook (git runs a hook by its
 /// exact name, never `pre-commit.sample`), or an empty hooks directory being made. This is what
 /// `git init` and `git clone` write; everything else of rules 1 and 2 is refused.
-pub fn is_inert(view: &dyn TreeView, loc: &Location, change: GitChange<'_>) -> bool {
+pub fn is_inert(view: &dyn TreeView, loc: &Location, change: ChangeKind<'_>) -> bool {
     let Some(leaf) = loc.rel.file_name() else {
         return false;
     };
@@ -475,14 +496,11 @@ pub fn is_inert(view: &dyn TreeView, loc: &Location, change: GitChange<'_>) -> b
         .and_then(Path::file_name)
         .is_some_and(|p| is(p, "hooks"));
     match change {
-        GitChange::Put(EntryKind::Dir, _) => is(leaf, "hooks"),
-        GitChange::Put(EntryKind::File, _) if in_hooks => {
-            leaf.as_encoded_bytes().ends_with(b".sample")
-        }
-        GitChange::Put(EntryKind::File, _) if is(leaf, "config") || is(leaf, "config.worktree") => {
-            view.read_head(loc, 1 << 20)
-                .is_some_and(|bytes| bytes.len() < 1 << 20 && is_inert_config(&bytes))
-        }
+        ChangeKind::Dir => is(leaf, "hooks"),
+        ChangeKind::File if in_hooks => leaf.as_encoded_bytes().ends_with(b".sample"),
+        ChangeKind::File if is(leaf, "config") || is(leaf, "config.worktree") => view
+            .read_head(loc, 1 << 20)
+            .is_some_and(|bytes| bytes.len() < 1 << 20 && is_inert_config(&bytes)),
         _ => false,
     }
 }
@@ -493,7 +511,7 @@ fn in_other_git_dir(
     view: &dyn TreeView,
     host: &dyn TreeView,
     loc: &Location,
-    change: GitChange<'_>,
+    change: ChangeKind<'_>,
 ) -> Option<&'static str> {
     let parts: Vec<&OsStr> = loc
         .rel
@@ -520,7 +538,7 @@ fn in_other_git_dir(
     let makes_repo = ["HEAD", "objects", "refs", "commondir"]
         .iter()
         .any(|m| is(leaf, m));
-    if makes_repo && !matches!(change, GitChange::Remove) {
+    if makes_repo && !matches!(change, ChangeKind::Remove) {
         let dir = dir_of(n - 1);
         let holds = |name: &str| {
             host.kind(&Location {
@@ -692,6 +710,34 @@ mod tests {
         ] {
             assert!(!is_inert_config(bad), "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    /// A repository whose configuration cannot be parsed protects everything in it (what it
+    /// names cannot be known); a readable one protects only what it names.
+    #[test]
+    fn an_unreadable_configuration_fails_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let ws = Workspace::open(&spear_workspace::WorkspaceConfig::new(&root)).unwrap();
+        let fs = ws.fs().unwrap();
+        let file = Location {
+            root: 0,
+            rel: PathBuf::from("src/main.rs"),
+        };
+        let judge = |config: &str| {
+            std::fs::write(root.join(".git/config"), config).unwrap();
+            GitIndirections::new(None, None)
+                .check(&ws, &fs, &fs, &file, ChangeKind::File)
+                .map_err(|r| r.message())
+        };
+        let err = judge("[core\n\tbare = false\n").unwrap_err();
+        assert!(err.contains("cannot be read"), "{err}");
+        // Positive control: the same repository with a configuration git can read.
+        assert_eq!(judge("[core]\n\tbare = false\n"), Ok(()));
+        let hooks = judge("[core]\n\thooksPath = src\n").unwrap_err();
+        assert!(hooks.contains("configuration sends git to it"), "{hooks}");
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub use config::{
     ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorTargets,
     OperatorWorkspace, PolicyConfig, WorkspacePolicyFile, WorkspaceTargets,
 };
-pub use git_layout::{GitChange, GitIndirections, control_by_name};
+pub use git_layout::{GitIndirections, control_by_name};
 pub use policy::CommandPolicy;
 pub use target_policy::{HEADER_BYTES, Pattern, TargetRules, generated_header};
 

@@ -4,12 +4,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use spear_core::{CommandAssessment, Refusal};
+use spear_core::{ChangeKind, CommandAssessment, Refusal};
 use spear_workspace::{EntryKind, Location, TreeView, Workspace, WorkspaceFs};
 
 use crate::PolicyConfig;
 use crate::analysis::Analysis;
-use crate::git_layout::{GitChange, GitIndirections};
+use crate::git_layout::GitIndirections;
 use crate::host_read::HostView;
 use crate::shell::word::Arg;
 use crate::target_policy::{HEADER_BYTES, generated_header};
@@ -106,13 +106,7 @@ impl CommandPolicy {
         self.check_generated_header(loc, &loc.rel.display().to_string())?;
         if let Some(fs) = self.fs() {
             let git = self.git_indirections();
-            git.check(
-                &self.workspace,
-                fs,
-                fs,
-                loc,
-                GitChange::Put(EntryKind::File, None),
-            )?;
+            git.check(&self.workspace, fs, fs, loc, ChangeKind::File)?;
         }
         Ok(())
     }
@@ -158,14 +152,14 @@ impl CommandPolicy {
         &self,
         git: &GitIndirections,
         loc: &Location,
-        change: GitChange<'_>,
+        change: ChangeKind<'_>,
         tracked: bool,
         staged: &dyn TreeView,
         host: &dyn TreeView,
     ) -> Result<(), Refusal> {
         let shown = self.workspace.label(loc);
-        let container = matches!(change, GitChange::Put(EntryKind::Dir, _))
-            || (change == GitChange::Mode && host.kind(loc) == Some(EntryKind::Dir));
+        let container = change == ChangeKind::Dir
+            || (change == ChangeKind::Mode && host.kind(loc) == Some(EntryKind::Dir));
         let targets = &self.config.targets;
         // What `git init` and `git clone` write and git cannot run anything from is judged by
         // git's own rules, not by the blanket `.git/config` and `.git/hooks/` entries.

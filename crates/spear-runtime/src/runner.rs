@@ -366,7 +366,7 @@ impl CommandRunner {
             sandbox_down: None,
             staged: None,
         };
-        let staging = match self.stage(&request.profile) {
+        let mut staging = match self.stage(&request.profile) {
             Ok(s) => s,
             Err(e) => return refused(e),
         };
@@ -385,7 +385,6 @@ impl CommandRunner {
         };
         let outcome = self.sandbox.run(&spec, &watch);
         let mut sandbox_down = None;
-        let mut staging = staging;
         let result = match outcome {
             Ok(outcome) => {
                 let mut result = self.interpret(&outcome, timeout);

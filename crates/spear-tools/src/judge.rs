@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use spear_core::{Refusal, ToolResult};
-use spear_policy::{CommandPolicy, GitChange, GitIndirections};
+use spear_policy::{CommandPolicy, GitIndirections};
 use spear_runtime::checkpoint::{CheckpointStore, EntryState};
-use spear_runtime::staging::{ChangeKind, Judge, Proposed, Staging, TrackedRules};
-use spear_workspace::{EntryKind, Location, Workspace, WorkspaceFs};
+use spear_runtime::staging::{Judge, Proposed, Staging, TrackedRules};
+use spear_workspace::{Location, Workspace, WorkspaceFs};
 
 /// Judges staged changes with one policy; make one per commit (it caches what the host's
 /// repositories name).
@@ -28,17 +28,10 @@ impl<'a> TargetJudge<'a> {
 
 impl Judge for TargetJudge<'_> {
     fn judge(&self, change: &Proposed<'_>) -> Result<(), Refusal> {
-        let git = match change.kind {
-            ChangeKind::File => GitChange::Put(EntryKind::File, None),
-            ChangeKind::Symlink { target } => GitChange::Put(EntryKind::Symlink, Some(target)),
-            ChangeKind::Dir => GitChange::Put(EntryKind::Dir, None),
-            ChangeKind::Mode => GitChange::Mode,
-            ChangeKind::Remove => GitChange::Remove,
-        };
         self.policy.judge_change(
             &self.git,
             change.loc,
-            git,
+            change.kind,
             change.tracked,
             change.staged,
             change.host,

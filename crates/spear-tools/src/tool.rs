@@ -229,6 +229,24 @@ impl CallContext<'_> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
+
+    /// Judges and commits what a command staged into this call's workspace, with its checkpoint
+    /// store and tracked rules (see [`crate::commit_staged`]).
+    pub fn commit(
+        &self,
+        staged: Option<&std::sync::Arc<spear_runtime::staging::Staging>>,
+        result: &mut ToolResult,
+    ) -> crate::Committed {
+        crate::commit_staged(
+            staged,
+            self.workspace,
+            self.fs,
+            self.policy,
+            self.checkpoints,
+            self.tracked,
+            result,
+        )
+    }
 }
 
 impl<A: ToolArgs> Typed<A> {

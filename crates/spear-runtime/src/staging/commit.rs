@@ -24,7 +24,7 @@ use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use spear_core::{Refusal, ToolResult, ToolStatus};
+use spear_core::{ChangeKind, Refusal, ToolResult, ToolStatus};
 use spear_workspace::{
     EntryKind, EntryMeta, FsError, Location, TreeView, Walk, Workspace, WorkspaceFs,
 };
@@ -39,24 +39,6 @@ pub const MAX_STAGED_ENTRIES: usize = 2_000_000;
 
 /// Files larger than this are never compared byte by byte (they count as changed).
 const MAX_COMPARE_BYTES: u64 = 64 << 20;
-
-/// What a proposed change does to its entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeKind<'a> {
-    /// A regular file is created or replaced.
-    File,
-    /// A symbolic link is created or replaced, pointing at `target`.
-    Symlink {
-        /// The link's target as written.
-        target: &'a OsStr,
-    },
-    /// A directory is created.
-    Dir,
-    /// The permission bits of an existing entry change.
-    Mode,
-    /// The entry and everything below it is removed.
-    Remove,
-}
 
 /// One change proposed to the judge.
 #[derive(Clone, Copy)]
@@ -216,6 +198,13 @@ struct Planned {
     host: Option<EntryMeta>,
 }
 
+impl Planned {
+    /// Whether the entry is (or becomes) a directory.
+    fn is_dir(&self) -> bool {
+        matches!(self.op, Op::Dir(_)) || self.host.is_some_and(|h| h.kind == EntryKind::Dir)
+    }
+}
+
 /// The layers of a commit, read.
 struct Layers {
     trees: Vec<(usize, Staged, OwnedFd)>,
@@ -267,6 +256,14 @@ fn staged_at<'t>(tree: &'t Staged, rel: &Path) -> Layered<'t> {
         }
     }
     Layered::Staged(here)
+}
+
+/// The entry the layer holds at `rel`, if it holds one.
+fn staged_entry<'t>(tree: &'t Staged, rel: &Path) -> Option<&'t Staged> {
+    match staged_at(tree, rel) {
+        Layered::Staged(entry) => Some(entry),
+        Layered::Removed | Layered::Host => None,
+    }
 }
 
 impl TreeView for StagedView<'_> {
@@ -372,6 +369,7 @@ impl Staging {
                     ws,
                     out: &mut ops,
                     special: &mut report.special,
+                    failures: &mut report.failures,
                 };
                 planner.dir(*root, Path::new(""), children, *opaque, true);
             }
@@ -404,7 +402,7 @@ impl Staging {
         while i < ops.len() {
             // A directory new to the host, everything in it allowed: one rename for the tree.
             if let Some(end) = applier.movable_tree(&ops, &judged, i)
-                && applier.move_tree(&ops[i..end])
+                && applier.move_tree(&ops[i..end], &judged[i..end])
             {
                 i = end;
                 continue;
@@ -447,6 +445,8 @@ struct Planner<'a> {
     ws: &'a Workspace,
     out: &'a mut Vec<Planned>,
     special: &'a mut Vec<String>,
+    /// Host entries that could not be looked at: nothing is planned for them (or below them).
+    failures: &'a mut Vec<String>,
 }
 
 impl Planner<'_> {
@@ -467,15 +467,19 @@ impl Planner<'_> {
                 rel: rel.to_path_buf(),
             };
             for name in self.host_names(&loc) {
-                if !children.contains_key(&name) {
-                    self.push(
-                        Location {
-                            root,
-                            rel: rel.join(&name),
-                        },
-                        Op::Remove,
-                        host_dir,
-                    );
+                if children.contains_key(&name) {
+                    continue;
+                }
+                let gone = Location {
+                    root,
+                    rel: rel.join(&name),
+                };
+                if let Ok(host) = self.host_meta(&gone) {
+                    self.out.push(Planned {
+                        loc: gone,
+                        op: Op::Remove,
+                        host,
+                    });
                 }
             }
         }
@@ -485,7 +489,10 @@ impl Planner<'_> {
                 rel: rel.join(name),
             };
             let host = if host_dir {
-                self.fs.entry_meta(&loc).ok().flatten()
+                match self.host_meta(&loc) {
+                    Ok(host) => host,
+                    Err(()) => continue,
+                }
             } else {
                 None
             };
@@ -584,24 +591,30 @@ impl Planner<'_> {
         }
     }
 
-    fn push(&mut self, loc: Location, op: Op, host_dir: bool) {
-        let host = if host_dir {
-            self.fs.entry_meta(&loc).ok().flatten()
-        } else {
-            None
-        };
-        self.out.push(Planned { loc, op, host });
+    /// What the host holds at `loc`; an error (and a failure named) when it cannot be looked
+    /// at: a change planned blind could overwrite what it never saw.
+    fn host_meta(&mut self, loc: &Location) -> Result<Option<EntryMeta>, ()> {
+        self.fs.entry_meta(loc).map_err(|e| {
+            self.failures.push(format!("{}: {e}", self.ws.label(loc)));
+        })
     }
 
-    /// The names in the host directory at `loc`.
-    fn host_names(&self, loc: &Location) -> Vec<OsString> {
+    /// The names in the host directory at `loc` (a directory the layer replaced). One that
+    /// cannot be listed is a failure: what it holds stays.
+    fn host_names(&mut self, loc: &Location) -> Vec<OsString> {
         let mut names = Vec::new();
-        let _ = self.fs.walk_from(loc, usize::MAX, &mut |rel, _| {
+        let listed = self.fs.walk_from(loc, usize::MAX, &mut |rel, _| {
             if let Some(name) = rel.file_name() {
                 names.push(name.to_os_string());
             }
             Walk::Skip
         });
+        if let Err(e) = listed {
+            self.failures.push(format!(
+                "{}: what it held could not be removed: {e}",
+                self.ws.label(loc)
+            ));
+        }
         names
     }
 }
@@ -609,10 +622,19 @@ impl Planner<'_> {
 /// A change judged allowed, for pass 2.
 struct Judged {
     label: String,
+    /// Whether the entry is tracked (named in the result, checkpointed).
+    tracked: bool,
     /// For a removal: every host entry below it, as the judgement saw them.
-    below: Vec<(Location, EntryMeta)>,
+    below: Vec<Below>,
     /// What applying it does.
     action: Action,
+}
+
+/// A host entry below a removal.
+struct Below {
+    loc: Location,
+    meta: EntryMeta,
+    tracked: bool,
 }
 
 /// What pass 2 does with a change judged allowed.
@@ -675,6 +697,7 @@ impl Applier<'_> {
             });
             return Some(Judged {
                 label,
+                tracked: false,
                 below: Vec::new(),
                 action: Action::Touch(touch),
             });
@@ -693,19 +716,34 @@ impl Applier<'_> {
         } else {
             Vec::new()
         };
-        let is_dir = matches!(p.op, Op::Dir(_)) || p.host.is_some_and(|h| h.kind == EntryKind::Dir);
-        let refused = std::iter::once((&p.loc, kind, is_dir))
+        let tracked = self
+            .tracked
+            .is_tracked(self.ws, self.fs, &p.loc, p.is_dir());
+        let below: Vec<Below> = below
+            .into_iter()
+            .map(|(loc, meta)| Below {
+                tracked: self.tracked.is_tracked(
+                    self.ws,
+                    self.fs,
+                    &loc,
+                    meta.kind == EntryKind::Dir,
+                ),
+                loc,
+                meta,
+            })
+            .collect();
+        let refused = std::iter::once((&p.loc, kind, tracked))
             .chain(
                 below
                     .iter()
-                    .map(|(loc, m)| (loc, ChangeKind::Remove, m.kind == EntryKind::Dir)),
+                    .map(|b| (&b.loc, ChangeKind::Remove, b.tracked)),
             )
-            .find_map(|(loc, kind, dir)| {
+            .find_map(|(loc, kind, tracked)| {
                 judge
                     .judge(&Proposed {
                         loc,
                         kind,
-                        tracked: self.tracked.is_tracked(self.ws, self.fs, loc, dir),
+                        tracked,
                         staged: view,
                         host: self.fs,
                         ws: self.ws,
@@ -725,6 +763,7 @@ impl Applier<'_> {
         }
         Some(Judged {
             label,
+            tracked,
             below,
             action: Action::Apply,
         })
@@ -741,6 +780,7 @@ impl Applier<'_> {
     fn apply_one(&mut self, p: &Planned, judged: Judged) {
         let Judged {
             label,
+            tracked,
             below,
             action,
         } = judged;
@@ -759,7 +799,7 @@ impl Applier<'_> {
         // time moves with every entry in it, so only a removal looks at it.
         let changed_meanwhile = p.host.is_some_and(|h| {
             (h.kind != EntryKind::Dir || kind == ChangeKind::Remove) && self.after_start(&h)
-        }) || below.iter().any(|(_, m)| self.after_start(m));
+        }) || below.iter().any(|b| self.after_start(&b.meta));
         let appeared_meanwhile = p.host.is_none()
             && matches!(p.op, Op::File | Op::Symlink(_))
             && self.fs.entry_meta(&p.loc).ok().flatten().is_some();
@@ -771,8 +811,6 @@ impl Applier<'_> {
             self.blocked.push(p.loc.clone());
             return;
         }
-        let is_dir = matches!(p.op, Op::Dir(_)) || p.host.is_some_and(|h| h.kind == EntryKind::Dir);
-        let tracked = self.tracked.is_tracked(self.ws, self.fs, &p.loc, is_dir);
         if tracked {
             self.capture(&p.loc, &below);
         } else {
@@ -797,14 +835,13 @@ impl Applier<'_> {
             self.to_sync.push(p.loc.clone());
         }
         // Named in the result: files and links, and directories that appeared or vanished.
-        let named = !matches!(p.op, Op::Mode(_)) || !is_dir;
+        let named = !matches!(p.op, Op::Mode(_)) || !p.is_dir();
         if tracked && named {
             self.report.changed.push(label);
         }
-        for (loc, meta) in &below {
-            let dir = meta.kind == EntryKind::Dir;
-            if !dir && self.tracked.is_tracked(self.ws, self.fs, loc, dir) {
-                self.report.changed.push(self.ws.label(loc));
+        for b in &below {
+            if b.tracked && b.meta.kind != EntryKind::Dir {
+                self.report.changed.push(self.ws.label(&b.loc));
             }
         }
     }
@@ -869,7 +906,7 @@ impl Applier<'_> {
         }
         judged[i].as_ref()?;
         let (tree, _) = self.layers.tree(root.loc.root)?;
-        if !plain_tree(tree.get(&root.loc.rel)?) {
+        if !plain_tree(staged_entry(tree, &root.loc.rel)?) {
             return None;
         }
         let mut end = i + 1;
@@ -889,9 +926,10 @@ impl Applier<'_> {
 
     /// Moves the new tree planned as `ops` (its directory first) into the workspace in one
     /// rename; its directories lose overlayfs's attributes (a file moved in from elsewhere in
-    /// the workspace keeps its inert `overlay.origin`). `false` when it could not (the layer on another filesystem, or the place taken
-    /// meanwhile): the caller applies the operations one by one.
-    fn move_tree(&mut self, ops: &[Planned]) -> bool {
+    /// the workspace keeps its inert `overlay.origin`). `false` when it could not (the layer on
+    /// another filesystem, or the place taken meanwhile): the caller applies the operations one
+    /// by one.
+    fn move_tree(&mut self, ops: &[Planned], judged: &[Option<Judged>]) -> bool {
         let top = &ops[0].loc;
         let Some((dir, name)) = self.layer_parent(top) else {
             return false;
@@ -900,12 +938,11 @@ impl Applier<'_> {
             Ok(true) => {}
             Ok(false) | Err(_) => return false,
         }
-        for p in ops {
-            let is_dir = matches!(p.op, Op::Dir(_));
-            if is_dir {
+        for (p, j) in ops.iter().zip(judged) {
+            if matches!(p.op, Op::Dir(_)) {
                 self.fs.strip_layer_attrs(&p.loc);
             }
-            if self.tracked.is_tracked(self.ws, self.fs, &p.loc, is_dir) {
+            if j.as_ref().is_some_and(|j| j.tracked) {
                 if self.store.is_some() {
                     self.report
                         .captured
@@ -923,15 +960,12 @@ impl Applier<'_> {
     }
 
     /// Records the state before of `loc` (and of every tracked entry below it, for a removal).
-    fn capture(&mut self, loc: &Location, below: &[(Location, EntryMeta)]) {
+    fn capture(&mut self, loc: &Location, below: &[Below]) {
         let Some(store) = self.store else {
             return;
         };
-        let below = below.iter().filter(|(l, m)| {
-            self.tracked
-                .is_tracked(self.ws, self.fs, l, m.kind == EntryKind::Dir)
-        });
-        for l in std::iter::once(loc).chain(below.map(|(l, _)| l)) {
+        let below = below.iter().filter(|b| b.tracked).map(|b| &b.loc);
+        for l in std::iter::once(loc).chain(below) {
             match store.read_state(self.fs, l) {
                 Ok(state) => self.report.captured.push((l.clone(), state)),
                 Err(CheckpointError::TooLarge { .. } | CheckpointError::Unsupported { .. }) => {
@@ -964,7 +998,7 @@ impl Applier<'_> {
 
     fn staged_mtime(&self, loc: &Location) -> Option<(i64, i64)> {
         let (tree, _) = self.layers.tree(loc.root)?;
-        match tree.get(&loc.rel)? {
+        match staged_entry(tree, &loc.rel)? {
             Staged::File { mtime, .. } => Some(*mtime),
             _ => None,
         }
@@ -975,7 +1009,7 @@ impl Applier<'_> {
         let Some((tree, _)) = self.layers.tree(loc.root) else {
             return false;
         };
-        let Some(Staged::File { mode, size, .. }) = tree.get(&loc.rel) else {
+        let Some(Staged::File { mode, size, .. }) = staged_entry(tree, &loc.rel) else {
             return false;
         };
         if *mode != host.mode || *size != host.size || *size > MAX_COMPARE_BYTES {

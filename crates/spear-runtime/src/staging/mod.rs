@@ -15,6 +15,7 @@ pub mod tracked;
 pub mod upper;
 
 pub use area::{Staging, default_bases, sweep_stale};
-pub use commit::{ChangeKind, CommitReport, Judge, MAX_STAGED_ENTRIES, Proposed};
+pub use commit::{CommitReport, Judge, MAX_STAGED_ENTRIES, Proposed};
+pub use spear_core::ChangeKind;
 pub use tracked::{TrackedRules, in_git_dir};
 pub use upper::{Staged, UpperError};

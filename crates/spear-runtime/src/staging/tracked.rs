@@ -33,11 +33,7 @@ impl TrackedRules {
         loc: &Location,
         is_dir: bool,
     ) -> bool {
-        if loc
-            .rel
-            .components()
-            .any(|c| matches!(c, Component::Normal(n) if n == ".git"))
-        {
+        if in_git_dir(&loc.rel) {
             return false;
         }
         let mut frozen = self

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags, openat2, statat};
 use rustix::io::Errno;
@@ -59,31 +59,6 @@ pub enum Staged {
     },
     /// A fifo, socket or device: never committed.
     Special,
-}
-
-impl Staged {
-    /// The entry at `rel` below this directory, if the layer holds one there.
-    pub fn get(&self, rel: &Path) -> Option<&Staged> {
-        let mut here = self;
-        for c in rel.components() {
-            let Component::Normal(name) = c else {
-                return None;
-            };
-            match here {
-                Staged::Dir { children, .. } => here = children.get(name)?,
-                _ => return None,
-            }
-        }
-        Some(here)
-    }
-
-    /// How many entries the tree holds (this one included).
-    pub fn count(&self) -> usize {
-        match self {
-            Staged::Dir { children, .. } => 1 + children.values().map(Staged::count).sum::<usize>(),
-            _ => 1,
-        }
-    }
 }
 
 /// Why a layer could not be read.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use spear_core::{ExecutionProfile, ToolResult};
-use spear_runtime::staging::{ChangeKind, Judge, Proposed, TrackedRules};
+use spear_runtime::staging::{Judge, Proposed, TrackedRules};
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
 use spear_sandbox::{Sandbox, SandboxConfig};
 use spear_workspace::{Workspace, WorkspaceConfig};
@@ -30,19 +30,10 @@ impl<'a> PolicyJudge<'a> {
 
 impl Judge for PolicyJudge<'_> {
     fn judge(&self, change: &Proposed<'_>) -> Result<(), spear_core::Refusal> {
-        use spear_policy::GitChange;
-        use spear_workspace::EntryKind;
-        let git = match change.kind {
-            ChangeKind::File => GitChange::Put(EntryKind::File, None),
-            ChangeKind::Symlink { target } => GitChange::Put(EntryKind::Symlink, Some(target)),
-            ChangeKind::Dir => GitChange::Put(EntryKind::Dir, None),
-            ChangeKind::Mode => GitChange::Mode,
-            ChangeKind::Remove => GitChange::Remove,
-        };
         self.policy.judge_change(
             &self.git,
             change.loc,
-            git,
+            change.kind,
             change.tracked,
             change.staged,
             change.host,

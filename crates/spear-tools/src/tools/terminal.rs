@@ -222,15 +222,7 @@ impl Prepared for TerminalArgs {
 
         let report = cx.runner.run_report(&request);
         let mut result = report.result;
-        let committed = crate::commit_staged(
-            report.staged.as_ref(),
-            cx.workspace,
-            cx.fs,
-            cx.policy,
-            cx.checkpoints,
-            cx.tracked,
-            &mut result,
-        );
+        let committed = cx.commit(report.staged.as_ref(), &mut result);
         drop(writing);
         let (captured, changes_unknown) = (committed.captured, committed.unknown);
         Outcome {

@@ -169,15 +169,7 @@ fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
             .writing
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let committed = crate::commit_staged(
-            report.staged.as_ref(),
-            cx.workspace,
-            cx.fs,
-            cx.policy,
-            cx.checkpoints,
-            cx.tracked,
-            &mut result,
-        );
+        let committed = cx.commit(report.staged.as_ref(), &mut result);
         (captured, changes_unknown) = (committed.captured, committed.unknown);
     }
     cx.jobs.remove(job.id());
