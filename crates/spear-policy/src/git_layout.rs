@@ -37,6 +37,8 @@ use std::sync::{Arc, Mutex};
 use spear_core::{ChangeKind, Refusal};
 use spear_workspace::{EntryKind, Location, TreeView, Workspace};
 
+use crate::paths::normalise;
+
 /// Files of a git directory that git reads as configuration or that redirect it.
 const CONTROL_FILES: &[&str] = &["config", "config.worktree", "commondir", "gitdir"];
 
@@ -600,21 +602,6 @@ fn push_spellings(out: &mut Vec<PathBuf>, path: &Path) {
     if !out.contains(&normal) {
         out.push(normal);
     }
-}
-
-/// `..` and `.` removed lexically.
-fn normalise(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// Where a link at `loc` to `target` points, when that is in a root (lexically; an absolute

@@ -158,8 +158,9 @@ impl CommandPolicy {
         host: &dyn TreeView,
     ) -> Result<(), Refusal> {
         let shown = self.workspace.label(loc);
+        let host_kind = host.kind(loc);
         let container = change == ChangeKind::Dir
-            || (change == ChangeKind::Mode && host.kind(loc) == Some(EntryKind::Dir));
+            || (change == ChangeKind::Mode && host_kind == Some(EntryKind::Dir));
         let targets = &self.config.targets;
         // What `git init` and `git clone` write and git cannot run anything from is judged by
         // git's own rules, not by the blanket `.git/config` and `.git/hooks/` entries.
@@ -179,7 +180,7 @@ impl CommandPolicy {
             (false, dir) => targets.check_protected(&loc.rel, dir),
         };
         by_name.map_err(|r| r.with_subject(&shown))?;
-        if tracked && host.kind(loc) == Some(EntryKind::File) {
+        if tracked && host_kind == Some(EntryKind::File) {
             match host.read_head(loc, HEADER_BYTES) {
                 Some(head) => {
                     if let Some(source) = generated_header(&head) {
