@@ -14,18 +14,33 @@ use spear_core::ToolStatus;
 use spear_tools::{ToolResultEnvelope, ToolRouter};
 
 /// Whether a process whose command line contains `marker` is alive on the host.
+/// The command lines of every process on the host, arguments joined by spaces.
+fn command_lines() -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .collect()
+}
+
+/// Whether any process still mentions `marker` (the shell that runs it, bwrap, or the sleep).
 fn alive(marker: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        e.file_name()
-            .to_string_lossy()
-            .bytes()
-            .all(|b| b.is_ascii_digit())
-            && std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .contains(marker)
-            })
-    })
+    command_lines().iter().any(|c| c.contains(marker))
+}
+
+/// Whether the `sleep {marker}` itself runs, so that what the script did before it has been done
+/// (the shell's own command line holds the marker from the start).
+fn sleeping(marker: &str) -> bool {
+    command_lines()
+        .iter()
+        .any(|c| c.trim_end() == format!("sleep {marker}"))
 }
 
 fn wait_for(mut f: impl FnMut() -> bool) -> bool {
@@ -114,7 +129,7 @@ fn kill_ends_the_whole_tree() {
         &format!("sleep {marker} & (sleep {marker} &) ; sleep {marker}"),
     );
     assert!(
-        wait_for(|| alive(marker)),
+        wait_for(|| sleeping(marker)),
         "positive control: the job's processes run"
     );
     let e = r.call("terminal_kill", json!({ "job_id": id }));
@@ -129,7 +144,7 @@ fn jobs_die_with_their_session_and_belong_to_it() {
     let marker = "987653.5";
     let r = router(&env, Opts::mode(Safe));
     let id = start(&r, &format!("sleep {marker}"));
-    assert!(wait_for(|| alive(marker)));
+    assert!(wait_for(|| sleeping(marker)));
     // Another session does not see it.
     let other = router(&env, Opts::mode(Safe));
     let e = other.call("terminal_output", json!({ "job_id": id }));
@@ -199,7 +214,7 @@ fn an_uncollected_job_is_reported_when_the_session_ends() {
         &r,
         &format!("python3 w.py generated/g.rs; echo done > made.txt; exec sleep {marker}"),
     );
-    assert!(wait_for(|| alive(marker)));
+    assert!(wait_for(|| sleeping(marker)));
     assert!(
         !env.path("made.txt").exists(),
         "staged, not on the host yet"
