@@ -27,7 +27,7 @@ pub struct Args {
     /// Print the result as one JSON object instead of the command's output.
     #[arg(long)]
     json: bool,
-    /// Run this bash script (with pipefail).
+    /// Run this bash script (with pipefail; `cmd | head` is no failure).
     #[arg(
         short = 'c',
         value_name = "SCRIPT",
@@ -62,7 +62,7 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
         Some(script) => (
             policy.classify_script(script, &cwd),
             script.clone(),
-            CommandLine::Script(script.clone()),
+            CommandLine::Script(spear_policy::script_to_run(script)),
         ),
         None => (
             policy.classify(&args.argv, &cwd),

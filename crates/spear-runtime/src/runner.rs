@@ -73,7 +73,8 @@ impl RunnerConfig {
 pub enum CommandLine {
     /// Executed as is; never through a shell.
     Argv(Vec<OsString>),
-    /// Run as `bash -o pipefail -c SCRIPT`.
+    /// Run as `bash -o pipefail -c SCRIPT`. Callers that run an agent's script pass it through
+    /// `spear_policy::script_to_run` first, so that `cmd | head` is no failure.
     Script(String),
 }
 
