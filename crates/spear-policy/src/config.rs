@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use spear_core::SandboxView;
 
 use crate::target_policy::TargetRules;
 
@@ -215,12 +216,16 @@ pub struct PolicyConfig {
     pub named_paths: Vec<PathBuf>,
     /// Generated, snapshot and protected entries.
     pub targets: TargetRules,
+    /// What every sandbox shows of the host and keeps private: the runtime's view
+    /// (`spear_runtime::sandbox_view`), or [`SandboxView::conservative`] until it is given.
+    pub sandbox: SandboxView,
 }
 
 impl PolicyConfig {
     /// The built-in policy for an operator whose home is `home`.
     pub fn new(home: Option<PathBuf>) -> Self {
         PolicyConfig {
+            sandbox: SandboxView::conservative(home.clone()),
             home,
             named_paths: Vec::new(),
             targets: TargetRules::default(),
