@@ -65,6 +65,8 @@ const PROGRAM_KEYS: &[&str] = &[
     "credential.helper",
     "credential.*.helper",
     "uploadpack.packobjectshook",
+    "remote.*.uploadpack",
+    "remote.*.receivepack",
     "mergetool.*.cmd",
     "mergetool.*.path",
     "difftool.*.cmd",
@@ -857,6 +859,68 @@ mod tests {
         ] {
             assert!(!is_inert_config(bad), "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn key_effects() {
+        use KeyEffect::{Inert as I, RunsCode as R, Unknown as U};
+        for (key, value, effect) in [
+            ("user.name", Some("x"), I),
+            ("User.Email", Some("x@y"), I),
+            ("user.signingkey", Some("k"), I),
+            ("branch.main.remote", Some("origin"), I),
+            ("branch.feature/x.merge", Some("refs/heads/x"), I),
+            ("remote.origin.url", Some("https://example.com/x.git"), I),
+            ("remote.origin.url", Some("ext::sh -c x"), R),
+            ("remote.origin.url", None, I),
+            ("core.autocrlf", Some("input"), I),
+            ("init.defaultBranch", Some("main"), I),
+            ("color.ui", Some("never"), I),
+            ("core.hooksPath", Some(".husky"), R),
+            ("core.fsmonitor", Some("x"), R),
+            ("core.pager", Some("less"), R),
+            ("core.editor", Some("vim"), R),
+            ("core.sshCommand", Some("ssh"), R),
+            ("filter.lfs.smudge", Some("x"), R),
+            ("diff.x.textconv", Some("x"), R),
+            ("alias.st", Some("status"), R),
+            ("alias.x", Some("!sh"), R),
+            ("credential.helper", Some("store"), R),
+            ("credential.https://x.helper", Some("store"), R),
+            ("include.path", Some("x"), R),
+            ("includeIf.gitdir:/x/.path", Some("y"), R),
+            ("remote.origin.uploadpack", Some("x"), R),
+            ("core.worktree", Some("/x"), U),
+            ("nodot", Some("x"), U),
+            ("user.", Some("x"), U),
+        ] {
+            assert_eq!(key_effect(key, value), effect, "{key} = {value:?}");
+        }
+    }
+
+    #[test]
+    fn config_changes() {
+        let hooks = b"[core]\n\thooksPath = .husky\n";
+        let plus_user = b"[core]\n\thooksPath = .husky\n[user]\n\tname = x\n";
+        assert!(config_change_is_inert(plus_user, Some(hooks)));
+        assert!(config_change_is_inert(hooks, Some(hooks)));
+        assert!(!config_change_is_inert(
+            b"[core]\n\thooksPath = y\n",
+            Some(hooks)
+        ));
+        assert!(
+            !config_change_is_inert(b"[user]\n\tname = x\n", Some(hooks)),
+            "removed"
+        );
+        assert!(
+            !config_change_is_inert(plus_user, Some(b"[core\n")),
+            "host unparsable"
+        );
+        assert!(config_change_is_inert(b"[user]\n\tname = x\n", None));
+        assert!(!config_change_is_inert(hooks, None));
+        // A duplicate of a code-running entry is a new one.
+        let twice = b"[core]\n\thooksPath = .husky\n\thooksPath = .husky\n";
+        assert!(!config_change_is_inert(twice, Some(hooks)));
     }
 
     /// A repository whose configuration cannot be parsed protects everything in it (what it
