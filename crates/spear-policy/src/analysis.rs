@@ -175,11 +175,18 @@ impl<'p> Analysis<'p> {
         } else if let Some(what) = private_write {
             (
                 CommandClass::ReadOnly,
-                format!(
-                    "writes only the sandbox's private /tmp or home, which the host never sees \
-                     ({what}); otherwise only reads: {}",
-                    programs.join(", ")
-                ),
+                if programs.is_empty() {
+                    format!(
+                        "writes only the sandbox's private /tmp or home, which the host never \
+                         sees ({what})"
+                    )
+                } else {
+                    format!(
+                        "writes only the sandbox's private /tmp or home, which the host never \
+                         sees ({what}); otherwise only reads: {}",
+                        programs.join(", ")
+                    )
+                },
             )
         } else if programs.is_empty() {
             (

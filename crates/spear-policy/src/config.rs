@@ -208,8 +208,8 @@ impl WorkspacePolicyFile {
 /// Everything the decision layer is configured with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyConfig {
-    /// The operator's real home directory: `~` and `$HOME` expand to it, and paths under it outside
-    /// the project are out of scope unless named.
+    /// The operator's real home directory: `~` and `$HOME` expand to it, and what the host has
+    /// under it outside the project is out of scope unless the sandbox shows it or it is named.
     pub home: Option<PathBuf>,
     /// Host paths outside the project the operator named: readable (with `host:read`) and
     /// searchable.
