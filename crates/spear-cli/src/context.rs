@@ -43,8 +43,8 @@ pub enum ContextError {
 /// The workspace and the policy for one invocation.
 pub struct Context {
     pub policy: CommandPolicy,
-    /// The operator's `[network] allow` entries, unparsed.
-    pub network_allow: Vec<String>,
+    /// The runner configuration the policy's view of the sandbox was computed from.
+    runner: spear_runtime::RunnerConfig,
 }
 
 impl Context {
@@ -92,27 +92,38 @@ impl Context {
         if let Some(file) = WorkspacePolicyFile::load(&workspace)? {
             config = config.with_workspace(&file);
         }
+        // The runner's configuration comes first: the policy judges paths by what the sandboxes
+        // that configuration builds will show.
+        let runner = build_runner_config(&operator.network.allow)?;
+        config.sandbox = spear_runtime::sandbox_view(&workspace, &runner);
         Ok(Context {
             policy: CommandPolicy::new(Arc::new(workspace), config),
-            network_allow: operator.network.allow.clone(),
+            runner,
         })
     }
 }
 
 impl Context {
     /// The runner configuration for this invocation: the host's environment, the operator's
-    /// network allowances, preflights remembered per user.
-    pub fn runner_config(&self) -> Result<spear_runtime::RunnerConfig, ContextError> {
-        let mut config = spear_runtime::RunnerConfig::from_host();
-        config.sandbox.persist_preflight = true;
-        config.sandbox.network.allow = self
-            .network_allow
-            .iter()
-            .map(|a| a.parse())
-            .collect::<Result<_, String>>()
-            .map_err(ContextError::NetworkAllow)?;
-        Ok(config)
+    /// network allowances, preflights remembered per user (the one the policy's view of the
+    /// sandbox was computed from).
+    pub fn runner_config(&self) -> spear_runtime::RunnerConfig {
+        self.runner.clone()
     }
+}
+
+/// The runner configuration from the host and the operator's `[network] allow` entries.
+fn build_runner_config(
+    network_allow: &[String],
+) -> Result<spear_runtime::RunnerConfig, ContextError> {
+    let mut config = spear_runtime::RunnerConfig::from_host();
+    config.sandbox.persist_preflight = true;
+    config.sandbox.network.allow = network_allow
+        .iter()
+        .map(|a| a.parse())
+        .collect::<Result<_, String>>()
+        .map_err(ContextError::NetworkAllow)?;
+    Ok(config)
 }
 
 /// `~/x` in a configuration file means the operator's home.

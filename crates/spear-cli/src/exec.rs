@@ -82,7 +82,7 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
     let result = match auth {
         Authorization::Granted(caps) => {
             let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone());
-            let config = ctx.runner_config()?;
+            let config = ctx.runner_config();
             let runner = CommandRunner::new(policy.shared_workspace(), config);
             let mut request = CommandRequest::new(line, profile);
             request.timeout = args.timeout;

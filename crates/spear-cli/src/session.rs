@@ -26,7 +26,7 @@ pub struct SessionArgs<'a> {
 /// Opens a router over the workspace with every store on and no confirmer set.
 pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
     let ctx = Context::open(args.workspace).map_err(|e| e.to_string())?;
-    let config = ctx.runner_config().map_err(|e| e.to_string())?;
+    let config = ctx.runner_config();
     let policy = Arc::new(ctx.policy);
     let runner = Arc::new(CommandRunner::new(policy.shared_workspace(), config));
     let mut router_config = RouterConfig::new(args.mode.mode());

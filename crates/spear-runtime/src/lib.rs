@@ -30,6 +30,7 @@ pub use refusals::{RefusalTracker, Repeat};
 pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};
 pub use runner::{
     CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
+    sandbox_view,
 };
 pub use spear_core::redact;
 pub use spear_sandbox::{CancelToken, OutputTee};
