@@ -30,6 +30,7 @@ PyPI source distributions, astropy 6.0.0 from its wheel (its sdist builds numpy 
 prepare metadata), the `itoa` crate from cargo's registry, and testdata/ordinary_work/calc.
 """
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -227,10 +228,25 @@ DURATION = re.compile(r"\b\d+(\.\d+)?\s?(ms|s|sec|seconds?)\b")
 TEMPNAME = re.compile(r"/tmp/(tmp\.[A-Za-z0-9]{10}|tmp[a-z0-9_]{8})")
 
 
+LS_LONG = re.compile(r"^[-dlcbps][rwxsStT-]{9}[.+@]?\s")
+
+
 def normalise(text, ws, home):
+    """Replaces what must differ: the workspace and home paths, temporary names, durations; and in
+    `ls -l` listings the entry of the workspace's parent (`..`, the sandbox's own directory), the
+    `total` line that counts it and the column widths it sets."""
     text = text.replace(str(ws), "{WS}").replace("/workspace", "{WS}").replace(str(home), "{HOME}")
     text = TEMPNAME.sub("/tmp/{TMP}", text)
-    return DURATION.sub("{T}", text)
+    text = DURATION.sub("{T}", text)
+    if LS_LONG.search(text.split("\n", 2)[1] if text.startswith("total ") and "\n" in text
+                      else ""):
+        lines = []
+        for line in text.split("\n"):
+            if line.startswith("total ") or (LS_LONG.match(line) and line.endswith(" ..")):
+                continue
+            lines.append(re.sub(r" +", " ", line) if LS_LONG.match(line) else line)
+        text = "\n".join(lines)
+    return text
 
 
 def env_for(home):
@@ -255,9 +271,10 @@ def run_bash(script, ws, timeout, pipefail=True):
     home = fresh_home()
     argv = ["bash", "-o", "pipefail", "-c", script] if pipefail else ["bash", "-c", script]
     argv = ["bwrap", "--dev-bind", "/", "/", "--tmpfs", "/tmp", "--", *argv]
+    env = dict(env_for(home), TMPDIR="/tmp")  # the sandbox's TMPDIR is its private /tmp too
     start = time.perf_counter()
     try:
-        done = subprocess.run(argv, cwd=ws, env=env_for(home), stdin=subprocess.DEVNULL,
+        done = subprocess.run(argv, cwd=ws, env=env, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
         code, out, err = done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(
             errors="replace")
@@ -395,6 +412,12 @@ def main():
     if args.limit:
         items = items[:args.limit]
 
+    WS_BASE.mkdir(parents=True, exist_ok=True)
+    lock = open(WS_BASE / ".lock", "w")  # one run at a time: the workspaces are shared
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(f"another ordinary_work.py run holds {WS_BASE / '.lock'}")
     workspaces = {}
     results = []
     started = time.perf_counter()
