@@ -224,7 +224,7 @@ def excluded(cmd):
     return None
 
 
-DURATION = re.compile(r"\b\d+(\.\d+)?\s?(ms|s|sec|seconds?)\b")
+DURATION = re.compile(r"\b\d+(\.\d+)?\s?(ms|s|sec|seconds?)\b|(?<=duration_ms )\d+(\.\d+)?")
 TEMPNAME = re.compile(r"/tmp/(tmp\.[A-Za-z0-9]{10}|tmp[a-z0-9_]{8})")
 
 
