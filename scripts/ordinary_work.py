@@ -420,6 +420,7 @@ def main():
         sys.exit(f"another ordinary_work.py run holds {WS_BASE / '.lock'}")
     workspaces = {}
     results = []
+    out = open(args.results, "w") if args.results else None  # written as it goes: a cut run counts
     started = time.perf_counter()
     for n, item in enumerate(items, 1):
         name = item["project"]
@@ -432,6 +433,9 @@ def main():
             skipped.append((r, r["excluded"]))
             continue
         results.append(r)
+        if out:
+            out.write(json.dumps(r) + "\n")
+            out.flush()
         if not args.quiet and not r["auto_same"]:
             print(f"[{n}/{len(items)}] AUTO differs:\n{describe(r, 'auto')}", flush=True)
         if not args.quiet and r["read_only"] and not r["safe_same"]:
@@ -439,10 +443,8 @@ def main():
     for ws in workspaces.values():
         ws.ensure_clean()
 
-    if args.results:
-        with open(args.results, "w") as f:
-            for r in results:
-                f.write(json.dumps(r) + "\n")
+    if out:
+        out.close()
 
     total = len(results)
     auto_same = sum(r["auto_same"] for r in results)
