@@ -102,6 +102,20 @@ PY
 # Runs in the new network and mount namespaces (as `unshare` starts it): builds the test network,
 # then runs the command.
 inside() {
+    # Belt and braces: this builds the test network in the namespaces it runs in, so it must be in
+    # a network namespace just made (nothing in it but a loopback that is down) and in mount and
+    # network namespaces that are not its caller's.
+    local ns
+    for ns in net mnt; do
+        if [ "$(readlink /proc/self/ns/$ns)" = "$(readlink /proc/$PPID/ns/$ns)" ]; then
+            echo "test-host: refusing to build the test network in the caller's $ns namespace" >&2
+            exit 1
+        fi
+    done
+    if [ "$(ip -o link show | wc -l)" -ne 1 ] || [ -n "$(ip -o addr show up)" ]; then
+        echo "test-host: refusing to build the test network in a network namespace in use" >&2
+        exit 1
+    fi
     if [ ! -c /dev/net/tun ]; then
         echo "test-host: /dev/net/tun is missing: slirp4netns needs the tun driver" >&2
         exit 1
@@ -169,11 +183,10 @@ run)
         # Already inside: no second network around the first.
         exec "$@"
     fi
-    exec unshare --net --mount --propagation private -- "$(readlink -f "$0")" --inside "$@"
-    ;;
---inside)
-    shift
-    inside "$@"
+    # `inside` is reachable only this way (no subcommand runs it in the caller's namespaces).
+    exec unshare --net --mount --propagation private -- bash -c \
+        "set -euo pipefail; $(declare -p host_if peer_if client_addr host_addr);
+         $(declare -f server_program answers inside); inside \"\$@\"" test-host "$@"
     ;;
 *) usage ;;
 esac
