@@ -2,7 +2,8 @@
 # Runs every test binary of the workspace again as the unprivileged user spear-test, since users run
 # spear as themselves and root passes permission checks that a user does not. Needs root (to switch
 # user); scripts/setup.sh creates the user. Paths the tests need (test data, the spear binary) are
-# compiled into the binaries and readable by everyone.
+# compiled into the binaries and readable by everyone. Runs inside the test network
+# (scripts/test-host.sh), entering it itself; the user's processes inherit its namespaces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -14,9 +15,16 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 id "$user" >/dev/null
 
+# The tests run inside the test network (scripts/test-host.sh), like the root run; it has no other
+# network, so build (and download) first, with the machine's.
+if [ "${SPEAR_TEST_NETWORK:-}" != 1 ]; then
+    cargo test --workspace --locked --no-run --quiet
+    exec scripts/test-host.sh run "$0" "$@"
+fi
+
 # Build the test binaries as root and list them from cargo's JSON messages.
 mapfile -t binaries < <(
-    cargo test --workspace --locked --no-run --message-format=json 2>/dev/null |
+    cargo test --workspace --locked --offline --no-run --message-format=json 2>/dev/null |
         grep '"reason":"compiler-artifact"' |
         grep -E '"profile":\{[^}]*"test":true' |
         sed -n 's/.*"executable":"\([^"]*\)".*/\1/p'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up the machine and runs every gate: formatting, clippy, the whole test suite as the
 # current user, the security tests again as an unprivileged user (when run as root), and a build
-# check of the fuzz targets. This is what CI runs (.ci/run).
+# check of the fuzz targets. This is what CI runs (.ci/run). As root the tests run inside the test
+# network (scripts/test-host.sh), and the machine's own network is left as it is throughout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,13 +10,6 @@ scripts/setup.sh
 # The MCP clients the server's tests use (the Python SDK, the Inspector).
 scripts/setup-test-clients.sh
 export PATH="$HOME/.cargo/bin:$PATH"
-if [ "$(id -u)" -eq 0 ]; then
-    # The network tests' "internet" (a host in its own namespace at 203.0.113.10:8080), taken down
-    # again however the run ends: its route must not outlive the tests (it can hide the package
-    # registries of the machine, and tests leave the host's routes as they found them).
-    trap 'scripts/test-host.sh down' EXIT
-    scripts/test-host.sh up
-fi
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -25,18 +19,24 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "cargo test (as $(id -un))"
-cargo test --workspace --locked
+step "build the tests"
+# With the machine's own network: every download the tests need happens here (or in the setup
+# above); the tests themselves run inside the test network, which has no other.
+cargo test --workspace --locked --no-run
 
 if [ "$(id -u)" -eq 0 ]; then
-    step "security tests as the unprivileged user spear-test"
+    # The whole suite runs in the test network (scripts/test-host.sh): network and mount
+    # namespaces of its own beside a test "internet" host at 203.0.113.10. The machine's routes,
+    # addresses, resolver and /dev/net/tun are never touched.
+    step "cargo test (as root), inside the test network"
+    scripts/test-host.sh run cargo test --workspace --locked --offline
+
+    step "every test binary as the unprivileged user spear-test, inside the test network"
     scripts/test-unprivileged.sh
-fi
-
-if [ "$(id -u)" -eq 0 ]; then
-    # The test host's route is not needed any more (and can hide the package registries the
-    # fuzz build may need).
-    scripts/test-host.sh down
+else
+    # Creating the test network needs root: the network tests fail here, saying so.
+    step "cargo test (as $(id -un))"
+    cargo test --workspace --locked
 fi
 
 if [ -f fuzz/Cargo.toml ]; then

@@ -1,6 +1,7 @@
-//! The network path against a real "internet": the test host at 203.0.113.10:8080 (a network
-//! namespace of its own, started by scripts/test-host.sh), the host's loopback, its own addresses,
-//! metadata and private ranges, and DNS. Each negative probe has a positive control.
+//! The network path against a real "internet": the test host at 203.0.113.10:8080 with its DNS
+//! server on port 53 (a network namespace of its own beside the tests' one: run these tests inside
+//! `scripts/test-host.sh run`), the host's loopback, its own addresses, metadata and private
+//! ranges, and DNS. Each negative probe has a positive control.
 
 // Tests fail loudly.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -26,6 +27,7 @@ fn networked() -> ExecutionProfile {
 }
 
 fn allowing_test_host() -> Fixture {
+    common::require_test_network();
     Fixture::with(|c| {
         c.sandbox.network.allow = vec!["203.0.113.10/32".parse().unwrap()];
         c.default_timeout = Duration::from_secs(20);
@@ -168,8 +170,9 @@ fn metadata_private_ranges_and_foreign_dns_are_refused() {
     }
     assert!(r.stdout.contains("8.8.8.8 refused"), "{r:?}");
     assert!(r.stdout.contains("1.1.1.1 refused"), "{r:?}");
-    // Positive control: the query to slirp's resolver is not refused by the policy.
-    assert!(!r.stdout.contains("10.0.2.3 refused"), "{r:?}");
+    // Positive control: the query to slirp's resolver passes the policy, and is answered (slirp
+    // forwards it to the test network's resolver).
+    assert!(r.stdout.contains("10.0.2.3 answered"), "{r:?}");
 }
 
 #[test]
@@ -185,6 +188,23 @@ fn networked_sandboxes_name_slirps_resolver_and_closed_ones_have_loopback_only()
     assert!(!r.stdout.contains("tap0"), "{r:?}");
     assert!(r.stdout.contains("lo"), "{r:?}");
     assert!(!r.stdout.contains("nameserver"), "{r:?}");
+}
+
+#[test]
+fn names_resolve_through_slirps_resolver_in_networked_sandboxes_only() {
+    let f = allowing_test_host();
+    // The test network's resolver names every host 203.0.113.10; curl's exit code 6 is "could not
+    // resolve host".
+    let probe =
+        "curl -s -m 4 -o /dev/null -w '%{http_code} %{exitcode}' http://test-host.example:8080/";
+    let r = f.run(networked(), probe);
+    assert_eq!(r.stdout.trim(), "200 0", "positive control: {r:?}");
+    let r = f.run(common::writable(), probe);
+    assert_eq!(
+        r.stdout.trim(),
+        "000 6",
+        "a closed sandbox resolves nothing: {r:?}"
+    );
 }
 
 #[test]

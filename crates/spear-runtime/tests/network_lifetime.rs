@@ -59,6 +59,7 @@ fn cgroups_named(root: &str, prefix: &str) -> Vec<String> {
 
 #[test]
 fn no_survivors_after_many_networked_calls() {
+    common::require_test_network();
     let f = Fixture::with(|c| {
         c.sandbox.network.allow = vec!["203.0.113.10/32".parse().unwrap()];
         c.default_timeout = Duration::from_secs(30);

@@ -189,3 +189,31 @@ pub fn sandbox_config(edit: impl FnOnce(&mut SandboxConfig)) -> SandboxConfig {
 pub fn os(s: &str) -> OsString {
     s.into()
 }
+
+/// The test "internet" host, which `scripts/test-host.sh run` serves beside the tests.
+pub const TEST_HOST_ADDR: &str = "203.0.113.10:8080";
+
+/// Fails, saying how to run the test, when this process is not inside the test network: a
+/// network test run without it would fail on every probe for a reason it cannot name. The body is
+/// checked, not just the connection: a machine's own network may answer any address (a proxy).
+pub fn require_test_network() {
+    use std::io::{Read, Write};
+    let addr: std::net::SocketAddr = TEST_HOST_ADDR.parse().unwrap();
+    let answer =
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).and_then(|mut s| {
+            s.set_read_timeout(Some(Duration::from_secs(2)))?;
+            s.write_all(b"GET / HTTP/1.0\r\n\r\n")?;
+            let mut body = String::new();
+            s.read_to_string(&mut body)?;
+            Ok(body)
+        });
+    let answered = answer
+        .as_ref()
+        .is_ok_and(|b| b.ends_with("\r\n\r\nspear test host\n"));
+    assert!(
+        answered,
+        "the test host {TEST_HOST_ADDR} does not answer the tests ({answer:?}): run them inside \
+         the test network, as root: scripts/test-host.sh run cargo test -p spear-runtime \
+         --test network (as spear-test: scripts/test-unprivileged.sh)"
+    );
+}
