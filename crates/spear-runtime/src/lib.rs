@@ -12,10 +12,12 @@
 pub mod audit;
 pub mod checkpoint;
 pub mod evidence;
+pub mod identity;
 pub mod jobs;
 pub mod refusals;
 pub mod result_store;
 mod runner;
+pub mod scratch;
 pub mod staging;
 
 pub use audit::{
@@ -30,6 +32,8 @@ pub use refusals::{RefusalTracker, Repeat};
 pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};
 pub use runner::{
     CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
+    ScratchMode,
 };
+pub use scratch::SessionScratch;
 pub use spear_core::redact;
 pub use spear_sandbox::{CancelToken, OutputTee};
