@@ -38,6 +38,9 @@ pub enum ContextError {
     /// An entry of `[network] allow` is malformed.
     #[error("in [network] allow of the operator configuration: {0}")]
     NetworkAllow(String),
+    /// An entry of `[env] pass` or an `--env` name is refused.
+    #[error("in [env] pass of the operator configuration or --env: {0}")]
+    EnvPass(String),
 }
 
 /// The workspace and the policy for one invocation.
@@ -45,6 +48,8 @@ pub struct Context {
     pub policy: CommandPolicy,
     /// The operator's `[network] allow` entries, unparsed.
     pub network_allow: Vec<String>,
+    /// The variables passed into every sandbox: `[env] pass`, then `--env`, unparsed.
+    pub env_pass: Vec<String>,
 }
 
 impl Context {
@@ -95,6 +100,7 @@ impl Context {
         Ok(Context {
             policy: CommandPolicy::new(Arc::new(workspace), config),
             network_allow: operator.network.allow.clone(),
+            env_pass: operator.env.pass.clone(),
         })
     }
 }
@@ -111,6 +117,12 @@ impl Context {
             .map(|a| a.parse())
             .collect::<Result<_, String>>()
             .map_err(ContextError::NetworkAllow)?;
+        config.env_pass = self
+            .env_pass
+            .iter()
+            .map(|p| spear_sandbox::EnvPass::parse(p))
+            .collect::<Result<_, _>>()
+            .map_err(|e| ContextError::EnvPass(e.to_string()))?;
         Ok(config)
     }
 }

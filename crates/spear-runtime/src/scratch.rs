@@ -154,10 +154,11 @@ impl SessionScratch {
     /// Where `inside` (as the sandbox sees it) lies in the area, if it lies in one of its
     /// directories.
     fn host_path(&self, inside: &Path, home: &Path) -> Option<PathBuf> {
+        // Home first: it is mounted last, so a home under /tmp is seen through its own bind.
         for (mount, dir) in [
-            (Path::new("/tmp"), &self.dirs.tmp),
-            (Path::new("/var/tmp"), &self.dirs.var_tmp),
             (home, &self.dirs.home),
+            (Path::new("/var/tmp"), &self.dirs.var_tmp),
+            (Path::new("/tmp"), &self.dirs.tmp),
         ] {
             if let Ok(rest) = inside.strip_prefix(mount) {
                 return Some(dir.join(rest));
@@ -316,6 +317,10 @@ mod tests {
         s.clear_links_to(Path::new("/home/u/.cargo/registry"), home);
         s.clear_links_to(Path::new("/tmp/w/proj"), home);
         s.clear_links_to(Path::new("/opt/x"), home);
+        // A home under /tmp is seen through its own bind.
+        std::os::unix::fs::symlink("/etc", s.dirs().home.join(".rustup")).unwrap();
+        s.clear_links_to(Path::new("/tmp/h/.rustup"), Path::new("/tmp/h"));
+        assert!(std::fs::symlink_metadata(s.dirs().home.join(".rustup")).is_err());
         assert!(std::fs::symlink_metadata(s.dirs().home.join(".cargo")).is_err());
         assert!(s.dirs().tmp.join("w").is_dir());
     }
