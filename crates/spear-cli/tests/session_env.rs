@@ -78,9 +78,6 @@ fn an_mcp_session_keeps_tmp_between_calls_and_removes_it_at_the_end() {
         std::fs::read_to_string(sessions.join(&live[0]).join("tmp/probe")).unwrap(),
         "kept\n"
     );
-    drop(call);
-    drop(next);
-    drop(send);
     // Closing stdin ends the session.
     drop(stdin);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
