@@ -8,6 +8,11 @@
 //!   unit names or cgroup paths.
 //! - A writable command writes into layers of its own ([`staging`]); nothing it wrote reaches the
 //!   workspace before the caller's judge has seen it, and what the judge refuses never does.
+//! - A command's `/tmp`, `/var/tmp` and home are private: fresh for every command, or, for a
+//!   runner in [`ScratchMode::Session`], one area of the session's own ([`scratch`]) that no
+//!   other session sees, measured against its cap after every command and removed with the
+//!   runner. Commits carry the host's git identity and nothing else of its git configuration
+//!   ([`identity`]).
 
 pub mod audit;
 pub mod checkpoint;

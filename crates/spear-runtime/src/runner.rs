@@ -458,6 +458,7 @@ impl CommandRunner {
         };
         tracing::debug!("sandbox spec built");
         if let (Some(scratch), Some(_)) = (&self.scratch, &spec.scratch) {
+            scratch.ensure_dirs();
             for dest in spec
                 .toolchains
                 .iter()

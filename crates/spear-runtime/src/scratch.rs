@@ -123,6 +123,19 @@ impl SessionScratch {
         ))
     }
 
+    /// Makes the area's three directories again (0700) if something removed them, so that a
+    /// session goes on with empty ones rather than failing to set its sandboxes up.
+    pub fn ensure_dirs(&self) {
+        for d in [&self.dirs.tmp, &self.dirs.var_tmp, &self.dirs.home] {
+            if std::fs::symlink_metadata(d).is_err() {
+                let _ = std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(d);
+            }
+        }
+    }
+
     /// Attack stopped: a link a command left in the area redirecting where a later sandbox mounts
     /// something (bwrap follows links in a mount point's path). For each mount point `inside`
     /// (a path as the sandbox sees it) under `/tmp`, `/var/tmp` or `home`, removes the links among
@@ -270,6 +283,10 @@ mod tests {
         assert!(!s.dirs().home.join("big").exists());
         assert!(!s.dirs().tmp.join("small").exists());
         assert!(s.dirs().home.is_dir());
+        std::fs::remove_dir(&s.dirs().var_tmp).unwrap();
+        s.ensure_dirs();
+        let m = std::fs::symlink_metadata(&s.dirs().var_tmp).unwrap();
+        assert!(m.is_dir() && m.permissions().mode() & 0o777 == 0o700);
         let area = s.area().to_path_buf();
         drop(s);
         assert!(!area.exists());
