@@ -19,6 +19,13 @@
 # - search_files: spear's search engine against `rg -n --no-heading` on the same tree
 #   (SPEAR_BENCH_TREE, default ~/.cargo/registry/src), interleaved; the ratio of medians per
 #   pattern, with both match counts. Not pinned: both search with all cores.
+# - ordinary work: 400+ commands coding agents run every day (testdata/ordinary_work/commands.txt)
+#   and a seeded sample of ../shared/corpora/agent-commands.jsonl, each run in a fresh copy of a
+#   real project (Django, sympy, astropy, the itoa crate, the calc fixture) with plain bash and
+#   through `spear exec --auto` (and `--safe` for those bash runs without changing anything); the
+#   fraction with the same exit code and stdout in AUTO (aim: 99%), the fraction of the read-only
+#   ones that run in SAFE (aim: 100%), and the time against bash. Projects are cached under
+#   ~/.cache/spear-bench; SPEAR_BENCH_ORDINARY_ARGS passes options (`--corpus-sample 300`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -60,3 +67,8 @@ echo
 echo "== search_files: spear's search engine beside rg -n --no-heading on the same tree"
 SPEAR_BENCH_TREE="${SPEAR_BENCH_TREE:-$HOME/.cargo/registry/src}" \
     cargo bench --quiet -p spear-tools --bench search
+
+echo
+echo "== ordinary work: agent commands through spear exec (AUTO, SAFE) beside plain bash, in copies of real projects"
+# shellcheck disable=SC2086 # the options are words
+python3 scripts/ordinary_work.py "${CARGO_TARGET_DIR:-target}/release/spear" --quiet ${SPEAR_BENCH_ORDINARY_ARGS:-}

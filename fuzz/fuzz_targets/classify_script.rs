@@ -1,5 +1,6 @@
 //! Fuzzes `CommandPolicy::classify_script`: any script, however hostile, is classified without a
-//! panic, a hang or a stack overflow, and the assessment keeps its invariants.
+//! panic, a hang or a stack overflow, and the assessment keeps its invariants; its SIGPIPE
+//! rewrite is judged as the original.
 //!
 //! The input is taken as text (`String::from_utf8_lossy`) and the red-team placeholders (`{WS}`,
 //! `{HOME}`, `{CANARY}`...) are replaced by the fixture's paths, so the seeds taken from
@@ -39,6 +40,13 @@ fuzz_target!(
         }
         if a.reason.is_empty() {
             panic!("no reason for {script:?}");
+        }
+        // The SIGPIPE rewrite runs what was judged: the same class and capabilities.
+        if let Some(rewritten) = spear_policy::tolerate_sigpipe(&script) {
+            let b = fixture.policy.classify_script(&rewritten, &fixture.ws);
+            if (a.class, a.capabilities) != (b.class, b.capabilities) {
+                panic!("the rewrite of {script:?} is judged {} {:?}", b.class, b.capabilities);
+            }
         }
     }
 );

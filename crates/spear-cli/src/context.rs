@@ -46,15 +46,18 @@ pub enum ContextError {
 /// The workspace and the policy for one invocation.
 pub struct Context {
     pub policy: CommandPolicy,
-    /// The operator's `[network] allow` entries, unparsed.
-    pub network_allow: Vec<String>,
-    /// The variables passed into every sandbox: `[env] pass`, then `--env`, unparsed.
-    pub env_pass: Vec<String>,
+    /// The runner configuration the policy's view of the sandbox was computed from.
+    runner: spear_runtime::RunnerConfig,
 }
 
 impl Context {
     /// Opens the workspace and loads the operator's and the workspace's configuration.
     pub fn open(args: &WorkspaceArgs) -> Result<Self, ContextError> {
+        Context::open_with_env(args, &[])
+    }
+
+    /// [`Context::open`], with `--env` names passed into every sandbox besides `[env] pass`.
+    pub fn open_with_env(args: &WorkspaceArgs, env: &[String]) -> Result<Self, ContextError> {
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
             .filter(|h| h.is_absolute());
@@ -97,34 +100,46 @@ impl Context {
         if let Some(file) = WorkspacePolicyFile::load(&workspace)? {
             config = config.with_workspace(&file);
         }
+        // The runner's configuration comes first: the policy judges paths by what the sandboxes
+        // that configuration builds will show.
+        let mut runner = build_runner_config(&operator.network.allow)?;
+        runner.env_pass = operator
+            .env
+            .pass
+            .iter()
+            .chain(env)
+            .map(|p| spear_sandbox::EnvPass::parse(p))
+            .collect::<Result<_, _>>()
+            .map_err(|e| ContextError::EnvPass(e.to_string()))?;
+        config.sandbox = spear_runtime::sandbox_view(&workspace, &runner);
         Ok(Context {
             policy: CommandPolicy::new(Arc::new(workspace), config),
-            network_allow: operator.network.allow.clone(),
-            env_pass: operator.env.pass.clone(),
+            runner,
         })
     }
 }
 
 impl Context {
     /// The runner configuration for this invocation: the host's environment, the operator's
-    /// network allowances, preflights remembered per user.
-    pub fn runner_config(&self) -> Result<spear_runtime::RunnerConfig, ContextError> {
-        let mut config = spear_runtime::RunnerConfig::from_host();
-        config.sandbox.persist_preflight = true;
-        config.sandbox.network.allow = self
-            .network_allow
-            .iter()
-            .map(|a| a.parse())
-            .collect::<Result<_, String>>()
-            .map_err(ContextError::NetworkAllow)?;
-        config.env_pass = self
-            .env_pass
-            .iter()
-            .map(|p| spear_sandbox::EnvPass::parse(p))
-            .collect::<Result<_, _>>()
-            .map_err(|e| ContextError::EnvPass(e.to_string()))?;
-        Ok(config)
+    /// network allowances, preflights remembered per user (the one the policy's view of the
+    /// sandbox was computed from).
+    pub fn runner_config(&self) -> spear_runtime::RunnerConfig {
+        self.runner.clone()
     }
+}
+
+/// The runner configuration from the host and the operator's `[network] allow` entries.
+fn build_runner_config(
+    network_allow: &[String],
+) -> Result<spear_runtime::RunnerConfig, ContextError> {
+    let mut config = spear_runtime::RunnerConfig::from_host();
+    config.sandbox.persist_preflight = true;
+    config.sandbox.network.allow = network_allow
+        .iter()
+        .map(|a| a.parse())
+        .collect::<Result<_, String>>()
+        .map_err(ContextError::NetworkAllow)?;
+    Ok(config)
 }
 
 /// `~/x` in a configuration file means the operator's home.

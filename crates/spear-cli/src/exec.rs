@@ -27,7 +27,7 @@ pub struct Args {
     /// Print the result as one JSON object instead of the command's output.
     #[arg(long)]
     json: bool,
-    /// Run this bash script (with pipefail).
+    /// Run this bash script (with pipefail; `cmd | head` is no failure).
     #[arg(
         short = 'c',
         value_name = "SCRIPT",
@@ -56,9 +56,8 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 
 /// Runs `spear exec`; returns the exit status.
 pub fn run(args: &Args) -> Result<i32, ContextError> {
-    let mut ctx = Context::open(&args.workspace)?;
-    ctx.env_pass.extend(args.env.iter().cloned());
-    let runner_config = ctx.runner_config()?;
+    let ctx = Context::open_with_env(&args.workspace, &args.env)?;
+    let runner_config = ctx.runner_config();
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");
     }
@@ -68,7 +67,7 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
         Some(script) => (
             policy.classify_script(script, &cwd),
             script.clone(),
-            CommandLine::Script(script.clone()),
+            CommandLine::Script(spear_policy::script_to_run(script)),
         ),
         None => (
             policy.classify(&args.argv, &cwd),

@@ -30,9 +30,8 @@ pub struct SessionArgs<'a> {
 
 /// Opens a router over the workspace with every store on and no confirmer set.
 pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
-    let mut ctx = Context::open(args.workspace).map_err(|e| e.to_string())?;
-    ctx.env_pass.extend(args.env.iter().cloned());
-    let mut config = ctx.runner_config().map_err(|e| e.to_string())?;
+    let ctx = Context::open_with_env(args.workspace, args.env).map_err(|e| e.to_string())?;
+    let mut config = ctx.runner_config();
     if args.session_scratch {
         config.scratch = spear_runtime::ScratchMode::Session;
     }

@@ -18,6 +18,7 @@ mod profile;
 pub mod redact;
 mod refusal;
 mod result;
+mod view;
 
 pub use assessment::CommandAssessment;
 pub use capability::{Capability, CapabilityPolicy, CapabilitySet, Grant, UnknownCapability};
@@ -27,3 +28,4 @@ pub use mode::{ExecutionMode, UnknownMode};
 pub use profile::ExecutionProfile;
 pub use refusal::{Refusal, RefusalRule};
 pub use result::{ToolResult, ToolStatus, exit_code};
+pub use view::SandboxView;

@@ -33,8 +33,6 @@ pub enum RefusalRule {
     CredentialStore,
     /// A path that is, or contains, one of the sandbox's own mount points.
     SandboxMountPoint,
-    /// A relative `..` in a shell argument.
-    ParentTraversal,
     /// A search or read outside the project that the operator did not name.
     ProjectScope,
     /// A generated file; the source should change instead.
@@ -137,11 +135,6 @@ impl Refusal {
         Refusal::new(RefusalRule::SandboxMountPoint, path, Detail::None)
     }
 
-    /// A relative `..` in the shell argument `arg`.
-    pub fn parent_traversal(arg: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::ParentTraversal, arg, Detail::None)
-    }
-
     /// `what` reaches outside the project (a search rooted elsewhere, or the home directory).
     pub fn project_scope(what: impl Into<String>) -> Self {
         Refusal::new(RefusalRule::ProjectScope, what, Detail::None)
@@ -228,25 +221,29 @@ impl Refusal {
         let s = &self.subject;
         match (&self.rule, &self.detail) {
             (RefusalRule::ModeForbids, Detail::Mode(mode, cap)) => {
-                let others: Vec<&str> = CapabilityPolicy::modes_granting(*cap)
+                let others: Vec<ExecutionMode> = CapabilityPolicy::modes_granting(*cap)
                     .into_iter()
                     .filter(|m| m != mode)
-                    .map(ExecutionMode::flag)
                     .collect();
+                let names: Vec<String> = others.iter().map(ToString::to_string).collect();
+                let flags: Vec<&str> = others.iter().map(|m| m.flag()).collect();
                 let what = match cap {
                     Capability::WorkspaceWrite => "changes files, and the workspace is read-only",
                     Capability::Network => "needs the network, which it does not have",
                     _ => "needs a capability it does not grant",
                 };
                 format!(
-                    "{mode} mode refuses `{s}`: it {what} in {mode} mode ({cap}). Rerun spear with {} \
-                     to allow it.",
-                    others.join(" or ")
+                    "{mode} mode refuses `{s}`: it {what} in {mode} mode ({cap}). Only the user can \
+                     change the mode: if this step is needed, ask the user to run spear in {} mode \
+                     ({}).",
+                    names.join(" or "),
+                    flags.join(" or ")
                 )
             }
             (RefusalRule::NetworkRemoved, _) => format!(
-                "`{s}` needs the network, and --no-network removed it from every mode. Run without \
-                 --no-network (in --ask or --auto) if it needs the network."
+                "`{s}` needs the network, and --no-network removed it from every mode. Only the \
+                 user can give it back: if this step needs the network, ask the user to run spear \
+                 without --no-network, in ASK or AUTO mode."
             ),
             (RefusalRule::NoModeGrants, Detail::Capability(cap)) => format!(
                 "`{s}` needs {cap}, which no mode grants. spear cannot run it; do this step \
@@ -270,7 +267,8 @@ impl Refusal {
             ),
             (RefusalRule::WriteOutsideRoots, _) => format!(
                 "`{s}` is outside the workspace, and nothing may be written outside it in any \
-                 mode. Write to a path inside the workspace instead."
+                 mode. Write to a path inside the workspace instead, or to /tmp for scratch files \
+                 (the sandbox's own, never the host's)."
             ),
             (RefusalRule::CredentialStore, _) => format!(
                 "`{s}` is a credential store; spear never reads or writes credentials in any mode."
@@ -278,10 +276,6 @@ impl Refusal {
             (RefusalRule::SandboxMountPoint, _) => format!(
                 "`{s}` is, or contains, one of the sandbox's own mount points and cannot be \
                  read from the host. Name a file or directory below it."
-            ),
-            (RefusalRule::ParentTraversal, _) => format!(
-                "`{s}` climbs out of the current directory with `..`. Name the path absolutely \
-                 instead (for example /workspace/... or the host path of the root)."
             ),
             (RefusalRule::ProjectScope, _) => format!(
                 "`{s}` reaches outside the project. Search inside the workspace, or ask the \
@@ -310,8 +304,9 @@ impl Refusal {
                 )
             }
             (RefusalRule::NoConfirmer, _) => format!(
-                "`{s}` needs confirmation in ASK mode, and nobody could be asked. Rerun with \
-                 --auto, or from a client that can ask the user (an MCP client with elicitation)."
+                "`{s}` needs confirmation in ASK mode, and nobody could be asked. Ask the user to \
+                 run spear in AUTO mode (--auto), or from a client that can ask them (an MCP \
+                 client with elicitation)."
             ),
             (RefusalRule::AwaitingConfirmation, _) => format!(
                 "`{s}` waits for the user's confirmation, asked through the client; it runs only \
@@ -363,7 +358,8 @@ mod tests {
     fn safe_write_names_the_other_modes() {
         let r = Refusal::mode_forbids(ExecutionMode::Safe, Capability::WorkspaceWrite, "touch x");
         let m = r.message();
-        assert!(m.contains("--ask") && m.contains("--auto"), "{m}");
+        assert!(m.contains("ASK or AUTO mode (--ask or --auto)"), "{m}");
+        assert!(m.contains("ask the user"), "{m}");
         assert!(m.contains("touch x"), "{m}");
         assert_eq!(r.rule(), RefusalRule::ModeForbids);
     }
@@ -372,6 +368,26 @@ mod tests {
     fn network_in_ask_names_auto_only() {
         let m = Refusal::mode_forbids(ExecutionMode::Safe, Capability::Network, "curl x").message();
         assert!(m.contains("--ask or --auto"), "{m}");
+    }
+
+    /// A model cannot rerun spear: every refusal it cannot act on by itself sends it to the user.
+    #[test]
+    fn no_message_tells_the_model_to_rerun_spear() {
+        let all = [
+            Refusal::mode_forbids(ExecutionMode::Safe, Capability::WorkspaceWrite, "x"),
+            Refusal::mode_forbids(ExecutionMode::Ask, Capability::Network, "x"),
+            Refusal::network_removed("x"),
+            Refusal::no_confirmer("x"),
+        ];
+        for r in &all {
+            let m = r.message();
+            assert!(!m.to_ascii_lowercase().contains("rerun"), "{m}");
+            assert!(
+                m.contains("ask the user") || m.contains("Ask the user"),
+                "{m}"
+            );
+            assert!(!m.contains("/workspace"), "{m}");
+        }
     }
 
     #[test]
@@ -391,7 +407,6 @@ mod tests {
             Refusal::write_outside_roots("x"),
             Refusal::credential_store("x"),
             Refusal::sandbox_mount_point("x"),
-            Refusal::parent_traversal("x"),
             Refusal::project_scope("x"),
             Refusal::generated_file("x", "y"),
             Refusal::snapshot_copy("x", "y"),
@@ -407,11 +422,6 @@ mod tests {
                 r.rule()
             );
         }
-        assert!(
-            Refusal::parent_traversal("../a")
-                .message()
-                .contains("absolutely")
-        );
         assert!(
             Refusal::generated_file("gen.rs", "gen.proto")
                 .message()

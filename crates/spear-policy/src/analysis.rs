@@ -43,6 +43,8 @@ pub(crate) struct Findings {
     pub refusal: Option<Refusal>,
     pub complex: Option<String>,
     pub mutation: Option<String>,
+    /// A write to the sandbox's private `/tmp`, `/dev/shm` or home, which needs nothing.
+    pub private_write: Option<String>,
     pub writes: Vec<PathBuf>,
     pub host_reads: Vec<PathBuf>,
     pub caps: CapabilitySet,
@@ -60,6 +62,8 @@ pub(crate) struct Analysis<'p> {
     pub defining: Vec<String>,
     /// Whether `$HOME` still names the operator's home (no assignment to HOME seen).
     pub home_intact: bool,
+    /// Whether `set -a` may be on: every later assignment is exported.
+    pub allexport: bool,
     pub depth: usize,
     pub commands_seen: usize,
 }
@@ -72,6 +76,7 @@ impl<'p> Analysis<'p> {
             functions: HashMap::new(),
             defining: Vec::new(),
             home_intact: true,
+            allexport: false,
             depth: 0,
             commands_seen: 0,
         }
@@ -111,6 +116,14 @@ impl<'p> Analysis<'p> {
         }
     }
 
+    /// Records a write that lands in the sandbox's private places (its `/tmp`, `/dev/shm` or
+    /// home): it needs no capability, and the host never sees it.
+    pub(crate) fn private_write(&mut self, program: &str, path: &Path) {
+        if self.found.private_write.is_none() {
+            self.found.private_write = Some(format!("{program} writes {}", path.display()));
+        }
+    }
+
     /// Records a read outside the roots that needs `host:read`.
     pub(crate) fn host_read(&mut self, host: PathBuf) {
         self.found.caps.insert(Capability::HostRead);
@@ -146,6 +159,7 @@ impl<'p> Analysis<'p> {
             refusal,
             complex,
             mutation,
+            private_write,
             writes,
             host_reads,
             mut caps,
@@ -158,6 +172,22 @@ impl<'p> Analysis<'p> {
             (CommandClass::ShellComplex, why)
         } else if let Some(why) = mutation {
             (CommandClass::WorkspaceMutating, why)
+        } else if let Some(what) = private_write {
+            (
+                CommandClass::ReadOnly,
+                if programs.is_empty() {
+                    format!(
+                        "writes only the sandbox's private /tmp or home, which the host never \
+                         sees ({what})"
+                    )
+                } else {
+                    format!(
+                        "writes only the sandbox's private /tmp or home, which the host never \
+                         sees ({what}); otherwise only reads: {}",
+                        programs.join(", ")
+                    )
+                },
+            )
         } else if programs.is_empty() {
             (
                 CommandClass::ReadOnly,

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use spear_core::SandboxView;
 
 use crate::target_policy::TargetRules;
 
@@ -222,20 +223,24 @@ impl WorkspacePolicyFile {
 /// Everything the decision layer is configured with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyConfig {
-    /// The operator's real home directory: `~` and `$HOME` expand to it, and paths under it outside
-    /// the project are out of scope unless named.
+    /// The operator's real home directory: `~` and `$HOME` expand to it, and what the host has
+    /// under it outside the project is out of scope unless the sandbox shows it or it is named.
     pub home: Option<PathBuf>,
     /// Host paths outside the project the operator named: readable (with `host:read`) and
     /// searchable.
     pub named_paths: Vec<PathBuf>,
     /// Generated, snapshot and protected entries.
     pub targets: TargetRules,
+    /// What every sandbox shows of the host and keeps private: the runtime's view
+    /// (`spear_runtime::sandbox_view`), or [`SandboxView::conservative`] until it is given.
+    pub sandbox: SandboxView,
 }
 
 impl PolicyConfig {
     /// The built-in policy for an operator whose home is `home`.
     pub fn new(home: Option<PathBuf>) -> Self {
         PolicyConfig {
+            sandbox: SandboxView::conservative(home.clone()),
             home,
             named_paths: Vec::new(),
             targets: TargetRules::default(),

@@ -65,6 +65,8 @@ const PROGRAM_KEYS: &[&str] = &[
     "credential.helper",
     "credential.*.helper",
     "uploadpack.packobjectshook",
+    "remote.*.uploadpack",
+    "remote.*.receivepack",
     "mergetool.*.cmd",
     "mergetool.*.path",
     "difftool.*.cmd",
@@ -97,9 +99,10 @@ const INERT_CONFIG_KEYS: &[&str] = &[
     "extensions.objectformat",
     "extensions.refstorage",
     "extensions.worktreeconfig",
+    "core.quotepath",
+    "core.whitespace",
     "init.defaultbranch",
-    "user.name",
-    "user.email",
+    "user.*",
     "remote.*.url",
     "remote.*.pushurl",
     "remote.*.fetch",
@@ -113,6 +116,9 @@ const INERT_CONFIG_KEYS: &[&str] = &[
     "branch.*.merge",
     "branch.*.rebase",
     "branch.*.description",
+    "branch.autosetupmerge",
+    "branch.autosetuprebase",
+    "branch.sort",
     "submodule.*.url",
     "submodule.*.active",
     "submodule.*.branch",
@@ -126,39 +132,153 @@ const INERT_CONFIG_KEYS: &[&str] = &[
     "diff.algorithm",
     "rerere.enabled",
     "advice.*",
-    "color.ui",
+    "color.*",
+    "diff.renames",
+    "diff.mnemonicprefix",
+    "diff.noprefix",
+    "merge.ff",
+    "rebase.autosquash",
+    "rebase.autostash",
+    "log.date",
+    "log.decorate",
+    "status.short",
+    "status.branch",
+    "status.showuntrackedfiles",
+    "commit.verbose",
 ];
+
+/// One entry of a configuration file: section and key lower-case, subsection as written, value.
+type Entry = (String, Option<String>, String, String);
+
+/// The entries of a configuration file (includes not followed: an include is an entry itself);
+/// `None` when it does not parse.
+fn config_entries(bytes: &[u8]) -> Option<Vec<Entry>> {
+    let meta = gix_config::file::Metadata::from(gix_config::Source::Local);
+    let file = gix_config::File::from_bytes_no_includes(
+        bytes,
+        meta,
+        gix_config::file::init::Options::default(),
+    )
+    .ok()?;
+    let mut out = Vec::new();
+    for section in file.sections() {
+        let name = section.header().name().to_string().to_ascii_lowercase();
+        let sub = section.header().subsection_name().map(ToString::to_string);
+        for key in section.body().value_names() {
+            let key = key.to_ascii_lowercase();
+            for value in section.body().values(&key) {
+                out.push((name.clone(), sub.clone(), key.clone(), value.to_string()));
+            }
+        }
+    }
+    out.sort();
+    Some(out)
+}
+
+/// Whether one entry names no program and sends git nowhere: its key is one of
+/// [`INERT_CONFIG_KEYS`], and a URL is not of git's `ext::` transport (which runs a command).
+fn entry_is_inert(entry: &Entry) -> bool {
+    let (name, sub, key, value) = entry;
+    key_is_inert(name, sub.is_some(), key, Some(value))
+}
+
+/// Whether `section[.sub].key = value` names no program and sends git nowhere. `value` `None`
+/// when it is not known (a removal).
+fn key_is_inert(name: &str, sub: bool, key: &str, value: Option<&str>) -> bool {
+    let listed = INERT_CONFIG_KEYS
+        .iter()
+        .any(|k| key_matches(k, name, sub, key));
+    let no_ext = !key.ends_with("url")
+        || value.is_none_or(|v| !v.trim().to_ascii_lowercase().starts_with("ext::"));
+    listed && no_ext
+}
 
 /// Whether `bytes` is a repository configuration with inert keys only (see
 /// [`INERT_CONFIG_KEYS`]), no include, and no URL of git's `ext::` transport (which runs a
 /// command).
 pub fn is_inert_config(bytes: &[u8]) -> bool {
-    let meta = gix_config::file::Metadata::from(gix_config::Source::Local);
-    let Ok(file) = gix_config::File::from_bytes_no_includes(
-        bytes,
-        meta,
-        gix_config::file::init::Options::default(),
-    ) else {
+    config_entries(bytes).is_some_and(|entries| entries.iter().all(entry_is_inert))
+}
+
+/// Whether a configuration rewritten from `host` (`None`: there was none) to `staged` adds,
+/// changes or removes only inert entries: every entry that is in one and not in the other (counted
+/// with repetitions) is inert. A repository whose configuration already names a hooks directory or
+/// a pager keeps them, and takes `git config user.name x`; a new `core.fsmonitor`, a changed
+/// `core.hooksPath`, a new include or a removed one are not inert. Either file unparsable: not
+/// inert (fails closed).
+pub fn config_change_is_inert(staged: &[u8], host: Option<&[u8]>) -> bool {
+    let Some(new) = config_entries(staged) else {
         return false;
     };
-    file.sections().all(|section| {
-        let name = section.header().name().to_string().to_ascii_lowercase();
-        let sub = section.header().subsection_name().is_some();
-        section.body().value_names().all(|key| {
-            let key = key.to_ascii_lowercase();
-            let listed = INERT_CONFIG_KEYS
-                .iter()
-                .any(|k| key_matches(k, &name, sub, &key));
-            let no_ext = !key.ends_with("url")
-                || section.body().values(&key).iter().all(|v| {
-                    !v.to_string()
-                        .trim()
-                        .to_ascii_lowercase()
-                        .starts_with("ext::")
-                });
-            listed && no_ext
-        })
+    let old = match host {
+        Some(bytes) => match config_entries(bytes) {
+            Some(e) => e,
+            None => return false,
+        },
+        None => Vec::new(),
+    };
+    multiset_difference(&new, &old)
+        .chain(multiset_difference(&old, &new))
+        .all(entry_is_inert)
+}
+
+/// The entries of `a` (sorted) that `b` (sorted) does not have, counted with repetitions.
+fn multiset_difference<'e>(a: &'e [Entry], b: &'e [Entry]) -> impl Iterator<Item = &'e Entry> {
+    let mut j = 0;
+    a.iter().filter(move |e| {
+        while j < b.len() && b[j] < **e {
+            j += 1;
+        }
+        if j < b.len() && b[j] == **e {
+            j += 1;
+            false
+        } else {
+            true
+        }
     })
+}
+
+/// What `git config` (or `git -c`) setting or removing `key` (`section.key` or
+/// `section.subsection.key`) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyEffect {
+    /// Names no program and sends git nowhere ([`INERT_CONFIG_KEYS`]).
+    Inert,
+    /// Makes git run a program or read other configuration later: hooks, pagers, editors,
+    /// drivers, aliases, credential helpers, includes, an `ext::` URL.
+    RunsCode,
+    /// A key spear does not know to be inert.
+    Unknown,
+}
+
+/// The effect of setting `key` to `value` (`None`: removed, or not known).
+pub(crate) fn key_effect(key: &str, value: Option<&str>) -> KeyEffect {
+    let Some((section, rest)) = key.split_once('.') else {
+        return KeyEffect::Unknown;
+    };
+    let (sub, leaf) = match rest.rsplit_once('.') {
+        Some((sub, leaf)) => (Some(sub), leaf),
+        None => (None, rest),
+    };
+    let name = section.to_ascii_lowercase();
+    let leaf = leaf.to_ascii_lowercase();
+    if leaf.is_empty() || name.is_empty() || sub.is_some_and(str::is_empty) {
+        return KeyEffect::Unknown;
+    }
+    if key_is_inert(&name, sub.is_some(), &leaf, value) {
+        return KeyEffect::Inert;
+    }
+    let runs = PROGRAM_KEYS
+        .iter()
+        .any(|k| key_matches(k, &name, sub.is_some(), &leaf))
+        || matches!(name.as_str(), "include" | "includeif" | "credential")
+        || (leaf.ends_with("url")
+            && value.is_none_or(|v| v.trim().to_ascii_lowercase().starts_with("ext::")));
+    if runs {
+        KeyEffect::RunsCode
+    } else {
+        KeyEffect::Unknown
+    }
 }
 
 /// Whether the pattern `section.key`, `section.*.key` or `section.*` names `name.key`.
@@ -254,6 +374,10 @@ struct Control {
 const NAMED_BY_CONFIG: &str =
     "the repository's configuration sends git to it: it holds hooks or programs git runs";
 
+/// Why a repository's own hooks directory and configuration files are protected.
+const OWN_FILE: &str =
+    "it is the repository's own hooks directory or configuration, which git reads and runs";
+
 /// Why everything in a repository whose configuration cannot be read is protected.
 const UNREADABLE: &str = "it lies in a repository whose `.git` or configuration cannot be read, so      what git would run cannot be known; make them readable by the user running spear";
 
@@ -291,7 +415,7 @@ impl GitIndirections {
         change: ChangeKind<'_>,
     ) -> Result<(), Refusal> {
         let shown = ws.label(loc);
-        let inert = is_inert(view, loc, change);
+        let inert = is_inert(view, host, loc, change);
         // Rule 1, by name (a hooks directory being made included).
         if !inert && let Some(why) = control_by_name(&loc.rel) {
             return Err(Refusal::protected_entry(shown, why));
@@ -309,8 +433,10 @@ impl GitIndirections {
         if !inert && let Some(why) = in_other_git_dir(view, host, loc, change) {
             return Err(Refusal::protected_entry(shown, why));
         }
-        // Rule 3, what the host's repositories name.
-        if let Some(why) = self.named_by_host(ws, loc) {
+        // Rule 3, what the host's repositories name. A configuration file rewritten with inert
+        // entries only is judged by its content, not by being the repository's own file.
+        let own_config = inert && matches!(change, ChangeKind::File);
+        if let Some(why) = self.named_by_host(ws, loc, own_config) {
             return Err(Refusal::protected_entry(shown, why));
         }
         // Rule 4, a link judged by where it points.
@@ -333,12 +459,28 @@ impl GitIndirections {
     }
 
     /// Rule 3: the control paths of every host repository whose worktree holds `loc`.
-    fn named_by_host(&self, ws: &Workspace, loc: &Location) -> Option<&'static str> {
+    /// `own_config`: the change is an inert rewrite of a configuration file, so the repository's
+    /// own files at exactly this path do not refuse it (what the configuration names still does).
+    fn named_by_host(
+        &self,
+        ws: &Workspace,
+        loc: &Location,
+        own_config: bool,
+    ) -> Option<&'static str> {
         let host = ws.host_path(loc);
         let parent = host.parent()?;
+        let real = parent
+            .canonicalize()
+            .ok()
+            .and_then(|p| host.file_name().map(|n| p.join(n)));
+        let this_file = |c: &Control| {
+            own_config
+                && c.why == OWN_FILE
+                && (c.path == host || real.as_ref().is_some_and(|r| c.path == *r))
+        };
         self.controls_above(parent)
             .iter()
-            .find(|control| host.starts_with(&control.path))
+            .find(|control| host.starts_with(&control.path) && !this_file(control))
             .map(|control| control.why)
     }
 
@@ -394,12 +536,13 @@ impl GitIndirections {
         let common = std::fs::read_to_string(git_dir.join("commondir"))
             .ok()
             .map_or_else(|| git_dir.clone(), |c| git_dir.join(c.trim()));
-        let mut paths = Vec::new();
+        let mut own = Vec::new();
         for base in [&git_dir, &common] {
             for name in ["hooks", "config", "config.worktree", "commondir"] {
-                push_spellings(&mut paths, &base.join(name));
+                push_spellings(&mut own, &base.join(name));
             }
         }
+        let mut paths = Vec::new();
         let mut configs = vec![self.system_config.clone()];
         if let Some(home) = &self.home {
             configs.push(home.join(".gitconfig"));
@@ -420,12 +563,15 @@ impl GitIndirections {
             let path = expand(&program, self.home.as_deref(), worktree);
             push_spellings(&mut paths, &path);
         }
-        paths
-            .into_iter()
+        own.into_iter()
             .map(|path| Control {
                 path,
-                why: NAMED_BY_CONFIG,
+                why: OWN_FILE,
             })
+            .chain(paths.into_iter().map(|path| Control {
+                path,
+                why: NAMED_BY_CONFIG,
+            }))
             .collect()
     }
 
@@ -485,10 +631,16 @@ impl GitIndirections {
 }
 
 /// Whether `change` puts something git reads but that cannot make it run anything: a
-/// configuration of inert keys only ([`is_inert_config`]), a sample hook (git runs a hook by its
+/// configuration of inert keys only ([`is_inert_config`]) or, over one the host has, a rewrite
+/// that adds, changes or removes only inert entries ([`config_change_is_inert`]), a sample hook (git runs a hook by its
 /// exact name, never `pre-commit.sample`), or an empty hooks directory being made. This is what
 /// `git init` and `git clone` write; everything else of rules 1 and 2 is refused.
-pub fn is_inert(view: &dyn TreeView, loc: &Location, change: ChangeKind<'_>) -> bool {
+pub fn is_inert(
+    view: &dyn TreeView,
+    host: &dyn TreeView,
+    loc: &Location,
+    change: ChangeKind<'_>,
+) -> bool {
     let Some(leaf) = loc.rel.file_name() else {
         return false;
     };
@@ -500,9 +652,19 @@ pub fn is_inert(view: &dyn TreeView, loc: &Location, change: ChangeKind<'_>) -> 
     match change {
         ChangeKind::Dir => is(leaf, "hooks"),
         ChangeKind::File if in_hooks => leaf.as_encoded_bytes().ends_with(b".sample"),
-        ChangeKind::File if is(leaf, "config") || is(leaf, "config.worktree") => view
-            .read_head(loc, 1 << 20)
-            .is_some_and(|bytes| bytes.len() < 1 << 20 && is_inert_config(&bytes)),
+        ChangeKind::File if is(leaf, "config") || is(leaf, "config.worktree") => {
+            let Some(staged) = view.read_head(loc, 1 << 20).filter(|b| b.len() < 1 << 20) else {
+                return false;
+            };
+            match host.kind(loc) {
+                None => is_inert_config(&staged),
+                Some(EntryKind::File) => host
+                    .read_head(loc, 1 << 20)
+                    .filter(|b| b.len() < 1 << 20)
+                    .is_some_and(|old| config_change_is_inert(&staged, Some(&old))),
+                Some(_) => false,
+            }
+        }
         _ => false,
     }
 }
@@ -697,6 +859,68 @@ mod tests {
         ] {
             assert!(!is_inert_config(bad), "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn key_effects() {
+        use KeyEffect::{Inert as I, RunsCode as R, Unknown as U};
+        for (key, value, effect) in [
+            ("user.name", Some("x"), I),
+            ("User.Email", Some("x@y"), I),
+            ("user.signingkey", Some("k"), I),
+            ("branch.main.remote", Some("origin"), I),
+            ("branch.feature/x.merge", Some("refs/heads/x"), I),
+            ("remote.origin.url", Some("https://example.com/x.git"), I),
+            ("remote.origin.url", Some("ext::sh -c x"), R),
+            ("remote.origin.url", None, I),
+            ("core.autocrlf", Some("input"), I),
+            ("init.defaultBranch", Some("main"), I),
+            ("color.ui", Some("never"), I),
+            ("core.hooksPath", Some(".husky"), R),
+            ("core.fsmonitor", Some("x"), R),
+            ("core.pager", Some("less"), R),
+            ("core.editor", Some("vim"), R),
+            ("core.sshCommand", Some("ssh"), R),
+            ("filter.lfs.smudge", Some("x"), R),
+            ("diff.x.textconv", Some("x"), R),
+            ("alias.st", Some("status"), R),
+            ("alias.x", Some("!sh"), R),
+            ("credential.helper", Some("store"), R),
+            ("credential.https://x.helper", Some("store"), R),
+            ("include.path", Some("x"), R),
+            ("includeIf.gitdir:/x/.path", Some("y"), R),
+            ("remote.origin.uploadpack", Some("x"), R),
+            ("core.worktree", Some("/x"), U),
+            ("nodot", Some("x"), U),
+            ("user.", Some("x"), U),
+        ] {
+            assert_eq!(key_effect(key, value), effect, "{key} = {value:?}");
+        }
+    }
+
+    #[test]
+    fn config_changes() {
+        let hooks = b"[core]\n\thooksPath = .husky\n";
+        let plus_user = b"[core]\n\thooksPath = .husky\n[user]\n\tname = x\n";
+        assert!(config_change_is_inert(plus_user, Some(hooks)));
+        assert!(config_change_is_inert(hooks, Some(hooks)));
+        assert!(!config_change_is_inert(
+            b"[core]\n\thooksPath = y\n",
+            Some(hooks)
+        ));
+        assert!(
+            !config_change_is_inert(b"[user]\n\tname = x\n", Some(hooks)),
+            "removed"
+        );
+        assert!(
+            !config_change_is_inert(plus_user, Some(b"[core\n")),
+            "host unparsable"
+        );
+        assert!(config_change_is_inert(b"[user]\n\tname = x\n", None));
+        assert!(!config_change_is_inert(hooks, None));
+        // A duplicate of a code-running entry is a new one.
+        let twice = b"[core]\n\thooksPath = .husky\n\thooksPath = .husky\n";
+        assert!(!config_change_is_inert(twice, Some(hooks)));
     }
 
     /// A repository whose configuration cannot be parsed protects everything in it (what it

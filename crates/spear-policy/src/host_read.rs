@@ -1,22 +1,23 @@
-//! Vetting of reads outside the workspace roots.
+//! Vetting of reads outside the workspace roots, against what the sandbox shows.
 //!
-//! A command that names an absolute path under no root needs `host:read`, which binds that path
-//! read-only into its sandbox. Some paths are refused whatever the mode:
-//! - credential stores (`.ssh`, `.gnupg`, `.aws`, `shadow`, `id_*`, ...): attack stopped, key and
-//!   token theft;
-//! - the sandbox's own mount points and their ancestors (`/`, `/proc`, `/dev`, `/usr`, `/etc`,
-//!   `/tmp`, the home directory, `/workspace`, each root's parents): binding one would shadow the
-//!   sandbox's own view or expose the whole host;
+//! The sandbox is the boundary: a read of what every sandbox already shows (the system
+//! directories, the curated `/etc`, the toolchain binds, its own `/proc`, `/dev`, `/tmp` and home)
+//! needs nothing and binds nothing. A command that names another absolute path under no root needs
+//! `host:read`, which binds that path read-only into its sandbox. Refused whatever the mode:
+//! - credential stores (`.ssh`, `.gnupg`, `.aws`, `shadow`, `id_*`, cargo's `credentials.toml`,
+//!   ...), also under a shown toolchain tree: attack stopped, key and token theft;
+//! - another project: a host path under the home directory that the sandbox does not show and that
+//!   exists on the host (`~/other-checkout/x`), unless the operator named it;
 //! - device nodes other than the standard ones: raw disks and memory.
 //!
-//! Paths under `/usr`, `/bin`, `/lib*`, `/sbin` and `/proc`, and the standard devices, are visible in
-//! every sandbox already and need nothing.
+//! A mount point of the sandbox and its ancestors (`/`, `/etc`, `/home`, a root's parents) are
+//! never bound: reading one reads the sandbox's own view of it, which needs nothing.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use spear_core::Refusal;
 pub(crate) use spear_core::credentials::{is_credential_store, names_credential_store};
+use spear_core::{Refusal, SandboxView};
 
 /// What a read of a host path outside the roots needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,22 +50,36 @@ fn is_standard_device(path: &Path) -> bool {
             .any(|p| path.starts_with(p) && path != Path::new(p.trim_end_matches('/')))
 }
 
-/// The host paths the decision layer knows about: home, named paths, and the sandbox's own mount
-/// points.
+/// Whether something exists at a host path (not following a final link).
+pub(crate) type Exists = fn(&Path) -> bool;
+
+fn host_has(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// The host paths the decision layer knows about: what the sandbox shows and keeps private, the
+/// paths the operator named, and the sandbox's own mount points.
 #[derive(Debug, Clone)]
 pub(crate) struct HostView {
-    home: Option<PathBuf>,
+    sandbox: SandboxView,
     named: Vec<PathBuf>,
     /// Mount points and all their ancestors.
     reserved: HashSet<PathBuf>,
+    exists: Exists,
 }
 
 impl HostView {
     /// `mount_points` are the roots' host and mount paths; the fixed sandbox mount points are added.
-    pub(crate) fn new(
-        home: Option<PathBuf>,
+    pub(crate) fn new(sandbox: SandboxView, named: Vec<PathBuf>, mount_points: &[PathBuf]) -> Self {
+        Self::with_lookup(sandbox, named, mount_points, host_has)
+    }
+
+    /// As [`HostView::new`], with the host looked at through `exists` (a table in tests).
+    pub(crate) fn with_lookup(
+        sandbox: SandboxView,
         named: Vec<PathBuf>,
         mount_points: &[PathBuf],
+        exists: Exists,
     ) -> Self {
         let mut reserved = HashSet::new();
         let fixed = [
@@ -80,7 +95,8 @@ impl HostView {
         let points = fixed
             .iter()
             .map(PathBuf::from)
-            .chain(home.iter().cloned())
+            .chain(sandbox.home.iter().cloned())
+            .chain(sandbox.private.iter().cloned())
             .chain(mount_points.iter().cloned());
         for point in points {
             for ancestor in point.ancestors() {
@@ -88,10 +104,16 @@ impl HostView {
             }
         }
         HostView {
-            home,
+            sandbox,
             named,
             reserved,
+            exists,
         }
+    }
+
+    /// What the sandbox shows and keeps private.
+    pub(crate) fn sandbox(&self) -> &SandboxView {
+        &self.sandbox
     }
 
     /// Vets a read of `path`, an absolute, lexically normalised host path under no root.
@@ -99,39 +121,70 @@ impl HostView {
         if is_credential_store(path) {
             return HostRead::Refused(Refusal::credential_store(shown));
         }
-        if self.reserved.contains(path) {
-            return HostRead::Refused(Refusal::sandbox_mount_point(shown));
-        }
         if path.starts_with("/dev") {
-            return if is_standard_device(path) {
+            // `/dev` and `/dev/shm` themselves are the sandbox's own (listing them binds nothing).
+            return if is_standard_device(path)
+                || path == Path::new("/dev")
+                || self.sandbox.is_private(path)
+            {
                 HostRead::Visible
             } else {
                 HostRead::Refused(Refusal::kernel_or_device(shown))
             };
         }
-        let visible = [
-            "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
-        ];
-        if visible.iter().any(|v| path.starts_with(v)) {
-            return HostRead::Visible;
-        }
         if self.is_named(path) {
             return HostRead::Needs;
         }
-        if self.home.as_ref().is_some_and(|h| path.starts_with(h)) {
+        // What every sandbox shows, and the directories leading to it (`~/.rustup` above a
+        // shown `~/.rustup/toolchains`, `/home` above the home): nothing to bind.
+        if self.sandbox.shows(path) || self.sandbox.shown.iter().any(|s| s.starts_with(path)) {
+            return HostRead::Visible;
+        }
+        if self.sandbox.in_home(path) && self.other_project(path) {
             return HostRead::Refused(Refusal::project_scope(shown));
+        }
+        if self.sandbox.is_private(path) || self.reserved.contains(path) {
+            return HostRead::Visible;
         }
         HostRead::Needs
     }
 
-    /// Vets the root of a search (`find`, `grep -r`, `rg`) outside the roots: refused unless the
-    /// operator named the path.
+    /// Vets the root of a search (`find`, `grep -r`, `rg`) outside the roots: what the sandbox
+    /// shows is searched as it is; elsewhere a search is refused unless the operator named the path.
     pub(crate) fn vet_search(&self, path: &Path, shown: &str) -> HostRead {
         match self.vet(path, shown) {
             HostRead::Refused(r) => HostRead::Refused(r),
-            _ if self.is_named(path) => HostRead::Needs,
-            _ => HostRead::Refused(Refusal::project_scope(shown)),
+            HostRead::Visible => HostRead::Visible,
+            HostRead::Needs if self.is_named(path) => HostRead::Needs,
+            HostRead::Needs => HostRead::Refused(Refusal::project_scope(shown)),
         }
+    }
+
+    /// Whether `path` under the home directory names something of the host that the sandbox does
+    /// not show: its first component below the home exists on the host (`~/other-checkout`,
+    /// `~/.cache`). The sandbox's home is a private tmpfs; naming one of those means the host's,
+    /// which is another project.
+    fn other_project(&self, path: &Path) -> bool {
+        let Some(home) = &self.sandbox.home else {
+            return false;
+        };
+        let Ok(rest) = path.strip_prefix(home) else {
+            return false;
+        };
+        match rest.components().next() {
+            Some(first) => (self.exists)(&home.join(first)),
+            None => false,
+        }
+    }
+
+    /// Whether the operator named `path` (or a directory holding it) as a host-read path.
+    pub(crate) fn is_named_path(&self, path: &Path) -> bool {
+        self.is_named(path)
+    }
+
+    /// Whether something exists at `path` on the host.
+    pub(crate) fn host_has(&self, path: &Path) -> bool {
+        (self.exists)(path)
     }
 
     fn is_named(&self, path: &Path) -> bool {
@@ -144,11 +197,30 @@ mod tests {
     use super::*;
     use spear_core::RefusalRule;
 
+    /// What exists on the fake host under the home directory.
+    fn exists(path: &Path) -> bool {
+        [
+            "/home/u/other",
+            "/home/u/.cache",
+            "/home/u/.cargo",
+            "/home/u/notes",
+        ]
+        .iter()
+        .any(|p| path == Path::new(p))
+    }
+
     fn view() -> HostView {
-        HostView::new(
-            Some("/home/u".into()),
+        let mut sandbox = SandboxView::conservative(Some("/home/u".into()));
+        sandbox.shown.extend([
+            PathBuf::from("/home/u/.cargo"),
+            PathBuf::from("/home/u/.rustup/toolchains"),
+            PathBuf::from("/etc/passwd"),
+        ]);
+        HostView::with_lookup(
+            sandbox,
             vec!["/opt/data".into(), "/home/u/notes".into()],
             &["/home/u/proj".into(), "/workspace".into()],
+            exists,
         )
     }
 
@@ -160,13 +232,20 @@ mod tests {
         }
     }
 
+    fn search(path: &str) -> Result<bool, RefusalRule> {
+        match view().vet_search(Path::new(path), path) {
+            HostRead::Visible => Ok(false),
+            HostRead::Needs => Ok(true),
+            HostRead::Refused(r) => Err(r.rule()),
+        }
+    }
+
     #[test]
     fn table() {
-        use RefusalRule::{
-            CredentialStore as C, KernelOrDevice as K, ProjectScope as P, SandboxMountPoint as M,
-        };
+        use RefusalRule::{CredentialStore as C, KernelOrDevice as K, ProjectScope as P};
         for (path, expected) in [
             ("/etc/os-release", Ok(true)),
+            ("/etc/passwd", Ok(false)),
             ("/etc/shadow", Err(C)),
             ("/etc/gshadow", Err(C)),
             ("/etc/sudoers.d/x", Err(C)),
@@ -175,48 +254,61 @@ mod tests {
             ("/root/.aws/credentials", Err(C)),
             ("/srv/x/.git-credentials", Err(C)),
             ("/home/u/.config/gh/hosts.yml", Err(C)),
-            ("/", Err(M)),
-            ("/etc", Err(M)),
-            ("/usr", Err(M)),
-            ("/proc", Err(M)),
-            ("/dev", Err(M)),
-            ("/tmp", Err(M)),
-            ("/home", Err(M)),
-            ("/home/u", Err(M)),
-            ("/workspace", Err(M)),
-            ("/workspaces", Err(M)),
+            ("/home/u/.cargo/credentials.toml", Err(C)),
+            ("/home/u/.cargo/registry/src/x/lib.rs", Ok(false)),
+            ("/home/u/.rustup/toolchains", Ok(false)),
+            ("/home/u/.rustup", Ok(false)),
+            // The sandbox's own view of its mount points binds nothing.
+            ("/", Ok(false)),
+            ("/etc", Ok(false)),
+            ("/usr", Ok(false)),
+            ("/proc", Ok(false)),
+            ("/dev", Ok(false)),
+            ("/tmp", Ok(false)),
+            ("/home", Ok(false)),
+            ("/home/u", Ok(false)),
+            ("/workspace", Ok(false)),
+            ("/workspaces", Ok(false)),
             ("/usr/include/stdio.h", Ok(false)),
             ("/proc/cpuinfo", Ok(false)),
             ("/dev/null", Ok(false)),
             ("/dev/urandom", Ok(false)),
             ("/dev/fd/0", Ok(false)),
+            ("/dev/shm", Ok(false)),
+            ("/dev/shm/x", Ok(false)),
             ("/dev/sda", Err(K)),
             ("/dev/mem", Err(K)),
             ("/home/u/other/x.txt", Err(P)),
+            ("/home/u/.cache/pip/x", Err(P)),
+            ("/home/u/new-scratch/x", Ok(false)),
             ("/home/u/notes/todo.md", Ok(true)),
             ("/opt/data/x.csv", Ok(true)),
             ("/opt/other", Ok(true)),
-            ("/tmp/out.txt", Ok(true)),
+            ("/tmp/out.txt", Ok(false)),
+            ("/var/tmp/out.txt", Ok(true)),
         ] {
             assert_eq!(outcome(path), expected, "{path}");
         }
     }
 
     #[test]
-    fn searches_need_a_named_path() {
-        let v = view();
-        assert!(matches!(
-            v.vet_search(Path::new("/opt/data/sub"), "x"),
-            HostRead::Needs
-        ));
-        assert!(matches!(
-            v.vet_search(Path::new("/usr/lib"), "x"),
-            HostRead::Refused(_)
-        ));
-        assert!(matches!(
-            v.vet_search(Path::new("/etc"), "x"),
-            HostRead::Refused(_)
-        ));
+    fn searches() {
+        use RefusalRule::{CredentialStore as C, ProjectScope as P};
+        for (path, expected) in [
+            ("/opt/data/sub", Ok(true)),
+            ("/usr/lib", Ok(false)),
+            ("/usr/include", Ok(false)),
+            ("/etc", Ok(false)),
+            ("/", Ok(false)),
+            ("/home/u", Ok(false)),
+            ("/home/u/.cargo/registry", Ok(false)),
+            ("/home/u/.ssh", Err(C)),
+            ("/home/u/other", Err(P)),
+            ("/srv", Err(P)),
+            ("/var/tmp", Err(P)),
+        ] {
+            assert_eq!(search(path), expected, "{path}");
+        }
     }
 
     #[test]

@@ -48,6 +48,7 @@ pub use config::{
 };
 pub use git_layout::{GitIndirections, control_by_name};
 pub use policy::CommandPolicy;
+pub use shell::pipe_status::{script_to_run, tolerate_sigpipe};
 pub use target_policy::{HEADER_BYTES, Pattern, TargetRules, generated_header};
 
 /// A workspace on disk and a policy over it, for the unit tests of the analysers.

@@ -10,7 +10,7 @@ use spear_core::Refusal;
 use spear_workspace::Location;
 
 use crate::analysis::{Analysis, Cwd};
-use crate::host_read::{HostRead, names_credential_store};
+use crate::host_read::{HostRead, is_credential_store, names_credential_store};
 use crate::shell::walk::is_discard_device;
 use crate::shell::word::Arg;
 use crate::target_policy::{HEADER_BYTES, generated_header};
@@ -28,11 +28,15 @@ pub(crate) enum Place {
 
 impl Analysis<'_> {
     /// Places an operand by its spelling and by its resolved spelling. `None` after refusing a
-    /// relative `..`.
+    /// credential store named in a pattern.
     ///
-    /// Attack stopped: `cat ../../etc/passwd` and `cp x ../../.bashrc`. A relative `..` in a shell
-    /// argument is refused outright; the refusal asks for the absolute path, which is then judged
-    /// on its own.
+    /// A relative `..` is an ordinary path: its lexical spelling is placed as written (`src/..`
+    /// is the directory holding `src`), and its resolved spelling is the physical path the kernel
+    /// opens from the working directory (through `cd link && cat ../x`, `..` leaves the link's
+    /// target). One that leaves every root is judged as the absolute path it names.
+    ///
+    /// Attack stopped: `cat ../../etc/passwd` and `cp x ../../.bashrc` are judged as
+    /// `/etc/passwd` and `~/.bashrc` are, on both spellings.
     pub(crate) fn place(&mut self, arg: &Arg, cwd: &Cwd) -> Option<(Place, Place)> {
         // What a pattern or a run-time word will match is unknown, but a credential store named in
         // its known parts is refused whatever it matches (`link-*/id_rsa`, `$D/.ssh/config`).
@@ -56,15 +60,13 @@ impl Analysis<'_> {
             return Some((Place::Unknown, Place::Unknown));
         }
         let path = Path::new(&text);
-        if !path.is_absolute() && path.components().any(|c| c == Component::ParentDir) {
-            self.refuse(Refusal::parent_traversal(arg.display()));
-            return None;
-        }
-        let absolute = if path.is_absolute() {
-            path.to_path_buf()
+        let (absolute, physical) = if path.is_absolute() {
+            (path.to_path_buf(), None)
         } else {
             match cwd.join(&text) {
-                Some(p) => p,
+                // The working directory is in host spelling: its unfolded join is what the kernel
+                // resolves, `..` after any link on the way.
+                Some(p) => (p.clone(), Some(p)),
                 None => return Some((Place::Unknown, Place::Unknown)),
             }
         };
@@ -74,7 +76,12 @@ impl Analysis<'_> {
             Some(loc) => Place::Inside(loc, host.clone()),
             None => Place::Outside(normalise(&host)),
         };
-        let real = ws.realpath(&host);
+        let real = match physical {
+            Some(unfolded) if path.components().any(|c| c == Component::ParentDir) => {
+                ws.realpath(&unfolded)
+            }
+            _ => ws.realpath(&host),
+        };
         let resolved = match ws.locate(&real) {
             Some(loc) => Place::Inside(loc, real),
             None => Place::Outside(normalise(&real)),
@@ -128,6 +135,12 @@ impl Analysis<'_> {
     }
 
     /// A file the command creates, changes or removes.
+    ///
+    /// A write that lands in a root on either spelling is a workspace write, judged by the target
+    /// policy on each spelling that is inside (a link under `/tmp` to `.git/hooks` is a write to
+    /// `.git/hooks`). A literal path in the sandbox's private places (`/tmp`, `/dev/shm`, a new
+    /// entry of the home directory) needs nothing: the host never sees it. Every other write
+    /// outside the roots is refused.
     pub(crate) fn write_path(&mut self, arg: &Arg, cwd: &Cwd, program: &str) {
         if arg.lit().is_some_and(is_discard_device) {
             return;
@@ -135,33 +148,141 @@ impl Analysis<'_> {
         let Some((literal, resolved)) = self.place(arg, cwd) else {
             return;
         };
-        match (&literal, &resolved) {
-            (Place::Outside(p), _) | (_, Place::Outside(p)) => {
-                if p.starts_with("/dev") && !p.starts_with("/dev/shm") {
-                    self.refuse(Refusal::kernel_or_device(arg.display()));
-                } else {
-                    self.refuse(Refusal::write_outside_roots(arg.display()));
-                }
-            }
-            (Place::Inside(loc, host), Place::Inside(real_loc, _)) => {
-                let targets = &self.policy.config().targets;
-                let verdict = targets
-                    .check(&loc.rel)
-                    .and_then(|()| targets.check(&real_loc.rel))
-                    .and_then(|()| self.policy.check_generated_header(real_loc, arg.display()));
-                match verdict {
-                    Ok(()) => self.write_inside(host.clone(), program),
-                    Err(r) => self.refuse(r),
-                }
-            }
-            _ => {
-                self.mutates(format!("{program} writes to a path known only at run time"));
-                self.complex(format!(
-                    "{program} writes to `{}`, a path known only at run time",
-                    arg.display()
-                ));
+        let insides: Vec<(Location, PathBuf)> = [&literal, &resolved]
+            .into_iter()
+            .filter_map(|p| match p {
+                Place::Inside(loc, host) => Some((loc.clone(), host.clone())),
+                _ => None,
+            })
+            .collect();
+        let outsides: Vec<PathBuf> = [&literal, &resolved]
+            .into_iter()
+            .filter_map(|p| match p {
+                Place::Outside(path) => Some(path.clone()),
+                _ => None,
+            })
+            .collect();
+        let unknown = [&literal, &resolved]
+            .into_iter()
+            .any(|p| matches!(p, Place::Unknown));
+        // A pattern or a run-time suffix can climb out of a private place (`/tmp/.[.]/...`,
+        // `/tmp/$x`), so only a literal path is private.
+        let literal_word = matches!(arg, Arg::Lit(_));
+        for p in &outsides {
+            if let Err(r) = self.outside_write(p, arg.display()) {
+                self.refuse(r);
+                return;
             }
         }
+        if unknown || (!literal_word && !outsides.is_empty()) {
+            self.mutates(format!("{program} writes to a path known only at run time"));
+            self.complex(format!(
+                "{program} writes to `{}`, a path known only at run time",
+                arg.display()
+            ));
+            return;
+        }
+        if let Some((_, host)) = insides.first() {
+            let targets = &self.policy.config().targets;
+            let mut verdict = Ok(());
+            for (loc, _) in &insides {
+                verdict = verdict.and_then(|()| targets.check(&loc.rel));
+            }
+            if let Some((real_loc, _)) = insides.last() {
+                verdict = verdict
+                    .and_then(|()| self.policy.check_generated_header(real_loc, arg.display()));
+            }
+            match verdict {
+                Ok(()) => self.write_inside(host.clone(), program),
+                Err(r) => self.refuse(r),
+            }
+            return;
+        }
+        if let Some(p) = outsides.first() {
+            self.private_write(program, p);
+        }
+    }
+
+    /// A write of git's configuration by `git config` of a key that runs nothing (the key was
+    /// judged by the caller): `.git/config`, `.git/config.worktree` or a submodule's or linked
+    /// worktree's configuration is then an ordinary workspace write, on both spellings; the other
+    /// protected names still refuse. Any other file is judged as [`Analysis::write_path`] does.
+    pub(crate) fn write_git_config(&mut self, arg: &Arg, cwd: &Cwd) {
+        let Some((literal, resolved)) = self.place(arg, cwd) else {
+            return;
+        };
+        let config_file =
+            |p: &Place| matches!(p, Place::Inside(loc, _) if is_git_config_file(&loc.rel));
+        let (Place::Inside(loc, host), Place::Inside(real, _)) = (&literal, &resolved) else {
+            self.write_path(arg, cwd, "git config");
+            return;
+        };
+        if !config_file(&literal) && !config_file(&resolved) {
+            self.write_path(arg, cwd, "git config");
+            return;
+        }
+        let targets = &self.policy.config().targets;
+        let mut verdict = Ok(());
+        for l in [loc, real] {
+            verdict = verdict.and_then(|()| {
+                targets.check_protected_except(&l.rel, false, crate::policy::GIT_ENTRIES)
+            });
+            if !is_git_config_file(&l.rel)
+                && let Some(why) = crate::git_layout::control_by_name(&l.rel)
+            {
+                verdict = verdict.and(Err(Refusal::protected_entry(arg.display(), why)));
+            }
+        }
+        match verdict {
+            Ok(()) => self.write_inside(host.clone(), "git config"),
+            Err(r) => self.refuse(r),
+        }
+    }
+
+    /// Judges a write to `path`, outside every root: `Ok` when it lands in one of the sandbox's
+    /// private places.
+    ///
+    /// In the private home, an entry the host already has (`~/other-checkout/x`) is the host's,
+    /// which no write reaches: refused as outside the workspace. A dot entry (`~/.bashrc`,
+    /// `~/.gitconfig`, `~/.config/...`) is what programs read as configuration or at start-up, so
+    /// later commands of the session would run what it says: refused as protected. Attack
+    /// stopped: `sort -o ~/.bashrc`, `>> ~/.profile`, a user unit under `~/.config/systemd`.
+    fn outside_write(&self, path: &Path, shown: &str) -> Result<(), Refusal> {
+        let view = self.policy.host_view();
+        if is_credential_store(path) {
+            return Err(Refusal::credential_store(shown));
+        }
+        let sandbox = view.sandbox();
+        // A directory that holds a root (`rm -rf ~` with the project under the home directory)
+        // is not private: the write would reach the workspace's own entries.
+        let ws = self.policy.workspace();
+        let holds_root = ws
+            .roots()
+            .iter()
+            .any(|r| r.host_path().starts_with(path) || r.mount_path().starts_with(path));
+        let private = sandbox.is_private(path) && !view.is_named_path(path) && !holds_root;
+        if path.starts_with("/dev") && !path.starts_with("/dev/shm") && !private {
+            return Err(Refusal::kernel_or_device(shown));
+        }
+        if !private {
+            return Err(Refusal::write_outside_roots(shown));
+        }
+        if let Some(home) = &sandbox.home
+            && let Ok(rest) = path.strip_prefix(home)
+            && let Some(first) = rest.components().next()
+        {
+            if first.as_os_str().as_encoded_bytes().starts_with(b".") {
+                return Err(Refusal::protected_entry(
+                    shown,
+                    "programs read the home directory's dot entries as configuration or at \
+                     start-up, so later commands would run what it says",
+                ));
+            }
+            if view.host_has(&home.join(first)) {
+                return Err(Refusal::write_outside_roots(shown));
+            }
+        }
+        Ok(())
     }
 
     /// An operand of a program whose options spear does not know: it could be read or written.
@@ -185,6 +306,17 @@ impl Analysis<'_> {
             self.read_path(&Arg::Lit(value.to_owned()), cwd);
         }
     }
+}
+
+/// Whether `rel` is a configuration file git reads for a repository (`.git/config`,
+/// `.git/config.worktree`, a submodule's or linked worktree's).
+fn is_git_config_file(rel: &Path) -> bool {
+    let leaf = rel
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_ascii_lowercase);
+    matches!(leaf.as_deref(), Some("config" | "config.worktree"))
+        && crate::git_layout::control_by_name(rel).is_some()
 }
 
 /// The directory part of a glob pattern that is known: `src/*.rs` is under `src/`.

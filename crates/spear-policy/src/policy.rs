@@ -34,7 +34,7 @@ impl CommandPolicy {
                 .iter()
                 .map(|r| r.host_path().to_path_buf()),
         );
-        let host_view = HostView::new(config.home.clone(), config.named_paths.clone(), &points);
+        let host_view = HostView::new(config.sandbox.clone(), config.named_paths.clone(), &points);
         CommandPolicy {
             workspace,
             config,
@@ -164,7 +164,7 @@ impl CommandPolicy {
         let targets = &self.config.targets;
         // What `git init` and `git clone` write and git cannot run anything from is judged by
         // git's own rules, not by the blanket `.git/config` and `.git/hooks/` entries.
-        let inert = crate::git_layout::is_inert(staged, loc, change);
+        let inert = crate::git_layout::is_inert(staged, host, loc, change);
         let by_name = match (tracked, container) {
             _ if inert => targets
                 .check_protected_except(&loc.rel, container, GIT_ENTRIES)
@@ -201,7 +201,7 @@ impl CommandPolicy {
 }
 
 /// The built-in protected entries that git's own rules judge more finely ([`GitIndirections`]).
-const GIT_ENTRIES: &[&str] = &[".git/config", ".git/hooks/"];
+pub(crate) const GIT_ENTRIES: &[&str] = &[".git/config", ".git/hooks/"];
 
 /// The home directories of `/etc/passwd` entries, by user name.
 fn parse_passwd(text: &str) -> HashMap<String, PathBuf> {

@@ -71,3 +71,44 @@ fn every_corpus_command_classifies_consistently() {
         "{by_class:?}"
     );
 }
+
+/// The SIGPIPE rewrite runs what the classifier judged: for every corpus command it rewrites,
+/// the rewritten script gets the same class, capabilities and refusal as the original, and most
+/// real pipelines are rewritten (a rewrite that silently gave up would leave `cmd | head` failing).
+#[test]
+fn the_sigpipe_rewrite_changes_no_verdict() {
+    let fx = Fixture::new();
+    let (mut piped, mut rewritten) = (0usize, 0usize);
+    let mut failures = Vec::new();
+    for c in commands() {
+        if c.contains(" | ") {
+            piped += 1;
+        }
+        let Some(r) = spear_policy::tolerate_sigpipe(&c) else {
+            continue;
+        };
+        rewritten += 1;
+        let (a, b) = (
+            fx.policy.classify_script(&c, &fx.ws),
+            fx.policy.classify_script(&r, &fx.ws),
+        );
+        if (a.class, a.capabilities, a.refusal.map(|r| r.rule()))
+            != (b.class, b.capabilities, b.refusal.map(|r| r.rule()))
+        {
+            failures.push(format!(
+                "{c:?}: {} {:?} became {} {:?}",
+                a.class, a.capabilities, b.class, b.capabilities
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
+    assert!(
+        rewritten * 10 >= piped * 9,
+        "{rewritten} of {piped} pipelines rewritten"
+    );
+}

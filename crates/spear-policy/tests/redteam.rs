@@ -45,14 +45,14 @@ const EXPECTED: &[(&str, CommandClass)] = &[
     ("FS-07", D),  // mount
     ("FS-10", D),  // /dev is a mount point; /dev/sda and /dev/mem are devices
     ("PRC-01", C), // python -c (TIOCSTI)
-    ("PRC-04", D), // ls /proc: the sandbox's own mount point
+    ("PRC-04", R), // ps, /proc/1/cmdline, ls /proc: the sandbox's own /proc (its pid namespace), bound from nothing
     ("PRC-07", R), // env and /proc/*/environ: the sandbox's own, visible
     ("PRC-10", C), // python -c (abstract socket)
     ("NET-01", R), // curl: READ_ONLY, needs the network
     ("NET-04", R), // nslookup: READ_ONLY, needs the network
     ("NET-07", C), // python -m http.server
     ("RES-01", C), // fork bomb: a function that calls itself
-    ("RES-04", D), // dd of=/tmp/fill
+    ("RES-04", R), // dd of=/tmp/fill, of=/dev/shm/fill: the sandbox's private tmpfs, size-capped (a limits case)
     ("RES-07", R), // yes
     ("RES-10", R), // while :; do :; done
     ("RES-12", R), // trap '' TERM; sleep loop

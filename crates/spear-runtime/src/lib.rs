@@ -37,7 +37,7 @@ pub use refusals::{RefusalTracker, Repeat};
 pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};
 pub use runner::{
     CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
-    ScratchMode,
+    ScratchMode, sandbox_view,
 };
 pub use scratch::SessionScratch;
 pub use spear_core::redact;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use spear_core::{CommandClass, ExecutionProfile, ToolResult, ToolStatus};
+use spear_core::{CommandClass, ExecutionProfile, SandboxView, ToolResult, ToolStatus};
 use spear_sandbox::{
     Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, NetworkSpec,
     OutputTee, RunOutcome, Sandbox, SandboxConfig, SandboxError, SpecError, Stop, SystemDir,
@@ -99,7 +99,8 @@ impl RunnerConfig {
 pub enum CommandLine {
     /// Executed as is; never through a shell.
     Argv(Vec<OsString>),
-    /// Run as `bash -o pipefail -c SCRIPT`.
+    /// Run as `bash -o pipefail -c SCRIPT`. Callers that run an agent's script pass it through
+    /// `spear_policy::script_to_run` first, so that `cmd | head` is no failure.
     Script(String),
 }
 
@@ -171,6 +172,77 @@ struct HostView {
     user: Option<OsString>,
 }
 
+/// The toolchain directories and PATH of every sandbox of a runner over `workspace` with
+/// `config` (the host's PATH and toolchain variables, looked at now).
+fn host_toolchains(workspace: &Workspace, config: &RunnerConfig) -> Toolchains {
+    let roots: Vec<PathBuf> = workspace
+        .roots()
+        .iter()
+        .map(|r| r.host_path().to_path_buf())
+        .collect();
+    let path_var = config
+        .host_env
+        .iter()
+        .find(|(n, _)| n == "PATH")
+        .map(|(_, v)| v.clone());
+    let env = config.host_env.clone();
+    let var = move |name: &str| {
+        env.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|p| p.is_absolute())
+    };
+    let is_dir = |p: &Path| p.is_dir();
+    toolchains(&ToolchainInputs {
+        path: path_var.as_deref(),
+        var: &var,
+        home: &config.home,
+        roots: &roots,
+        is_dir: &is_dir,
+        list: &host_list,
+    })
+}
+
+/// What every sandbox of a runner over `workspace` with `config` shows of the host, for the
+/// decision layer (`PolicyConfig::sandbox`): computed with the functions that build each
+/// sandbox's spec (system directories, curated `/etc`, toolchain binds, environment), so the
+/// policy and the mounts cannot disagree. Private: `/tmp`, `/dev/shm` and the home directory,
+/// each a tmpfs of the sandbox's own.
+pub fn sandbox_view(workspace: &Workspace, config: &RunnerConfig) -> SandboxView {
+    let toolchains = host_toolchains(workspace, config);
+    let mut shown: Vec<PathBuf> = system_dirs(Path::new("/"))
+        .into_iter()
+        .map(|d| match d {
+            SystemDir::Bind(p) | SystemDir::Symlink { path: p, .. } => p,
+        })
+        .collect();
+    shown.push(PathBuf::from("/proc"));
+    shown.extend(etc_entries(Path::new("/etc")));
+    shown.extend(toolchains.binds.iter().cloned());
+    let environment = sandbox_env(spear_sandbox::EnvInputs {
+        host: &config.host_env,
+        home: &config.home,
+        path: &toolchains.path,
+        toolchain_vars: &toolchains.vars,
+        user: passwd_name(rustix::process::geteuid().as_raw()).as_deref(),
+        pass: &config.env_pass,
+    })
+    .into_iter()
+    .filter_map(|(name, _)| name.into_string().ok())
+    .collect();
+    SandboxView {
+        home: Some(config.home.clone()),
+        shown,
+        private: vec![
+            PathBuf::from("/tmp"),
+            PathBuf::from("/var/tmp"),
+            PathBuf::from("/dev/shm"),
+            config.home.clone(),
+        ],
+        environment,
+    }
+}
+
 /// Runs commands in the sandbox: the only way a command reaches one.
 #[derive(Debug)]
 pub struct CommandRunner {
@@ -191,32 +263,7 @@ impl CommandRunner {
 
     /// A runner with a given sandbox instance (tests substitute backends and spawners).
     pub fn with_sandbox(workspace: Arc<Workspace>, config: RunnerConfig, sandbox: Sandbox) -> Self {
-        let roots: Vec<PathBuf> = workspace
-            .roots()
-            .iter()
-            .map(|r| r.host_path().to_path_buf())
-            .collect();
-        let path_var = config
-            .host_env
-            .iter()
-            .find(|(n, _)| n == "PATH")
-            .map(|(_, v)| v.clone());
-        let env = config.host_env.clone();
-        let var = move |name: &str| {
-            env.iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| PathBuf::from(v))
-                .filter(|p| p.is_absolute())
-        };
-        let is_dir = |p: &Path| p.is_dir();
-        let toolchains = toolchains(&ToolchainInputs {
-            path: path_var.as_deref(),
-            var: &var,
-            home: &config.home,
-            roots: &roots,
-            is_dir: &is_dir,
-            list: &host_list,
-        });
+        let toolchains = host_toolchains(&workspace, &config);
         let etc = etc_entries(Path::new("/etc"));
         let host = HostView {
             system: system_dirs(Path::new("/")),

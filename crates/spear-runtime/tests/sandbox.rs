@@ -432,6 +432,32 @@ fn exit_codes_and_not_found() {
     assert_eq!(r.exit_code, Some(1), "pipefail: {r:?}");
 }
 
+/// `cmd | head` succeeds as in bash: a producer ended by SIGPIPE because a later stage stopped
+/// reading is no failure, while a stage that really fails still fails its pipeline.
+#[test]
+fn a_pipeline_cut_short_by_its_reader_succeeds() {
+    let f = Fixture::new();
+    for (script, code, stdout) in [
+        ("seq 1 1000000 | head -3", 0, "1\n2\n3\n"),
+        ("yes | head -1 && echo next", 0, "y\nnext\n"),
+        (
+            "set -e; seq 1 1000000 | head -1; echo after",
+            0,
+            "1\nafter\n",
+        ),
+        ("false | cat", 1, ""),
+        ("grep x /nonexistent 2>/dev/null | wc -l", 2, "0\n"),
+        ("seq 1 1000000 | head -1 | false", 1, ""),
+    ] {
+        let r = f.auto(&spear_policy::script_to_run(script));
+        assert_eq!(
+            (r.exit_code, r.stdout.as_str()),
+            (Some(code), stdout),
+            "{script}: {r:?}"
+        );
+    }
+}
+
 #[test]
 fn unimplemented_capabilities_fail_before_anything_runs() {
     let f = Fixture::new();

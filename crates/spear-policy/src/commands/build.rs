@@ -687,14 +687,54 @@ fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
                 i += 1;
                 only_query = false;
             }
-            "--version" | "-v" | "-dumpversion" | "-dumpmachine" | "--help"
+            "--version" | "-v" | "-vV" | "-Vv" | "-dumpversion" | "-dumpmachine" | "--help"
             | "-print-search-dirs" | "-V" => {}
+            // `rustc --print sysroot` (`--print=cfg`) answers a question and compiles nothing;
+            // `--print KIND=PATH` writes the answer to PATH.
+            "--print" if name == "rustc" => {
+                if let Some(kind) = args.get(i) {
+                    print_request(a, kind, cwd);
+                }
+                i += 1;
+            }
+            _ if name == "rustc" && t.starts_with("--print=") => {
+                print_request(a, &Arg::Lit(t["--print=".len()..].to_owned()), cwd);
+            }
+            // `rustc -C linker=PROG` and `-Z codegen-backend=LIB` run or load other code.
+            "-C" | "-Z" if name == "rustc" => {
+                let value = args.get(i).and_then(Arg::lit).unwrap_or("");
+                if value.is_empty()
+                    || [
+                        "linker",
+                        "link-arg",
+                        "codegen-backend",
+                        "llvm-args",
+                        "profile-use",
+                    ]
+                    .iter()
+                    .any(|k| value.starts_with(k))
+                {
+                    a.complex(format!(
+                        "`{name} {t} {value}` makes the compiler run or load other code"
+                    ));
+                }
+                i += 1;
+                only_query = false;
+            }
+            "--target" | "--edition" | "--crate-type" | "--crate-name" | "--cfg"
+                if name == "rustc" =>
+            {
+                i += 1;
+            }
+            _ if t.starts_with("-print-") && name != "rustc" => {}
             _ if t.starts_with("-fplugin")
                 || t.starts_with("-B")
                 || t == "-wrapper"
                 || t.starts_with("-specs")
                 || t.starts_with("-Zcodegen-backend")
                 || t.starts_with("-Clinker")
+                || t.starts_with("-Clink-arg")
+                || t.starts_with("-Cllvm-args")
                 || t.starts_with('@') =>
             {
                 a.complex(format!(
@@ -721,6 +761,20 @@ fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     }
     if !only_query {
         a.write_path(&Arg::Lit(".".into()), cwd, name);
+    }
+}
+
+/// One `rustc --print` request: `KIND` only prints; `KIND=PATH` writes PATH.
+fn print_request(a: &mut Analysis<'_>, kind: &Arg, cwd: &Cwd) {
+    match kind.lit() {
+        Some(k) => {
+            if let Some((_, path)) = k.split_once('=') {
+                a.write_path(&Arg::Lit(path.to_owned()), cwd, "rustc --print");
+            }
+        }
+        None => {
+            a.complex("`rustc --print` with a request known only at run time could write a file");
+        }
     }
 }
 

@@ -7,9 +7,7 @@
 //! run something else later: `hash -p FILE name`, `enable -f lib.so name`, `unset -f` of a function
 //! (the program of that name runs instead), or a variable that decides what runs (`read PATH`).
 
-use std::path::{Component, Path};
-
-use spear_core::Refusal;
+use std::path::Path;
 
 use crate::analysis::{Analysis, Cwd};
 use crate::env_rules;
@@ -128,7 +126,28 @@ pub(crate) fn analyse(
             }
         }
         "set" => {
-            // `set -e`, `set -o pipefail`, `set -- args` change nothing outside the shell.
+            // `set -e`, `set -o pipefail`, `set -- args` change nothing outside the shell; `set -a`
+            // (`-o allexport`) exports every later assignment.
+            let mut words = args.iter().map(Arg::lit);
+            let mut allexport = false;
+            while let Some(word) = words.next() {
+                match word {
+                    None => allexport = true,
+                    Some("--") => break,
+                    Some("-o") => {
+                        allexport |= words
+                            .next()
+                            .is_none_or(|o| o.is_none_or(|o| o == "allexport"));
+                    }
+                    Some(t) if t.starts_with('-') && !t.starts_with("--") => {
+                        allexport |= t.contains('a');
+                    }
+                    Some(_) => {}
+                }
+            }
+            if allexport {
+                a.allexport = true;
+            }
         }
         "shopt" | "alias" | "unalias" | "bind" | "fc" | "history" | "complete" | "compgen"
         | "compopt" | "coproc" => {
@@ -148,8 +167,9 @@ pub(crate) fn analyse(
     true
 }
 
-/// `cd DIR`: moves the shell. A relative `..` is refused like any other; a directory known only at
-/// run time leaves the working directory unknown.
+/// `cd DIR`: moves the shell, as bash's logical `cd` does (`..` folded lexically; the directory
+/// entered is vetted as a read, so a `..` that leaves the roots is judged as the absolute path it
+/// names); a directory known only at run time leaves the working directory unknown.
 fn change_dir(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &mut Cwd) {
     let operands: Vec<&Arg> = args
         .iter()
@@ -176,11 +196,6 @@ fn change_dir(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &mut Cwd) {
         return;
     }
     let path = Path::new(text);
-    if !path.is_absolute() && path.components().any(|c| c == Component::ParentDir) {
-        a.refuse(Refusal::parent_traversal(text));
-        *cwd = Cwd::Unknown;
-        return;
-    }
     // Entering a directory outside the roots is a read of it: later commands list and read it
     // implicitly (`cd /etc && ls`, `cd ~/.ssh && cat *`).
     a.read_path(target, cwd);
@@ -246,6 +261,11 @@ fn test(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 /// evaluated; a value written as text that reads `(...)` is parsed again as an array assignment
 /// (`declare -a b='([$(cmd)]=1)'` runs `cmd`).
 fn declare(a: &mut Analysis<'_>, name: &str, args: &[Arg]) {
+    // `declare -x`, `typeset -x`, `local -x`, `readonly -x` export what they assign.
+    let exports = args.iter().any(|x| {
+        x.lit()
+            .is_some_and(|t| t.starts_with('-') && !t.starts_with("--") && t.contains('x'))
+    });
     for arg in args {
         let Some(text) = arg.lit() else {
             a.complex(format!("`{name}` declares names known only at run time"));
@@ -276,7 +296,7 @@ fn declare(a: &mut Analysis<'_>, name: &str, args: &[Arg]) {
             ));
         }
         let base = base_name(var);
-        if name == "export" {
+        if name == "export" || exports {
             // An exported variable reaches every later command.
             env_rules::check_env_assignment(a, base, value.as_ref(), "later commands");
         } else {
@@ -318,7 +338,7 @@ fn unset(a: &mut Analysis<'_>, args: &[Arg]) {
         if base == "HOME" {
             a.home_intact = false;
         }
-        if env_rules::shell_assignment_matters(base, None) {
+        if env_rules::shell_assignment_matters(a.policy.config(), base, None) {
             a.complex(format!(
                 "unsetting `{base}` can change how later commands are found or what they run"
             ));
@@ -499,7 +519,7 @@ fn subscript_reason(what: &str, name: &str) -> String {
 /// subscript that is not inert.
 fn could_evaluate(arg: &Arg) -> bool {
     arg.lit()
-        .is_none_or(|t| evaluates(t) || env_rules::shell_assignment_matters(base_name(t), None))
+        .is_none_or(|t| evaluates(t) || env_rules::may_matter(base_name(t), None))
 }
 
 /// A NAME a builtin assigns: its subscript is evaluated, and the variable may decide what later

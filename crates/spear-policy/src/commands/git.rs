@@ -3,8 +3,10 @@
 //!
 //! Attacks stopped: `git -c core.pager=...`, `--config-env`, `-c diff.x.textconv=...`, `--ext-diff`,
 //! `--upload-pack`, `rebase -x`, `grep -O`: each names a program git runs. A configuration write
-//! lands in `.git/config`, a protected entry, because it can name such programs for every later git
-//! command (on the host too). Pushing changes a remote, which no mode grants.
+//! of a key that can name such programs for every later git command (on the host too) is refused
+//! however it is spelled (`git config`, `--file .git/config`, `--global`); one of a key that runs
+//! nothing (`user.name`) is an ordinary write. `git -c` of such a key holds for one invocation
+//! inside the sandbox and is harmless. Pushing changes a remote, which no mode grants.
 
 use spear_core::{Capability, Refusal};
 
@@ -216,10 +218,8 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
         };
         match name {
             "-c" | "--config-env" => {
-                let _ = value(&mut i);
-                a.complex(format!(
-                    "`git {name}` sets configuration that can name programs for git to run"
-                ));
+                let setting = value(&mut i);
+                one_shot_config(a, name, setting.as_ref());
             }
             "--exec-path" if inline.is_some() => {
                 a.complex("`git --exec-path=` runs git commands from another directory");
@@ -382,13 +382,30 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     }
 }
 
-/// `git config`: reading is harmless; writing changes `.git/config` (protected), or a file outside
-/// the workspace (`--global`, `--system`).
+/// `git config`: reading is harmless. Writing a key that runs nothing (user.*, branch.*,
+/// remote.*.url, core.autocrlf, init.defaultBranch, ... see `INERT_CONFIG_KEYS`) is a write of the
+/// configuration file: `.git/config` (or `--file`, `--worktree`) is a workspace write, `--global`
+/// the sandbox's private home (nothing of the host). Setting or removing any other key is refused,
+/// whichever file it goes to: hooks and `core.hooksPath`, pagers, editors, `core.sshCommand`,
+/// filter and diff drivers, aliases, credential helpers, includes make git run code later. The
+/// commit-time judge holds the same line on the file itself (`config_change_is_inert`).
 fn config(a: &mut Analysis<'_>, rest: &[Arg], dir: &Cwd) {
     let items = scan(
         rest,
         &OptionSpec::gnu("f", &["file", "blob", "type", "default", "comment"], &[]),
     );
+    let mut ops: Vec<Arg> = operands(&items);
+    // git 2.46's subcommands: `git config get|list|set|unset|rename-section|remove-section|edit`.
+    let verb = match ops.first().and_then(Arg::lit) {
+        Some(
+            v @ ("get" | "list" | "set" | "unset" | "rename-section" | "remove-section" | "edit"),
+        ) => {
+            let v = v.to_owned();
+            ops.remove(0);
+            Some(v)
+        }
+        _ => None,
+    };
     let reading = has(
         &items,
         &[
@@ -404,42 +421,145 @@ fn config(a: &mut Analysis<'_>, rest: &[Arg], dir: &Cwd) {
             "--get-color",
             "--get-colorbool",
         ],
-    ) || matches!(
-        operands(&items).first().and_then(Arg::lit),
-        Some("get" | "list")
-    ) || (operands(&items).len() == 1
-        && !has(
-            &items,
-            &[
-                "--unset",
-                "--unset-all",
-                "--add",
-                "--replace-all",
-                "--remove-section",
-                "--rename-section",
-                "--edit",
-                "-e",
-            ],
-        ));
+    ) || matches!(verb.as_deref(), Some("get" | "list"))
+        || (verb.is_none()
+            && ops.len() == 1
+            && !has(
+                &items,
+                &[
+                    "--unset",
+                    "--unset-all",
+                    "--add",
+                    "--replace-all",
+                    "--remove-section",
+                    "--rename-section",
+                    "--edit",
+                    "-e",
+                ],
+            ));
     if reading {
         return;
     }
-    let target = if has(&items, &["--global"]) {
-        Arg::Lit(a.policy.config().home.as_ref().map_or_else(
-            || "~/.gitconfig".to_owned(),
-            |h| h.join(".gitconfig").to_string_lossy().into_owned(),
-        ))
-    } else if has(&items, &["--system"]) {
-        Arg::Lit("/etc/gitconfig".into())
-    } else if let Some(file) = values(&items, &["-f", "--file"]).last() {
+    if has(&items, &["--edit", "-e"]) || verb.as_deref() == Some("edit") {
+        a.complex("`git config --edit` runs an editor");
+        return;
+    }
+    let sections = has(&items, &["--remove-section", "--rename-section"])
+        || matches!(verb.as_deref(), Some("rename-section" | "remove-section"));
+    let removing = has(&items, &["--unset", "--unset-all"]) || verb.as_deref() == Some("unset");
+    if let Err(refusal) = config_keys(&ops, sections, removing) {
+        a.refuse(refusal);
+        return;
+    }
+    if has(&items, &["--global"]) {
+        // The sandbox's home is its own tmpfs: git there writes nothing of the host.
+        match a.policy.config().sandbox.home.clone() {
+            Some(home) if a.home_intact => {
+                a.private_write("git config --global", &home.join(".gitconfig"));
+            }
+            _ => a.complex(
+                "`git config --global` writes under a home directory known only at run time",
+            ),
+        }
+        return;
+    }
+    if has(&items, &["--system"]) {
+        a.write_path(
+            &Arg::Lit("/etc/gitconfig".into()),
+            dir,
+            "git config --system",
+        );
+        return;
+    }
+    let target = if let Some(file) = values(&items, &["-f", "--file"]).last() {
         file.clone()
+    } else if has(&items, &["--worktree"]) {
+        Arg::Lit(".git/config.worktree".into())
     } else {
         Arg::Lit(".git/config".into())
     };
-    if has(&items, &["--edit", "-e"]) {
-        a.complex("`git config --edit` runs an editor");
+    a.write_git_config(&target, dir);
+}
+
+/// Judges the keys a `git config` write names (`ops`: the operands after the options): `KEY
+/// [VALUE [PATTERN]]`, or a section to rename or remove. `Err` for a key or section that is not
+/// inert.
+fn config_keys(ops: &[Arg], sections: bool, removing: bool) -> Result<(), Refusal> {
+    use crate::git_layout::{KeyEffect, key_effect};
+    let refuse = |key: &str, runs: bool| {
+        let why = if runs {
+            format!(
+                "`{key}` makes git run a program or read other configuration later (hooks, \
+                 pagers, editors, drivers, aliases, credential helpers, includes)"
+            )
+        } else {
+            format!(
+                "`{key}` is not one of the keys spear knows to run nothing (user.*, branch.*, \
+                 remote.*.url, core.autocrlf, init.defaultBranch, ...)"
+            )
+        };
+        Refusal::protected_entry(format!("git config {key}"), why)
+    };
+    if sections {
+        // A section holds any keys: only the ones whose every key is inert may move or go.
+        for section in ops.iter().take(2) {
+            let Some(name) = section.lit() else {
+                return Err(refuse(section.display(), false));
+            };
+            let head = name.split('.').next().unwrap_or("").to_ascii_lowercase();
+            if !matches!(
+                head.as_str(),
+                "user" | "branch" | "init" | "advice" | "color"
+            ) {
+                return Err(refuse(name, false));
+            }
+        }
+        return Ok(());
     }
-    a.write_path(&target, dir, "git config");
+    let Some(key) = ops.first() else {
+        return Ok(());
+    };
+    let Some(key) = key.lit() else {
+        return Err(refuse(key.display(), false));
+    };
+    let value = if removing {
+        None
+    } else {
+        match ops.get(1) {
+            Some(v) => match v.lit() {
+                Some(text) => Some(text),
+                None => return Err(refuse(key, false)),
+            },
+            None => None,
+        }
+    };
+    match key_effect(key, value) {
+        KeyEffect::Inert => Ok(()),
+        KeyEffect::RunsCode => Err(refuse(key, true)),
+        KeyEffect::Unknown => Err(refuse(key, false)),
+    }
+}
+
+/// `git -c KEY=VALUE` (`--config-env KEY=VAR`): the setting holds for this one invocation, inside
+/// the sandbox. A key that runs nothing is harmless; any other can name a program git runs now.
+fn one_shot_config(a: &mut Analysis<'_>, name: &str, setting: Option<&Arg>) {
+    use crate::git_layout::{KeyEffect, key_effect};
+    let inert = setting.and_then(Arg::lit).is_some_and(|text| {
+        let (key, value) = match text.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (text, None),
+        };
+        // `--config-env` takes the value from a variable: only the key is known, so a URL (which
+        // could be `ext::`) is not taken.
+        let from_env = name == "--config-env";
+        !(from_env && key.to_ascii_lowercase().ends_with("url"))
+            && key_effect(key, if from_env { None } else { value }) == KeyEffect::Inert
+    });
+    if !inert {
+        a.complex(format!(
+            "`git {name}` sets configuration that can name programs for git to run"
+        ));
+    }
 }
 
 /// branch, tag, stash, worktree, notes, reflog, remote, submodule: listing reads, anything else

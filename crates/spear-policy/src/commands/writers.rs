@@ -469,8 +469,9 @@ fn patch(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     }
 }
 
-/// mktemp creates a file or directory: from its template, under `-p DIR`/`--tmpdir`, or in
-/// `$TMPDIR` (`/tmp`), which is outside the workspace.
+/// mktemp creates a new file or directory: from its template, under `-p DIR`/`--tmpdir`, or in
+/// `$TMPDIR` (`/tmp`, the sandbox's private tmpfs). The target is the new entry
+/// (`/tmp/tmp.XXXXXXXXXX`), never the directory that holds it.
 fn mktemp(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     let items = scan(args, &OptionSpec::gnu("p", &["tmpdir", "suffix"], &[]));
     if has(&items, &["-u", "--dry-run"]) {
@@ -479,12 +480,20 @@ fn mktemp(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     unknown_words(a, "mktemp", &items, cwd);
     let dir = values(&items, &["-p", "--tmpdir"]).last().cloned();
     let template = operands(&items).first().cloned();
+    let in_dir = |d: &Arg, name: &str| match d {
+        Arg::Lit(d) => Arg::Lit(format!("{}/{name}", d.trim_end_matches('/'))),
+        other => other.clone(),
+    };
+    let default = "tmp.XXXXXXXXXX";
     let target = match (dir, template) {
-        (Some(d), _) => d,
+        (Some(d), Some(Arg::Lit(t))) if !t.contains('/') => in_dir(&d, &t),
+        (Some(d), None) => in_dir(&d, default),
+        (Some(d), Some(_)) => d,
         (None, Some(t)) if t.display().contains('/') => t,
-        (None, Some(_) | None) if has(&items, &["-t"]) => Arg::Lit("/tmp".into()),
+        (None, Some(Arg::Lit(t))) if has(&items, &["-t"]) => Arg::Lit(format!("/tmp/{t}")),
+        (None, Some(_)) if has(&items, &["-t"]) => Arg::Lit("/tmp".into()),
         (None, Some(t)) => t,
-        (None, None) => Arg::Lit("/tmp".into()),
+        (None, None) => Arg::Lit(format!("/tmp/{default}")),
     };
     a.write_path(&target, cwd, "mktemp");
 }

@@ -2,5 +2,6 @@
 
 pub(crate) mod ansi_c;
 pub(crate) mod arith;
+pub(crate) mod pipe_status;
 pub(crate) mod walk;
 pub(crate) mod word;

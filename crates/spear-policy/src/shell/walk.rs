@@ -532,7 +532,7 @@ const MAX_PAREN_DEPTH: usize = 8;
 /// Parses a script with brush-parser, refusing inputs that would take it too long or too deep.
 /// A panic inside the parser is caught and reported as a parse failure, so hostile input cannot
 /// take the harness down.
-fn parse(script: &str) -> Result<ast::Program, String> {
+pub(crate) fn parse(script: &str) -> Result<ast::Program, String> {
     if script.len() > MAX_SCRIPT_BYTES {
         return Err(format!("it is longer than {MAX_SCRIPT_BYTES} bytes"));
     }

@@ -4,7 +4,8 @@
 //! - `ws/`: the workspace root and launch directory, with a `.git` (hooks, config), sources, a
 //!   generated file, and symlinks that lead outside (`link-etc` to `/etc`, `link-ssh` into the
 //!   fake home's `.ssh`);
-//! - `home/`: the operator's home as the policy sees it (outside every root), with `.ssh/id_rsa`;
+//! - `home/`: the operator's home as the policy sees it (outside every root), with `.ssh/id_rsa`,
+//!   `.bashrc` and `other/` (another project);
 //! - `canary`: a path outside every root that a refused command would create.
 
 // Test fixtures fail loudly: a broken fixture is a failed test, not a value to handle.
@@ -31,7 +32,15 @@ impl Fixture {
     }
 
     pub fn with_config(adjust: impl FnOnce(PolicyConfig) -> PolicyConfig) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
+        // Outside /tmp, which is the sandbox's private place: a canary there would be a private
+        // write, not one that lands on the host. (/var/tmp also keeps the paths free of a leading
+        // `/w`, which sed would read as its `w` flag in the red-team sed cases.)
+        let base_dir = if Path::new("/var/tmp").is_dir() {
+            PathBuf::from("/var/tmp")
+        } else {
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        };
+        let dir = tempfile::tempdir_in(base_dir).expect("tempdir");
         let base = dir.path().canonicalize().expect("canonical");
         let ws = base.join("ws");
         let home = base.join("home");
@@ -42,6 +51,7 @@ impl Fixture {
             "ws/gen",
             "ws/docs",
             "home/.ssh",
+            "home/other",
             "outside",
         ] {
             std::fs::create_dir_all(base.join(d)).expect("mkdir");
@@ -59,6 +69,7 @@ impl Fixture {
             ("ws/.git/hooks/pre-commit.sample", "#!/bin/sh\n"),
             ("home/.ssh/id_rsa", "not a key\n"),
             ("home/.bashrc", "# rc\n"),
+            ("home/other/x.txt", "another project\n"),
             ("outside/data.txt", "outside\n"),
         ];
         for (path, text) in files {

@@ -34,7 +34,8 @@ use spear_core::ExecutionMode;
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TerminalArgs {
-    /// The bash script to run (with `-o pipefail`).
+    /// The bash script to run (with `-o pipefail`; a stage cut off by a later one, as in
+    /// `cmd | head`, is no failure).
     pub command: String,
     /// Wall-clock limit in seconds (default 180, at most 600).
     #[serde(default)]
@@ -204,7 +205,10 @@ impl Prepared for TerminalArgs {
                 &why,
             )));
         }
-        let mut request = CommandRequest::new(CommandLine::Script(command.clone()), profile);
+        let mut request = CommandRequest::new(
+            CommandLine::Script(spear_policy::script_to_run(command)),
+            profile,
+        );
         request.workdir = workdir;
         request.timeout = Some(Duration::from_secs(secs));
         request.cancel.clone_from(&cx.cancel);
