@@ -219,7 +219,7 @@ pub fn sandbox_view(workspace: &Workspace, config: &RunnerConfig) -> SandboxView
     shown.push(PathBuf::from("/proc"));
     shown.extend(etc_entries(Path::new("/etc")));
     shown.extend(toolchains.binds.iter().cloned());
-    let environment = sandbox_env(spear_sandbox::EnvInputs {
+    let mut environment: Vec<String> = sandbox_env(spear_sandbox::EnvInputs {
         host: &config.host_env,
         home: &config.home,
         path: &toolchains.path,
@@ -230,6 +230,12 @@ pub fn sandbox_view(workspace: &Workspace, config: &RunnerConfig) -> SandboxView
     .into_iter()
     .filter_map(|(name, _)| name.into_string().ok())
     .collect();
+    // The runner names its git configuration when it can write one (see `HostView::git_config`).
+    if config.git_identity.config_text().is_some() && user_private_dir("git").is_some() {
+        environment.retain(|n| n != "GIT_CONFIG_SYSTEM");
+        environment.push("GIT_CONFIG_SYSTEM".to_owned());
+        environment.sort();
+    }
     SandboxView {
         home: Some(config.home.clone()),
         shown,
