@@ -38,6 +38,9 @@ pub enum ContextError {
     /// An entry of `[network] allow` is malformed.
     #[error("in [network] allow of the operator configuration: {0}")]
     NetworkAllow(String),
+    /// An entry of `[env] pass` or an `--env` name is refused.
+    #[error("in [env] pass of the operator configuration or --env: {0}")]
+    EnvPass(String),
 }
 
 /// The workspace and the policy for one invocation.
@@ -50,6 +53,11 @@ pub struct Context {
 impl Context {
     /// Opens the workspace and loads the operator's and the workspace's configuration.
     pub fn open(args: &WorkspaceArgs) -> Result<Self, ContextError> {
+        Context::open_with_env(args, &[])
+    }
+
+    /// [`Context::open`], with `--env` names passed into every sandbox besides `[env] pass`.
+    pub fn open_with_env(args: &WorkspaceArgs, env: &[String]) -> Result<Self, ContextError> {
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
             .filter(|h| h.is_absolute());
@@ -94,7 +102,15 @@ impl Context {
         }
         // The runner's configuration comes first: the policy judges paths by what the sandboxes
         // that configuration builds will show.
-        let runner = build_runner_config(&operator.network.allow)?;
+        let mut runner = build_runner_config(&operator.network.allow)?;
+        runner.env_pass = operator
+            .env
+            .pass
+            .iter()
+            .chain(env)
+            .map(|p| spear_sandbox::EnvPass::parse(p))
+            .collect::<Result<_, _>>()
+            .map_err(|e| ContextError::EnvPass(e.to_string()))?;
         config.sandbox = spear_runtime::sandbox_view(&workspace, &runner);
         Ok(Context {
             policy: CommandPolicy::new(Arc::new(workspace), config),

@@ -39,6 +39,8 @@ pub fn run(args: &Args) -> i32 {
     let sandbox = Sandbox::new(SandboxConfig::default());
     let mut found = probe_mechanisms(&sandbox);
     found.push(staging_preflight());
+    found.push(session_area());
+    found.push(git_identity());
     if !args.no_network {
         found.push(network_preflight());
     }
@@ -142,6 +144,62 @@ fn staging_preflight() -> Mechanism {
         required: false,
         detail,
         fix,
+    }
+}
+
+/// Where `spear mcp` keeps a session's `/tmp`, `/var/tmp` and home, for real: an area made and
+/// removed again, and how its cap is kept.
+fn session_area() -> Mechanism {
+    let cap = spear_runtime::scratch::DEFAULT_SESSION_CAP;
+    let made = spear_runtime::scratch::default_base()
+        .ok_or_else(|| "spear's per-user directory cannot be made private".to_owned())
+        .and_then(|base| {
+            spear_runtime::SessionScratch::create(&base, cap)
+                .map(|s| s.area().parent().map(|p| p.display().to_string()))
+                .map_err(|e| e.to_string())
+        });
+    let (usable, detail, fix) = match made {
+        Ok(base) => (
+            true,
+            format!(
+                "kept between the calls of an MCP session under {} (private, 0700); measured after each call and emptied over {} MiB; removed when the session ends",
+                base.unwrap_or_default(),
+                cap >> 20
+            ),
+            None,
+        ),
+        Err(e) => (
+            false,
+            format!("{e}; every command gets fresh /tmp and home"),
+            Some("set XDG_RUNTIME_DIR to a directory of your own (mode 0700)".to_owned()),
+        ),
+    };
+    Mechanism {
+        name: "session /tmp",
+        usable,
+        required: false,
+        detail,
+        fix,
+    }
+}
+
+/// The git identity commits in the sandbox carry: the host's `user.name` and `user.email`.
+fn git_identity() -> Mechanism {
+    let config = RunnerConfig::from_host();
+    let id = &config.git_identity;
+    let usable = id.name.is_some() && id.email.is_some();
+    let detail = match (&id.name, &id.email) {
+        (Some(n), Some(e)) => format!("commits in the sandbox are by {n} <{e}> (nothing else of the host's git configuration is given)"),
+        _ => "the host's git configuration has no user.name or user.email: `git commit` in the sandbox fails unless the repository sets them".to_owned(),
+    };
+    Mechanism {
+        name: "git identity",
+        usable,
+        required: false,
+        detail,
+        fix: (!usable).then(|| {
+            "git config --global user.name 'Your Name' && git config --global user.email you@example.com".to_owned()
+        }),
     }
 }
 

@@ -35,6 +35,10 @@ pub struct Args {
         required_unless_present = "argv"
     )]
     script: Option<String>,
+    /// Pass this host variable into the sandbox (repeatable), besides `[env] pass` of the
+    /// operator configuration. A name that changes how programs load code is refused.
+    #[arg(long = "env", value_name = "NAME")]
+    env: Vec<String>,
     /// Run this program with these arguments, directly, without a shell.
     #[arg(last = true, value_name = "ARGV")]
     argv: Vec<String>,
@@ -52,7 +56,8 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 
 /// Runs `spear exec`; returns the exit status.
 pub fn run(args: &Args) -> Result<i32, ContextError> {
-    let ctx = Context::open(&args.workspace)?;
+    let ctx = Context::open_with_env(&args.workspace, &args.env)?;
+    let runner_config = ctx.runner_config();
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");
     }
@@ -82,8 +87,7 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
     let result = match auth {
         Authorization::Granted(caps) => {
             let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone());
-            let config = ctx.runner_config();
-            let runner = CommandRunner::new(policy.shared_workspace(), config);
+            let runner = CommandRunner::new(policy.shared_workspace(), runner_config);
             let mut request = CommandRequest::new(line, profile);
             request.timeout = args.timeout;
             request.class = Some(assessment.class);

@@ -21,6 +21,10 @@ pub struct Args {
     /// counts, the verdict and `spear undo` start afresh): MCP says nothing of turns.
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     turn_gap: u64,
+    /// Pass this host variable into every sandbox (repeatable), besides `[env] pass` of the
+    /// operator configuration. A name that changes how programs load code is refused.
+    #[arg(long = "env", value_name = "NAME")]
+    env: Vec<String>,
 }
 
 /// Serves until the client closes stdin or a signal arrives. stdout carries only protocol
@@ -32,6 +36,8 @@ pub fn run(args: &Args) -> Result<i32, String> {
         role: args.role,
         session: None,
         background_jobs: true,
+        session_scratch: true,
+        env: &args.env,
     })?;
     let root = router
         .workspace()

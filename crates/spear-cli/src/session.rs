@@ -21,12 +21,20 @@ pub struct SessionArgs<'a> {
     pub session: Option<&'a str>,
     /// Whether commands may run as background jobs (only for a process that outlives one call).
     pub background_jobs: bool,
+    /// Whether `/tmp`, `/var/tmp` and home persist from one call to the next, for the life of
+    /// the session (a process that outlives one call); else each command gets fresh ones.
+    pub session_scratch: bool,
+    /// `--env` names, passed into every sandbox besides `[env] pass`.
+    pub env: &'a [String],
 }
 
 /// Opens a router over the workspace with every store on and no confirmer set.
 pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
-    let ctx = Context::open(args.workspace).map_err(|e| e.to_string())?;
-    let config = ctx.runner_config();
+    let ctx = Context::open_with_env(args.workspace, args.env).map_err(|e| e.to_string())?;
+    let mut config = ctx.runner_config();
+    if args.session_scratch {
+        config.scratch = spear_runtime::ScratchMode::Session;
+    }
     let policy = Arc::new(ctx.policy);
     let runner = Arc::new(CommandRunner::new(policy.shared_workspace(), config));
     let mut router_config = RouterConfig::new(args.mode.mode());

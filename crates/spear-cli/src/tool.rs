@@ -48,6 +48,8 @@ pub fn run(args: &Args) -> Result<i32, String> {
         role: args.role,
         session: args.session.as_deref(),
         background_jobs: false,
+        session_scratch: false,
+        env: &[],
     })?;
     router.set_confirmer(Box::new(crate::exec::TerminalConfirmer));
     if let Some(turn) = &args.turn {

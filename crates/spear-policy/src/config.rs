@@ -41,6 +41,21 @@ pub struct OperatorConfig {
     /// `[network]`: what networked commands may reach beyond the default egress policy.
     #[serde(default)]
     pub network: OperatorNetwork,
+    /// `[env]`: host variables passed into every sandbox.
+    #[serde(default)]
+    pub env: OperatorEnv,
+}
+
+/// `[env]` of the operator's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorEnv {
+    /// Host variables passed into every sandbox: exact names (`DJANGO_SETTINGS_MODULE`), passed
+    /// even if they look like secrets, and prefix globs (`MY_APP_*`), which never pass a
+    /// secret-looking variable. Names that change how programs load code are refused when the
+    /// configuration is used (the sandbox layer checks them).
+    #[serde(default)]
+    pub pass: Vec<String>,
 }
 
 /// `[network]` of the operator's configuration.

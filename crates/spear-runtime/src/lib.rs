@@ -8,14 +8,21 @@
 //!   unit names or cgroup paths.
 //! - A writable command writes into layers of its own ([`staging`]); nothing it wrote reaches the
 //!   workspace before the caller's judge has seen it, and what the judge refuses never does.
+//! - A command's `/tmp`, `/var/tmp` and home are private: fresh for every command, or, for a
+//!   runner in [`ScratchMode::Session`], one area of the session's own ([`scratch`]) that no
+//!   other session sees, measured against its cap after every command and removed with the
+//!   runner. Commits carry the host's git identity and nothing else of its git configuration
+//!   ([`identity`]).
 
 pub mod audit;
 pub mod checkpoint;
 pub mod evidence;
+pub mod identity;
 pub mod jobs;
 pub mod refusals;
 pub mod result_store;
 mod runner;
+pub mod scratch;
 pub mod staging;
 
 pub use audit::{
@@ -30,7 +37,8 @@ pub use refusals::{RefusalTracker, Repeat};
 pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};
 pub use runner::{
     CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
-    sandbox_view,
+    ScratchMode, sandbox_view,
 };
+pub use scratch::SessionScratch;
 pub use spear_core::redact;
 pub use spear_sandbox::{CancelToken, OutputTee};

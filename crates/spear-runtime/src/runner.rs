@@ -7,13 +7,15 @@ use std::time::{Duration, Instant};
 
 use spear_core::{CommandClass, ExecutionProfile, SandboxView, ToolResult, ToolStatus};
 use spear_sandbox::{
-    Bind, BwrapSpec, CancelToken, Etc, Exit, Mask, NetworkSpec, OutputTee, RunOutcome, Sandbox,
-    SandboxConfig, SandboxError, SpecError, Stop, SystemDir, TmpfsSizes, ToolchainInputs,
-    Toolchains, Watch, credential_masks, etc_entries, host_entry, prepare_etc_view, sandbox_env,
-    system_dirs, toolchains, user_private_dir,
+    Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, NetworkSpec,
+    OutputTee, RunOutcome, Sandbox, SandboxConfig, SandboxError, SpecError, Stop, SystemDir,
+    TmpfsSizes, ToolchainInputs, Toolchains, Watch, credential_masks, etc_entries, host_entry,
+    host_list, prepare_etc_view, sandbox_env, system_dirs, toolchains, user_private_dir,
 };
 use spear_workspace::Workspace;
 
+use crate::identity::GitIdentity;
+use crate::scratch::{DEFAULT_SESSION_CAP, SessionScratch};
 use crate::staging::{Staging, default_bases, sweep_stale};
 
 /// The default wall-clock limit of a command.
@@ -39,6 +41,25 @@ pub struct RunnerConfig {
     pub host_env: Vec<(OsString, OsString)>,
     /// The user's real home directory (a private tmpfs in the sandbox).
     pub home: PathBuf,
+    /// Whether `/tmp`, `/var/tmp` and home are fresh for every command or kept for the runner's
+    /// whole life (see [`crate::scratch`]).
+    pub scratch: ScratchMode,
+    /// The cap of a session's area, in bytes.
+    pub session_cap: u64,
+    /// The host's git identity, given to every sandbox (see [`crate::identity`]).
+    pub git_identity: GitIdentity,
+    /// Host variables the operator passes into every sandbox.
+    pub env_pass: Vec<EnvPass>,
+}
+
+/// Where a command's `/tmp`, `/var/tmp` and home come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScratchMode {
+    /// Fresh size-capped tmpfs mounts, gone with the command (a one-shot `spear exec`).
+    #[default]
+    PerCommand,
+    /// One area for every command of the runner, removed with it (an MCP session).
+    Session,
 }
 
 impl RunnerConfig {
@@ -55,6 +76,7 @@ impl RunnerConfig {
             .map(PathBuf::from)
             .filter(|p| p.is_absolute());
         let staging = default_bases(xdg_state.as_deref(), Some(&home));
+        let git_identity = GitIdentity::from_host(&host_env, &home);
         RunnerConfig {
             sandbox: SandboxConfig::default(),
             default_timeout: DEFAULT_TIMEOUT,
@@ -64,6 +86,10 @@ impl RunnerConfig {
             staging,
             host_env,
             home,
+            scratch: ScratchMode::PerCommand,
+            session_cap: DEFAULT_SESSION_CAP,
+            git_identity,
+            env_pass: Vec::new(),
         }
     }
 }
@@ -140,6 +166,10 @@ struct HostView {
     /// The resolver file of networked sandboxes, when it could be written.
     resolv_conf: Option<PathBuf>,
     toolchains: Toolchains,
+    /// spear's git configuration file (the host's identity), when there is one.
+    git_config: Option<PathBuf>,
+    /// The user's name in the password database.
+    user: Option<OsString>,
 }
 
 /// The toolchain directories and PATH of every sandbox of a runner over `workspace` with
@@ -169,6 +199,7 @@ fn host_toolchains(workspace: &Workspace, config: &RunnerConfig) -> Toolchains {
         home: &config.home,
         roots: &roots,
         is_dir: &is_dir,
+        list: &host_list,
     })
 }
 
@@ -188,19 +219,29 @@ pub fn sandbox_view(workspace: &Workspace, config: &RunnerConfig) -> SandboxView
     shown.push(PathBuf::from("/proc"));
     shown.extend(etc_entries(Path::new("/etc")));
     shown.extend(toolchains.binds.iter().cloned());
-    let environment = sandbox_env(spear_sandbox::EnvInputs {
+    let mut environment: Vec<String> = sandbox_env(spear_sandbox::EnvInputs {
         host: &config.host_env,
         home: &config.home,
         path: &toolchains.path,
+        toolchain_vars: &toolchains.vars,
+        user: passwd_name(rustix::process::geteuid().as_raw()).as_deref(),
+        pass: &config.env_pass,
     })
     .into_iter()
     .filter_map(|(name, _)| name.into_string().ok())
     .collect();
+    // The runner names its git configuration when it can write one (see `HostView::git_config`).
+    if config.git_identity.config_text().is_some() && user_private_dir("git").is_some() {
+        environment.retain(|n| n != "GIT_CONFIG_SYSTEM");
+        environment.push("GIT_CONFIG_SYSTEM".to_owned());
+        environment.sort();
+    }
     SandboxView {
         home: Some(config.home.clone()),
         shown,
         private: vec![
             PathBuf::from("/tmp"),
+            PathBuf::from("/var/tmp"),
             PathBuf::from("/dev/shm"),
             config.home.clone(),
         ],
@@ -215,6 +256,8 @@ pub struct CommandRunner {
     sandbox: Sandbox,
     config: RunnerConfig,
     host: HostView,
+    /// The session's `/tmp`, `/var/tmp` and home, in [`ScratchMode::Session`].
+    scratch: Option<SessionScratch>,
 }
 
 impl CommandRunner {
@@ -234,16 +277,43 @@ impl CommandRunner {
             etc_views: user_private_dir("etc"),
             resolv_conf: resolver_file(),
             toolchains,
+            git_config: user_private_dir("git").and_then(|d| config.git_identity.write(&d)),
+            user: passwd_name(rustix::process::geteuid().as_raw()),
         };
         for base in &config.staging {
             sweep_stale(base);
         }
+        let scratch = match config.scratch {
+            ScratchMode::PerCommand => None,
+            ScratchMode::Session => {
+                let made = crate::scratch::default_base()
+                    .ok_or_else(|| "no private directory for it".to_owned())
+                    .and_then(|base| {
+                        SessionScratch::create(&base, config.session_cap).map_err(|e| e.to_string())
+                    });
+                match made {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        tracing::warn!(
+                            "the session's /tmp and home cannot be kept between commands ({e}); every command gets fresh ones"
+                        );
+                        None
+                    }
+                }
+            }
+        };
         CommandRunner {
             workspace,
             sandbox,
             config,
             host,
+            scratch,
         }
+    }
+
+    /// The session's area, when this runner keeps `/tmp`, `/var/tmp` and home between commands.
+    pub fn session_scratch(&self) -> Option<&SessionScratch> {
+        self.scratch.as_ref()
     }
 
     /// The sandbox instance.
@@ -338,11 +408,30 @@ impl CommandRunner {
                 });
             }
         }
-        let env = sandbox_env(spear_sandbox::EnvInputs {
+        let mut env = sandbox_env(spear_sandbox::EnvInputs {
             host: &self.config.host_env,
             home: &self.config.home,
             path: &self.host.toolchains.path,
+            toolchain_vars: &self.host.toolchains.vars,
+            user: self.host.user.as_deref(),
+            pass: &self.config.env_pass,
         });
+        if self.host.git_config.is_some() {
+            env.retain(|(n, _)| n != "GIT_CONFIG_SYSTEM");
+            env.push(("GIT_CONFIG_SYSTEM".into(), GIT_CONFIG_PATH.into()));
+            env.sort();
+        }
+        // A mask under the session's own directories could be displaced by a link that a
+        // concurrently running job of the session swaps in while bwrap sets up (bwrap follows
+        // links in mount points): such a command gets fresh private places instead.
+        let private = |p: &Path| {
+            p.starts_with("/tmp") || p.starts_with("/var/tmp") || p.starts_with(&self.config.home)
+        };
+        let scratch = self
+            .scratch
+            .as_ref()
+            .filter(|_| !masks.iter().any(|m| private(m.path())))
+            .map(|s| s.dirs().clone());
         Ok(BwrapSpec {
             profile: request.profile.clone(),
             command,
@@ -356,6 +445,9 @@ impl CommandRunner {
             masks,
             env,
             tmpfs: self.config.tmpfs,
+            scratch,
+            git_config: self.host.git_config.clone(),
+            env_named: EnvPass::exact_names(&self.config.env_pass),
             seccomp_fd: spear_sandbox::SECCOMP_CHILD_FD,
             network: self
                 .host
@@ -418,6 +510,17 @@ impl CommandRunner {
             Err(e) => return refused(e),
         };
         tracing::debug!("sandbox spec built");
+        if let (Some(scratch), Some(_)) = (&self.scratch, &spec.scratch) {
+            scratch.ensure_dirs();
+            for dest in spec
+                .toolchains
+                .iter()
+                .chain(&spec.profile.host_read_paths)
+                .chain(spec.roots.iter().map(|r| &r.mount))
+            {
+                scratch.clear_links_to(dest, &spec.home);
+            }
+        }
         let timeout = request.timeout.unwrap_or(self.config.default_timeout);
         let watch = Watch {
             timeout,
@@ -465,6 +568,10 @@ impl CommandRunner {
                 failed(e.to_string())
             }
         };
+        let mut result = result;
+        if let Some(over) = self.scratch.as_ref().and_then(SessionScratch::enforce_cap) {
+            append_reason(&mut result, &over);
+        }
         RunReport {
             result,
             sandbox_down,
@@ -570,6 +677,17 @@ fn resolver_file() -> Option<PathBuf> {
         std::fs::write(&path, text).ok()?;
     }
     Some(path)
+}
+
+/// The name of user `uid` in `/etc/passwd`.
+fn passwd_name(uid: u32) -> Option<OsString> {
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let id: u32 = fields.nth(1)?.parse().ok()?;
+        (id == uid && !name.is_empty()).then(|| OsString::from(name))
+    })
 }
 
 /// A failed result saying why nothing ran.

@@ -11,9 +11,12 @@
 //!    sandbox that runs as the host's uid 0 (spear run as root) from the host-global files there
 //!    that only check the owner (`/proc/sys/kernel/core_pattern`, `/proc/sysrq-trigger`, ...):
 //!    every write under `/proc` is refused with EROFS, whatever the uid.
-//! 3. Private, size-capped tmpfs mounts for `/tmp` and the home directory. They come before every
-//!    bind below, so that a toolchain under the home directory or a root under `/tmp` is visible
-//!    on top of them rather than hidden by them.
+//! 3. spear's git configuration (the host's identity only) read-only at
+//!    [`crate::GIT_CONFIG_PATH`]. Then the private places: size-capped tmpfs mounts for `/tmp`,
+//!    `/var/tmp` and the home directory, or, in a session, the session's own host directories
+//!    bound read-write there ([`crate::ScratchDirs`]). They come before every bind below, so that
+//!    a toolchain under the home directory or a root under `/tmp` is visible on top of them
+//!    rather than hidden by them.
 //! 4. Toolchains, then declared host-read paths, read-only (`--ro-bind-try`: one that vanished is
 //!    simply absent). They come before the workspace so that a root nested under one of them keeps
 //!    its own access (a writable root under a read-only `/opt` stays writable).
@@ -34,8 +37,9 @@
 //! The builder refuses, before anything runs: declared-but-unimplemented capabilities, the network
 //! without a network path, a bind of a credential store or of a directory that
 //! would cover the sandbox's own mount points, a root that holds the home directory, relative
-//! paths, a writable root that is not staged (or a staging layer inside a root), and a
-//! secret-looking environment variable.
+//! paths, a writable root that is not staged (or a staging layer inside a root), a session
+//! directory that overlaps anything else bound, and a secret-looking environment variable the
+//! operator did not name exactly.
 
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
@@ -43,7 +47,9 @@ use std::path::{Component, Path, PathBuf};
 use spear_core::credentials::is_credential_store;
 
 use crate::env::looks_secret;
-use crate::spec::{BwrapSpec, Etc, INFO_CHILD_FD, Mask, NETWORK_HOLD, SpecError, SystemDir};
+use crate::spec::{
+    BwrapSpec, Etc, GIT_CONFIG_PATH, INFO_CHILD_FD, Mask, NETWORK_HOLD, SpecError, SystemDir,
+};
 
 /// The bubblewrap invocation of a spec: its options, and the command they confine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +73,18 @@ impl BwrapArgv {
 
 /// The sandbox's own mount points: a bind at or above one of them would replace or expose it.
 const RESERVED: &[&str] = &[
-    "/", "/usr", "/etc", "/proc", "/dev", "/tmp", "/bin", "/sbin", "/lib", "/lib64",
+    "/",
+    "/usr",
+    "/etc",
+    "/proc",
+    "/dev",
+    "/tmp",
+    "/var/tmp",
+    "/run/spear",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib64",
 ];
 
 /// Builds the bubblewrap argv (without the bwrap program itself) for `spec`. Pure: no I/O.
@@ -110,8 +127,22 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
         a.pair("--ro-bind", &net.resolv_conf, Path::new("/etc/resolv.conf"));
     }
 
-    a.tmpfs(spec.tmpfs.tmp, Path::new("/tmp"));
-    a.tmpfs(spec.tmpfs.home, &spec.home);
+    if let Some(file) = &spec.git_config {
+        a.pair("--ro-bind", file, Path::new(GIT_CONFIG_PATH));
+    }
+
+    match &spec.scratch {
+        None => {
+            a.tmpfs(spec.tmpfs.tmp, Path::new("/tmp"));
+            a.tmpfs(spec.tmpfs.tmp, Path::new("/var/tmp"));
+            a.tmpfs(spec.tmpfs.home, &spec.home);
+        }
+        Some(dirs) => {
+            a.pair("--bind", &dirs.tmp, Path::new("/tmp"));
+            a.pair("--bind", &dirs.var_tmp, Path::new("/var/tmp"));
+            a.pair("--bind", &dirs.home, &spec.home);
+        }
+    }
 
     for dir in spec.toolchains.iter().chain(&spec.profile.host_read_paths) {
         a.pair("--ro-bind-try", dir, dir);
@@ -232,13 +263,22 @@ fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         .chain(spec.profile.host_read_paths.iter().map(PathBuf::as_path))
         .collect();
     staging(spec)?;
+    scratch(spec)?;
+    if let Some(file) = &spec.git_config {
+        absolute("the git configuration", file)?;
+        no_credentials(file)?;
+    }
     for entry in spec.masks.iter().map(Mask::path) {
         absolute("a mask", entry)?;
         if !bound.iter().any(|b| entry.starts_with(b) && entry != *b) {
             return Err(SpecError::Unbound(entry.to_path_buf()));
         }
     }
-    if let Some((name, _)) = spec.env.iter().find(|(n, v)| looks_secret(n, v)) {
+    if let Some((name, _)) = spec
+        .env
+        .iter()
+        .find(|(n, v)| looks_secret(n, v) && !spec.env_named.contains(n))
+    {
         return Err(SpecError::SecretInEnvironment(
             name.to_string_lossy().into_owned(),
         ));
@@ -291,6 +331,56 @@ fn staging(spec: &BwrapSpec) -> Result<(), SpecError> {
                     r.host.display()
                 )));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Attack stopped: a write to the host that is never judged. A session directory is bound
+/// read-write without staging, so it must hold nothing but the session's own files: it may not
+/// lie inside, or hold, a root, a staging layer, a toolchain, a host-read path, the `/etc` view or
+/// another session directory, and never a credential store.
+fn scratch(spec: &BwrapSpec) -> Result<(), SpecError> {
+    let Some(dirs) = &spec.scratch else {
+        return Ok(());
+    };
+    let own = [&dirs.tmp, &dirs.var_tmp, &dirs.home];
+    let mut others: Vec<&Path> = Vec::new();
+    for root in &spec.roots {
+        others.push(&root.host);
+    }
+    for o in &spec.staged {
+        others.extend([o.upper.as_path(), o.work.as_path(), o.lower.as_path()]);
+    }
+    others.extend(spec.toolchains.iter().map(PathBuf::as_path));
+    others.extend(spec.profile.host_read_paths.iter().map(PathBuf::as_path));
+    if let Etc::View { files, .. } = &spec.etc {
+        others.push(files);
+    }
+    if let Some(file) = &spec.git_config {
+        others.push(file);
+    }
+    if let Some(net) = &spec.network {
+        others.push(&net.resolv_conf);
+    }
+    for (i, dir) in own.iter().enumerate() {
+        absolute("a session directory", dir)?;
+        no_credentials(dir)?;
+        let siblings = own
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, d)| d.as_path());
+        if let Some(other) = others
+            .iter()
+            .copied()
+            .chain(siblings)
+            .find(|o| dir.starts_with(o) || o.starts_with(dir))
+        {
+            return Err(SpecError::ScratchOverlap {
+                path: (*dir).clone(),
+                other: other.to_path_buf(),
+            });
         }
     }
     Ok(())

@@ -5,7 +5,7 @@ use spear_core::ExecutionProfile;
 
 use super::build_argv;
 use crate::spec::{
-    Bind, BwrapSpec, Etc, Mask, NetworkSpec, Overlay, SpecError, SystemDir, TmpfsSizes,
+    Bind, BwrapSpec, Etc, Mask, NetworkSpec, Overlay, ScratchDirs, SpecError, SystemDir, TmpfsSizes,
 };
 
 fn p(s: &str) -> PathBuf {
@@ -61,6 +61,9 @@ fn spec(write: bool) -> BwrapSpec {
             home: 200,
             shm: 50,
         },
+        scratch: None,
+        git_config: None,
+        env_named: vec![],
         seccomp_fd: 3,
         network: None,
     }
@@ -79,7 +82,7 @@ fn writable_workspace_exact_argv() {
          --ro-bind /usr /usr --symlink usr/bin /bin \
          --proc /proc --remount-ro /proc --dev /dev --size 50 --tmpfs /dev/shm \
          --ro-bind-try /etc/passwd /etc/passwd --ro-bind-try /etc/ssl/certs /etc/ssl/certs \
-         --size 100 --tmpfs /tmp --size 200 --tmpfs /home/u \
+         --size 100 --tmpfs /tmp --size 100 --tmpfs /var/tmp --size 200 --tmpfs /home/u \
          --ro-bind-try /home/u/.cargo /home/u/.cargo \
          --bind /work/proj /work/proj \
          --ro-bind /dev/null /home/u/.cargo/credentials.toml \
@@ -428,6 +431,66 @@ fn refusals() {
             |s| s.env.push(("X".into(), "ghp_123".into())),
             |e| matches!(e, SpecError::SecretInEnvironment(_)),
         ),
+        (
+            "secret env named under another name",
+            |s| {
+                s.env.push(("X".into(), "ghp_123".into()));
+                s.env_named.push("Y".into());
+            },
+            |e| matches!(e, SpecError::SecretInEnvironment(n) if n == "X"),
+        ),
+        (
+            "session dir inside a root",
+            |s| s.scratch = Some(scratch_dirs("/work/proj/.tmp")),
+            |e| matches!(e, SpecError::ScratchOverlap { .. }),
+        ),
+        (
+            "session dir holding a root",
+            |s| {
+                let mut d = scratch_dirs("/run/s");
+                d.tmp = p("/work");
+                s.scratch = Some(d);
+            },
+            |e| matches!(e, SpecError::ScratchOverlap { .. }),
+        ),
+        (
+            "session dir inside a staging layer",
+            |s| {
+                s.scratch = Some(scratch_dirs(
+                    "/home/u/.local/state/spear/staging/1-1/0.upper",
+                ));
+            },
+            |e| matches!(e, SpecError::ScratchOverlap { .. }),
+        ),
+        (
+            "session dir inside a toolchain",
+            |s| s.scratch = Some(scratch_dirs("/home/u/.cargo/s")),
+            |e| matches!(e, SpecError::ScratchOverlap { .. }),
+        ),
+        (
+            "session dirs nested in each other",
+            |s| {
+                let mut d = scratch_dirs("/run/s");
+                d.home = p("/run/s/tmp/home");
+                s.scratch = Some(d);
+            },
+            |e| matches!(e, SpecError::ScratchOverlap { .. }),
+        ),
+        (
+            "relative session dir",
+            |s| s.scratch = Some(scratch_dirs("run/s")),
+            |e| matches!(e, SpecError::NotAbsolute { .. }),
+        ),
+        (
+            "git config in a credential store",
+            |s| s.git_config = Some(p("/home/u/.ssh/gitconfig")),
+            |e| matches!(e, SpecError::CredentialStore(_)),
+        ),
+        (
+            "host read covering /var/tmp",
+            |s| s.profile.host_read_paths.push(p("/var")),
+            |e| matches!(e, SpecError::Reserved { .. }),
+        ),
     ];
     for (name, edit, check) in cases {
         let mut s = spec(true);
@@ -437,6 +500,52 @@ fn refusals() {
             Ok(argv) => panic!("{name}: accepted: {argv:?}"),
         }
     }
+}
+
+fn scratch_dirs(base: &str) -> ScratchDirs {
+    ScratchDirs {
+        tmp: p(&format!("{base}/tmp")),
+        var_tmp: p(&format!("{base}/var-tmp")),
+        home: p(&format!("{base}/home")),
+    }
+}
+
+#[test]
+fn a_session_binds_its_directories_where_the_tmpfs_mounts_were() {
+    let mut s = spec(true);
+    s.scratch = Some(scratch_dirs("/run/user/1/spear/sessions/7-1-ab"));
+    s.git_config = Some(p("/run/user/1/spear/git/config-1"));
+    let joined = build_argv(&s)
+        .unwrap()
+        .flat()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        joined.contains(
+            "--ro-bind-try /etc/ssl/certs /etc/ssl/certs \
+             --ro-bind /run/user/1/spear/git/config-1 /run/spear/gitconfig \
+             --bind /run/user/1/spear/sessions/7-1-ab/tmp /tmp \
+             --bind /run/user/1/spear/sessions/7-1-ab/var-tmp /var/tmp \
+             --bind /run/user/1/spear/sessions/7-1-ab/home /home/u \
+             --ro-bind-try /home/u/.cargo /home/u/.cargo"
+        ),
+        "{joined}"
+    );
+    assert!(!joined.contains("--tmpfs /tmp"), "{joined}");
+}
+
+#[test]
+fn a_secret_named_exactly_by_the_operator_is_passed() {
+    let mut s = spec(true);
+    s.env.push(("HF_TOKEN".into(), "hf_abc".into()));
+    s.env_named.push("HF_TOKEN".into());
+    let argv = build_argv(&s).unwrap().flat();
+    assert!(
+        argv.windows(3)
+            .any(|w| w[0] == "--setenv" && w[1] == "HF_TOKEN")
+    );
 }
 
 #[test]

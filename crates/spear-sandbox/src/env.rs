@@ -2,27 +2,29 @@
 //!
 //! Attack stopped: secret theft through the environment (`env`, `/proc/self/environ`). The host's
 //! model API keys, cloud credentials and tokens never reach a sandbox: only named variables are
-//! copied, and even those are dropped when their name or value looks like a secret.
+//! copied, and even those are dropped when their name or value looks like a secret, unless the
+//! operator named that very variable ([`EnvPass::Exact`]). A glob the operator gave
+//! ([`EnvPass::Prefix`]) never passes a secret-looking one.
+//!
+//! Attack stopped: code run behind the decision layer's back. A variable that changes how
+//! programs load or run code (`LD_PRELOAD`, `BASH_ENV`, `PYTHONSTARTUP`, `NODE_OPTIONS`, the
+//! `GIT_*` that run programs or inject configuration, ...) would turn a command judged as reading
+//! into one that runs whatever the variable names; it is never passed, however it is asked for
+//! ([`loads_code`]).
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-/// Variables copied from the host when present (locale and toolchain homes).
+/// Variables copied from the host when present (locale and toolchain selections). The toolchain
+/// homes themselves come from [`EnvInputs::toolchain_vars`]: only those of bound trees.
 const COPIED: &[&str] = &[
     "LANG",
     "LANGUAGE",
     "TZ",
     "USER",
     "LOGNAME",
-    "CARGO_HOME",
-    "RUSTUP_HOME",
     "RUSTUP_TOOLCHAIN",
-    "PYENV_ROOT",
     "PYENV_VERSION",
-    "GOROOT",
-    "GOPATH",
-    "JAVA_HOME",
-    "NVM_DIR",
 ];
 
 /// Name fragments that mark a secret (compared case-insensitively).
@@ -69,6 +71,156 @@ pub fn looks_secret(name: &OsStr, value: &OsStr) -> bool {
         || value.contains("://") && value.contains('@')
 }
 
+/// The stricter test a variable matched by a glob must pass: [`looks_secret`], names that hold
+/// `PASS` or `PRIVATE` or start with `AWS_`, and any value in which spear's redaction finds a
+/// secret (token shapes, high-entropy runs, URLs with userinfo, PEM blocks).
+pub fn looks_secret_strict(name: &OsStr, value: &OsStr) -> bool {
+    let upper = name.to_string_lossy().to_ascii_uppercase();
+    let text = value.to_string_lossy();
+    looks_secret(name, value)
+        || upper.contains("PASS")
+        || upper.contains("PRIVATE")
+        || upper.starts_with("AWS_")
+        || spear_core::redact::redact(&text) != text
+}
+
+/// Names that change how programs load or run code, never passed into a sandbox.
+const LOADS_CODE: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "ZDOTDIR",
+    "IFS",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5DB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "LUA_INIT",
+    "LUA_PATH",
+    "LUA_CPATH",
+    "TCLLIBPATH",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "GCONV_PATH",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "MANPAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+];
+
+/// Prefixes of names that load code: the dynamic linker's, bash's exported functions, and git's
+/// (hooks, editors, ssh and proxy commands, external diff, `GIT_CONFIG_*` injecting keys, the
+/// template directory of new repositories).
+const LOADS_CODE_PREFIXES: &[&str] = &["LD_", "DYLD_", "BASH_FUNC_", "GIT_"];
+
+/// The `GIT_*` names that run nothing: the identity of a commit.
+const GIT_INERT: &[&str] = &[
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+];
+
+/// Names spear sets itself and never takes from the host: the sandbox's `PATH` holds no workspace
+/// directory, its `HOME` and `TMPDIR` are its private places.
+const SPEAR_OWNS: &[&str] = &["PATH", "HOME", "TMPDIR", "PWD", "OLDPWD"];
+
+/// Whether `name` changes how programs load or run code (see the module's doc).
+pub fn loads_code(name: &str) -> bool {
+    LOADS_CODE.contains(&name)
+        || (LOADS_CODE_PREFIXES.iter().any(|p| name.starts_with(p)) && !GIT_INERT.contains(&name))
+}
+
+/// A variable the operator passes into every sandbox (`[env] pass`, `--env NAME`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvPass {
+    /// One variable, by its exact name: passed even if it looks like a secret.
+    Exact(String),
+    /// Every variable whose name starts with this (written `PREFIX_*`): never a secret-looking one.
+    Prefix(String),
+}
+
+/// Why an `[env] pass` entry or `--env` name is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvPassError {
+    /// Not a variable name or a `PREFIX*` glob.
+    #[error(
+        "`{0}` is not a variable name (letters, digits, `_`, not starting with a digit) or a prefix glob such as `MY_APP_*`"
+    )]
+    Malformed(String),
+    /// It changes how programs load code.
+    #[error(
+        "`{0}` changes how programs load or run code and is never passed into a sandbox: a command judged to read could then run anything. Set it inside the command instead (`{0}=... cmd`), where spear judges it"
+    )]
+    LoadsCode(String),
+    /// spear sets it.
+    #[error(
+        "`{0}` is set by spear itself (the sandbox's own value) and cannot be passed from the host"
+    )]
+    SpearOwns(String),
+}
+
+impl EnvPass {
+    /// Parses `NAME` or `PREFIX*`. Refuses what is never passed: names that load code
+    /// ([`loads_code`]), globs that only such names could match, and the names spear sets.
+    pub fn parse(text: &str) -> Result<EnvPass, EnvPassError> {
+        let (name, glob) = match text.strip_suffix('*') {
+            Some(prefix) => (prefix, true),
+            None => (text, false),
+        };
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(EnvPassError::Malformed(text.to_owned()));
+        }
+        if glob {
+            let only_code = LOADS_CODE_PREFIXES
+                .iter()
+                .any(|p| name.starts_with(p) && *p != "GIT_");
+            if only_code {
+                return Err(EnvPassError::LoadsCode(text.to_owned()));
+            }
+            return Ok(EnvPass::Prefix(name.to_owned()));
+        }
+        if loads_code(name) {
+            return Err(EnvPassError::LoadsCode(text.to_owned()));
+        }
+        if SPEAR_OWNS.contains(&name) {
+            return Err(EnvPassError::SpearOwns(text.to_owned()));
+        }
+        Ok(EnvPass::Exact(name.to_owned()))
+    }
+
+    /// The names of the exact entries of `pass`: the ones a secret-looking value may come through.
+    pub fn exact_names(pass: &[EnvPass]) -> Vec<OsString> {
+        pass.iter()
+            .filter_map(|p| match p {
+                EnvPass::Exact(n) => Some(OsString::from(n)),
+                EnvPass::Prefix(_) => None,
+            })
+            .collect()
+    }
+}
+
 /// What the environment is built from.
 #[derive(Debug, Clone, Copy)]
 pub struct EnvInputs<'a> {
@@ -78,11 +230,22 @@ pub struct EnvInputs<'a> {
     pub home: &'a Path,
     /// The sandbox's PATH, in order.
     pub path: &'a [PathBuf],
+    /// The variables of the toolchain trees the sandbox binds (`CARGO_HOME`, `GOPATH`, ...).
+    pub toolchain_vars: &'a [(String, PathBuf)],
+    /// The user's name (from the password database) for `USER` and `LOGNAME` when the host's
+    /// environment has none.
+    pub user: Option<&'a OsStr>,
+    /// What the operator passes.
+    pub pass: &'a [EnvPass],
 }
 
-/// The whole environment of a sandboxed command: PATH, HOME, TMPDIR=/tmp, TERM=dumb, pagers that
+/// The whole environment of a sandboxed command: PATH, HOME, TMPDIR=/tmp, TERM=dumb (the output is
+/// captured, not a terminal: a capable TERM fills it with colour and cursor codes), pagers that
 /// never wait for a terminal, `GIT_OPTIONAL_LOCKS=0` (a read-only `git status` must not take
-/// locks), the locale and the toolchain homes of the host. Sorted by name; secrets dropped.
+/// locks), `USER` and `LOGNAME` (the host's, else the user's name), `LANG` (the host's, else
+/// `C.UTF-8`) and the host's other locale variables, the homes of the bound toolchains, and what
+/// the operator passes ([`EnvPass`]). Sorted by name; secrets dropped (but for variables the
+/// operator named exactly); nothing that [`loads_code`].
 pub fn sandbox_env(inputs: EnvInputs<'_>) -> Vec<(OsString, OsString)> {
     let mut path = OsString::new();
     for (i, dir) in inputs.path.iter().enumerate() {
@@ -103,14 +266,42 @@ pub fn sandbox_env(inputs: EnvInputs<'_>) -> Vec<(OsString, OsString)> {
         ("GIT_PAGER".into(), "cat".into()),
         ("GIT_OPTIONAL_LOCKS".into(), "0".into()),
     ];
+    let set = |env: &mut Vec<(OsString, OsString)>, name: &OsStr, value: &OsStr| {
+        if !env.iter().any(|(n, _)| n == name) {
+            env.push((name.to_owned(), value.to_owned()));
+        }
+    };
+    for (name, value) in inputs.toolchain_vars {
+        set(&mut env, OsStr::new(name), value.as_os_str());
+    }
     for (name, value) in inputs.host {
         let copied = name
             .to_str()
             .is_some_and(|n| COPIED.contains(&n) || (n.starts_with("LC_") && n.len() > 3));
-        if copied && !looks_secret(name, value) && !env.iter().any(|(n, _)| n == name) {
-            env.push((name.clone(), value.clone()));
+        if copied && !looks_secret(name, value) {
+            set(&mut env, name, value);
         }
     }
+    for (name, value) in inputs.host {
+        let Some(text) = name.to_str() else { continue };
+        if loads_code(text) || SPEAR_OWNS.contains(&text) {
+            continue;
+        }
+        let passed = inputs.pass.iter().any(|p| match p {
+            EnvPass::Exact(n) => n == text,
+            EnvPass::Prefix(pre) => {
+                text.starts_with(pre.as_str()) && !looks_secret_strict(name, value)
+            }
+        });
+        if passed {
+            set(&mut env, name, value);
+        }
+    }
+    if let Some(user) = inputs.user.filter(|u| !u.is_empty()) {
+        set(&mut env, OsStr::new("USER"), user);
+        set(&mut env, OsStr::new("LOGNAME"), user);
+    }
+    set(&mut env, OsStr::new("LANG"), OsStr::new("C.UTF-8"));
     env.sort();
     env
 }
@@ -146,11 +337,13 @@ mod tests {
             host: &host,
             home: Path::new("/home/u"),
             path: &[PathBuf::from("/usr/bin"), PathBuf::from("/bin")],
+            toolchain_vars: &[],
+            user: None,
+            pass: &[],
         });
         assert_eq!(
             env,
             pairs(&[
-                ("CARGO_HOME", "/root/.cargo"),
                 ("GIT_OPTIONAL_LOCKS", "0"),
                 ("GIT_PAGER", "cat"),
                 ("HOME", "/home/u"),
@@ -164,12 +357,224 @@ mod tests {
         );
     }
 
+    fn build(host: &[(&str, &str)], pass: &[&str]) -> Vec<(OsString, OsString)> {
+        let host = pairs(host);
+        let pass: Vec<EnvPass> = pass.iter().map(|p| EnvPass::parse(p).unwrap()).collect();
+        sandbox_env(EnvInputs {
+            host: &host,
+            home: Path::new("/home/u"),
+            path: &[PathBuf::from("/usr/bin")],
+            toolchain_vars: &[
+                ("CARGO_HOME".into(), PathBuf::from("/home/u/.cargo")),
+                ("GOPATH".into(), PathBuf::from("/home/u/go")),
+            ],
+            user: Some(OsStr::new("alice")),
+            pass: &pass,
+        })
+    }
+
+    fn get<'a>(env: &'a [(OsString, OsString)], name: &str) -> Option<&'a str> {
+        env.iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| v.to_str())
+    }
+
+    /// Each row: the host's variables, what the operator passes, and for each name the value
+    /// expected inside (`None`: absent).
+    #[test]
+    fn builder_table() {
+        type Row = (
+            &'static str,
+            Vec<(&'static str, &'static str)>,
+            Vec<&'static str>,
+            Vec<(&'static str, Option<&'static str>)>,
+        );
+        let rows: Vec<Row> = vec![
+            (
+                "defaults without a host environment",
+                vec![],
+                vec![],
+                vec![
+                    ("USER", Some("alice")),
+                    ("LOGNAME", Some("alice")),
+                    ("LANG", Some("C.UTF-8")),
+                    ("TERM", Some("dumb")),
+                    ("CARGO_HOME", Some("/home/u/.cargo")),
+                    ("GOPATH", Some("/home/u/go")),
+                ],
+            ),
+            (
+                "the host's user and locale win over the defaults",
+                vec![("USER", "bob"), ("LOGNAME", "bob"), ("LANG", "de_DE.UTF-8")],
+                vec![],
+                vec![
+                    ("USER", Some("bob")),
+                    ("LOGNAME", Some("bob")),
+                    ("LANG", Some("de_DE.UTF-8")),
+                ],
+            ),
+            (
+                "a host toolchain variable that is not bound is not copied",
+                vec![("RUSTUP_HOME", "/srv/rustup"), ("CARGO_HOME", "/elsewhere")],
+                vec![],
+                vec![
+                    ("RUSTUP_HOME", None),
+                    ("CARGO_HOME", Some("/home/u/.cargo")),
+                ],
+            ),
+            (
+                "nothing unnamed is passed",
+                vec![("MY_APP_MODE", "dev"), ("DJANGO_SETTINGS_MODULE", "s")],
+                vec![],
+                vec![("MY_APP_MODE", None), ("DJANGO_SETTINGS_MODULE", None)],
+            ),
+            (
+                "an exact name and a glob",
+                vec![
+                    ("DJANGO_SETTINGS_MODULE", "proj.settings"),
+                    ("MY_APP_MODE", "dev"),
+                    ("MY_APP_LEVEL", "3"),
+                    ("OTHER", "x"),
+                ],
+                vec!["DJANGO_SETTINGS_MODULE", "MY_APP_*"],
+                vec![
+                    ("DJANGO_SETTINGS_MODULE", Some("proj.settings")),
+                    ("MY_APP_MODE", Some("dev")),
+                    ("MY_APP_LEVEL", Some("3")),
+                    ("OTHER", None),
+                ],
+            ),
+            (
+                "a glob never passes what looks like a secret",
+                vec![
+                    ("MY_APP_TOKEN", "t"),
+                    ("MY_APP_DB_PASS", "hunter2"),
+                    ("MY_APP_URL", "https://u:p@db.example/"),
+                    ("MY_APP_ID", "ghp_0123456789abcdefABCDEF0123456789abcd"),
+                    ("MY_APP_BLOB", "3f786850e387550fdab836ed7e6dc881de23001b"),
+                    ("AWS_REGION", "eu-west-1"),
+                    ("MY_APP_MODE", "dev"),
+                ],
+                vec!["MY_APP_*", "AWS_*"],
+                vec![
+                    ("MY_APP_TOKEN", None),
+                    ("MY_APP_DB_PASS", None),
+                    ("MY_APP_URL", None),
+                    ("MY_APP_ID", None),
+                    ("MY_APP_BLOB", None),
+                    ("AWS_REGION", None),
+                    ("MY_APP_MODE", Some("dev")),
+                ],
+            ),
+            (
+                "a secret named exactly is passed",
+                vec![
+                    ("HF_TOKEN", "hf_abc"),
+                    ("AWS_REGION", "eu-west-1"),
+                    ("GIT_AUTHOR_NAME", "A"),
+                ],
+                vec!["HF_TOKEN", "AWS_REGION", "GIT_AUTHOR_NAME"],
+                vec![
+                    ("HF_TOKEN", Some("hf_abc")),
+                    ("AWS_REGION", Some("eu-west-1")),
+                    ("GIT_AUTHOR_NAME", Some("A")),
+                ],
+            ),
+            (
+                "a glob never passes what loads code or what spear sets",
+                vec![
+                    ("GIT_SSH_COMMAND", "evil"),
+                    ("GIT_CONFIG_COUNT", "1"),
+                    ("GIT_AUTHOR_NAME", "A"),
+                    ("PATH", "/work/proj/bin"),
+                ],
+                vec!["GIT_*", "PA*"],
+                vec![
+                    ("GIT_SSH_COMMAND", None),
+                    ("GIT_CONFIG_COUNT", None),
+                    // Inert, but `AUTH` in its name looks like a secret: only by its exact name.
+                    ("GIT_AUTHOR_NAME", None),
+                    ("PATH", Some("/usr/bin")),
+                ],
+            ),
+            (
+                "spear's own values win over a passed one",
+                vec![("TERM", "xterm-256color"), ("TMPDIR", "/host/tmp")],
+                vec!["TERM"],
+                vec![("TERM", Some("dumb")), ("TMPDIR", Some("/tmp"))],
+            ),
+        ];
+        for (name, host, pass, want) in rows {
+            let env = build(&host, &pass);
+            for (var, value) in want {
+                assert_eq!(get(&env, var), value, "{name}: {var}");
+            }
+            let mut sorted = env.clone();
+            sorted.sort();
+            assert_eq!(env, sorted, "{name}: sorted");
+        }
+    }
+
+    #[test]
+    fn pass_entries_that_are_refused() {
+        for (text, want) in [
+            ("LD_PRELOAD", EnvPassError::LoadsCode("LD_PRELOAD".into())),
+            ("LD_*", EnvPassError::LoadsCode("LD_*".into())),
+            ("BASH_FUNC_*", EnvPassError::LoadsCode("BASH_FUNC_*".into())),
+            ("BASH_ENV", EnvPassError::LoadsCode("BASH_ENV".into())),
+            ("ENV", EnvPassError::LoadsCode("ENV".into())),
+            (
+                "PYTHONSTARTUP",
+                EnvPassError::LoadsCode("PYTHONSTARTUP".into()),
+            ),
+            (
+                "NODE_OPTIONS",
+                EnvPassError::LoadsCode("NODE_OPTIONS".into()),
+            ),
+            (
+                "PROMPT_COMMAND",
+                EnvPassError::LoadsCode("PROMPT_COMMAND".into()),
+            ),
+            (
+                "GIT_SSH_COMMAND",
+                EnvPassError::LoadsCode("GIT_SSH_COMMAND".into()),
+            ),
+            (
+                "GIT_CONFIG_PARAMETERS",
+                EnvPassError::LoadsCode("GIT_CONFIG_PARAMETERS".into()),
+            ),
+            (
+                "GIT_TEMPLATE_DIR",
+                EnvPassError::LoadsCode("GIT_TEMPLATE_DIR".into()),
+            ),
+            ("PATH", EnvPassError::SpearOwns("PATH".into())),
+            ("HOME", EnvPassError::SpearOwns("HOME".into())),
+            ("*", EnvPassError::Malformed("*".into())),
+            ("A-B", EnvPassError::Malformed("A-B".into())),
+            ("1X", EnvPassError::Malformed("1X".into())),
+            ("A*B", EnvPassError::Malformed("A*B".into())),
+            ("", EnvPassError::Malformed(String::new())),
+        ] {
+            assert_eq!(EnvPass::parse(text), Err(want.clone()), "{text}");
+        }
+        assert_eq!(
+            EnvPass::parse("GIT_AUTHOR_NAME"),
+            Ok(EnvPass::Exact("GIT_AUTHOR_NAME".into()))
+        );
+        assert_eq!(EnvPass::parse("MY_*"), Ok(EnvPass::Prefix("MY_".into())));
+        let msg = EnvPass::parse("LD_PRELOAD").unwrap_err().to_string();
+        assert!(msg.contains("never passed"), "{msg}");
+    }
+
     #[test]
     fn empty_path_gets_the_system_default() {
         let env = sandbox_env(EnvInputs {
             host: &[],
             home: Path::new("/h"),
             path: &[],
+            toolchain_vars: &[],
+            user: None,
+            pass: &[],
         });
         assert!(env.contains(&("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())));
     }

@@ -2,7 +2,7 @@
 //! credential stores that must be masked. The only I/O here is looking (stat, readlink); the
 //! choices are pure functions of what was seen, tested on their own.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -53,15 +53,130 @@ const ETC_PREFIXES: &[&str] = &["python3", "java-"];
 /// Top-level directories of a Linux root that hold programs and libraries.
 const SYSTEM_NAMES: &[&str] = &["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
 
-/// Toolchain homes bound read-only when they exist: the variable, and its default under home.
-const TOOLCHAIN_HOMES: &[(&str, Option<&str>)] = &[
-    ("CARGO_HOME", Some(".cargo")),
-    ("RUSTUP_HOME", Some(".rustup")),
-    ("PYENV_ROOT", Some(".pyenv")),
-    ("NVM_DIR", Some(".nvm")),
-    ("GOROOT", None),
-    ("GOPATH", Some("go")),
-    ("JAVA_HOME", None),
+/// A toolchain or dependency tree, bound read-only when it exists: where it is (the variable
+/// when the host sets it, else the default under home), which parts of it are bound (the whole
+/// tree when there are none), and whether the variable is exported into the sandbox.
+struct Tree {
+    var: Option<&'static str>,
+    home: Option<&'static str>,
+    parts: &'static [&'static str],
+}
+
+/// Toolchains and the dependency trees builds read. Only caches and installs: never the whole
+/// `~/.m2` or `~/.gradle` (settings and properties there hold repository passwords), and of a
+/// `GOPATH` only the module cache and the installed binaries (its `src` holds other projects).
+/// A name ending in `*` is a prefix matched against the entries of its directory.
+const TOOLCHAIN_TREES: &[Tree] = &[
+    Tree {
+        var: Some("CARGO_HOME"),
+        home: Some(".cargo"),
+        parts: &[],
+    },
+    Tree {
+        var: Some("RUSTUP_HOME"),
+        home: Some(".rustup"),
+        parts: &[],
+    },
+    Tree {
+        var: Some("PYENV_ROOT"),
+        home: Some(".pyenv"),
+        parts: &[],
+    },
+    Tree {
+        var: Some("UV_PYTHON_INSTALL_DIR"),
+        home: None,
+        parts: &[],
+    },
+    Tree {
+        var: None,
+        home: Some(".local/share/uv"),
+        parts: &[],
+    },
+    Tree {
+        var: None,
+        home: Some(".local/lib"),
+        parts: &["python3*"],
+    },
+    Tree {
+        var: None,
+        home: Some("miniconda3"),
+        parts: &[],
+    },
+    Tree {
+        var: None,
+        home: Some("anaconda3"),
+        parts: &[],
+    },
+    Tree {
+        var: None,
+        home: Some("miniforge3"),
+        parts: &[],
+    },
+    Tree {
+        var: None,
+        home: Some("mambaforge"),
+        parts: &[],
+    },
+    Tree {
+        var: Some("NVM_DIR"),
+        home: Some(".nvm"),
+        parts: &[],
+    },
+    Tree {
+        var: Some("GOROOT"),
+        home: None,
+        parts: &[],
+    },
+    Tree {
+        var: Some("GOMODCACHE"),
+        home: None,
+        parts: &[],
+    },
+    Tree {
+        var: Some("GOPATH"),
+        home: Some("go"),
+        parts: &["pkg/mod", "bin"],
+    },
+    Tree {
+        var: Some("JAVA_HOME"),
+        home: None,
+        parts: &[],
+    },
+    Tree {
+        var: None,
+        home: Some(".m2"),
+        parts: &["repository"],
+    },
+    Tree {
+        var: Some("GRADLE_USER_HOME"),
+        home: Some(".gradle"),
+        parts: &["caches", "wrapper"],
+    },
+];
+
+/// Credential files that toolchain trees can hold, relative to a bound tree (`*` matches one
+/// entry): cargo's registry tokens, npm's and pip's configuration (which hold registry tokens and
+/// index URLs with passwords), netrc and git credentials, Maven's and Gradle's settings, conda's
+/// channel tokens, uv's credentials. None of them is ever bound: a tree that holds one is bound
+/// entry by entry around it.
+pub const TREE_CREDENTIALS: &[&str] = &[
+    "credentials",
+    "credentials.toml",
+    ".credentials.toml",
+    ".npmrc",
+    "npmrc",
+    "etc/npmrc",
+    "versions/node/*/etc/npmrc",
+    ".pypirc",
+    "pip.conf",
+    "versions/*/pip.conf",
+    ".netrc",
+    ".git-credentials",
+    "settings.xml",
+    "settings-security.xml",
+    "gradle.properties",
+    ".condarc",
+    "condarc",
 ];
 
 /// Fixed toolchain locations (`/usr/local` is visible through `/usr` already).
@@ -120,6 +235,20 @@ pub struct ToolchainInputs<'a> {
     pub roots: &'a [PathBuf],
     /// Whether a path exists as a directory (a stat on the host; a table in tests).
     pub is_dir: &'a dyn Fn(&Path) -> bool,
+    /// The entries of a directory, each with what it is, without following links (empty when it
+    /// cannot be read).
+    pub list: &'a dyn Fn(&Path) -> Vec<(OsString, EntryKind)>,
+}
+
+/// What a directory entry is, not following a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EntryKind {
+    /// A directory.
+    Dir,
+    /// A symbolic link.
+    Link,
+    /// Anything else.
+    Other,
 }
 
 /// The sandbox's PATH and the toolchain directories to bind read-only.
@@ -127,15 +256,21 @@ pub struct ToolchainInputs<'a> {
 pub struct Toolchains {
     /// The PATH inside the sandbox, in the operator's order.
     pub path: Vec<PathBuf>,
-    /// Directories to bind read-only.
+    /// Directories (and, around a credential file, files) to bind read-only.
     pub binds: Vec<PathBuf>,
+    /// The toolchain variables of the trees that are bound (`CARGO_HOME`, `GOPATH`, ...), with
+    /// the host's value or the default location.
+    pub vars: Vec<(String, PathBuf)>,
 }
 
 /// Chooses PATH and toolchain binds. A PATH entry is kept when it is absolute, exists, and lies in
 /// no workspace root: a writable root on PATH would let a planted `ls` run where the decision layer
 /// assumed the system's. Entries outside the system directories become read-only binds, as do the
-/// toolchain homes. Never a credential store, never the home directory itself or one of its
-/// ancestors (that would expose every store under it).
+/// toolchain and dependency trees ([`TOOLCHAIN_TREES`]). Never a credential store, never the home
+/// directory itself or one of its ancestors (that would expose every store under it), and never a
+/// credential file inside a bound tree ([`TREE_CREDENTIALS`]): such a tree is bound entry by
+/// entry, leaving the file out (links at those levels are left out too: binding one would bind
+/// whatever it points to).
 pub fn toolchains(inputs: &ToolchainInputs<'_>) -> Toolchains {
     let mut out = Toolchains::default();
     let in_root = |p: &Path| inputs.roots.iter().any(|r| p.starts_with(r));
@@ -168,11 +303,27 @@ pub fn toolchains(inputs: &ToolchainInputs<'_>) -> Toolchains {
             out.path.push(dir);
         }
     }
-    for (var, default) in TOOLCHAIN_HOMES {
-        let dir = (inputs.var)(var).or_else(|| default.map(|d| inputs.home.join(d)));
-        if let Some(dir) = dir.filter(|d| bindable(d) && !system(d)) {
-            out.binds.push(dir);
+    for tree in TOOLCHAIN_TREES {
+        let from_var = tree.var.and_then(|v| (inputs.var)(v));
+        let Some(base) = from_var.or_else(|| tree.home.map(|d| inputs.home.join(d))) else {
+            continue;
+        };
+        let mut chosen = Vec::new();
+        if tree.parts.is_empty() {
+            chosen.push(base.clone());
         }
+        for part in tree.parts {
+            chosen.extend(expand_glob(&base, part, inputs.list));
+        }
+        let chosen: Vec<PathBuf> = chosen
+            .into_iter()
+            .filter(|d| bindable(d) && !system(d))
+            .collect();
+        let visible = !chosen.is_empty() || (system(&base) && (inputs.is_dir)(&base));
+        if let (Some(var), true) = (tree.var, visible) {
+            out.vars.push((var.to_owned(), base.clone()));
+        }
+        out.binds.extend(chosen);
     }
     for fixed in TOOLCHAIN_FIXED {
         let dir = PathBuf::from(fixed);
@@ -186,7 +337,96 @@ pub fn toolchains(inputs: &ToolchainInputs<'_>) -> Toolchains {
     let all = out.binds.clone();
     out.binds
         .retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
+    out.binds = out
+        .binds
+        .iter()
+        .flat_map(|tree| {
+            let creds: Vec<PathBuf> = TREE_CREDENTIALS
+                .iter()
+                .flat_map(|rel| expand_glob(tree, rel, inputs.list))
+                .collect();
+            around(tree, &creds, inputs.list)
+        })
+        .collect();
     out
+}
+
+/// `base` joined with `rel`, each `*`-ended component matched against the entries of its
+/// directory; only paths that exist (as the listing shows them) are returned.
+fn expand_glob(
+    base: &Path,
+    rel: &str,
+    list: &dyn Fn(&Path) -> Vec<(OsString, EntryKind)>,
+) -> Vec<PathBuf> {
+    let mut found = vec![base.to_path_buf()];
+    for part in rel.split('/') {
+        let prefix = part.strip_suffix('*');
+        found = found
+            .iter()
+            .flat_map(|dir| {
+                list(dir)
+                    .into_iter()
+                    .filter(|(name, _)| {
+                        let name = name.to_string_lossy();
+                        prefix.map_or(name == part, |pre| name.starts_with(pre))
+                    })
+                    .map(|(name, _)| dir.join(name))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+    }
+    found
+}
+
+/// Attack stopped: a registry token or password read from a toolchain tree. The binds that show
+/// `tree` without any of `creds` (paths inside it): the tree itself when it holds none, else each
+/// of its entries, recursing into those that hold one, leaving the credential files and links out.
+fn around(
+    tree: &Path,
+    creds: &[PathBuf],
+    list: &dyn Fn(&Path) -> Vec<(OsString, EntryKind)>,
+) -> Vec<PathBuf> {
+    if !creds.iter().any(|c| c.starts_with(tree)) {
+        return vec![tree.to_path_buf()];
+    }
+    let mut out = Vec::new();
+    let mut entries = list(tree);
+    entries.sort();
+    for (name, kind) in entries {
+        let entry = tree.join(name);
+        if kind == EntryKind::Link || creds.contains(&entry) {
+            continue;
+        }
+        let inner: Vec<PathBuf> = creds
+            .iter()
+            .filter(|c| c.starts_with(&entry))
+            .cloned()
+            .collect();
+        if inner.is_empty() {
+            out.push(entry);
+        } else if kind == EntryKind::Dir {
+            out.extend(around(&entry, &inner, list));
+        }
+    }
+    out
+}
+
+/// The entries of `dir` on the host, not following links; empty when it cannot be read.
+pub fn host_list(dir: &Path) -> Vec<(OsString, EntryKind)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let kind = match e.file_type() {
+                Ok(t) if t.is_symlink() => EntryKind::Link,
+                Ok(t) if t.is_dir() => EntryKind::Dir,
+                _ => EntryKind::Other,
+            };
+            (e.file_name(), kind)
+        })
+        .collect()
 }
 
 /// The credential stores under `home` that exist inside one of `bound` (host paths that the
@@ -217,41 +457,78 @@ pub fn host_entry(path: &Path) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsString;
 
     fn p(s: &str) -> PathBuf {
         PathBuf::from(s)
     }
 
+    /// A host as a list of paths: a trailing `/` marks a directory, `@` a link.
+    struct FakeFs(Vec<&'static str>);
+
+    impl FakeFs {
+        fn is_dir(&self, d: &Path) -> bool {
+            self.0
+                .iter()
+                .any(|x| x.strip_suffix('/').is_some_and(|x| Path::new(x) == d))
+        }
+
+        fn list(&self, d: &Path) -> Vec<(OsString, EntryKind)> {
+            self.0
+                .iter()
+                .filter_map(|x| {
+                    let (path, kind) = if let Some(x) = x.strip_suffix('/') {
+                        (x, EntryKind::Dir)
+                    } else if let Some(x) = x.strip_suffix('@') {
+                        (x, EntryKind::Link)
+                    } else {
+                        (*x, EntryKind::Other)
+                    };
+                    let path = Path::new(path);
+                    (path.parent() == Some(d))
+                        .then(|| (path.file_name().unwrap_or_default().to_owned(), kind))
+                })
+                .collect()
+        }
+
+        fn choose(&self, path: &str, vars: &[(&str, &str)]) -> Toolchains {
+            let var = |name: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| PathBuf::from(v))
+            };
+            let path = OsString::from(path);
+            let roots = [p("/work/proj")];
+            toolchains(&ToolchainInputs {
+                path: Some(&path),
+                var: &var,
+                home: Path::new("/root"),
+                roots: &roots,
+                is_dir: &|d| self.is_dir(d),
+                list: &|d| self.list(d),
+            })
+        }
+    }
+
     #[test]
     fn toolchain_choice() {
-        let dirs = [
-            "/root/.cargo",
-            "/root/.cargo/bin",
-            "/root/.pyenv",
-            "/root/.pyenv/shims",
-            "/usr/bin",
-            "/bin",
-            "/opt",
-            "/usr/local/bin",
-            "/work/proj/bin",
-            "/root/.ssh",
-            "/root",
-            "/srv/go",
-        ];
-        let is_dir = |d: &Path| dirs.iter().any(|x| Path::new(x) == d);
-        let var = |name: &str| (name == "GOROOT").then(|| p("/srv/go"));
-        let path = OsString::from(
+        let fs = FakeFs(vec![
+            "/root/.cargo/",
+            "/root/.cargo/bin/",
+            "/root/.pyenv/",
+            "/root/.pyenv/shims/",
+            "/usr/bin/",
+            "/bin/",
+            "/opt/",
+            "/usr/local/bin/",
+            "/work/proj/bin/",
+            "/root/.ssh/",
+            "/root/",
+            "/srv/go/",
+        ]);
+        let t = fs.choose(
             "/root/.cargo/bin:/root/.cargo/bin:relative:/root/.pyenv/shims:/work/proj/bin:/root/.ssh:/root:/usr/local/bin:/usr/bin:/missing:/bin:/usr/../etc",
+            &[("GOROOT", "/srv/go")],
         );
-        let roots = [p("/work/proj")];
-        let t = toolchains(&ToolchainInputs {
-            path: Some(&path),
-            var: &var,
-            home: Path::new("/root"),
-            roots: &roots,
-            is_dir: &is_dir,
-        });
         assert_eq!(
             t.path,
             vec![
@@ -271,6 +548,194 @@ mod tests {
                 p("/srv/go")
             ]
         );
+        let vars: Vec<&str> = t.vars.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(vars, ["CARGO_HOME", "PYENV_ROOT", "GOROOT"]);
+    }
+
+    /// Each row: the host's trees, its variables, and the binds and exported variables expected.
+    #[test]
+    fn toolchain_trees_table() {
+        type Row = (
+            &'static str,
+            Vec<&'static str>,
+            Vec<(&'static str, &'static str)>,
+            Vec<&'static str>,
+            Vec<(&'static str, &'static str)>,
+        );
+        let rows: Vec<Row> = vec![
+            ("nothing installed", vec![], vec![], vec![], vec![]),
+            (
+                "rustup and cargo, credentials left out entry by entry",
+                vec![
+                    "/root/.rustup/",
+                    "/root/.cargo/",
+                    "/root/.cargo/bin/",
+                    "/root/.cargo/registry/",
+                    "/root/.cargo/git/",
+                    "/root/.cargo/env",
+                    "/root/.cargo/credentials.toml",
+                    "/root/.cargo/credentials",
+                    "/root/.cargo/evil@",
+                ],
+                vec![],
+                vec![
+                    "/root/.cargo/bin",
+                    "/root/.cargo/env",
+                    "/root/.cargo/git",
+                    "/root/.cargo/registry",
+                    "/root/.rustup",
+                ],
+                vec![
+                    ("CARGO_HOME", "/root/.cargo"),
+                    ("RUSTUP_HOME", "/root/.rustup"),
+                ],
+            ),
+            (
+                "CARGO_HOME elsewhere",
+                vec!["/srv/cargo/", "/root/.cargo/"],
+                vec![("CARGO_HOME", "/srv/cargo")],
+                vec!["/srv/cargo"],
+                vec![("CARGO_HOME", "/srv/cargo")],
+            ),
+            (
+                "pyenv with a pip.conf in one version",
+                vec![
+                    "/root/.pyenv/",
+                    "/root/.pyenv/bin/",
+                    "/root/.pyenv/versions/",
+                    "/root/.pyenv/versions/3.12.1/",
+                    "/root/.pyenv/versions/3.12.1/pip.conf",
+                    "/root/.pyenv/versions/3.12.1/lib/",
+                    "/root/.pyenv/versions/3.11.0/",
+                ],
+                vec![],
+                vec![
+                    "/root/.pyenv/bin",
+                    "/root/.pyenv/versions/3.11.0",
+                    "/root/.pyenv/versions/3.12.1/lib",
+                ],
+                vec![("PYENV_ROOT", "/root/.pyenv")],
+            ),
+            (
+                "uv, pip --user and conda",
+                vec![
+                    "/root/.local/",
+                    "/root/.local/share/",
+                    "/root/.local/share/uv/",
+                    "/root/.local/share/uv/python/",
+                    "/root/.local/share/uv/credentials/",
+                    "/root/.local/lib/",
+                    "/root/.local/lib/python3.11/",
+                    "/root/.local/lib/python3.12/",
+                    "/root/.local/lib/perl5/",
+                    "/root/miniconda3/",
+                    "/root/miniconda3/.condarc",
+                    "/root/miniconda3/bin/",
+                    "/root/mambaforge/",
+                    "/srv/uvpy/",
+                ],
+                vec![("UV_PYTHON_INSTALL_DIR", "/srv/uvpy")],
+                vec![
+                    "/root/.local/lib/python3.11",
+                    "/root/.local/lib/python3.12",
+                    "/root/.local/share/uv/python",
+                    "/root/mambaforge",
+                    "/root/miniconda3/bin",
+                    "/srv/uvpy",
+                ],
+                vec![("UV_PYTHON_INSTALL_DIR", "/srv/uvpy")],
+            ),
+            (
+                "nvm with a global npmrc",
+                vec![
+                    "/root/.nvm/",
+                    "/root/.nvm/nvm.sh",
+                    "/root/.nvm/versions/",
+                    "/root/.nvm/versions/node/",
+                    "/root/.nvm/versions/node/v20.1.0/",
+                    "/root/.nvm/versions/node/v20.1.0/bin/",
+                    "/root/.nvm/versions/node/v20.1.0/etc/",
+                    "/root/.nvm/versions/node/v20.1.0/etc/npmrc",
+                    "/root/.nvm/versions/node/v20.1.0/etc/other",
+                    "/root/.nvm/.npmrc",
+                ],
+                vec![],
+                vec![
+                    "/root/.nvm/nvm.sh",
+                    "/root/.nvm/versions/node/v20.1.0/bin",
+                    "/root/.nvm/versions/node/v20.1.0/etc/other",
+                ],
+                vec![("NVM_DIR", "/root/.nvm")],
+            ),
+            (
+                "go: the module cache and binaries, not src",
+                vec![
+                    "/root/go/",
+                    "/root/go/src/",
+                    "/root/go/bin/",
+                    "/root/go/pkg/",
+                    "/root/go/pkg/mod/",
+                    "/usr/lib/go/",
+                ],
+                vec![("GOROOT", "/usr/lib/go")],
+                vec!["/root/go/bin", "/root/go/pkg/mod"],
+                vec![("GOROOT", "/usr/lib/go"), ("GOPATH", "/root/go")],
+            ),
+            (
+                "GOMODCACHE set",
+                vec!["/cache/gomod/"],
+                vec![("GOMODCACHE", "/cache/gomod")],
+                vec!["/cache/gomod"],
+                vec![("GOMODCACHE", "/cache/gomod")],
+            ),
+            (
+                "maven and gradle: caches, never their settings",
+                vec![
+                    "/root/.m2/",
+                    "/root/.m2/repository/",
+                    "/root/.m2/settings.xml",
+                    "/root/.m2/settings-security.xml",
+                    "/root/.gradle/",
+                    "/root/.gradle/caches/",
+                    "/root/.gradle/wrapper/",
+                    "/root/.gradle/gradle.properties",
+                    "/root/.gradle/daemon/",
+                ],
+                vec![],
+                vec![
+                    "/root/.gradle/caches",
+                    "/root/.gradle/wrapper",
+                    "/root/.m2/repository",
+                ],
+                vec![("GRADLE_USER_HOME", "/root/.gradle")],
+            ),
+            (
+                "a tree inside the workspace is never a toolchain",
+                vec!["/work/proj/.cargo/"],
+                vec![("CARGO_HOME", "/work/proj/.cargo")],
+                vec![],
+                vec![],
+            ),
+        ];
+        for (name, fs, vars, binds, exported) in rows {
+            let t = FakeFs(fs).choose("/usr/bin", &vars);
+            let want: Vec<PathBuf> = binds.iter().map(|b| p(b)).collect();
+            assert_eq!(t.binds, want, "{name}");
+            let want: Vec<(String, PathBuf)> = exported
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), p(v)))
+                .collect();
+            assert_eq!(t.vars, want, "{name}");
+            for bind in &t.binds {
+                assert!(
+                    !TREE_CREDENTIALS
+                        .iter()
+                        .any(|c| !c.contains('*') && bind.ends_with(c)),
+                    "{name}: {} is a credential file",
+                    bind.display()
+                );
+            }
+        }
     }
 
     #[test]

@@ -33,11 +33,13 @@ mod spec;
 pub mod stage;
 
 pub use argv::{BwrapArgv, build_argv};
-pub use env::{EnvInputs, looks_secret, sandbox_env};
+pub use env::{
+    EnvInputs, EnvPass, EnvPassError, loads_code, looks_secret, looks_secret_strict, sandbox_env,
+};
 pub use etc_view::prepare as prepare_etc_view;
 pub use layout::{
-    ETC_ENTRIES, ToolchainInputs, Toolchains, credential_masks, etc_entries, host_entry,
-    system_dirs, toolchains,
+    ETC_ENTRIES, EntryKind, TREE_CREDENTIALS, ToolchainInputs, Toolchains, credential_masks,
+    etc_entries, host_entry, host_list, system_dirs, toolchains,
 };
 pub use mechanisms::{Mechanism, probe as probe_mechanisms};
 pub use network::{EgressAllow, NetworkConfig, NetworkError, REFUSED_RANGES, SLIRP_DNS};
@@ -50,7 +52,8 @@ pub use spawn::{
     Spawner, Stop, Watch, supervise,
 };
 pub use spec::{
-    ARGS_CHILD_FD, Bind, BwrapSpec, Etc, GO_CHILD_FD, INFO_CHILD_FD, Mask, NETWORK_HOLD,
-    NetworkSpec, Overlay, READY_CHILD_FD, SpecError, SystemDir, TmpfsSizes,
+    ARGS_CHILD_FD, Bind, BwrapSpec, Etc, GIT_CONFIG_PATH, GO_CHILD_FD, INFO_CHILD_FD, Mask,
+    NETWORK_HOLD, NetworkSpec, Overlay, READY_CHILD_FD, ScratchDirs, SpecError, SystemDir,
+    TmpfsSizes,
 };
 pub use stage::{StageFailure, StagePlan, StageStep};

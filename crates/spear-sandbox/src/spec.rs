@@ -19,8 +19,9 @@ pub struct BwrapSpec {
     pub command: Vec<OsString>,
     /// The working directory, as seen inside the sandbox.
     pub cwd: PathBuf,
-    /// The home directory: a private tmpfs at the user's real home path, so that toolchains under
-    /// it keep their paths. Credential stores under it are never bound.
+    /// The home directory: private to the sandbox (a tmpfs, or the session's own directory, see
+    /// `scratch`) at the user's real home path, so that toolchains under it keep their paths.
+    /// Credential stores under it are never bound.
     pub home: PathBuf,
     /// How the host lays out its system directories.
     pub system: Vec<SystemDir>,
@@ -40,6 +41,17 @@ pub struct BwrapSpec {
     pub env: Vec<(OsString, OsString)>,
     /// Size caps of the private tmpfs mounts.
     pub tmpfs: TmpfsSizes,
+    /// Host directories that stand for `/tmp`, `/var/tmp` and the home directory instead of fresh
+    /// tmpfs mounts, so that what a command leaves there is there for the next command of the
+    /// same session. `None`: fresh tmpfs mounts, gone with the command.
+    pub scratch: Option<ScratchDirs>,
+    /// A git configuration file of spear's (the host's `user.name` and `user.email`, nothing
+    /// else), bound read-only at [`GIT_CONFIG_PATH`] and named by `GIT_CONFIG_SYSTEM`, so that a
+    /// repository's or the sandbox's own `user.*` still win over it.
+    pub git_config: Option<PathBuf>,
+    /// Variables of `env` that the operator named exactly: these are passed even when their name
+    /// or value looks like a secret. Every other secret-looking variable is refused.
+    pub env_named: Vec<OsString>,
     /// The fd number (in the bwrap process) that holds the seccomp program.
     pub seccomp_fd: i32,
     /// How a networked profile gets its network; `None` refuses a networked profile.
@@ -68,6 +80,22 @@ pub const READY_CHILD_FD: i32 = 7;
 /// `--block-fd` would not wait for), then waits for "go", closes both fds and execs the command.
 /// EOF or anything but "go" (spear died, or gave up) exits 125 without running it.
 pub const NETWORK_HOLD: &str = "printf r >&7 && exec 7>&- && IFS= read -r go <&6 && [ \"$go\" = go ] || exit 125; exec 6<&-; exec \"$@\"";
+
+/// Where the sandbox sees [`BwrapSpec::git_config`].
+pub const GIT_CONFIG_PATH: &str = "/run/spear/gitconfig";
+
+/// The session's private directories on the host (see [`BwrapSpec::scratch`]). Each is bound
+/// read-write; none may lie inside, or hold, anything else the sandbox binds: they are the only
+/// host directories a command writes without staging, and they hold nothing but its own files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScratchDirs {
+    /// Seen as `/tmp`.
+    pub tmp: PathBuf,
+    /// Seen as `/var/tmp`.
+    pub var_tmp: PathBuf,
+    /// Seen as the home directory.
+    pub home: PathBuf,
+}
 
 /// A host path and where the sandbox sees it (a workspace root, or an entry inside one).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,7 +170,7 @@ impl Mask {
 /// Size caps of the private tmpfs mounts, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TmpfsSizes {
-    /// `/tmp`.
+    /// `/tmp` (and `/var/tmp`, each).
     pub tmp: u64,
     /// The home directory.
     pub home: u64,
@@ -213,6 +241,17 @@ pub enum SpecError {
     /// An environment variable looks like a secret.
     #[error("the environment variable {0} looks like a secret and is never passed into a sandbox")]
     SecretInEnvironment(String),
+    /// A scratch directory overlaps something else the sandbox binds.
+    #[error(
+        "the session directory `{}` overlaps `{}`, which the sandbox binds; spear refuses to let a command write a host directory it does not own",
+        path.display(), other.display()
+    )]
+    ScratchOverlap {
+        /// The scratch directory.
+        path: PathBuf,
+        /// What it overlaps.
+        other: PathBuf,
+    },
     /// The seccomp fd is one of stdio.
     #[error("the seccomp program must be on an fd above stdio, not {0}")]
     SeccompFd(i32),
