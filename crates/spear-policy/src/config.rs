@@ -24,8 +24,12 @@ use crate::target_policy::TargetRules;
 /// unprotect = [".vscode/"]           # built-in protected entries to allow again
 /// generated = ["gen/"]               # more generated trees
 /// not_generated = []                 # built-in generated trees to allow again
+///
+/// [limits]                           # see crate::limits for the keys and their bounds
+/// memory = "4G"
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+// Not `Eq`: `[limits]` holds CPU and timeout values as floats.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperatorConfig {
     /// `[workspace]`.
@@ -40,6 +44,10 @@ pub struct OperatorConfig {
     /// `[network]`: what networked commands may reach beyond the default egress policy.
     #[serde(default)]
     pub network: OperatorNetwork,
+    /// `[limits]`: memory, tasks, CPU, output cap and default timeout of commands
+    /// ([`crate::limits`]).
+    #[serde(default)]
+    pub limits: crate::limits::OperatorLimits,
 }
 
 /// `[network]` of the operator's configuration.

@@ -261,11 +261,12 @@ impl ToolRouter {
         self.config.mode
     }
 
-    /// The specs the caller's role sees, by name.
+    /// The specs the caller's role sees and the session's mode can run, by name (SAFE lists no
+    /// tool that writes: see [`crate::exposure`]).
     pub fn tools(&self) -> Vec<&ToolSpec> {
         self.registry
             .specs()
-            .filter(|s| self.exposure.exposes(s))
+            .filter(|s| self.exposure.lists(s, self.config.mode))
             .collect()
     }
 
@@ -364,6 +365,18 @@ impl ToolRouter {
             );
         };
         let spec = tool.spec();
+        if !self.exposure.acts_in(spec, self.config.mode) {
+            // Not listed in this mode; answered before its arguments are even parsed.
+            let result = ToolResult {
+                reason: Some(crate::exposure::not_in_mode(
+                    name,
+                    self.config.mode,
+                    spec.modes,
+                )),
+                ..ToolResult::new(ToolStatus::Denied)
+            };
+            return answer(result, record);
+        }
         if let Some(stopped) = self.lock_turn().stopped.clone() {
             return answer(
                 ToolResult::denied(&Refusal::turn_stopped(name, stopped)),
