@@ -168,6 +168,33 @@ fn a_terminal_on_stdin_is_relayed_never_handed_over() {
 }
 
 #[test]
+fn a_tool_call_never_reads_spears_stdin() {
+    // `spear tool` (the router, as MCP calls it): the command's stdin is /dev/null, whatever
+    // spear's is. Control: `spear exec` with the same input passes it.
+    let d = Dirs::with(&[]);
+    let out = run_with_input(
+        spear_cmd(
+            &[
+                "tool",
+                "terminal",
+                "--args",
+                "{\"command\": \"cat; echo end\"}",
+            ],
+            &d,
+        ),
+        b"not for the tool\n",
+    );
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["status"], "ok", "{envelope}");
+    assert_eq!(envelope["stdout"], "end\n", "{envelope}");
+    let out = run_with_input(
+        spear_cmd(&["exec", "-c", "cat; echo end"], &d),
+        b"for exec\n",
+    );
+    assert_eq!(text(&out.stdout), "for exec\nend\n");
+}
+
+#[test]
 fn a_cut_output_says_so_on_stderr() {
     let d = Dirs::with(&[]);
     let out = spear_cmd(

@@ -177,6 +177,27 @@ async fn the_inspector_reads_a_file() {
 #[tokio::test]
 async fn the_inspector_sees_a_refusal_as_an_error_and_nothing_is_written() {
     let d = dirs();
+    // A listed tool whose command SAFE refuses.
+    let out = inspector(
+        &d,
+        &["--safe"],
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "terminal",
+            "--tool-arg",
+            "command=echo x > new.txt",
+        ],
+    )
+    .await;
+    let v = json_of(&out);
+    assert_eq!(v["isError"], true, "{v}");
+    assert_eq!(v["structuredContent"]["status"], "denied", "{v}");
+    assert!(!Path::new(&d.ws.join("new.txt")).exists(), "SAFE wrote");
+    // The Inspector's CLI exits non-zero on an error result.
+    assert_ne!(out.status.code(), Some(0));
+    // A writer SAFE does not list: the Inspector itself will not call it, and nothing is written.
     let out = inspector(
         &d,
         &["--safe"],
@@ -192,10 +213,11 @@ async fn the_inspector_sees_a_refusal_as_an_error_and_nothing_is_written() {
         ],
     )
     .await;
-    let v = json_of(&out);
-    assert_eq!(v["isError"], true, "{v}");
-    assert_eq!(v["structuredContent"]["status"], "denied", "{v}");
-    assert!(!Path::new(&d.ws.join("new.txt")).exists(), "SAFE wrote");
-    // The Inspector's CLI exits non-zero on an error result.
     assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Tool 'write_file' not found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!Path::new(&d.ws.join("new.txt")).exists(), "SAFE wrote");
 }

@@ -224,7 +224,8 @@ async fn terminal_reports_the_exit_code() {
 
 #[tokio::test]
 async fn bad_arguments_are_error_results_not_protocol_errors() {
-    let s = Session::start(&[], User::mute(), Generation::Initialize).await;
+    // ASK lists write_file (SAFE does not); bad arguments are refused before anyone is asked.
+    let s = Session::start(&["--ask"], User::mute(), Generation::Initialize).await;
     for (tool, args, says) in [
         (
             "read_file",

@@ -365,18 +365,6 @@ impl ToolRouter {
             );
         };
         let spec = tool.spec();
-        if !self.exposure.acts_in(spec, self.config.mode) {
-            // Not listed in this mode; answered before its arguments are even parsed.
-            let result = ToolResult {
-                reason: Some(crate::exposure::not_in_mode(
-                    name,
-                    self.config.mode,
-                    spec.modes,
-                )),
-                ..ToolResult::new(ToolStatus::Denied)
-            };
-            return answer(result, record);
-        }
         if let Some(stopped) = self.lock_turn().stopped.clone() {
             return answer(
                 ToolResult::denied(&Refusal::turn_stopped(name, stopped)),
@@ -389,9 +377,18 @@ impl ToolRouter {
         };
         record.target = Some(prepared.target());
         let mode = self.exposure.mode_for(spec, self.config.mode);
-        if !spec.modes.contains(&mode) {
-            let refusal = Refusal::mode_forbids(mode, Capability::WorkspaceWrite, spec.name);
-            return answer(ToolResult::denied(&refusal), record);
+        if !self.exposure.acts_in(spec, self.config.mode) {
+            // Not listed in this mode (see `crate::exposure`). After the arguments are read, so
+            // that refusals of different targets are told apart by the repeat tracker.
+            let result = ToolResult {
+                reason: Some(crate::exposure::not_in_mode(
+                    name,
+                    self.config.mode,
+                    spec.modes,
+                )),
+                ..ToolResult::new(ToolStatus::Denied)
+            };
+            return answer(result, record);
         }
         let capabilities = {
             let p = CapabilityPolicy::for_mode(mode);

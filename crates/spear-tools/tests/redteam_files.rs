@@ -387,14 +387,17 @@ fn a_huge_text_file_is_read_in_part() {
 /// "lines a-b of N" and the next offset.
 #[test]
 fn read_file_pages_to_any_line_of_a_large_file() {
+    use std::io::Write as _;
     let env = Env::new();
-    let mut text = String::new();
+    // Written as a stream: this test binary's other tests measure the process's memory.
+    let mut out = std::io::BufWriter::new(std::fs::File::create(env.path("six.log")).unwrap());
+    let pad = "y".repeat(50);
     for i in 1..=100_000u32 {
-        let _ =
-            std::fmt::Write::write_fmt(&mut text, format_args!("line {i:06} {}\n", "y".repeat(50)));
+        writeln!(out, "line {i:06} {pad}").unwrap();
     }
-    assert!(text.len() > 6_000_000);
-    std::fs::write(env.path("six.log"), &text).unwrap();
+    out.flush().unwrap();
+    drop(out);
+    assert!(std::fs::metadata(env.path("six.log")).unwrap().len() > 6_000_000);
     let r = router(&env, Opts::mode(ExecutionMode::Safe));
     for (offset, limit) in [(20_000u64, 3u64), (70_000, 2), (99_999, 5)] {
         let e = r.call(

@@ -301,8 +301,8 @@ fn modes_gate_file_writes() {
     let e = r.call("delete_file", json!({"path": "README.md"}));
     assert_eq!(e.result.status, ToolStatus::Denied);
     assert!(!env.path("a.txt").exists() && env.path("README.md").exists());
-    // SAFE lists no tool that writes; a call to one is answered before its arguments are read,
-    // with the modes that have it and who can start them.
+    // SAFE lists no tool that writes; a call to one is answered with the modes that have it and
+    // who can start them.
     let names: Vec<&str> = r.tools().iter().map(|s| s.name).collect();
     for writer in ["write_file", "patch", "delete_file"] {
         assert!(
@@ -311,7 +311,10 @@ fn modes_gate_file_writes() {
         );
     }
     assert!(names.contains(&"read_file") && names.contains(&"terminal"));
-    let e = r.call("patch", json!({"no such field": 1}));
+    let e = r.call(
+        "patch",
+        json!({"patch": "*** Begin Patch\n*** Add File: p.txt\n+p\n*** End Patch\n"}),
+    );
     assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
     let reason = e.result.reason.unwrap();
     assert!(
@@ -319,6 +322,7 @@ fn modes_gate_file_writes() {
         "{reason}"
     );
     assert!(reason.contains("Ask the user"), "{reason}");
+    assert!(!env.path("p.txt").exists());
     let names: Vec<String> = router(&env, Opts::mode(Ask))
         .tools()
         .iter()

@@ -237,9 +237,10 @@ impl Page {
                 self.first,
                 last + 1
             );
-        } else {
+        } else if self.first > 1 {
             let _ = writeln!(out, "[lines {}-{last} of {of}; end of file]", self.first);
         }
+        // A whole file, shown from its first line to its last, needs no word about where it is.
         out
     }
 }
@@ -408,24 +409,8 @@ mod tests {
         type Case<'a> = (&'a [u8], u64, u64, &'a str, u64, Total, &'a str);
         let cases: &[Case<'_>] = &[
             (b"", 1, 10, "", 0, Total::Exact(0), "[f is empty]"),
-            (
-                b"a\n",
-                1,
-                10,
-                "     1\ta\n",
-                1,
-                Total::Exact(1),
-                "[lines 1-1 of 1; end of file]",
-            ),
-            (
-                b"a",
-                1,
-                10,
-                "     1\ta\n",
-                1,
-                Total::Exact(1),
-                "[lines 1-1 of 1; end of file]",
-            ),
+            (b"a\n", 1, 10, "     1\ta\n", 1, Total::Exact(1), ""),
+            (b"a", 1, 10, "     1\ta\n", 1, Total::Exact(1), ""),
             (
                 b"a\nb\nc\n",
                 2,
@@ -451,7 +436,7 @@ mod tests {
                 "     1\ta\n     2\tb\n",
                 2,
                 Total::Exact(2),
-                "[lines 1-2 of 2; end of file]",
+                "",
             ),
             (
                 b"a\nb\n",
@@ -487,7 +472,11 @@ mod tests {
             assert_eq!(p.shown, *shown, "{file:?} {first}");
             assert_eq!(p.total, *total, "{file:?} {first}");
             let rendered = p.render("f", file.len() as u64);
-            assert!(rendered.ends_with(&format!("{footer}\n")), "{rendered}");
+            if footer.is_empty() {
+                assert_eq!(&rendered, text, "a whole file has no footer");
+            } else {
+                assert!(rendered.ends_with(&format!("{footer}\n")), "{rendered}");
+            }
         }
     }
 
