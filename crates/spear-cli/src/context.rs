@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use spear_policy::limits::{LimitError, LimitFlags, Limits, OperatorLimits};
 use spear_policy::{CommandPolicy, OperatorConfig, PolicyConfig, WorkspacePolicyFile};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
@@ -35,6 +36,12 @@ pub enum ContextError {
     /// A configuration file is broken.
     #[error(transparent)]
     Config(#[from] spear_policy::ConfigError),
+    /// `HOME` (or an XDG directory variable) cannot be used.
+    #[error(transparent)]
+    HostDir(#[from] spear_runtime::HostDirError),
+    /// A limit is malformed or out of bounds.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     /// An entry of `[network] allow` is malformed.
     #[error("in [network] allow of the operator configuration: {0}")]
     NetworkAllow(String),
@@ -48,6 +55,8 @@ pub struct Context {
     pub policy: CommandPolicy,
     /// The runner configuration the policy's view of the sandbox was computed from.
     runner: spear_runtime::RunnerConfig,
+    /// The operator's `[limits]`, unchecked, and the file it came from (for errors).
+    operator_limits: (OperatorLimits, String),
 }
 
 impl Context {
@@ -58,18 +67,31 @@ impl Context {
 
     /// [`Context::open`], with `--env` names passed into every sandbox besides `[env] pass`.
     pub fn open_with_env(args: &WorkspaceArgs, env: &[String]) -> Result<Self, ContextError> {
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .filter(|h| h.is_absolute());
-        let operator = if let Some(path) = &args.config {
-            OperatorConfig::load(path)?
+        // One reading of HOME for every check below and for the runner ([`spear_runtime::host_dirs`]).
+        let home = spear_runtime::host_home()?;
+        let config_path = if let Some(path) = &args.config {
+            Some(path.clone())
         } else {
-            let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
-            match OperatorConfig::default_path(xdg.as_deref(), home.as_deref()) {
-                Some(path) => OperatorConfig::load(&path)?,
-                None => OperatorConfig::default(),
-            }
+            let xdg = spear_runtime::host_dirs::host_xdg_config_home()?;
+            OperatorConfig::default_path(xdg.as_deref(), home.as_deref())
         };
+        let operator = match &config_path {
+            Some(path) => OperatorConfig::load(path)?,
+            None => OperatorConfig::default(),
+        };
+        let operator_limits = (
+            operator.limits.clone(),
+            config_path.map_or_else(
+                || "the operator configuration".to_owned(),
+                |p| p.display().to_string(),
+            ),
+        );
+        // Out-of-bounds values in the file are refused at startup, whatever the flags.
+        Limits::resolve(
+            &operator_limits.0,
+            &operator_limits.1,
+            &LimitFlags::default(),
+        )?;
         let launch = match &args.workspace {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(ContextError::Cwd)?,
@@ -115,16 +137,28 @@ impl Context {
         Ok(Context {
             policy: CommandPolicy::new(Arc::new(workspace), config),
             runner,
+            operator_limits,
         })
     }
 }
 
 impl Context {
+    /// The limits of this invocation: the flags over the operator's `[limits]`, within bounds.
+    pub fn limits(&self, flags: &LimitFlags) -> Result<Limits, ContextError> {
+        Ok(Limits::resolve(
+            &self.operator_limits.0,
+            &self.operator_limits.1,
+            flags,
+        )?)
+    }
+
     /// The runner configuration for this invocation: the host's environment, the operator's
-    /// network allowances, preflights remembered per user (the one the policy's view of the
-    /// sandbox was computed from).
-    pub fn runner_config(&self) -> spear_runtime::RunnerConfig {
-        self.runner.clone()
+    /// network allowances and `limits`, preflights remembered per user (the configuration the
+    /// policy's view of the sandbox was computed from: limits change nothing of that view).
+    pub fn runner_config(&self, limits: &Limits) -> spear_runtime::RunnerConfig {
+        let mut config = self.runner.clone();
+        apply_limits(&mut config, limits);
+        config
     }
 }
 
@@ -140,6 +174,27 @@ fn build_runner_config(
         .collect::<Result<_, String>>()
         .map_err(ContextError::NetworkAllow)?;
     Ok(config)
+}
+
+/// Puts `limits` into the runner's configuration; `None` keeps the runner's default.
+pub fn apply_limits(config: &mut spear_runtime::RunnerConfig, limits: &Limits) {
+    if let Some(cgroup) = config.sandbox.cgroup.as_mut() {
+        if let Some(m) = limits.memory_bytes {
+            cgroup.memory_max_bytes = m;
+        }
+        if let Some(t) = limits.tasks {
+            cgroup.tasks_max = t;
+        }
+        if let Some(c) = limits.cpu_percent {
+            cgroup.cpu_percent = c;
+        }
+    }
+    if let Some(cap) = limits.output_cap_bytes {
+        config.output_cap = usize::try_from(cap).unwrap_or(usize::MAX);
+    }
+    if let Some(t) = limits.timeout_secs {
+        config.default_timeout = std::time::Duration::from_secs_f64(t);
+    }
 }
 
 /// `~/x` in a configuration file means the operator's home.

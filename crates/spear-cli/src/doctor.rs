@@ -38,6 +38,7 @@ struct Report<'a> {
 pub fn run(args: &Args) -> i32 {
     let sandbox = Sandbox::new(SandboxConfig::default());
     let mut found = probe_mechanisms(&sandbox);
+    found.push(rlimits_row(&spear_sandbox::ResourceLimits::default()));
     found.push(staging_preflight());
     found.push(session_area());
     found.push(git_identity());
@@ -92,6 +93,35 @@ fn network_state(args: &Args, found: &[Mechanism]) -> &'static str {
         "on where the mode grants it (AUTO; ASK after confirmation; never in SAFE)"
     } else {
         "unavailable: networked commands fail (see the network path line)"
+    }
+}
+
+/// The rlimits commands get: spear's own, or lower where spear inherited a lower hard limit
+/// (commands run all the same, under the stricter limit).
+fn rlimits_row(limits: &spear_sandbox::ResourceLimits) -> Mechanism {
+    let lowered = limits.lowered();
+    let detail = if lowered.is_empty() {
+        "spear's per-process limits (open files, file size, data, no core files) can be set"
+            .to_owned()
+    } else {
+        format!(
+            "lowered to the hard limits spear inherited, so commands run under these instead: {}",
+            lowered
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    Mechanism {
+        name: "rlimits",
+        usable: true,
+        required: true,
+        detail,
+        fix: (!lowered.is_empty()).then(|| {
+            "raise the hard limit in the shell that starts spear (`ulimit -H`) if commands need more"
+                .to_owned()
+        }),
     }
 }
 

@@ -2,7 +2,6 @@
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
-use std::time::Duration;
 
 use spear_core::{ExecutionProfile, ToolResult};
 use spear_policy::{
@@ -11,6 +10,7 @@ use spear_policy::{
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner};
 
 use crate::context::{Context, ContextError, WorkspaceArgs};
+use crate::limit_args::LimitArgs;
 use crate::mode_args::ModeArgs;
 
 /// `spear exec [--safe|--ask|--auto] [--no-network] [--workspace DIR] [--timeout S] [--json]
@@ -21,9 +21,8 @@ pub struct Args {
     mode: ModeArgs,
     #[command(flatten)]
     workspace: WorkspaceArgs,
-    /// Wall-clock limit in seconds (default 45).
-    #[arg(long, value_name = "S", value_parser = parse_timeout)]
-    timeout: Option<Duration>,
+    #[command(flatten)]
+    limits: LimitArgs,
     /// Print the result as one JSON object instead of the command's output.
     #[arg(long)]
     json: bool,
@@ -44,20 +43,13 @@ pub struct Args {
     argv: Vec<String>,
 }
 
-fn parse_timeout(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if !(secs > 0.0 && secs <= 86_400.0) {
-        return Err("the timeout must be more than 0 and at most 86400 seconds".into());
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 /// Runs `spear exec`; returns the exit status.
 pub fn run(args: &Args) -> Result<i32, ContextError> {
     let ctx = Context::open_with_env(&args.workspace, &args.env)?;
-    let runner_config = ctx.runner_config();
+    // Limits out of bounds are refused before anything is decided or run.
+    let limits = ctx.limits(&args.limits.flags())?;
+    let config = ctx.runner_config(&limits);
+    let output_cap = config.output_cap;
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");
     }
@@ -87,9 +79,19 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
     let result = match auth {
         Authorization::Granted(caps) => {
             let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone());
-            let runner = CommandRunner::new(policy.shared_workspace(), runner_config);
+            let runner = CommandRunner::new(policy.shared_workspace(), config);
             let mut request = CommandRequest::new(line, profile);
-            request.timeout = args.timeout;
+            request.stdin = match stdin_relay() {
+                Ok(fd) => Some(fd),
+                Err(e) => {
+                    let mut r = ToolResult::new(spear_core::ToolStatus::Failed);
+                    r.reason = Some(format!(
+                        "spear's stdin cannot be passed to the command ({e}), so it did not run; run it with `</dev/null`"
+                    ));
+                    print(&r, args.json, output_cap);
+                    return Ok(r.process_exit_code());
+                }
+            };
             request.class = Some(assessment.class);
             let report = runner.run_report(&request);
             let mut result = report.result;
@@ -124,11 +126,43 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
             r
         }
     };
-    print(&result, args.json);
+    print(&result, args.json, output_cap);
     Ok(result.process_exit_code())
 }
 
-fn print(result: &ToolResult, json: bool) {
+/// spear's stdin, relayed by a thread into a new pipe whose read end becomes the command's stdin.
+///
+/// Whatever fd 0 is (a terminal, a pipe, a file, or closed, which the Rust runtime reopens as
+/// `/dev/null`), the command gets only a pipe, never spear's own fd. Attacks stopped: a terminal
+/// fd in the sandbox would let the command act on the operator's terminal (TIOCSTI is already
+/// refused by the new session and seccomp, but `stty` settings, TIOCLINUX and the like are not);
+/// a file fd, even one opened read-only, can be reopened for writing through
+/// `/proc/self/fd/0` when the file is writable, and `spear exec <> file` hands a read-write one.
+/// A pipe carries bytes and nothing else. The input is streamed: memory stays bounded whatever
+/// its size. When the command exits without reading it all, the relay ends with the process.
+fn stdin_relay() -> std::io::Result<std::sync::Arc<std::os::fd::OwnedFd>> {
+    let (reader, mut writer) = std::io::pipe()?;
+    std::thread::Builder::new()
+        .name("spear-stdin".into())
+        .spawn(move || {
+            // EPIPE once the command stopped reading (Rust ignores SIGPIPE): nothing to report.
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut writer);
+        })?;
+    Ok(std::sync::Arc::new(reader.into()))
+}
+
+/// The one line `spear exec` prints on stderr when a stream was cut at the output cap.
+fn cut_notice(cap: usize) -> String {
+    format!(
+        "spear: the output was cut at the output cap of {} per stream (its first and last half were kept, the middle was not kept anywhere); raise it with --output-cap or [limits] output_cap, or redirect the output to a file in the workspace",
+        spear_policy::limits::show_bytes(cap as u64)
+    )
+}
+
+fn print(result: &ToolResult, json: bool, output_cap: usize) {
+    if result.truncated {
+        eprintln!("{}", cut_notice(output_cap));
+    }
     if json {
         match serde_json::to_string(result) {
             Ok(text) => println!("{text}"),
@@ -218,6 +252,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_cut_notice_is_one_line_naming_the_cap() {
+        let line = cut_notice(1 << 20);
+        assert!(line.contains("output cap of 1 MiB"), "{line}");
+        assert!(line.contains("--output-cap"), "{line}");
+        assert!(!line.contains('\n'));
+    }
+
+    #[test]
     fn quoting() {
         assert_eq!(
             shell_words(&[
@@ -229,14 +271,5 @@ mod tests {
             ]),
             r"ls -la 'a b' 'it'\''s' ''"
         );
-    }
-
-    #[test]
-    fn timeouts() {
-        assert_eq!(parse_timeout("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_timeout("0").is_err());
-        assert!(parse_timeout("-1").is_err());
-        assert!(parse_timeout("nan").is_err());
-        assert!(parse_timeout("x").is_err());
     }
 }

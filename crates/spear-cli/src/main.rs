@@ -5,6 +5,7 @@ mod classify;
 mod context;
 mod doctor;
 mod exec;
+mod limit_args;
 mod mcp;
 mod mode_args;
 mod session;

@@ -13,6 +13,8 @@ pub struct Args {
     mode: ModeArgs,
     #[command(flatten)]
     workspace: WorkspaceArgs,
+    #[command(flatten)]
+    limits: crate::limit_args::LimitArgs,
     /// The caller's role: implementation (default), planning, explorer or reviewer. The last
     /// three see no tool that writes, and their commands run in SAFE.
     #[arg(long, value_name = "ROLE", default_value = "implementation")]
@@ -33,6 +35,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
     let router = crate::session::open(&crate::session::SessionArgs {
         workspace: &args.workspace,
         mode: &args.mode,
+        limits: &args.limits,
         role: args.role,
         session: None,
         background_jobs: true,

@@ -7,6 +7,7 @@ use spear_runtime::CommandRunner;
 use spear_tools::{Role, RouterConfig, RouterStores, ToolRegistry, ToolRouter};
 
 use crate::context::{Context, WorkspaceArgs};
+use crate::limit_args::LimitArgs;
 use crate::mode_args::ModeArgs;
 
 /// What a session is opened with.
@@ -15,6 +16,8 @@ pub struct SessionArgs<'a> {
     pub workspace: &'a WorkspaceArgs,
     /// The mode flags.
     pub mode: &'a ModeArgs,
+    /// The limit flags.
+    pub limits: &'a LimitArgs,
     /// The caller's role.
     pub role: Role,
     /// A session id to reuse (stored outputs are readable only by their session).
@@ -31,7 +34,11 @@ pub struct SessionArgs<'a> {
 /// Opens a router over the workspace with every store on and no confirmer set.
 pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
     let ctx = Context::open_with_env(args.workspace, args.env).map_err(|e| e.to_string())?;
-    let mut config = ctx.runner_config();
+    // Limits out of bounds are refused here, before the session serves anything.
+    let limits = ctx
+        .limits(&args.limits.flags())
+        .map_err(|e| e.to_string())?;
+    let mut config = ctx.runner_config(&limits);
     if args.session_scratch {
         config.scratch = spear_runtime::ScratchMode::Session;
     }
@@ -41,6 +48,19 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
     router_config.no_network = args.mode.no_network;
     router_config.role = args.role;
     router_config.background_jobs = args.background_jobs;
+    if let Some(t) = limits.timeout_secs {
+        // The operator's default timeout is the terminal's default, and never above what a call
+        // may ask for.
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "within the timeout bounds (1 s to a day)"
+        )]
+        let secs = t.ceil() as u64;
+        router_config.limits.terminal_timeout_secs = secs;
+        router_config.limits.terminal_max_timeout_secs =
+            router_config.limits.terminal_max_timeout_secs.max(secs);
+    }
     if let Some(session) = args.session {
         session.clone_into(&mut router_config.session);
     }

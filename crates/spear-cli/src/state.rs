@@ -8,19 +8,17 @@ use spear_runtime::checkpoint::CheckpointStore;
 use spear_runtime::result_store::ResultStore;
 use spear_workspace::Workspace;
 
-/// `$XDG_STATE_HOME` and `$HOME`, absolute ones only.
-pub fn dirs() -> (Option<PathBuf>, Option<PathBuf>) {
-    let abs = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    (abs("XDG_STATE_HOME"), abs("HOME"))
+/// `$XDG_STATE_HOME` and `$HOME`, in the one normal form every part of spear uses
+/// ([`spear_runtime::host_dirs`]).
+pub fn dirs() -> Result<(Option<PathBuf>, Option<PathBuf>), String> {
+    let xdg = spear_runtime::host_dirs::host_xdg_state_home().map_err(|e| e.to_string())?;
+    let home = spear_runtime::host_home().map_err(|e| e.to_string())?;
+    Ok((xdg, home))
 }
 
 /// The audit log's path.
 pub fn audit_path() -> Result<PathBuf, String> {
-    let (xdg, home) = dirs();
+    let (xdg, home) = dirs()?;
     spear_runtime::audit::default_path(xdg.as_deref(), home.as_deref()).ok_or_else(|| {
         "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep its audit log".into()
     })
@@ -35,7 +33,7 @@ pub fn audit() -> Result<AuditLogger, String> {
 
 /// The result store of `session`.
 pub fn results(session: &str) -> Result<ResultStore, String> {
-    let (xdg, home) = dirs();
+    let (xdg, home) = dirs()?;
     let base = spear_runtime::result_store::default_base(xdg.as_deref(), home.as_deref())
         .ok_or("neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep outputs")?;
     ResultStore::open(&base, session).map_err(|e| format!("the result store cannot be opened: {e}"))
@@ -43,7 +41,7 @@ pub fn results(session: &str) -> Result<ResultStore, String> {
 
 /// The checkpoint store of `ws`.
 pub fn checkpoints(ws: &Workspace) -> Result<CheckpointStore, String> {
-    let (xdg, home) = dirs();
+    let (xdg, home) = dirs()?;
     let dir = CheckpointStore::default_dir(xdg.as_deref(), home.as_deref(), ws).ok_or(
         "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep checkpoints",
     )?;

@@ -20,6 +20,8 @@ pub struct Args {
     mode: ModeArgs,
     #[command(flatten)]
     workspace: WorkspaceArgs,
+    #[command(flatten)]
+    limits: crate::limit_args::LimitArgs,
     /// The caller's role: implementation (default), planning, explorer or reviewer.
     #[arg(long, value_name = "ROLE", default_value = "implementation")]
     role: Role,
@@ -45,6 +47,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
     let mut router = crate::session::open(&crate::session::SessionArgs {
         workspace: &args.workspace,
         mode: &args.mode,
+        limits: &args.limits,
         role: args.role,
         session: args.session.as_deref(),
         background_jobs: false,

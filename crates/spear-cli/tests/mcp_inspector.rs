@@ -13,7 +13,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Dirs, TOOLS};
+use support::{Dirs, SAFE_TOOLS, TOOLS};
 
 /// The longest one Inspector run may take (Node starts, spawns spear, one request, exits).
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -113,7 +113,7 @@ fn assert_exit(out: &Output, code: i32) {
 #[tokio::test]
 async fn the_inspector_lists_every_tool() {
     let d = dirs();
-    let out = inspector(&d, &[], &["--method", "tools/list"]).await;
+    let out = inspector(&d, &["--auto"], &["--method", "tools/list"]).await;
     assert_exit(&out, 0);
     let v = json_of(&out);
     let tools = v["tools"].as_array().unwrap_or_else(|| panic!("{v}"));
@@ -121,6 +121,18 @@ async fn the_inspector_lists_every_tool() {
     for name in TOOLS {
         assert!(names.contains(&name), "{name} not in {names:?}");
     }
+    // In SAFE, only the tools that can act in SAFE.
+    let out = inspector(&d, &["--safe"], &["--method", "tools/list"]).await;
+    assert_exit(&out, 0);
+    let v = json_of(&out);
+    let mut safe: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    safe.sort_unstable();
+    assert_eq!(safe, SAFE_TOOLS.to_vec());
     for tool in tools {
         assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
         assert!(tool["annotations"]["readOnlyHint"].is_boolean(), "{tool}");
@@ -165,6 +177,27 @@ async fn the_inspector_reads_a_file() {
 #[tokio::test]
 async fn the_inspector_sees_a_refusal_as_an_error_and_nothing_is_written() {
     let d = dirs();
+    // A listed tool whose command SAFE refuses.
+    let out = inspector(
+        &d,
+        &["--safe"],
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "terminal",
+            "--tool-arg",
+            "command=echo x > new.txt",
+        ],
+    )
+    .await;
+    let v = json_of(&out);
+    assert_eq!(v["isError"], true, "{v}");
+    assert_eq!(v["structuredContent"]["status"], "denied", "{v}");
+    assert!(!Path::new(&d.ws.join("new.txt")).exists(), "SAFE wrote");
+    // The Inspector's CLI exits non-zero on an error result.
+    assert_ne!(out.status.code(), Some(0));
+    // A writer SAFE does not list: the Inspector itself will not call it, and nothing is written.
     let out = inspector(
         &d,
         &["--safe"],
@@ -180,10 +213,11 @@ async fn the_inspector_sees_a_refusal_as_an_error_and_nothing_is_written() {
         ],
     )
     .await;
-    let v = json_of(&out);
-    assert_eq!(v["isError"], true, "{v}");
-    assert_eq!(v["structuredContent"]["status"], "denied", "{v}");
-    assert!(!Path::new(&d.ws.join("new.txt")).exists(), "SAFE wrote");
-    // The Inspector's CLI exits non-zero on an error result.
     assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Tool 'write_file' not found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!Path::new(&d.ws.join("new.txt")).exists(), "SAFE wrote");
 }

@@ -13,11 +13,11 @@ mod support;
 use mcp_client::{Generation, Session, User, envelope, within};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction};
 use serde_json::{Value, json};
-use support::TOOLS;
+use support::{SAFE_TOOLS, TOOLS};
 
 #[tokio::test]
 async fn lists_the_tools_with_annotations_and_the_output_schema() {
-    let s = Session::start(&[], User::mute(), Generation::Initialize).await;
+    let s = Session::start(&["--auto"], User::mute(), Generation::Initialize).await;
     let tools = within("tools/list", s.client.list_all_tools())
         .await
         .unwrap();
@@ -62,6 +62,61 @@ async fn lists_the_tools_with_annotations_and_the_output_schema() {
         );
         assert!(tool.description.as_deref().is_some_and(|d| !d.is_empty()));
     }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn safe_lists_only_the_tools_that_act_in_safe_and_says_how_to_get_the_others() {
+    for generation in [Generation::Initialize, Generation::Discover] {
+        let s = Session::start(&["--safe"], User::mute(), generation).await;
+        let tools = within("tools/list", s.client.list_all_tools())
+            .await
+            .unwrap();
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        names.sort_unstable();
+        assert_eq!(names, SAFE_TOOLS.to_vec(), "{generation:?}");
+        // A call to an unlisted writer all the same: refused, naming the modes that have it and
+        // saying that the user starts them; nothing written.
+        for (tool, args) in [
+            ("write_file", json!({"path": "w.txt", "content": "w"})),
+            ("delete_file", json!({"path": "a.txt"})),
+            (
+                "patch",
+                json!({"patch": "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** End Patch\n"}),
+            ),
+        ] {
+            let r = s.call(tool, args).await;
+            assert_eq!(r.is_error, Some(true), "{tool}: {r:?}");
+            let e = envelope(&r);
+            assert_eq!(e["status"], "denied", "{tool}: {e}");
+            let reason = e["reason"].as_str().unwrap();
+            assert!(
+                reason.contains(&format!("the tool `{tool}` is not available in SAFE mode")),
+                "{reason}"
+            );
+            assert!(
+                reason.contains("Ask the user to start spear in"),
+                "{reason}"
+            );
+            assert!(!reason.to_lowercase().contains("rerun"), "{reason}");
+        }
+        assert!(!s.dirs.ws.join("w.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(s.dirs.ws.join("a.txt")).unwrap(),
+            "alpha\nbeta\n"
+        );
+        s.stop().await;
+    }
+    // Control: in AUTO the same write is listed and writes.
+    let s = Session::start(&["--auto"], User::mute(), Generation::Initialize).await;
+    let r = s
+        .call("write_file", json!({"path": "w.txt", "content": "w"}))
+        .await;
+    assert_eq!(envelope(&r)["status"], "ok", "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(s.dirs.ws.join("w.txt")).unwrap(),
+        "w"
+    );
     s.stop().await;
 }
 
@@ -169,7 +224,8 @@ async fn terminal_reports_the_exit_code() {
 
 #[tokio::test]
 async fn bad_arguments_are_error_results_not_protocol_errors() {
-    let s = Session::start(&[], User::mute(), Generation::Initialize).await;
+    // ASK lists write_file (SAFE does not); bad arguments are refused before anyone is asked.
+    let s = Session::start(&["--ask"], User::mute(), Generation::Initialize).await;
     for (tool, args, says) in [
         (
             "read_file",

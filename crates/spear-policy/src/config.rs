@@ -25,8 +25,12 @@ use crate::target_policy::TargetRules;
 /// unprotect = [".vscode/"]           # built-in protected entries to allow again
 /// generated = ["gen/"]               # more generated trees
 /// not_generated = []                 # built-in generated trees to allow again
+///
+/// [limits]                           # see crate::limits for the keys and their bounds
+/// memory = "4G"
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+// Not `Eq`: `[limits]` holds CPU and timeout values as floats.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperatorConfig {
     /// `[workspace]`.
@@ -44,6 +48,10 @@ pub struct OperatorConfig {
     /// `[env]`: host variables passed into every sandbox.
     #[serde(default)]
     pub env: OperatorEnv,
+    /// `[limits]`: memory, tasks, CPU, output cap and default timeout of commands
+    /// ([`crate::limits`]).
+    #[serde(default)]
+    pub limits: crate::limits::OperatorLimits,
 }
 
 /// `[env]` of the operator's configuration.

@@ -33,6 +33,7 @@ mod config;
 mod env_rules;
 mod git_layout;
 mod host_read;
+pub mod limits;
 mod paths;
 mod policy;
 mod shell;

@@ -17,6 +17,7 @@
 pub mod audit;
 pub mod checkpoint;
 pub mod evidence;
+pub mod host_dirs;
 pub mod identity;
 pub mod jobs;
 pub mod refusals;
@@ -32,6 +33,7 @@ pub use checkpoint::{
     CheckpointError, CheckpointStore, Conflict, EntryState, TurnCheckpoint, UndoError, UndoReport,
 };
 pub use evidence::{EVIDENCE_KEPT, Evidence, EvidenceLog, Verdict, verdict};
+pub use host_dirs::{HostDirError, host_home};
 pub use jobs::{Job, JobError, JobRead, Jobs};
 pub use refusals::{RefusalTracker, Repeat};
 pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};

@@ -68,13 +68,18 @@ impl RunnerConfig {
     /// runtime directory.
     pub fn from_host() -> Self {
         let host_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .filter(|h| h.is_absolute())
+        // One reading of HOME for every caller ([`crate::host_dirs`]); front ends refuse an
+        // unusable one before they get here, so the fallback is only for library callers.
+        let home = crate::host_dirs::host_home()
+            .unwrap_or_else(|e| {
+                tracing::warn!("{e}");
+                None
+            })
             .unwrap_or_else(|| PathBuf::from("/nonexistent-home"));
-        let xdg_state = std::env::var_os("XDG_STATE_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute());
+        let xdg_state = crate::host_dirs::host_xdg_state_home().unwrap_or_else(|e| {
+            tracing::warn!("{e}");
+            None
+        });
         let staging = default_bases(xdg_state.as_deref(), Some(&home));
         let git_identity = GitIdentity::from_host(&host_env, &home);
         RunnerConfig {
@@ -123,6 +128,9 @@ pub struct CommandRequest {
     pub tee: Option<Arc<dyn OutputTee>>,
     /// Bytes per stream after which the command is killed as a flood; the runner's when `None`.
     pub flood_bytes: Option<u64>,
+    /// The read end of a pipe the caller feeds, as the command's stdin; `/dev/null` when `None`
+    /// (every tool call: a model has no stdin to give).
+    pub stdin: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl CommandRequest {
@@ -137,6 +145,7 @@ impl CommandRequest {
             class: None,
             tee: None,
             flood_bytes: None,
+            stdin: None,
         }
     }
 }
@@ -528,6 +537,7 @@ impl CommandRunner {
             flood_bytes: request.flood_bytes.unwrap_or(self.config.flood_bytes),
             cancel: request.cancel.clone(),
             tee: request.tee.clone(),
+            stdin: request.stdin.clone(),
         };
         let outcome = self.sandbox.run(&spec, &watch);
         let mut sandbox_down = None;

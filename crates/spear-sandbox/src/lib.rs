@@ -45,7 +45,7 @@ pub use mechanisms::{Mechanism, probe as probe_mechanisms};
 pub use network::{EgressAllow, NetworkConfig, NetworkError, REFUSED_RANGES, SLIRP_DNS};
 pub use output::{CappedOutput, Captured};
 pub use preflight_store::user_private_dir;
-pub use rlimits::ResourceLimits;
+pub use rlimits::{Lowered, ResourceLimits};
 pub use sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxError};
 pub use spawn::{
     CancelToken, Exit, Finished, Launch, OutputTee, ProcessSpawner, Running, SECCOMP_CHILD_FD,

@@ -428,6 +428,7 @@ impl Sandbox {
                 .unwrap_or_default(),
             rlimits: self.config.rlimits,
             stage: stage.clone(),
+            stdin: watch.stdin.as_deref().map(AsFd::as_fd),
         };
         let running = match self.spawner.spawn(&launch) {
             Ok(r) => r,
@@ -569,6 +570,7 @@ fn probe_watch() -> Watch {
         flood_bytes: 1 << 20,
         cancel: None,
         tee: None,
+        stdin: None,
     }
 }
 

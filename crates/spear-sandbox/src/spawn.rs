@@ -7,7 +7,10 @@
 //! - Between fork and exec the child joins its cgroup, takes its rlimits, stages its writable
 //!   roots in a mount namespace of its own ([`crate::stage`]), marks every inherited fd but stdio
 //!   and the seccomp program close-on-exec (attack stopped: a sandboxed command reaching
-//!   an fd the harness opened), and sets no-new-privs. stdin is `/dev/null`.
+//!   an fd the harness opened), and sets no-new-privs. stdin is `/dev/null`, or the read end of a
+//!   pipe the caller feeds ([`Watch::stdin`]): never the caller's own fd 0, which could be a
+//!   terminal (ioctls on it act on the operator's terminal) or a file opened read-write
+//!   (`spear exec <> file`), reopenable through `/proc/self/fd/0`.
 //! - stdout and stderr are drained concurrently in one poll loop, capped (head and tail kept), and
 //!   a flood past `flood_bytes` kills the tree. The loop ends when the sandbox's main process has
 //!   exited and the pipes are drained, or shortly after: a process holding stdout open cannot hang
@@ -62,6 +65,8 @@ pub struct Launch<'a> {
     /// The overlays of the writable roots, mounted in the child's own mount namespace before
     /// exec; `None` for a read-only sandbox.
     pub stage: Option<Arc<StagePlan>>,
+    /// The child's stdin: the read end of a pipe, or `/dev/null` when `None`.
+    pub stdin: Option<BorrowedFd<'a>>,
 }
 
 /// A started process: its pidfd and the read ends of its stdout and stderr.
@@ -92,11 +97,16 @@ impl Spawner for ProcessSpawner {
         let fds: Vec<RawFd> = std::iter::once(launch.seccomp.as_raw_fd())
             .chain(launch.inherit.iter().map(AsRawFd::as_raw_fd))
             .collect();
-        let limits = launch.rlimits.pairs();
+        // Lowered to the hard limits spear inherited: setting one above them fails (EPERM).
+        let limits = launch.rlimits.effective_pairs();
         let stage = launch.stage.clone();
         let mut cmd = Command::new(&launch.program);
+        let stdin = match launch.stdin {
+            Some(fd) => Stdio::from(fd.try_clone_to_owned()?),
+            None => Stdio::null(),
+        };
         cmd.args(&launch.args)
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .env_clear();
@@ -172,17 +182,19 @@ fn child_setup(
 /// Attack stopped: a sandboxed program reaching an fd the harness opened (a secret file, a socket,
 /// another sandbox's pipe).
 pub(crate) fn place_fds(fds: &[RawFd]) -> io::Result<()> {
-    /// Where sources are parked first, above any target, so that no dup2 clobbers a source.
-    const PARK: RawFd = 512;
     let mut parked = [0 as RawFd; 8];
     if fds.len() > parked.len() {
         return Err(io::Error::from_raw_os_error(libc::EMFILE));
     }
+    // Where sources are parked first: at the lowest free numbers above every target, so that no
+    // dup2 clobbers a source. Not at a fixed high number: F_DUPFD fails with EINVAL at or above
+    // RLIMIT_NOFILE, which the operator's shell may have lowered (`ulimit -n 256`).
+    let park: RawFd = SECCOMP_CHILD_FD + i32::try_from(fds.len()).unwrap_or(0);
     // SAFETY: plain fd system calls on numbers this child owns; nothing is dereferenced.
     #[allow(unsafe_code)]
     unsafe {
         for (slot, fd) in parked.iter_mut().zip(fds) {
-            *slot = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, PARK);
+            *slot = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, park);
             if *slot < 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -271,6 +283,9 @@ pub struct Watch {
     pub cancel: Option<CancelToken>,
     /// Where output goes as it is read, as well as into the capture.
     pub tee: Option<Arc<dyn OutputTee>>,
+    /// What the tree reads on stdin: the read end of a pipe the caller writes (never a terminal
+    /// or a file of the caller's; see the module doc). `/dev/null` when `None`.
+    pub stdin: Option<Arc<OwnedFd>>,
 }
 
 /// Why the supervisor stopped the tree, if it did.

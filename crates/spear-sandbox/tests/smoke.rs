@@ -57,6 +57,7 @@ fn watch(secs: u64) -> Watch {
         flood_bytes: 1 << 24,
         cancel: None,
         tee: None,
+        stdin: None,
     }
 }
 

@@ -2,6 +2,13 @@
 //!
 //! A tool outside a caller's view does not exist for it: it is not listed, and a call to it is
 //! answered as a call to an unknown tool.
+//!
+//! A tool the role sees but the session's mode cannot run (`write_file`, `patch`, `delete_file` in
+//! SAFE) is not listed either: a model that sees a tool calls it, and a list of tools that always
+//! refuse teaches it nothing. A call to one all the same (a client that remembers an earlier
+//! list, a model that guesses) is answered with [`not_in_mode`]: what the mode is, and that the
+//! user, not the model, can start spear in a mode that has it. Not "unknown tool": the model would
+//! look for another spelling instead of telling the user.
 
 use std::fmt;
 use std::str::FromStr;
@@ -92,6 +99,18 @@ impl ToolExposurePolicy {
         }
     }
 
+    /// Whether `spec` can act for this role in a session in `mode`: the mode it runs in for the
+    /// role is one the tool declares.
+    pub fn acts_in(self, spec: &ToolSpec, mode: ExecutionMode) -> bool {
+        spec.modes.contains(&self.mode_for(spec, mode))
+    }
+
+    /// Whether `spec` is listed for this role in a session in `mode`: the role sees it and it can
+    /// act in that mode.
+    pub fn lists(self, spec: &ToolSpec, mode: ExecutionMode) -> bool {
+        self.exposes(spec) && self.acts_in(spec, mode)
+    }
+
     /// The mode a tool runs in for this role when the session runs in `mode`: the read-only roles
     /// run commands in SAFE whatever the session's mode (the workspace is mounted read-only).
     pub fn mode_for(self, spec: &ToolSpec, mode: ExecutionMode) -> ExecutionMode {
@@ -99,5 +118,90 @@ impl ToolExposurePolicy {
             (Role::Implementation, _) | (_, Effect::Read) => mode,
             (_, Effect::Run | Effect::Write) => ExecutionMode::Safe,
         }
+    }
+}
+
+/// The answer to a call of `tool`, which the role sees but cannot act in a session in `mode`.
+/// It names the modes that have the tool and says that the user starts spear in them: a model
+/// cannot restart spear.
+pub fn not_in_mode(tool: &str, mode: ExecutionMode, modes: &[ExecutionMode]) -> String {
+    let with: Vec<String> = modes
+        .iter()
+        .map(|m| format!("{} (--{})", m.as_str().to_uppercase(), m.as_str()))
+        .collect();
+    format!(
+        "the tool `{tool}` is not available in {} mode{}; it exists in {}. Ask the user to start spear in {} if the change is needed, or continue with the tools that are listed",
+        mode.as_str().to_uppercase(),
+        if mode == ExecutionMode::Safe {
+            ", in which nothing changes files"
+        } else {
+            ""
+        },
+        with.join(" and "),
+        if with.len() > 1 { "one of them" } else { "it" },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolRegistry;
+
+    #[test]
+    fn listing_table() {
+        use ExecutionMode::{Ask, Auto, Safe};
+        let registry = ToolRegistry::coding();
+        let listed = |role: Role, mode: ExecutionMode| -> Vec<&str> {
+            let policy = ToolExposurePolicy::new(role);
+            registry
+                .specs()
+                .filter(|s| policy.lists(s, mode))
+                .map(|s| s.name)
+                .collect()
+        };
+        let readers = [
+            "read_file",
+            "read_output",
+            "search_files",
+            "terminal",
+            "terminal_kill",
+            "terminal_output",
+        ];
+        let all = [
+            "delete_file",
+            "patch",
+            "read_file",
+            "read_output",
+            "search_files",
+            "terminal",
+            "terminal_kill",
+            "terminal_output",
+            "write_file",
+        ];
+        for (role, mode, expected) in [
+            (Role::Implementation, Safe, &readers[..]),
+            (Role::Implementation, Ask, &all[..]),
+            (Role::Implementation, Auto, &all[..]),
+            (Role::Reviewer, Safe, &readers[..]),
+            (Role::Reviewer, Auto, &readers[..]),
+            (Role::Planning, Ask, &readers[..]),
+            (Role::Explorer, Auto, &readers[..]),
+        ] {
+            assert_eq!(listed(role, mode), expected, "{role} {mode:?}");
+        }
+    }
+
+    #[test]
+    fn the_answer_names_the_modes_and_asks_the_user() {
+        let text = not_in_mode(
+            "write_file",
+            ExecutionMode::Safe,
+            &[ExecutionMode::Ask, ExecutionMode::Auto],
+        );
+        assert_eq!(
+            text,
+            "the tool `write_file` is not available in SAFE mode, in which nothing changes files; it exists in ASK (--ask) and AUTO (--auto). Ask the user to start spear in one of them if the change is needed, or continue with the tools that are listed"
+        );
+        assert!(!text.to_lowercase().contains("rerun"));
     }
 }

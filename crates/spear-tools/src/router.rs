@@ -261,11 +261,12 @@ impl ToolRouter {
         self.config.mode
     }
 
-    /// The specs the caller's role sees, by name.
+    /// The specs the caller's role sees and the session's mode can run, by name (SAFE lists no
+    /// tool that writes: see [`crate::exposure`]).
     pub fn tools(&self) -> Vec<&ToolSpec> {
         self.registry
             .specs()
-            .filter(|s| self.exposure.exposes(s))
+            .filter(|s| self.exposure.lists(s, self.config.mode))
             .collect()
     }
 
@@ -376,9 +377,18 @@ impl ToolRouter {
         };
         record.target = Some(prepared.target());
         let mode = self.exposure.mode_for(spec, self.config.mode);
-        if !spec.modes.contains(&mode) {
-            let refusal = Refusal::mode_forbids(mode, Capability::WorkspaceWrite, spec.name);
-            return answer(ToolResult::denied(&refusal), record);
+        if !self.exposure.acts_in(spec, self.config.mode) {
+            // Not listed in this mode (see `crate::exposure`). After the arguments are read, so
+            // that refusals of different targets are told apart by the repeat tracker.
+            let result = ToolResult {
+                reason: Some(crate::exposure::not_in_mode(
+                    name,
+                    self.config.mode,
+                    spec.modes,
+                )),
+                ..ToolResult::new(ToolStatus::Denied)
+            };
+            return answer(result, record);
         }
         let capabilities = {
             let p = CapabilityPolicy::for_mode(mode);

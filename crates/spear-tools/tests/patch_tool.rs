@@ -238,3 +238,68 @@ fn malformed_patches_are_argument_errors() {
         );
     }
 }
+
+/// A Makefile's recipe lines start with a tab; a patch that spells them with spaces matches
+/// (whitespace ignored) and is written with the file's tabs, with a warning; `make` then runs it.
+/// Control: the same patch's lines as written (spaces) would break the Makefile.
+#[test]
+fn a_makefile_patched_with_spaces_keeps_its_tabs_and_still_builds() {
+    let env = Env::new();
+    let makefile = "all: out.txt\n\nout.txt:\n\techo one > out.txt\n\techo two >> out.txt\n";
+    env.write("Makefile", makefile);
+    let r = router(&env, Opts::mode(Auto));
+    let e = patch(
+        &r,
+        "*** Begin Patch\n*** Update File: Makefile\n@@\n out.txt:\n-    echo one > out.txt\n+    echo uno > out.txt\n     echo two >> out.txt\n*** End Patch\n",
+    );
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert_eq!(
+        env.read("Makefile").unwrap(),
+        "all: out.txt\n\nout.txt:\n\techo uno > out.txt\n\techo two >> out.txt\n"
+    );
+    assert!(
+        e.result.stdout.contains(
+            "warning: Makefile, hunk 1: the patch indents with 4 spaces where the file indents with a tab"
+        ),
+        "{}",
+        e.result.stdout
+    );
+    if std::path::Path::new("/usr/bin/make").exists() {
+        let e = r.call("terminal", json!({"command": "make -s && cat out.txt"}));
+        assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+        assert_eq!(e.result.stdout, "uno\ntwo\n");
+        // Control: the recipe spelled with spaces, as the patch had it, is what make rejects.
+        env.write("Broken.mk", "all:\n    echo uno\n");
+        let e = r.call("terminal", json!({"command": "make -s -f Broken.mk"}));
+        assert_ne!(e.result.status, ToolStatus::Ok, "{e:?}");
+        assert!(e.result.stderr.contains("missing separator"), "{e:?}");
+    }
+    // An ordinary exact patch: applied as written, no warning.
+    let e = patch(
+        &r,
+        "*** Begin Patch\n*** Update File: Makefile\n@@\n-\techo two >> out.txt\n+\techo dos >> out.txt\n*** End Patch\n",
+    );
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert!(!e.result.stdout.contains("warning"), "{}", e.result.stdout);
+    assert!(
+        env.read("Makefile")
+            .unwrap()
+            .ends_with("\techo dos >> out.txt\n")
+    );
+    // Indentation spear cannot carry over: refused, nothing changed.
+    let before = env.read("Makefile").unwrap();
+    let e = patch(
+        &r,
+        "*** Begin Patch\n*** Update File: Makefile\n@@\n-    echo uno > out.txt\n+  echo uno > out.txt\n*** End Patch\n",
+    );
+    assert_eq!(e.result.status, ToolStatus::Failed, "{e:?}");
+    assert!(
+        e.result
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("Resend the hunk with the file's own indentation"),
+        "{e:?}"
+    );
+    assert_eq!(env.read("Makefile").unwrap(), before);
+}

@@ -128,7 +128,7 @@ fn every_public_file_tool_case() {
             // bounded head of it; either way the harness's memory stays bounded.
             let bounded = (e.result.status == ToolStatus::Ok
                 && e.result.truncated
-                && e.result.stdout.contains("read only the first"))
+                && e.result.stdout.contains("of at least"))
                 || (e.result.status == ToolStatus::Failed
                     && e.result
                         .reason
@@ -353,7 +353,8 @@ fn binary_files_and_windows() {
     assert!(e.result.reason.unwrap().contains("directory"));
 }
 
-/// A huge text file: the first MiB is read and the answer says the rest was not.
+/// A huge text file: the page is read, the count stops at its budget and says so, memory stays
+/// bounded.
 #[test]
 fn a_huge_text_file_is_read_in_part() {
     let env = Env::new();
@@ -373,12 +374,67 @@ fn a_huge_text_file_is_read_in_part() {
     assert!(e.result.truncated);
     assert!(e.result.stdout.starts_with("     1\t0123456789"));
     assert!(
-        e.result
-            .stdout
-            .contains("read only the first 1048576 bytes"),
+        e.result.stdout.contains("[lines 1-5 of at least "),
         "{}",
         e.result.stdout
     );
-    assert!(e.result.stdout.contains("21474836480 bytes"));
+    assert!(e.result.stdout.contains("next offset 6]"));
+    assert!(e.result.stdout.contains("21474836480-byte file"));
     assert!(rss_kib().saturating_sub(before) < 64 * 1024);
+}
+
+/// A 6 MB file pages to its last line: every offset past the first MiB answers with that line,
+/// "lines a-b of N" and the next offset.
+#[test]
+fn read_file_pages_to_any_line_of_a_large_file() {
+    use std::io::Write as _;
+    let env = Env::new();
+    // Written as a stream: this test binary's other tests measure the process's memory.
+    let mut out = std::io::BufWriter::new(std::fs::File::create(env.path("six.log")).unwrap());
+    let pad = "y".repeat(50);
+    for i in 1..=100_000u32 {
+        writeln!(out, "line {i:06} {pad}").unwrap();
+    }
+    out.flush().unwrap();
+    drop(out);
+    assert!(std::fs::metadata(env.path("six.log")).unwrap().len() > 6_000_000);
+    let r = router(&env, Opts::mode(ExecutionMode::Safe));
+    for (offset, limit) in [(20_000u64, 3u64), (70_000, 2), (99_999, 5)] {
+        let e = r.call(
+            "read_file",
+            json!({"path": "six.log", "offset": offset, "limit": limit}),
+        );
+        assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+        let first = format!("{offset:>6}\tline {offset:06} ");
+        assert!(e.result.stdout.starts_with(&first), "{}", e.result.stdout);
+        let last = (offset + limit - 1).min(100_000);
+        if last < 100_000 {
+            assert!(
+                e.result.stdout.ends_with(&format!(
+                    "[lines {offset}-{last} of 100000; next offset {}]\n",
+                    last + 1
+                )),
+                "{}",
+                e.result.stdout
+            );
+            assert!(e.result.truncated);
+        } else {
+            assert!(
+                e.result
+                    .stdout
+                    .ends_with(&format!("[lines {offset}-100000 of 100000; end of file]\n")),
+                "{}",
+                e.result.stdout
+            );
+            assert!(!e.result.truncated);
+        }
+    }
+    let e = r.call("read_file", json!({"path": "six.log", "offset": 100_001}));
+    assert!(
+        e.result
+            .stdout
+            .contains("has 100000 lines; offset 100001 is past its end"),
+        "{}",
+        e.result.stdout
+    );
 }

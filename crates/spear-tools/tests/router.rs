@@ -301,6 +301,34 @@ fn modes_gate_file_writes() {
     let e = r.call("delete_file", json!({"path": "README.md"}));
     assert_eq!(e.result.status, ToolStatus::Denied);
     assert!(!env.path("a.txt").exists() && env.path("README.md").exists());
+    // SAFE lists no tool that writes; a call to one is answered with the modes that have it and
+    // who can start them.
+    let names: Vec<&str> = r.tools().iter().map(|s| s.name).collect();
+    for writer in ["write_file", "patch", "delete_file"] {
+        assert!(
+            !names.contains(&writer),
+            "{writer} listed in SAFE: {names:?}"
+        );
+    }
+    assert!(names.contains(&"read_file") && names.contains(&"terminal"));
+    let e = r.call(
+        "patch",
+        json!({"patch": "*** Begin Patch\n*** Add File: p.txt\n+p\n*** End Patch\n"}),
+    );
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    let reason = e.result.reason.unwrap();
+    assert!(
+        reason.contains("`patch` is not available in SAFE mode"),
+        "{reason}"
+    );
+    assert!(reason.contains("Ask the user"), "{reason}");
+    assert!(!env.path("p.txt").exists());
+    let names: Vec<String> = router(&env, Opts::mode(Ask))
+        .tools()
+        .iter()
+        .map(|s| s.name.to_owned())
+        .collect();
+    assert!(names.iter().any(|n| n == "write_file"), "{names:?}");
 
     // ASK without anyone to ask: cancelled.
     let r = router(&env, Opts::mode(Ask));

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-/// The tools the default role (implementation) sees, sorted by name.
+/// The tools the default role (implementation) sees in ASK and AUTO, sorted by name.
 pub const TOOLS: [&str; 9] = [
     "delete_file",
     "patch",
@@ -16,6 +16,16 @@ pub const TOOLS: [&str; 9] = [
     "terminal_kill",
     "terminal_output",
     "write_file",
+];
+
+/// The tools a session in SAFE lists for the default role: none that writes.
+pub const SAFE_TOOLS: [&str; 6] = [
+    "read_file",
+    "read_output",
+    "search_files",
+    "terminal",
+    "terminal_kill",
+    "terminal_output",
 ];
 
 /// A tempdir holding `ws/` (the workspace), `home/` and `state/` (for `XDG_STATE_HOME`).

@@ -31,6 +31,16 @@ pub type ReadFile<'a> = dyn FnMut(&str) -> Result<Option<Vec<u8>>, String> + 'a;
 /// onto an existing file; updating a file that is not UTF-8 text (or holds NUL bytes); a hunk
 /// whose lines are not found.
 pub fn plan(patch: &Patch, read: &mut ReadFile<'_>) -> Result<Vec<FileChange>, PatchError> {
+    plan_noting(patch, read, &mut Vec::new())
+}
+
+/// [`plan`], and also the notes the caller should pass on with its result: hunks whose added
+/// lines were re-indented with the file's own indentation characters ([`reindent`]).
+pub fn plan_noting(
+    patch: &Patch,
+    read: &mut ReadFile<'_>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<FileChange>, PatchError> {
     let mut view = View {
         entries: Vec::new(),
         read,
@@ -60,7 +70,7 @@ pub fn plan(patch: &Patch, read: &mut ReadFile<'_>) -> Result<Vec<FileChange>, P
                 let new = if hunks.is_empty() {
                     current.to_vec()
                 } else {
-                    apply_hunks(path, current, hunks, &mut budget)?
+                    apply_hunks(path, current, hunks, &mut budget, notes)?
                 };
                 let target = match move_to {
                     Some(to) => {
@@ -174,6 +184,8 @@ fn lexical_key(path: &str) -> String {
 
 /// Where a hunk goes: replace `len` lines at `start` by what its first `used` body lines say.
 struct Placement<'h> {
+    /// The 1-based hunk number.
+    number: usize,
     start: usize,
     len: usize,
     hunk: &'h Hunk,
@@ -186,6 +198,7 @@ fn apply_hunks(
     content: &[u8],
     hunks: &[Hunk],
     budget: &mut Budget,
+    notes: &mut Vec<String>,
 ) -> Result<Vec<u8>, PatchError> {
     let text = std::str::from_utf8(content).map_err(|_| PatchError::NotText {
         path: path.to_owned(),
@@ -222,11 +235,29 @@ fn apply_hunks(
     }
     placements.sort_by_key(|p| p.start);
 
+    // The added lines of each placement, re-indented where the hunk matched only with the
+    // file's indentation characters ignored.
+    let mut added: Vec<Vec<String>> = Vec::with_capacity(placements.len());
+    for p in &placements {
+        let body = &p.hunk.lines[..p.used];
+        let matched: Vec<&str> = lines[p.start..p.start + p.len].to_vec();
+        let reindented = reindent(body, &matched).map_err(|reason| PatchError::Indentation {
+            path: path.to_owned(),
+            hunk: p.number,
+            reason,
+        })?;
+        if let Some(note) = reindented.note {
+            notes.push(format!("{path}, hunk {}: {note}", p.number));
+        }
+        added.push(reindented.added);
+    }
+
     let mut out: Vec<(&str, Eol)> = Vec::with_capacity(lines.len());
     let mut k = 0;
-    for p in &placements {
+    for (p, added) in placements.iter().zip(&added) {
         out.extend_from_slice(&file.lines[k..p.start]);
         let mut at = p.start;
+        let mut new = added.iter();
         for line in &p.hunk.lines[..p.used] {
             match line {
                 HunkLine::Context(_) => {
@@ -234,7 +265,11 @@ fn apply_hunks(
                     at += 1;
                 }
                 HunkLine::Remove(_) => at += 1,
-                HunkLine::Add(text) => out.push((text, Eol::None)),
+                HunkLine::Add(_) => {
+                    if let Some(text) = new.next() {
+                        out.push((text, Eol::None));
+                    }
+                }
             }
         }
         k = p.start + p.len;
@@ -313,6 +348,7 @@ impl<'h> Locate<'_, '_> {
                 self.lines.len()
             };
             return Ok(Placement {
+                number: self.number,
                 start,
                 len: 0,
                 hunk,
@@ -347,6 +383,7 @@ impl<'h> Locate<'_, '_> {
             for start in starts {
                 if let Some(at) = self.seek(&pattern, start, anchor)? {
                     return Ok(Placement {
+                        number: self.number,
                         start: at,
                         len: pattern.len(),
                         hunk,
@@ -427,4 +464,139 @@ fn excerpt(old: &[&str]) -> String {
         out.push(format!("  ... and {} more", old.len() - EXCERPT_LINES));
     }
     out.join("\n")
+}
+
+/// The leading whitespace of `line`.
+fn indent(line: &str) -> &str {
+    &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
+}
+
+/// Which indentation characters `ws` holds: (tabs, spaces).
+fn indent_kind(ws: &str) -> (bool, bool) {
+    (ws.contains('\t'), ws.contains(' '))
+}
+
+/// What [`reindent`] decided for one hunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Reindented {
+    /// The hunk's added lines, in order, as they are written.
+    pub added: Vec<String>,
+    /// Said to the caller when lines were re-indented.
+    pub note: Option<String>,
+}
+
+/// The added lines of a hunk whose old side (`body`'s context and removed lines) matched the
+/// file's lines `matched`.
+///
+/// When every old line matched with the same indentation characters, the added lines are the
+/// patch's own. When some matched only with whitespace ignored and the patch indents with other
+/// characters than the file there (spaces where a Makefile has a tab), writing the patch's lines
+/// as they are would change the file's indentation characters: make then fails with "missing
+/// separator", Python with "inconsistent use of tabs". Decision: carry the file's own
+/// indentation over and say so, rather than refuse. Why: the lines matched, so the file's
+/// indentation is what the patch meant; models rarely see a tab as a tab (a line-numbered read
+/// shows it as blank space) and resend spaces, so a refusal would only be repeated; and the note
+/// lets the model check the result. Each added line whose indentation starts with the patch's
+/// spelling of a matched line's indentation gets the file's spelling instead (the longest such
+/// spelling wins; what follows it is kept). Refused, with a reason, when spear cannot tell:
+/// one patch spelling stands for two different file spellings, or an added line is indented
+/// with the patch's characters and starts with none of its spellings.
+pub(super) fn reindent(body: &[HunkLine], matched: &[&str]) -> Result<Reindented, String> {
+    let old = body.iter().filter_map(|l| match l {
+        HunkLine::Context(t) | HunkLine::Remove(t) => Some(t.as_str()),
+        HunkLine::Add(_) => None,
+    });
+    // (the patch's indentation, the file's), where their characters differ.
+    let mut map: Vec<(&str, &str, usize)> = Vec::new();
+    for (k, (patch, file)) in old.zip(matched.iter()).enumerate() {
+        let (p, f) = (indent(patch), indent(file));
+        if patch.trim().is_empty() || indent_kind(p) == indent_kind(f) {
+            continue;
+        }
+        match map.iter().find(|(mp, _, _)| *mp == p) {
+            Some((_, mf, _)) if *mf != f => {
+                return Err(format!(
+                    "its lines are indented with {} where the file's are indented in two different ways, so spear cannot tell which indentation its added lines should have",
+                    describe(p)
+                ));
+            }
+            Some(_) => {}
+            None => map.push((p, f, k)),
+        }
+    }
+    let added_lines = body.iter().filter_map(|l| match l {
+        HunkLine::Add(t) => Some(t.as_str()),
+        _ => None,
+    });
+    if map.is_empty() {
+        return Ok(Reindented {
+            added: added_lines.map(str::to_owned).collect(),
+            note: None,
+        });
+    }
+    // Characters the patch indents with where the file does not.
+    let foreign_tab = map
+        .iter()
+        .any(|(p, f, _)| p.contains('\t') && !f.contains('\t'));
+    let foreign_space = map
+        .iter()
+        .any(|(p, f, _)| p.contains(' ') && !f.contains(' '));
+    let mut added = Vec::new();
+    let mut changed = 0usize;
+    for line in added_lines {
+        let ws = indent(line);
+        let best = map
+            .iter()
+            .filter(|(p, _, _)| ws.starts_with(p))
+            .max_by_key(|(p, _, _)| p.len());
+        match best {
+            Some((p, f, _)) if !ws.is_empty() || p.is_empty() => {
+                added.push(format!("{f}{}", &line[p.len()..]));
+                changed += 1;
+            }
+            _ if line.trim().is_empty() => added.push(line.to_owned()),
+            _ if (foreign_tab && ws.contains('\t')) || (foreign_space && ws.contains(' ')) => {
+                return Err(format!(
+                    "the added line `{}` is indented with {}, which the file does not use there, and matches none of the patch's other indentations, so spear cannot tell which indentation it should have",
+                    line.trim(),
+                    describe(ws)
+                ));
+            }
+            _ => added.push(line.to_owned()),
+        }
+    }
+    let (p, f, k) = map[0];
+    Ok(Reindented {
+        added,
+        note: (changed > 0).then(|| {
+            format!(
+                "the patch indents with {} where the file indents with {} (old line {} of the hunk), so {changed} added line{} {} written with the file's own indentation; check the result",
+                describe(p),
+                describe(f),
+                k + 1,
+                if changed == 1 { "" } else { "s" },
+                if changed == 1 { "was" } else { "were" },
+            )
+        }),
+    })
+}
+
+/// Indentation as words: "4 spaces", "a tab", "2 tabs and 2 spaces", "no indentation".
+fn describe(ws: &str) -> String {
+    let tabs = ws.matches('\t').count();
+    let spaces = ws.matches(' ').count();
+    let count = |n: usize, one: &str, many: &str| match n {
+        1 => format!("a {one}"),
+        n => format!("{n} {many}"),
+    };
+    match (tabs, spaces) {
+        (0, 0) => "no indentation".to_owned(),
+        (t, 0) => count(t, "tab", "tabs"),
+        (0, s) => count(s, "space", "spaces"),
+        (t, s) => format!(
+            "{} and {}",
+            count(t, "tab", "tabs"),
+            count(s, "space", "spaces")
+        ),
+    }
 }

@@ -112,6 +112,21 @@ pub enum PatchError {
         /// The 1-based hunk number within the file's section.
         hunk: usize,
     },
+    /// A hunk matched only once whitespace was ignored, its indentation differs from the file's in
+    /// its characters (tabs against spaces), and spear cannot tell which indentation the added
+    /// lines should have.
+    #[error(
+        "{path}: hunk {hunk} does not apply: {reason}. Resend the hunk with the file's own indentation \
+         (read_file shows it; a tab is `\\t` in JSON)"
+    )]
+    Indentation {
+        /// The path as written.
+        path: String,
+        /// The 1-based hunk number within the file's section.
+        hunk: usize,
+        /// What differs and why it cannot be carried over.
+        reason: String,
+    },
     /// The caller's `read` failed.
     #[error("{path}: could not be read: {message}")]
     Read {

@@ -41,7 +41,7 @@ mod unified;
 #[cfg(test)]
 mod tests;
 
-pub use apply::{ReadFile, plan};
+pub use apply::{ReadFile, plan, plan_noting};
 pub use error::PatchError;
 pub use parse::parse;
 

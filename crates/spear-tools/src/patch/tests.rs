@@ -1136,3 +1136,102 @@ proptest! {
         }
     }
 }
+
+/// Plans `patch` over `before` and returns the new content of `path` and the notes.
+fn noted(before: &str, patch: &str) -> Result<(String, Vec<String>), PatchError> {
+    let parsed = parse(patch)?;
+    let mut notes = Vec::new();
+    let changes = super::plan_noting(
+        &parsed,
+        &mut |_p: &str| Ok(Some(before.as_bytes().to_vec())),
+        &mut notes,
+    )?;
+    let content = match changes.first() {
+        Some(FileChange::Write { content, .. }) => String::from_utf8(content.clone()).unwrap(),
+        _ => before.to_owned(),
+    };
+    Ok((content, notes))
+}
+
+const MAKEFILE: &str = "all: x\n\nx: x.c\n\tgcc -o x x.c\n\tstrip x\n";
+
+#[test]
+fn a_makefile_keeps_its_tabs_when_the_patch_has_spaces() {
+    // The envelope format, and a unified diff: the patch spells the recipe lines with spaces.
+    for patch in [
+        "*** Begin Patch\n*** Update File: Makefile\n@@\n x: x.c\n-    gcc -o x x.c\n+    gcc -O2 -o x x.c\n+    ls -l x\n     strip x\n*** End Patch\n",
+        "--- a/Makefile\n+++ b/Makefile\n@@ -3,3 +3,4 @@\n x: x.c\n-    gcc -o x x.c\n+    gcc -O2 -o x x.c\n+    ls -l x\n     strip x\n",
+    ] {
+        let (after, notes) = noted(MAKEFILE, patch).unwrap();
+        assert_eq!(
+            after, "all: x\n\nx: x.c\n\tgcc -O2 -o x x.c\n\tls -l x\n\tstrip x\n",
+            "{patch}"
+        );
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("the patch indents with 4 spaces where the file indents with a tab"),
+            "{}",
+            notes[0]
+        );
+        assert!(notes[0].contains("2 added lines were written with the file's own indentation"));
+    }
+}
+
+#[test]
+fn an_exact_patch_is_applied_as_written_without_a_note() {
+    let patch = "*** Begin Patch\n*** Update File: Makefile\n@@\n x: x.c\n-\tgcc -o x x.c\n+\tgcc -O2 -o x x.c\n*** End Patch\n";
+    let (after, notes) = noted(MAKEFILE, patch).unwrap();
+    assert_eq!(after, "all: x\n\nx: x.c\n\tgcc -O2 -o x x.c\n\tstrip x\n");
+    assert!(notes.is_empty(), "{notes:?}");
+    // Indentation that differs only in width (same characters) is the patch's, as before.
+    let py = "def f():\n    return 1\n";
+    let (after, notes) = noted(
+        py,
+        "*** Begin Patch\n*** Update File: a.py\n@@\n def f():\n-  return 1\n+  return 2\n*** End Patch\n",
+    )
+    .unwrap();
+    assert_eq!(after, "def f():\n  return 2\n");
+    assert!(notes.is_empty());
+    // A tab file patched with tabs but new lines indented deeper keep the rest after the tab.
+    let (after, _) = noted(
+        MAKEFILE,
+        "*** Begin Patch\n*** Update File: Makefile\n@@\n-    strip x\n+    strip x\n+        echo deeper\n*** End Patch\n",
+    )
+    .unwrap();
+    assert!(
+        after.ends_with("\tstrip x\n\t    echo deeper\n"),
+        "{after:?}"
+    );
+}
+
+#[test]
+fn indentation_spear_cannot_carry_over_is_refused_with_a_reason() {
+    // One patch spelling stands for a tab in one line and two tabs in another.
+    let file = "x:\n\tone\n\t\ttwo\n";
+    let e = noted(
+        file,
+        "*** Begin Patch\n*** Update File: Makefile\n@@\n-    one\n-    two\n+    uno\n*** End Patch\n",
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        matches!(e, PatchError::Indentation { hunk: 1, .. }),
+        "{text}"
+    );
+    assert!(text.contains("indented in two different ways"), "{text}");
+    assert!(
+        text.contains("Resend the hunk with the file's own indentation"),
+        "{text}"
+    );
+    // An added line indented with the patch's spaces that start with none of its spellings.
+    let e = noted(
+        MAKEFILE,
+        "*** Begin Patch\n*** Update File: Makefile\n@@\n-    strip x\n+  strip x\n*** End Patch\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the added line `strip x` is indented with 2 spaces"),
+        "{e}"
+    );
+}

@@ -15,7 +15,7 @@ use spear_core::{ToolResult, ToolStatus};
 use spear_workspace::{EntryKind, FsError, Location, Node, ResolvedPath};
 
 use crate::Effect;
-use crate::patch::{FileChange, FilePatch, Patch, parse, plan};
+use crate::patch::{FileChange, FilePatch, Patch, parse, plan_noting};
 use crate::spec::WRITING_MODES;
 use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
@@ -108,6 +108,7 @@ impl Prepared for PatchCall {
         };
 
         let mut originals: HashMap<Location, Original> = HashMap::new();
+        let mut notes: Vec<String> = Vec::new();
         let planned = {
             let mut read = |path: &str| -> Result<Option<Vec<u8>>, String> {
                 let r = locate(path)?;
@@ -121,7 +122,7 @@ impl Prepared for PatchCall {
                     Err(e) => Err(e.to_string()),
                 }
             };
-            plan(&self.patch, &mut read)
+            plan_noting(&self.patch, &mut read, &mut notes)
         };
         let changes = match planned {
             Ok(c) => c,
@@ -192,6 +193,9 @@ impl Prepared for PatchCall {
         }
         if labels.is_empty() {
             result.stdout.push_str("(the patch changes nothing)\n");
+        }
+        for note in &notes {
+            let _ = writeln!(result.stdout, "warning: {note}");
         }
         result.changed_paths = labels;
         Outcome::of(result)
@@ -415,11 +419,12 @@ mod tests {
             "*** Begin Patch\n*** Update File: a.txt\n@@\n-a one\n+A ONE\n*** Add File: new/b.txt\n+b\n*** Delete File: gone.txt\n*** Update File: z.txt\n@@\n-z\n+Z\n*** End Patch\n",
         )
         .unwrap();
-        let changes = plan(&patch, &mut |p: &str| match std::fs::read(root.join(p)) {
-            Ok(b) => Ok(Some(b)),
-            Err(_) => Ok(None),
-        })
-        .unwrap();
+        let changes =
+            crate::patch::plan(&patch, &mut |p: &str| match std::fs::read(root.join(p)) {
+                Ok(b) => Ok(Some(b)),
+                Err(_) => Ok(None),
+            })
+            .unwrap();
         let before = snapshot(&root);
         for fail_at in 1..=changes.len() {
             let mut originals = HashMap::new();

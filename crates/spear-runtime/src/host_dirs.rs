@@ -1,0 +1,208 @@
+//! The host directories spear reads from its environment (`HOME`, `XDG_STATE_HOME`,
+//! `XDG_CONFIG_HOME`), read in one place and in one normal form.
+//!
+//! Attack (and accident) stopped: a `HOME` spelled `/root/../root` or `/home/u/.` compared
+//! lexically with a workspace root. `Path::starts_with` sees `/tmp/w/..` as inside `/tmp/w`, so one
+//! check called a workspace "the holder of the home" while another refused the home as "not
+//! absolute", and a credential mask computed from the raw spelling could miss the real directory.
+//! Every caller gets the same answer: the plain absolute path, or one error that says what to do.
+//!
+//! A spelling with `.` or `..` is resolved as the kernel resolves it (symlinks included: the
+//! parent of a symlink's target is what `cd "$HOME"` reaches), never folded lexically, which
+//! could name another directory.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Component, Path, PathBuf};
+
+/// A host directory variable that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostDirError {
+    /// The variable names a relative path.
+    #[error(
+        "{name} is `{}`, which is not an absolute path; set {name} to the absolute path of the directory",
+        value.display()
+    )]
+    Relative {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: PathBuf,
+    },
+    /// The variable is spelled with `.` or `..` and could not be resolved.
+    #[error(
+        "{name} is `{}`, spelled with `.` or `..`, and it cannot be resolved ({why}); set {name} to the directory's absolute path without `.` or `..`",
+        value.display()
+    )]
+    Unresolvable {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: PathBuf,
+        /// Why it could not be resolved.
+        why: String,
+    },
+}
+
+/// How a variable's value is spelled: what to do with it. Pure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Spelling {
+    /// Empty or unset: no directory.
+    Unset,
+    /// Absolute, without `.`, `..`, doubled or trailing slashes: used as it is.
+    Plain(PathBuf),
+    /// Absolute, with `.`, `..` or redundant slashes: resolved on the host before any use.
+    NeedsResolving(PathBuf),
+    /// Not absolute.
+    Relative(PathBuf),
+}
+
+/// Classifies `value` (pure).
+pub fn spelling(value: Option<&OsStr>) -> Spelling {
+    let Some(value) = value.filter(|v| !v.is_empty()) else {
+        return Spelling::Unset;
+    };
+    let path = PathBuf::from(value);
+    if !path.is_absolute() {
+        return Spelling::Relative(path);
+    }
+    let rebuilt: PathBuf = path.components().collect();
+    let has_dots = path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir));
+    // `components()` drops a trailing `/.` and doubled slashes: compare the spelling itself.
+    if has_dots || rebuilt.as_os_str() != path.as_os_str() {
+        Spelling::NeedsResolving(path)
+    } else {
+        Spelling::Plain(path)
+    }
+}
+
+/// The directory `value` of variable `name` names, in normal form: `None` when unset or empty.
+/// `required_absolute` says whether a relative value is an error (`HOME`) or ignored (the XDG
+/// variables, as the XDG specification says).
+pub fn host_dir(
+    name: &'static str,
+    value: Option<&OsStr>,
+    required_absolute: bool,
+) -> Result<Option<PathBuf>, HostDirError> {
+    match spelling(value) {
+        Spelling::Plain(p) => Ok(Some(p)),
+        Spelling::Relative(value) if required_absolute => {
+            Err(HostDirError::Relative { name, value })
+        }
+        Spelling::Unset | Spelling::Relative(_) => Ok(None),
+        Spelling::NeedsResolving(value) => match std::fs::canonicalize(&value) {
+            Ok(resolved) => Ok(Some(resolved)),
+            Err(e) => Err(HostDirError::Unresolvable {
+                name,
+                value,
+                why: e.to_string(),
+            }),
+        },
+    }
+}
+
+/// This process's `HOME`, in normal form ([`host_dir`]).
+pub fn host_home() -> Result<Option<PathBuf>, HostDirError> {
+    host_dir("HOME", std::env::var_os("HOME").as_deref(), true)
+}
+
+/// This process's `XDG_STATE_HOME`, in normal form; a relative one is ignored.
+pub fn host_xdg_state_home() -> Result<Option<PathBuf>, HostDirError> {
+    xdg("XDG_STATE_HOME")
+}
+
+/// This process's `XDG_CONFIG_HOME`, in normal form; a relative one is ignored.
+pub fn host_xdg_config_home() -> Result<Option<PathBuf>, HostDirError> {
+    xdg("XDG_CONFIG_HOME")
+}
+
+fn xdg(name: &'static str) -> Result<Option<PathBuf>, HostDirError> {
+    let value: Option<OsString> = std::env::var_os(name);
+    host_dir(name, value.as_deref(), false)
+}
+
+/// Whether `path` is already in the normal form [`host_dir`] returns for a plain spelling.
+pub fn is_plain(path: &Path) -> bool {
+    matches!(spelling(Some(path.as_os_str())), Spelling::Plain(_))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn spelling_table() {
+        let p = PathBuf::from;
+        let cases: &[(&str, Spelling)] = &[
+            ("", Spelling::Unset),
+            ("/root", Spelling::Plain(p("/root"))),
+            ("/home/u", Spelling::Plain(p("/home/u"))),
+            ("/", Spelling::Plain(p("/"))),
+            (
+                "/root/../root",
+                Spelling::NeedsResolving(p("/root/../root")),
+            ),
+            ("/home/u/.", Spelling::NeedsResolving(p("/home/u/."))),
+            ("/home/./u", Spelling::NeedsResolving(p("/home/./u"))),
+            ("/home/u/", Spelling::NeedsResolving(p("/home/u/"))),
+            ("//home//u", Spelling::NeedsResolving(p("//home//u"))),
+            ("home/u", Spelling::Relative(p("home/u"))),
+            ("./u", Spelling::Relative(p("./u"))),
+            ("~", Spelling::Relative(p("~"))),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(&spelling(Some(OsStr::new(value))), expected, "{value:?}");
+        }
+        assert_eq!(spelling(None), Spelling::Unset);
+    }
+
+    #[test]
+    fn dotted_spellings_resolve_to_the_real_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(real.join("sub")).unwrap();
+        for spelled in [
+            format!("{}/.", real.display()),
+            format!("{}/sub/..", real.display()),
+            format!("{}/", real.display()),
+            format!("{}/./sub/../", real.display()),
+        ] {
+            assert_eq!(
+                host_dir("HOME", Some(OsStr::new(&spelled)), true).unwrap(),
+                Some(real.clone()),
+                "{spelled}"
+            );
+        }
+        // Through a symlink, `..` is the parent of the link's target, as the kernel says.
+        let elsewhere = real.join("a").join("b");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, real.join("link")).unwrap();
+        let spelled = format!("{}/link/..", real.display());
+        assert_eq!(
+            host_dir("HOME", Some(OsStr::new(&spelled)), true).unwrap(),
+            Some(real.join("a"))
+        );
+    }
+
+    #[test]
+    fn errors_say_what_to_set() {
+        let e = host_dir("HOME", Some(OsStr::new("/no/such/../dir")), true).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("HOME is `/no/such/../dir`"), "{text}");
+        assert!(text.contains("without `.` or `..`"), "{text}");
+        let e = host_dir("HOME", Some(OsStr::new("rel/home")), true).unwrap_err();
+        assert!(e.to_string().contains("not an absolute path"), "{e}");
+        // XDG variables that are relative are ignored, as the XDG specification says.
+        assert_eq!(
+            host_dir("XDG_STATE_HOME", Some(OsStr::new("rel")), false).unwrap(),
+            None
+        );
+        // A plain HOME that does not exist is used as it is (the sandbox's home is a tmpfs).
+        assert_eq!(
+            host_dir("HOME", Some(OsStr::new("/nonexistent-home")), true).unwrap(),
+            Some(PathBuf::from("/nonexistent-home"))
+        );
+    }
+}
