@@ -137,8 +137,12 @@ const ROWS: &[Row] = &[
     ),
     // same line
     row("ls ~/.rustup/toolchains", Stdout, true),
-    // same line
-    row("grep -rn fixture_marker ~/.pyenv/versions", Stdout, true),
+    // same line (pyenv's own root: the real one when PYENV_ROOT names it, else the fresh HOME's)
+    row(
+        "grep -rn fixture_marker \"${PYENV_ROOT:-$HOME/.pyenv}/versions\"",
+        Stdout,
+        true,
+    ),
     // "`.venv/bin/python -c 1` refused (reaches outside the project: the venv's symlink points
     // into the host's Python), while `source .venv/bin/activate && python` works"
     Row {
@@ -318,6 +322,19 @@ fn normalise(text: &str, ws: &Path, home: &Path) -> String {
     let text = text
         .replace(&ws.display().to_string(), "{WS}")
         .replace(&home.display().to_string(), "{HOME}");
+    // Column widths of `ls -l` follow the widest entry of the whole listing, and a few host
+    // entries have owners the sandbox does not map (shown as nogroup): one space for a run.
+    let text = text
+        .lines()
+        .map(|l| {
+            l.split(' ')
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + if text.ends_with('\n') { "\n" } else { "" };
     let mut out = String::new();
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String| {
@@ -350,6 +367,11 @@ fn normalise(text: &str, ws: &Path, home: &Path) -> String {
 /// The real toolchain homes, for a row that runs the real compiler.
 fn toolchains(cmd: &mut Command, row: &Row) {
     if !row.real_toolchains {
+        // `cargo test` runs this under rustup, which names the real homes: the fresh HOME's
+        // trees are the ones meant.
+        for name in ["CARGO_HOME", "RUSTUP_HOME"] {
+            cmd.env_remove(name);
+        }
         return;
     }
     let real = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());

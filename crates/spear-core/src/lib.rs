@@ -28,4 +28,4 @@ pub use mode::{ExecutionMode, UnknownMode};
 pub use profile::ExecutionProfile;
 pub use refusal::{Refusal, RefusalRule};
 pub use result::{ToolResult, ToolStatus, exit_code};
-pub use view::SandboxView;
+pub use view::{SANDBOX_TMPDIR, SandboxView};

@@ -7,6 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+/// The `TMPDIR` every sandbox starts with: its private `/tmp`. The sandbox's environment sets it
+/// and no operator setting passes another, so the decision layer may expand `$TMPDIR` to it.
+pub const SANDBOX_TMPDIR: &str = "/tmp";
+
 /// The host paths a sandbox shows, the places it keeps private, and the environment it starts
 /// with.
 ///

@@ -62,6 +62,8 @@ pub(crate) struct Analysis<'p> {
     pub defining: Vec<String>,
     /// Whether `$HOME` still names the operator's home (no assignment to HOME seen).
     pub home_intact: bool,
+    /// Whether `$TMPDIR` still names the sandbox's private /tmp (no assignment to TMPDIR seen).
+    pub tmpdir_intact: bool,
     /// Whether `set -a` may be on: every later assignment is exported.
     pub allexport: bool,
     pub depth: usize,
@@ -76,6 +78,7 @@ impl<'p> Analysis<'p> {
             functions: HashMap::new(),
             defining: Vec::new(),
             home_intact: true,
+            tmpdir_intact: true,
             allexport: false,
             depth: 0,
             commands_seen: 0,

@@ -277,6 +277,9 @@ pub(crate) fn check_shell_assignment(a: &mut Analysis<'_>, name: &str, value: Op
     if name == "HOME" {
         a.home_intact = false;
     }
+    if name == "TMPDIR" {
+        a.tmpdir_intact = false;
+    }
     if a.allexport {
         check_env_assignment(a, name, value, "later commands (`set -a` exports it)");
         return;

@@ -173,6 +173,14 @@ const ORDINARY: &[(&str, CommandClass, &[Check])] = &[
         R,
         &[NoWrites, Lacks(Capability::WorkspaceWrite)],
     ),
+    // `$TMPDIR` is the sandbox's /tmp until the script changes it.
+    (
+        "echo x > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"",
+        R,
+        &[NoWrites, Lacks(Capability::WorkspaceWrite)],
+    ),
+    ("TMPDIR=src; echo x > \"$TMPDIR/f\"", C, &[]),
+    ("unset TMPDIR; echo x > \"$TMPDIR/f\"", C, &[]),
     ("cat > /tmp/s.py <<EOF\nprint(1)\nEOF", R, &[NoWrites]),
     ("d=$(mktemp -d) && echo $d", R, &[]),
     ("echo x > /dev/shm/x", R, &[NoWrites]),

@@ -260,7 +260,7 @@ pub fn sandbox_env(inputs: EnvInputs<'_>) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = vec![
         ("PATH".into(), path),
         ("HOME".into(), inputs.home.as_os_str().to_owned()),
-        ("TMPDIR".into(), "/tmp".into()),
+        ("TMPDIR".into(), spear_core::SANDBOX_TMPDIR.into()),
         ("TERM".into(), "dumb".into()),
         ("PAGER".into(), "cat".into()),
         ("GIT_PAGER".into(), "cat".into()),

@@ -338,6 +338,9 @@ fn unset(a: &mut Analysis<'_>, args: &[Arg]) {
         if base == "HOME" {
             a.home_intact = false;
         }
+        if base == "TMPDIR" {
+            a.tmpdir_intact = false;
+        }
         if env_rules::shell_assignment_matters(a.policy.config(), base, None) {
             a.complex(format!(
                 "unsetting `{base}` can change how later commands are found or what they run"

@@ -253,7 +253,7 @@ impl Analysis<'_> {
         }
     }
 
-    /// `$HOME` and `$PWD` are known while the script has not changed them.
+    /// `$HOME`, `$TMPDIR` and `$PWD` are known while the script has not changed them.
     fn known_parameter(&self, expr: &ParameterExpr, cwd: &Cwd) -> Option<String> {
         let ParameterExpr::Parameter {
             parameter: Parameter::Named(name),
@@ -269,6 +269,8 @@ impl Analysis<'_> {
                 .home
                 .as_ref()
                 .map(|h| h.to_string_lossy().into_owned()),
+            // Every sandbox starts with TMPDIR=/tmp, its private /tmp (spear-sandbox's env).
+            ("TMPDIR", _) if self.tmpdir_intact => Some(spear_core::SANDBOX_TMPDIR.to_owned()),
             ("PWD", Cwd::Known(dir)) => Some(dir.to_string_lossy().into_owned()),
             _ => None,
         }
