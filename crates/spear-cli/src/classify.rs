@@ -1,5 +1,6 @@
 //! `spear classify`: what a script would do, and what each mode would decide. Runs nothing.
 
+use crate::out::outln;
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -96,7 +97,7 @@ pub fn run(args: &Args) -> Result<i32, ClassifyError> {
                 auto: word(ExecutionMode::Auto),
             },
         };
-        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+        outln!("{}", serde_json::to_string(&report).unwrap_or_default());
     } else {
         print_text(&assessment, &decisions, args.mode.mode());
     }
@@ -154,11 +155,11 @@ fn print_text(
         .iter()
         .map(spear_core::Capability::as_str)
         .collect();
-    println!("class:        {}", a.class);
-    println!("capabilities: {}", caps.join(", "));
-    println!("writes:       {}", list(&a.write_targets));
-    println!("host reads:   {}", list(&a.host_reads));
-    println!("reason:       {}", a.reason);
+    outln!("class:        {}", a.class);
+    outln!("capabilities: {}", caps.join(", "));
+    outln!("writes:       {}", list(&a.write_targets));
+    outln!("host reads:   {}", list(&a.host_reads));
+    outln!("reason:       {}", a.reason);
     for (mode, d) in decisions {
         let detail = match d {
             Decision::Allow(_) => "allowed".to_owned(),
@@ -166,6 +167,6 @@ fn print_text(
             Decision::Deny(r) => format!("denied: {}", r.message()),
         };
         let mark = if *mode == selected { " (selected)" } else { "" };
-        println!("{:<13} {detail}{mark}", format!("{}:", mode.as_str()));
+        outln!("{:<13} {detail}{mark}", format!("{}:", mode.as_str()));
     }
 }

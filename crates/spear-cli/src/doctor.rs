@@ -1,5 +1,6 @@
 //! `spear doctor`: every mechanism the sandbox relies on, usable or not, why, and the fix.
 
+use crate::out::outln;
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -53,7 +54,7 @@ pub fn run(args: &Args) -> i32 {
             mechanisms: found.iter().map(row).collect(),
         };
         match serde_json::to_string_pretty(&report) {
-            Ok(text) => println!("{text}"),
+            Ok(text) => outln!("{text}"),
             Err(e) => eprintln!("spear: cannot encode the report: {e}"),
         }
     } else {
@@ -63,13 +64,13 @@ pub fn run(args: &Args) -> i32 {
                 (false, true) => "MISSING",
                 (false, false) => "absent ",
             };
-            println!("{mark} {:<16} {}", m.name, m.detail);
+            outln!("{mark} {:<16} {}", m.name, m.detail);
             if let Some(fix) = &m.fix {
-                println!("        {:<16} fix: {fix}", "");
+                outln!("        {:<16} fix: {fix}", "");
             }
         }
-        println!("network: {}", network_state(args, &found));
-        println!(
+        outln!("network: {}", network_state(args, &found));
+        outln!(
             "{}",
             if ready {
                 "spear can confine commands on this machine."

@@ -1,5 +1,6 @@
 //! `spear exec`: classify, authorize (asking on the terminal in ASK), run in the sandbox, print.
 
+use crate::out::outln;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 
@@ -165,7 +166,7 @@ fn print(result: &ToolResult, json: bool, output_cap: usize) {
     }
     if json {
         match serde_json::to_string(result) {
-            Ok(text) => println!("{text}"),
+            Ok(text) => outln!("{text}"),
             Err(e) => eprintln!("spear: cannot encode the result: {e}"),
         }
         return;

@@ -8,6 +8,7 @@ mod exec;
 mod limit_args;
 mod mcp;
 mod mode_args;
+mod out;
 mod session;
 mod state;
 mod tool;

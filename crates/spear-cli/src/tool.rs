@@ -1,6 +1,7 @@
 //! `spear tool NAME --args JSON`: one call through the router, printed as the envelope the MCP
 //! server returns.
 
+use crate::out::outln;
 use spear_tools::Role;
 
 use crate::context::WorkspaceArgs;
@@ -76,6 +77,6 @@ pub fn run(args: &Args) -> Result<i32, String> {
         serde_json::to_string(&envelope)
     }
     .map_err(|e| format!("cannot encode the result: {e}"))?;
-    println!("{text}");
+    outln!("{text}");
     Ok(envelope.result.process_exit_code())
 }

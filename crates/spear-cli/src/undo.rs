@@ -1,6 +1,7 @@
 //! `spear undo`: restores the files the last turn changed, all or nothing.
 
 use crate::context::{Context, WorkspaceArgs};
+use crate::out::outln;
 
 /// `spear undo [--workspace DIR]`.
 #[derive(Debug, clap::Args)]
@@ -19,7 +20,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
         .map_err(|e| format!("the workspace cannot be opened: {e}"))?;
     match store.undo_last(ws, &fs) {
         Ok(report) => {
-            println!("{report}");
+            outln!("{report}");
             let mut record = spear_runtime::AuditRecord::new(
                 spear_tools::random_id(),
                 spear_runtime::AuditEvent::Undo,

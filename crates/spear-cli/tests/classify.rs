@@ -261,3 +261,29 @@ fn help_lists_classify() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("classify"));
 }
+
+/// `spear classify ... | head -1`: a reader that goes away ends the output, never a panic.
+#[test]
+fn a_closed_stdout_is_no_panic() {
+    let dir = workspace();
+    let ws = dir.path().join("ws");
+    for closed in [true, false] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        if closed {
+            drop(reader);
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_spear"))
+            .args(["classify", "ls"])
+            .current_dir(&ws)
+            .env("HOME", dir.path().join("home"))
+            .env_remove("XDG_CONFIG_HOME")
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // Positive control: with the reader open, the same call prints and succeeds too.
+        assert_eq!(out.status.code(), Some(0), "closed={closed}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
