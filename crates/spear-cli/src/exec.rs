@@ -83,7 +83,7 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
             let runner = CommandRunner::new(policy.shared_workspace(), config);
             let mut request = CommandRequest::new(line, profile);
             request.stdin = match stdin_relay() {
-                Ok(fd) => Some(fd),
+                Ok(fd) => fd,
                 Err(e) => {
                     let mut r = ToolResult::new(spear_core::ToolStatus::Failed);
                     r.reason = Some(format!(
@@ -131,17 +131,37 @@ pub fn run(args: &Args) -> Result<i32, ContextError> {
     Ok(result.process_exit_code())
 }
 
-/// spear's stdin, relayed by a thread into a new pipe whose read end becomes the command's stdin.
+/// spear's stdin as the command gets it: data that comes through a pipe, a file or a socket is
+/// relayed by a thread into a new pipe whose read end becomes the command's stdin; a terminal, a
+/// character device (`/dev/null`) or a closed stdin (which the Rust runtime reopens as
+/// `/dev/null`) gives the command `/dev/null` (`None`).
 ///
-/// Whatever fd 0 is (a terminal, a pipe, a file, or closed, which the Rust runtime reopens as
-/// `/dev/null`), the command gets only a pipe, never spear's own fd. Attacks stopped: a terminal
-/// fd in the sandbox would let the command act on the operator's terminal (TIOCSTI is already
-/// refused by the new session and seccomp, but `stty` settings, TIOCLINUX and the like are not);
-/// a file fd, even one opened read-only, can be reopened for writing through
-/// `/proc/self/fd/0` when the file is writable, and `spear exec <> file` hands a read-write one.
-/// A pipe carries bytes and nothing else. The input is streamed: memory stays bounded whatever
-/// its size. When the command exits without reading it all, the relay ends with the process.
-fn stdin_relay() -> std::io::Result<std::sync::Arc<std::os::fd::OwnedFd>> {
+/// Never spear's own fd. Attacks stopped: a terminal fd in the sandbox would let the command act
+/// on the operator's terminal (TIOCSTI is already refused by the new session and seccomp, but
+/// `stty` settings, TIOCLINUX and the like are not); a file fd, even one opened read-only, can be
+/// reopened for writing through `/proc/self/fd/0` when the file is writable, and
+/// `spear exec <> file` hands a read-write one. A pipe carries bytes and nothing else.
+///
+/// Why a terminal gives `/dev/null` and not a relay: programs decide what to read by what stdin
+/// is. `rg PATTERN` and `grep -r` search the directory when stdin is a terminal or `/dev/null`,
+/// but read stdin when it is a pipe, so a relayed terminal would make `spear exec -c 'rg TODO'`
+/// wait for the operator's typing where bash searches the tree. The input is streamed: memory
+/// stays bounded whatever its size. When the command exits without reading it all, the relay
+/// ends with the process.
+fn stdin_relay() -> std::io::Result<Option<std::sync::Arc<std::os::fd::OwnedFd>>> {
+    use std::io::IsTerminal;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Ok(None);
+    }
+    let kind = std::fs::File::from(stdin.as_fd().try_clone_to_owned()?)
+        .metadata()?
+        .file_type();
+    if kind.is_char_device() {
+        return Ok(None);
+    }
     let (reader, mut writer) = std::io::pipe()?;
     std::thread::Builder::new()
         .name("spear-stdin".into())
@@ -149,7 +169,7 @@ fn stdin_relay() -> std::io::Result<std::sync::Arc<std::os::fd::OwnedFd>> {
             // EPIPE once the command stopped reading (Rust ignores SIGPIPE): nothing to report.
             let _ = std::io::copy(&mut std::io::stdin().lock(), &mut writer);
         })?;
-    Ok(std::sync::Arc::new(reader.into()))
+    Ok(Some(std::sync::Arc::new(reader.into())))
 }
 
 /// The one line `spear exec` prints on stderr when a stream was cut at the output cap.

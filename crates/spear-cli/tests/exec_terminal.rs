@@ -1,5 +1,5 @@
-//! `spear exec` at a terminal and in scripts, for real (bwrap, cgroups): its stdin reaches the
-//! command as a pipe whatever fd 0 is; a cut output says so on stderr; operator limits take
+//! `spear exec` at a terminal and in scripts, for real (bwrap, cgroups): data on its stdin reaches
+//! the command through a pipe, a terminal or /dev/null gives it /dev/null, never spear's own fd; a cut output says so on stderr; operator limits take
 //! effect and out-of-bounds ones are refused at startup; a lowered inherited hard rlimit lowers
 //! the sandbox's instead of failing; a HOME spelled with `.` or `..` means the same directory on
 //! every path (`spear exec`, `spear tool`, `spear mcp`).
@@ -128,6 +128,41 @@ fn a_file_on_stdin_is_read_through_a_pipe_and_cannot_be_written() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "overwritten\n");
 }
 
+/// `rg PATTERN` with no path searches the tree as in bash when spear's stdin is /dev/null or
+/// closed, and reads stdin when data is piped in.
+#[test]
+fn a_search_without_a_path_searches_the_tree_unless_data_is_piped() {
+    let d = Dirs::with(&[("notes.md", "TODO: one\n")]);
+    assert!(
+        Path::new("/usr/bin/rg").exists(),
+        "ripgrep is needed (scripts/setup.sh installs it)"
+    );
+    let out = sh("\"$SPEAR\" exec --auto -c 'rg -c TODO' </dev/null", &d);
+    assert_eq!(
+        (code(&out), text(&out.stdout)),
+        (0, "notes.md:1\n".to_owned()),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = sh(
+        "echo 'TODO twice TODO' | \"$SPEAR\" exec --auto -c 'rg -c TODO'",
+        &d,
+    );
+    assert_eq!(
+        (code(&out), text(&out.stdout)),
+        (0, "1\n".to_owned()),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = sh("echo none | \"$SPEAR\" exec --auto -c 'rg -c TODO'", &d);
+    assert_eq!(
+        code(&out),
+        1,
+        "piped data is what rg reads: {}",
+        text(&out.stdout)
+    );
+}
+
 #[test]
 fn a_closed_or_null_stdin_is_an_empty_input() {
     let d = Dirs::with(&[]);
@@ -142,15 +177,15 @@ fn a_closed_or_null_stdin_is_an_empty_input() {
 }
 
 #[test]
-fn a_terminal_on_stdin_is_relayed_never_handed_over() {
-    // `script` gives spear a pseudo-terminal as stdin (and stdout); the command sees a pipe.
+fn a_terminal_on_stdin_is_never_handed_over() {
+    // `script` gives spear a pseudo-terminal as stdin (and stdout); the command gets /dev/null,
+    // as `rg PATTERN` must search the tree as it does at a terminal, not wait for typing.
     assert!(
         Path::new("/usr/bin/script").exists(),
         "util-linux `script` is needed for this test (apt-get install bsdutils)"
     );
     let d = Dirs::with(&[]);
-    let inner =
-        "test -t 0 && echo STDIN-IS-A-TTY; test -p /dev/stdin && echo STDIN-IS-A-PIPE; true";
+    let inner = "test -t 0 && echo STDIN-IS-A-TTY; test -p /dev/stdin && echo STDIN-IS-A-PIPE; test -c /dev/stdin && echo STDIN-IS-NULL; true";
     let out = sh(
         &format!(
             "test -t 0 || script -qec \"test -t 0 && echo SPEAR-HAS-A-TTY; exec \\\"$SPEAR\\\" exec --auto -c '{inner}'\" /dev/null"
@@ -163,7 +198,8 @@ fn a_terminal_on_stdin_is_relayed_never_handed_over() {
         stdout.contains("SPEAR-HAS-A-TTY"),
         "the probe saw no tty: {stdout}"
     );
-    assert!(stdout.contains("STDIN-IS-A-PIPE"), "{stdout}");
+    assert!(stdout.contains("STDIN-IS-NULL"), "{stdout}");
+    assert!(!stdout.contains("STDIN-IS-A-PIPE"), "{stdout}");
     assert!(!stdout.contains("STDIN-IS-A-TTY"), "{stdout}");
 }
 
