@@ -173,6 +173,16 @@ const ORDINARY: &[(&str, CommandClass, &[Check])] = &[
         R,
         &[NoWrites, Lacks(Capability::WorkspaceWrite)],
     ),
+    // Checks and listings that write nothing.
+    ("gcc -fsyntax-only src/a.c", R, &[NoWrites]),
+    ("cc -E src/a.c", R, &[NoWrites]),
+    ("gcc -E src/a.c -o out.i", M, &[Writes("out.i")]),
+    ("gcc -c src/a.c", M, &[]),
+    ("git clean -n", R, &[NoWrites]),
+    ("git clean -nd", R, &[NoWrites]),
+    ("git clean --dry-run -x", R, &[NoWrites]),
+    ("git clean -fd", M, &[]),
+    ("git clean -n -i", M, &[]),
     // `$TMPDIR` is the sandbox's /tmp until the script changes it.
     (
         "echo x > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"",

@@ -670,6 +670,9 @@ fn go(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 /// wrappers and response files change what they run.
 fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     let mut only_query = !args.is_empty();
+    // `-fsyntax-only` checks, `-E`, `-M` and `-MM` print to stdout: the sources are read and no
+    // file is written unless `-o` names one (judged where it is met).
+    let mut writes_no_file = false;
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
@@ -748,6 +751,7 @@ fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             }
             _ if t.starts_with('-') => {
                 if matches!(t, "-E" | "-fsyntax-only" | "-M" | "-MM" | "--print") {
+                    writes_no_file = name != "rustc";
                     only_query = true;
                     continue;
                 }
@@ -759,7 +763,7 @@ fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             }
         }
     }
-    if !only_query {
+    if !only_query && !writes_no_file {
         a.write_path(&Arg::Lit(".".into()), cwd, name);
     }
 }

@@ -365,6 +365,8 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             }
         }
         _ if READ_ONLY.contains(&sub) => {}
+        // `git clean -n` only lists what it would remove; `-i` asks and then removes.
+        "clean" if has(&items, &["-n", "--dry-run"]) && !has(&items, &["-i", "--interactive"]) => {}
         _ if MUTATING.contains(&sub) => {
             a.write_path(&repo, &dir, &format!("git {sub}"));
             if matches!(sub, "rm" | "mv" | "checkout" | "restore") {
