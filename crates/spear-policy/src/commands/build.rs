@@ -673,6 +673,11 @@ fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     // `-fsyntax-only` checks, `-E`, `-M` and `-MM` print to stdout: the sources are read and no
     // file is written unless `-o` names one (judged where it is met).
     let mut writes_no_file = false;
+    // A C compiler given `-o` writes that file (and temporaries in TMPDIR) and nothing beside the
+    // sources, unless an option asks for side files (`-save-temps`, `-MD`, `.gcno`, `.dwo`...).
+    let c_family = !matches!(name, "rustc" | "javac");
+    let mut explicit_output = false;
+    let mut side_files = false;
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
@@ -689,6 +694,7 @@ fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
                 }
                 i += 1;
                 only_query = false;
+                explicit_output = c_family && t == "-o";
             }
             "--version" | "-v" | "-vV" | "-Vv" | "-dumpversion" | "-dumpmachine" | "--help"
             | "-print-search-dirs" | "-V" => {}
@@ -748,8 +754,27 @@ fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             _ if t.starts_with("-o") && t.len() > 2 && name != "rustc" => {
                 a.write_path(&Arg::Lit(t[2..].to_owned()), cwd, name);
                 only_query = false;
+                explicit_output = c_family;
             }
             _ if t.starts_with('-') => {
+                if [
+                    "-save-temps",
+                    "-MD",
+                    "-MMD",
+                    "-MF",
+                    "-fdump",
+                    "-ftest-coverage",
+                    "--coverage",
+                    "-fprofile",
+                    "-gsplit-dwarf",
+                    "-fcallgraph-info",
+                    "-fstack-usage",
+                ]
+                .iter()
+                .any(|p| t.starts_with(p))
+                {
+                    side_files = true;
+                }
                 if matches!(t, "-E" | "-fsyntax-only" | "-M" | "-MM" | "--print") {
                     writes_no_file = name != "rustc";
                     only_query = true;
@@ -763,7 +788,8 @@ fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             }
         }
     }
-    if !only_query && !writes_no_file {
+    let output_named_alone = explicit_output && !side_files;
+    if !only_query && !writes_no_file && !output_named_alone {
         a.write_path(&Arg::Lit(".".into()), cwd, name);
     }
 }
