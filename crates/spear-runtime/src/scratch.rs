@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use spear_sandbox::ScratchDirs;
 
-use crate::staging::area::remove_all;
+use crate::staging::area::{private_dir, remove_all};
 
 /// Per-process counter of session areas.
 static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -225,30 +225,6 @@ fn empty(dir: &Path) {
         for entry in entries.flatten() {
             let _ = remove_all(&entry.path());
         }
-    }
-}
-
-/// Makes `dir` (and its parents) if needed and checks that it is a directory of this user's, not
-/// a link, with no permission for group or other.
-fn private_dir(dir: &Path) -> io::Result<()> {
-    if !dir.is_absolute() {
-        return Err(io::Error::other("not an absolute path"));
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let meta = std::fs::symlink_metadata(dir)?;
-    let uid = rustix::process::geteuid().as_raw();
-    // "No bit of group or other" reads better as a mask than as trailing zeros.
-    #[allow(clippy::verbose_bit_mask)]
-    let private = meta.is_dir() && meta.uid() == uid && meta.permissions().mode() & 0o077 == 0;
-    if private {
-        Ok(())
-    } else {
-        Err(io::Error::other(
-            "it is not a private directory of this user (owner, mode 0700, not a link)",
-        ))
     }
 }
 

@@ -189,7 +189,7 @@ fn pid_exists(pid: i32) -> bool {
 
 /// Makes `dir` (and its parents) if needed and checks that it is a directory of this user's, not
 /// a link, with no permission for group or other. Returns its device.
-fn private_dir(dir: &Path) -> io::Result<u64> {
+pub(crate) fn private_dir(dir: &Path) -> io::Result<u64> {
     if !dir.is_absolute() {
         return Err(io::Error::other("not an absolute path"));
     }
