@@ -1,16 +1,13 @@
 //! `spear exec`: classify, authorize (asking on the terminal in ASK), run in the sandbox, print.
 
 use crate::out::outln;
-use std::ffi::OsString;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 
-use spear_core::{ExecutionProfile, ToolResult};
-use spear_policy::{
-    Authorization, ConfirmRequest, Confirmation, Confirmer, authorize, make_visible,
-};
-use spear_runtime::{CommandLine, CommandRequest, CommandRunner};
+use spear_core::ToolResult;
+use spear_policy::{ConfirmRequest, Confirmation, Confirmer, make_visible};
+use spear_tools::{CommandCall, CommandText};
 
-use crate::context::{Context, ContextError, WorkspaceArgs};
+use crate::context::WorkspaceArgs;
 use crate::limit_args::LimitArgs;
 use crate::mode_args::ModeArgs;
 
@@ -45,90 +42,47 @@ pub struct Args {
 }
 
 /// Runs `spear exec`; returns the exit status.
-pub fn run(args: &Args) -> Result<i32, ContextError> {
-    let ctx = Context::open_with_env(&args.workspace, &args.env)?;
-    // Limits out of bounds are refused before anything is decided or run.
-    let limits = ctx.limits(&args.limits.flags())?;
-    let config = ctx.runner_config(&limits);
-    let output_cap = config.output_cap;
+///
+/// The command goes through the router like a `terminal` call ([`spear_tools::ToolRouter::run_command`]): the
+/// same gates, the same audit record, changed paths and checkpoint (`spear undo` undoes it), in a
+/// turn of its own. Only the front is the CLI's: the argv or script, spear's stdin, the terminal
+/// confirmer, the output printed whole.
+pub fn run(args: &Args) -> Result<i32, String> {
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");
     }
-    let policy = &ctx.policy;
-    let cwd = policy.workspace().launch_dir().to_path_buf();
-    let (assessment, command_text, line) = match &args.script {
-        Some(script) => (
-            policy.classify_script(script, &cwd),
-            script.clone(),
-            CommandLine::Script(spear_policy::script_to_run(script)),
-        ),
-        None => (
-            policy.classify(&args.argv, &cwd),
-            shell_words(&args.argv),
-            CommandLine::Argv(args.argv.iter().map(OsString::from).collect()),
-        ),
+    let mut router = crate::session::open(&crate::session::SessionArgs {
+        workspace: &args.workspace,
+        mode: &args.mode,
+        limits: &args.limits,
+        role: spear_tools::Role::Implementation,
+        session: None,
+        background_jobs: false,
+        session_scratch: false,
+        env: &args.env,
+        whole_output: true,
+    })?;
+    router.set_confirmer(Box::new(TerminalConfirmer));
+    let output_cap = router.runner_config().output_cap;
+    let text = match &args.script {
+        Some(script) => CommandText::Script(script.clone()),
+        None => CommandText::Argv(args.argv.clone()),
     };
-    let mode = args.mode.mode();
-    let terminal = TerminalConfirmer;
-    let confirmer: Option<&dyn Confirmer> = Some(&terminal);
-    let auth = authorize(
-        &assessment,
-        args.mode.policy_for(mode),
-        &command_text,
-        confirmer,
-    );
-    let result = match auth {
-        Authorization::Granted(caps) => {
-            let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone());
-            let runner = CommandRunner::new(policy.shared_workspace(), config);
-            let mut request = CommandRequest::new(line, profile);
-            request.stdin = match stdin_relay() {
-                Ok(fd) => fd,
-                Err(e) => {
-                    let mut r = ToolResult::new(spear_core::ToolStatus::Failed);
-                    r.reason = Some(format!(
-                        "spear's stdin cannot be passed to the command ({e}), so it did not run; run it with `</dev/null`"
-                    ));
-                    print(&r, args.json, output_cap);
-                    return Ok(r.process_exit_code());
-                }
-            };
-            request.class = Some(assessment.class);
-            let report = runner.run_report(&request);
-            let mut result = report.result;
-            if report.staged.is_some() {
-                match policy.workspace().fs() {
-                    Ok(fs) => {
-                        spear_tools::commit_staged(
-                            report.staged.as_ref(),
-                            policy.workspace(),
-                            &fs,
-                            policy,
-                            None,
-                            &spear_runtime::staging::TrackedRules::new(),
-                            &mut result,
-                        );
-                    }
-                    Err(e) => {
-                        result.status = spear_core::ToolStatus::Failed;
-                        result.reason = Some(format!(
-                            "the workspace cannot be opened, so nothing the command wrote was kept: {e}"
-                        ));
-                    }
-                }
-            }
-            result
-        }
-        refused => {
-            let mut r = refused
-                .refusal_result()
-                .unwrap_or_else(|| ToolResult::new(spear_core::ToolStatus::Denied));
-            r.class = Some(assessment.class);
-            r
+    let mut call = CommandCall::new(text);
+    call.stdin = match stdin_relay() {
+        Ok(fd) => fd,
+        Err(e) => {
+            let mut r = ToolResult::new(spear_core::ToolStatus::Failed);
+            r.reason = Some(format!(
+                "spear's stdin cannot be passed to the command ({e}), so it did not run; run it with `</dev/null`"
+            ));
+            print(&r, args.json, output_cap);
+            return Ok(r.process_exit_code());
         }
     };
-    print(&result, args.json, output_cap);
-    Ok(result.process_exit_code())
+    let envelope = router.run_command(call, spear_tools::CallOptions::default());
+    print(&envelope.result, args.json, output_cap);
+    Ok(envelope.result.process_exit_code())
 }
 
 /// spear's stdin as the command gets it: data that comes through a pipe, a file or a socket is
@@ -203,23 +157,6 @@ fn print(result: &ToolResult, json: bool, output_cap: usize) {
     }
 }
 
-/// The argv as one shell-quoted line: what a confirmation shows for an argv command.
-fn shell_words(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            if !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-            {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Asks on the controlling terminal. Without one (a pipe, CI), nobody can be asked and the call
 /// is cancelled.
 pub(crate) struct TerminalConfirmer;
@@ -278,19 +215,5 @@ mod tests {
         assert!(line.contains("output cap of 1 MiB"), "{line}");
         assert!(line.contains("--output-cap"), "{line}");
         assert!(!line.contains('\n'));
-    }
-
-    #[test]
-    fn quoting() {
-        assert_eq!(
-            shell_words(&[
-                "ls".into(),
-                "-la".into(),
-                "a b".into(),
-                "it's".into(),
-                String::new()
-            ]),
-            r"ls -la 'a b' 'it'\''s' ''"
-        );
     }
 }

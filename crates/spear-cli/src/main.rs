@@ -59,7 +59,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Exec(args) => exec::run(&args).map_err(|e| e.to_string()),
+        Command::Exec(args) => exec::run(&args),
         Command::Classify(args) => classify::run(&args).map_err(|e| e.to_string()),
         Command::Doctor(args) => Ok(doctor::run(&args)),
         Command::Tool(args) => tool::run(&args),

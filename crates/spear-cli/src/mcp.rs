@@ -41,6 +41,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
         background_jobs: true,
         session_scratch: true,
         env: &args.env,
+        whole_output: false,
     })?;
     let root = router
         .workspace()

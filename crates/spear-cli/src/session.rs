@@ -29,6 +29,10 @@ pub struct SessionArgs<'a> {
     pub session_scratch: bool,
     /// `--env` names, passed into every sandbox besides `[env] pass`.
     pub env: &'a [String],
+    /// Whether results come back whole, cut only at the runner's output cap (`spear exec`, whose
+    /// output goes to a person or a pipe), instead of cut to the tools' preview with the rest in
+    /// the result store (a model's context).
+    pub whole_output: bool,
 }
 
 /// Opens a router over the workspace with every store on and no confirmer set.
@@ -64,9 +68,16 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
     if let Some(session) = args.session {
         session.clone_into(&mut router_config.session);
     }
+    if args.whole_output {
+        router_config.limits.preview_chars = usize::MAX;
+    }
     let stores = RouterStores {
         audit: Some(crate::state::audit()?),
-        results: Some(crate::state::results(&router_config.session)?),
+        results: if args.whole_output {
+            None
+        } else {
+            Some(crate::state::results(&router_config.session)?)
+        },
         checkpoints: Some(crate::state::checkpoints(policy.workspace())?),
     };
     ToolRouter::new(

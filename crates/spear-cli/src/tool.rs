@@ -54,6 +54,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
         background_jobs: false,
         session_scratch: false,
         env: &[],
+        whole_output: false,
     })?;
     router.set_confirmer(Box::new(crate::exec::TerminalConfirmer));
     if let Some(turn) = &args.turn {

@@ -83,20 +83,9 @@ fn json_result_has_the_documented_fields() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(
-        keys,
-        [
-            "changed_paths",
-            "class",
-            "duration_ms",
-            "exit_code",
-            "reason",
-            "status",
-            "stderr",
-            "stdout",
-            "truncated"
-        ]
-    );
+    let mut documented = spear_core::ToolResult::KEYS.to_vec();
+    documented.sort_unstable();
+    assert_eq!(keys, documented);
     assert_eq!(v["status"], "ok");
     assert_eq!(
         v["stdout"], "\n",

@@ -28,20 +28,10 @@ use support::{Dirs, TOOLS};
 /// readable by the unprivileged user nor written with `__pycache__`).
 const CLIENT: &str = include_str!("mcp_python/client.py");
 
-/// The fields every result envelope carries (`output_ref`, `stderr_ref`, `job` and
-/// `turn_stopped` come only when they apply).
-const ENVELOPE: [&str; 10] = [
-    "status",
-    "exit_code",
-    "stdout",
-    "stderr",
-    "changed_paths",
-    "reason",
-    "class",
-    "duration_ms",
-    "truncated",
-    "tool",
-];
+/// The fields every result envelope carries besides the result's own
+/// ([`spear_core::ToolResult::KEYS`]); `output_ref`, `stderr_ref`, `job` and `turn_stopped` come
+/// only when they apply.
+const ENVELOPE: [&str; 1] = ["tool"];
 
 const WRITING_TOOLS: [&str; 3] = ["delete_file", "patch", "write_file"];
 const READ_ONLY_TOOLS: [&str; 4] = [
@@ -296,7 +286,7 @@ fn envelope<'a>(entry: &'a Value, tool: &str) -> &'a Value {
     );
     let s = &entry["structured"];
     assert!(s.is_object(), "no structuredContent: {entry}");
-    for key in ENVELOPE {
+    for key in spear_core::ToolResult::KEYS.iter().chain(&ENVELOPE) {
         assert!(s.get(key).is_some(), "`{key}` missing: {entry}");
     }
     assert_eq!(s["tool"], tool, "{entry}");

@@ -155,15 +155,7 @@ async fn read_file_returns_the_file_as_structured_content() {
         assert_eq!(e["status"], "ok", "{e}");
         assert_eq!(e["tool"], "read_file");
         assert_eq!(e["stdout"], "     1\talpha\n     2\tbeta\n", "{e}");
-        for field in [
-            "exit_code",
-            "stderr",
-            "changed_paths",
-            "reason",
-            "class",
-            "duration_ms",
-            "truncated",
-        ] {
+        for field in spear_core::ToolResult::KEYS {
             assert!(e.get(field).is_some(), "{field} missing from {e}");
         }
         let r = s.call("read_file", json!({"path": "missing.txt"})).await;

@@ -48,15 +48,7 @@ fn prints_the_envelope() {
     assert_eq!(v["tool"], "read_file");
     assert_eq!(v["status"], "ok");
     assert_eq!(v["stdout"], "     1\treadme\n");
-    for key in [
-        "exit_code",
-        "stderr",
-        "changed_paths",
-        "reason",
-        "class",
-        "duration_ms",
-        "truncated",
-    ] {
+    for key in spear_core::ToolResult::KEYS {
         assert!(v.get(key).is_some(), "{key} in {v}");
     }
 }

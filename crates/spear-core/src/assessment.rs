@@ -23,6 +23,10 @@ pub struct CommandAssessment {
     pub reason: String,
     /// Set when no mode may run it (always for [`CommandClass::Dangerous`]).
     pub refusal: Option<Refusal>,
+    /// What it runs, as the audit log shows it: the first program of its top level and how many
+    /// arguments it gets, with `+ N more` for the others (`cargo (2 args) + 1 more`), never an
+    /// argument's text; made from the decision layer's own reading of the command.
+    pub executable: String,
 }
 
 impl CommandAssessment {

@@ -5,12 +5,13 @@
 
 use std::fmt;
 
-use serde::{Serialize, Serializer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::{Capability, CapabilityPolicy, ExecutionMode};
 
 /// The rule behind a refusal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RefusalRule {
     /// The mode does not grant a capability that another mode would.
@@ -57,170 +58,508 @@ pub enum RefusalRule {
     /// A background job that may write is running or not yet collected: its changes are checked
     /// when it ends, so nothing else writes meanwhile.
     JobWriting,
+    /// The tool is not offered in the session's mode (a tool that writes, in SAFE).
+    ToolNotInMode,
+    /// A path is malformed or resolves outside the workspace.
+    InvalidPath,
+    /// A call came back with a `requestState` that is expired, replayed, forged or another
+    /// call's.
+    RequestStateRefused,
+    /// A call came back with a `requestState` but no answer to the question.
+    NoAnswer,
 }
 
-/// Why something may not run. Build one with the constructor for its rule; read it with
-/// [`Refusal::message`] or `Display`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    rule: RefusalRule,
-    subject: String,
-    detail: Detail,
+impl RefusalRule {
+    /// The rule's stable name, as JSON, MCP results and the audit log spell it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RefusalRule::ModeForbids => "mode_forbids",
+            RefusalRule::NetworkRemoved => "network_removed",
+            RefusalRule::NoModeGrants => "no_mode_grants",
+            RefusalRule::PrivilegeChange => "privilege_change",
+            RefusalRule::MountOrNamespace => "mount_or_namespace",
+            RefusalRule::KernelOrDevice => "kernel_or_device",
+            RefusalRule::SystemPackages => "system_packages",
+            RefusalRule::WriteOutsideRoots => "write_outside_roots",
+            RefusalRule::CredentialStore => "credential_store",
+            RefusalRule::SandboxMountPoint => "sandbox_mount_point",
+            RefusalRule::ProjectScope => "project_scope",
+            RefusalRule::GeneratedFile => "generated_file",
+            RefusalRule::SnapshotCopy => "snapshot_copy",
+            RefusalRule::ProtectedEntry => "protected_entry",
+            RefusalRule::Unverifiable => "unverifiable",
+            RefusalRule::Declined => "declined",
+            RefusalRule::NoConfirmer => "no_confirmer",
+            RefusalRule::AwaitingConfirmation => "awaiting_confirmation",
+            RefusalRule::SandboxDown => "sandbox_down",
+            RefusalRule::TurnStopped => "turn_stopped",
+            RefusalRule::JobWriting => "job_writing",
+            RefusalRule::ToolNotInMode => "tool_not_in_mode",
+            RefusalRule::InvalidPath => "invalid_path",
+            RefusalRule::RequestStateRefused => "request_state_refused",
+            RefusalRule::NoAnswer => "no_answer",
+        }
+    }
 }
 
+impl fmt::Display for RefusalRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why something may not run: one variant per rule, each with its own data. Build one with the
+/// constructor for its rule; read it with [`Refusal::message`] or `Display`, and act on it by
+/// [`Refusal::rule`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Detail {
-    None,
-    Mode(ExecutionMode, Capability),
-    Capability(Capability),
-    Text(String),
+pub enum Refusal {
+    /// `what` needs `capability`, which `mode` does not grant but another mode does.
+    ModeForbids {
+        /// The session's mode.
+        mode: ExecutionMode,
+        /// The capability it needs.
+        capability: Capability,
+        /// The command.
+        what: String,
+    },
+    /// `what` needs the network, which `--no-network` removed.
+    NetworkRemoved {
+        /// The command.
+        what: String,
+    },
+    /// `what` needs `capability`, which no mode grants.
+    NoModeGrants {
+        /// The capability it needs.
+        capability: Capability,
+        /// The command.
+        what: String,
+    },
+    /// `program` changes privilege.
+    PrivilegeChange {
+        /// The program.
+        program: String,
+    },
+    /// `program` mounts filesystems or enters namespaces.
+    MountOrNamespace {
+        /// The program.
+        program: String,
+    },
+    /// `what` touches the kernel or a device.
+    KernelOrDevice {
+        /// The command or path.
+        what: String,
+    },
+    /// `program` changes the host's installed packages.
+    SystemPackages {
+        /// The program.
+        program: String,
+    },
+    /// A write to `path`, outside every workspace root.
+    WriteOutsideRoots {
+        /// The path.
+        path: String,
+    },
+    /// A read or write of `path`, a credential store.
+    CredentialStore {
+        /// The path.
+        path: String,
+    },
+    /// `path` is one of the sandbox's own mount points or an ancestor of one.
+    SandboxMountPoint {
+        /// The path.
+        path: String,
+    },
+    /// `what` reaches outside the project.
+    ProjectScope {
+        /// The command or path.
+        what: String,
+    },
+    /// `path` is generated from `source`.
+    GeneratedFile {
+        /// The path.
+        path: String,
+        /// What to change instead.
+        source: String,
+    },
+    /// `path` is a snapshot or third-party copy of `original`.
+    SnapshotCopy {
+        /// The path.
+        path: String,
+        /// What to change instead.
+        original: String,
+    },
+    /// `path` is a protected entry; `why` says what it would let run.
+    ProtectedEntry {
+        /// The path.
+        path: String,
+        /// What writing it would let happen.
+        why: String,
+    },
+    /// A check of `path` could not be made, for the reason `why`.
+    Unverifiable {
+        /// The path.
+        path: String,
+        /// Why the check could not be made.
+        why: String,
+    },
+    /// The person asked to confirm `what` declined.
+    Declined {
+        /// The command or call.
+        what: String,
+    },
+    /// `what` needed a confirmation and nobody could be asked.
+    NoConfirmer {
+        /// The command or call.
+        what: String,
+    },
+    /// `what` waits for a confirmation the client is asking for.
+    AwaitingConfirmation {
+        /// The command or call.
+        what: String,
+    },
+    /// `what` writes, and a command found the sandbox down (`why`) earlier in the turn.
+    SandboxDown {
+        /// The command or tool.
+        what: String,
+        /// How the sandbox was found.
+        why: String,
+    },
+    /// The turn was stopped after `why`.
+    TurnStopped {
+        /// The call refused.
+        what: String,
+        /// The refusal asked for again and again.
+        why: String,
+    },
+    /// `what` writes while the background job `job` may write too.
+    JobWriting {
+        /// The command or tool.
+        what: String,
+        /// The job's id.
+        job: String,
+    },
+    /// The tool `tool` is not offered in `mode`; it exists in `modes`.
+    ToolNotInMode {
+        /// The tool.
+        tool: String,
+        /// The session's mode.
+        mode: ExecutionMode,
+        /// The modes it exists in.
+        modes: Vec<ExecutionMode>,
+    },
+    /// `path` is malformed or resolves outside the workspace (`why` says which).
+    InvalidPath {
+        /// The path as the caller wrote it.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A call came back with a `requestState` spear does not accept (`why`).
+    RequestStateRefused {
+        /// The tool called.
+        tool: String,
+        /// Why the state was refused (expired, replayed, another call...).
+        why: String,
+    },
+    /// A call came back with a `requestState` but no answer to spear's question.
+    NoAnswer {
+        /// The tool called.
+        tool: String,
+        /// Where the answer belongs (`inputResponses.spear_confirm`).
+        field: String,
+    },
 }
 
 impl Refusal {
-    fn new(rule: RefusalRule, subject: impl Into<String>, detail: Detail) -> Self {
-        Refusal {
-            rule,
-            subject: subject.into(),
-            detail,
-        }
-    }
-
     /// `what` needs `cap`, which `mode` does not grant but another mode does.
     pub fn mode_forbids(mode: ExecutionMode, cap: Capability, what: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::ModeForbids, what, Detail::Mode(mode, cap))
+        Refusal::ModeForbids {
+            mode,
+            capability: cap,
+            what: what.into(),
+        }
     }
 
     /// `what` needs the network, which `--no-network` removed.
     pub fn network_removed(what: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::NetworkRemoved, what, Detail::None)
+        Refusal::NetworkRemoved { what: what.into() }
     }
 
     /// `what` needs `cap`, which no mode grants.
     pub fn no_mode_grants(cap: Capability, what: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::NoModeGrants, what, Detail::Capability(cap))
+        Refusal::NoModeGrants {
+            capability: cap,
+            what: what.into(),
+        }
     }
 
     /// `program` changes privilege.
     pub fn privilege_change(program: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::PrivilegeChange, program, Detail::None)
+        Refusal::PrivilegeChange {
+            program: program.into(),
+        }
     }
 
     /// `program` mounts filesystems or enters namespaces.
     pub fn mount_or_namespace(program: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::MountOrNamespace, program, Detail::None)
+        Refusal::MountOrNamespace {
+            program: program.into(),
+        }
     }
 
     /// `what` touches the kernel or a device.
     pub fn kernel_or_device(what: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::KernelOrDevice, what, Detail::None)
+        Refusal::KernelOrDevice { what: what.into() }
     }
 
     /// `program` changes the host's installed packages.
     pub fn system_packages(program: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::SystemPackages, program, Detail::None)
+        Refusal::SystemPackages {
+            program: program.into(),
+        }
     }
 
     /// A write to `path`, outside every workspace root.
     pub fn write_outside_roots(path: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::WriteOutsideRoots, path, Detail::None)
+        Refusal::WriteOutsideRoots { path: path.into() }
     }
 
     /// A read or write of `path`, a credential store.
     pub fn credential_store(path: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::CredentialStore, path, Detail::None)
+        Refusal::CredentialStore { path: path.into() }
     }
 
     /// `path` is one of the sandbox's own mount points or an ancestor of one.
     pub fn sandbox_mount_point(path: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::SandboxMountPoint, path, Detail::None)
+        Refusal::SandboxMountPoint { path: path.into() }
     }
 
     /// `what` reaches outside the project (a search rooted elsewhere, or the home directory).
     pub fn project_scope(what: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::ProjectScope, what, Detail::None)
+        Refusal::ProjectScope { what: what.into() }
     }
 
     /// `path` is generated; `source` says what to change instead.
     pub fn generated_file(path: impl Into<String>, source: impl Into<String>) -> Self {
-        Refusal::new(
-            RefusalRule::GeneratedFile,
-            path,
-            Detail::Text(source.into()),
-        )
+        Refusal::GeneratedFile {
+            path: path.into(),
+            source: source.into(),
+        }
     }
 
     /// `path` is a snapshot or third-party copy; `original` says what to change instead.
     pub fn snapshot_copy(path: impl Into<String>, original: impl Into<String>) -> Self {
-        Refusal::new(
-            RefusalRule::SnapshotCopy,
-            path,
-            Detail::Text(original.into()),
-        )
+        Refusal::SnapshotCopy {
+            path: path.into(),
+            original: original.into(),
+        }
     }
 
     /// `path` is a protected entry; `why` says what it would let run.
     pub fn protected_entry(path: impl Into<String>, why: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::ProtectedEntry, path, Detail::Text(why.into()))
+        Refusal::ProtectedEntry {
+            path: path.into(),
+            why: why.into(),
+        }
     }
 
     /// A check of `path` could not be made, for the reason `why`.
     pub fn unverifiable(path: impl Into<String>, why: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::Unverifiable, path, Detail::Text(why.into()))
+        Refusal::Unverifiable {
+            path: path.into(),
+            why: why.into(),
+        }
     }
 
     /// The person asked to confirm `what` declined.
     pub fn declined(what: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::Declined, what, Detail::None)
+        Refusal::Declined { what: what.into() }
     }
 
     /// `what` needed a confirmation and nobody could be asked.
     pub fn no_confirmer(what: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::NoConfirmer, what, Detail::None)
+        Refusal::NoConfirmer { what: what.into() }
     }
 
     /// `what` needs a confirmation that the client is asking for; it runs when the call comes back
     /// approved.
     pub fn awaiting_confirmation(what: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::AwaitingConfirmation, what, Detail::None)
+        Refusal::AwaitingConfirmation { what: what.into() }
     }
 
     /// `what` writes, and a command found the sandbox down (`why`) earlier in the turn.
     pub fn sandbox_down(what: impl Into<String>, why: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::SandboxDown, what, Detail::Text(why.into()))
+        Refusal::SandboxDown {
+            what: what.into(),
+            why: why.into(),
+        }
     }
 
     /// The turn was stopped after `why` (the refusal asked for again and again).
     pub fn turn_stopped(what: impl Into<String>, why: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::TurnStopped, what, Detail::Text(why.into()))
+        Refusal::TurnStopped {
+            what: what.into(),
+            why: why.into(),
+        }
     }
 
     /// `what` writes while the background job `job` may write too.
     pub fn job_writing(what: impl Into<String>, job: impl Into<String>) -> Self {
-        Refusal::new(RefusalRule::JobWriting, what, Detail::Text(job.into()))
+        Refusal::JobWriting {
+            what: what.into(),
+            job: job.into(),
+        }
+    }
+
+    /// The tool `tool` is not offered in `mode`; it exists in `modes`.
+    pub fn tool_not_in_mode(
+        tool: impl Into<String>,
+        mode: ExecutionMode,
+        modes: &[ExecutionMode],
+    ) -> Self {
+        Refusal::ToolNotInMode {
+            tool: tool.into(),
+            mode,
+            modes: modes.to_vec(),
+        }
+    }
+
+    /// `path` is malformed or resolves outside the workspace; `why` is the resolver's account.
+    pub fn invalid_path(path: impl Into<String>, why: impl Into<String>) -> Self {
+        Refusal::InvalidPath {
+            path: path.into(),
+            why: why.into(),
+        }
+    }
+
+    /// A `requestState` of a call to `tool` was refused for the reason `why`.
+    pub fn request_state_refused(tool: impl Into<String>, why: impl Into<String>) -> Self {
+        Refusal::RequestStateRefused {
+            tool: tool.into(),
+            why: why.into(),
+        }
+    }
+
+    /// A call to `tool` came back without an answer to spear's question in `field`.
+    pub fn no_answer(tool: impl Into<String>, field: impl Into<String>) -> Self {
+        Refusal::NoAnswer {
+            tool: tool.into(),
+            field: field.into(),
+        }
     }
 
     /// The rule behind this refusal.
     pub const fn rule(&self) -> RefusalRule {
-        self.rule
+        match self {
+            Refusal::ModeForbids { .. } => RefusalRule::ModeForbids,
+            Refusal::NetworkRemoved { .. } => RefusalRule::NetworkRemoved,
+            Refusal::NoModeGrants { .. } => RefusalRule::NoModeGrants,
+            Refusal::PrivilegeChange { .. } => RefusalRule::PrivilegeChange,
+            Refusal::MountOrNamespace { .. } => RefusalRule::MountOrNamespace,
+            Refusal::KernelOrDevice { .. } => RefusalRule::KernelOrDevice,
+            Refusal::SystemPackages { .. } => RefusalRule::SystemPackages,
+            Refusal::WriteOutsideRoots { .. } => RefusalRule::WriteOutsideRoots,
+            Refusal::CredentialStore { .. } => RefusalRule::CredentialStore,
+            Refusal::SandboxMountPoint { .. } => RefusalRule::SandboxMountPoint,
+            Refusal::ProjectScope { .. } => RefusalRule::ProjectScope,
+            Refusal::GeneratedFile { .. } => RefusalRule::GeneratedFile,
+            Refusal::SnapshotCopy { .. } => RefusalRule::SnapshotCopy,
+            Refusal::ProtectedEntry { .. } => RefusalRule::ProtectedEntry,
+            Refusal::Unverifiable { .. } => RefusalRule::Unverifiable,
+            Refusal::Declined { .. } => RefusalRule::Declined,
+            Refusal::NoConfirmer { .. } => RefusalRule::NoConfirmer,
+            Refusal::AwaitingConfirmation { .. } => RefusalRule::AwaitingConfirmation,
+            Refusal::SandboxDown { .. } => RefusalRule::SandboxDown,
+            Refusal::TurnStopped { .. } => RefusalRule::TurnStopped,
+            Refusal::JobWriting { .. } => RefusalRule::JobWriting,
+            Refusal::ToolNotInMode { .. } => RefusalRule::ToolNotInMode,
+            Refusal::InvalidPath { .. } => RefusalRule::InvalidPath,
+            Refusal::RequestStateRefused { .. } => RefusalRule::RequestStateRefused,
+            Refusal::NoAnswer { .. } => RefusalRule::NoAnswer,
+        }
     }
 
     /// The same refusal, about `subject` (the path as the audit log labels it).
     #[must_use]
     pub fn with_subject(mut self, subject: impl Into<String>) -> Self {
-        self.subject = subject.into();
+        *self.subject_mut() = subject.into();
         self
     }
 
-    /// What was refused, as the caller wrote it (a path, a program, a command).
+    /// What was refused, as the caller wrote it (a path, a program, a command, a tool).
     pub fn subject(&self) -> &str {
-        &self.subject
+        match self {
+            Refusal::ModeForbids { what, .. }
+            | Refusal::NetworkRemoved { what }
+            | Refusal::NoModeGrants { what, .. }
+            | Refusal::KernelOrDevice { what }
+            | Refusal::ProjectScope { what }
+            | Refusal::Declined { what }
+            | Refusal::NoConfirmer { what }
+            | Refusal::AwaitingConfirmation { what }
+            | Refusal::SandboxDown { what, .. }
+            | Refusal::TurnStopped { what, .. }
+            | Refusal::JobWriting { what, .. } => what,
+            Refusal::PrivilegeChange { program }
+            | Refusal::MountOrNamespace { program }
+            | Refusal::SystemPackages { program } => program,
+            Refusal::WriteOutsideRoots { path }
+            | Refusal::CredentialStore { path }
+            | Refusal::SandboxMountPoint { path }
+            | Refusal::GeneratedFile { path, .. }
+            | Refusal::SnapshotCopy { path, .. }
+            | Refusal::ProtectedEntry { path, .. }
+            | Refusal::Unverifiable { path, .. }
+            | Refusal::InvalidPath { path, .. } => path,
+            Refusal::ToolNotInMode { tool, .. }
+            | Refusal::RequestStateRefused { tool, .. }
+            | Refusal::NoAnswer { tool, .. } => tool,
+        }
+    }
+
+    fn subject_mut(&mut self) -> &mut String {
+        match self {
+            Refusal::ModeForbids { what, .. }
+            | Refusal::NetworkRemoved { what }
+            | Refusal::NoModeGrants { what, .. }
+            | Refusal::KernelOrDevice { what }
+            | Refusal::ProjectScope { what }
+            | Refusal::Declined { what }
+            | Refusal::NoConfirmer { what }
+            | Refusal::AwaitingConfirmation { what }
+            | Refusal::SandboxDown { what, .. }
+            | Refusal::TurnStopped { what, .. }
+            | Refusal::JobWriting { what, .. } => what,
+            Refusal::PrivilegeChange { program }
+            | Refusal::MountOrNamespace { program }
+            | Refusal::SystemPackages { program } => program,
+            Refusal::WriteOutsideRoots { path }
+            | Refusal::CredentialStore { path }
+            | Refusal::SandboxMountPoint { path }
+            | Refusal::GeneratedFile { path, .. }
+            | Refusal::SnapshotCopy { path, .. }
+            | Refusal::ProtectedEntry { path, .. }
+            | Refusal::Unverifiable { path, .. }
+            | Refusal::InvalidPath { path, .. } => path,
+            Refusal::ToolNotInMode { tool, .. }
+            | Refusal::RequestStateRefused { tool, .. }
+            | Refusal::NoAnswer { tool, .. } => tool,
+        }
     }
 
     /// The message for the model or the user: the rule, the subject, and what to do instead.
+    /// The one place each rule's wording is written.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a table: one arm per rule, each its own wording"
+    )]
     pub fn message(&self) -> String {
-        let s = &self.subject;
-        match (&self.rule, &self.detail) {
-            (RefusalRule::ModeForbids, Detail::Mode(mode, cap)) => {
+        match self {
+            Refusal::ModeForbids {
+                mode,
+                capability: cap,
+                what: s,
+            } => {
                 let others: Vec<ExecutionMode> = CapabilityPolicy::modes_granting(*cap)
                     .into_iter()
                     .filter(|m| m != mode)
@@ -240,95 +579,122 @@ impl Refusal {
                     flags.join(" or ")
                 )
             }
-            (RefusalRule::NetworkRemoved, _) => format!(
+            Refusal::NetworkRemoved { what: s } => format!(
                 "`{s}` needs the network, and --no-network removed it from every mode. Only the \
                  user can give it back: if this step needs the network, ask the user to run spear \
                  without --no-network, in ASK or AUTO mode."
             ),
-            (RefusalRule::NoModeGrants, Detail::Capability(cap)) => format!(
+            Refusal::NoModeGrants {
+                capability: cap,
+                what: s,
+            } => format!(
                 "`{s}` needs {cap}, which no mode grants. spear cannot run it; do this step \
                  outside spear."
             ),
-            (RefusalRule::PrivilegeChange, _) => format!(
+            Refusal::PrivilegeChange { program: s } => format!(
                 "`{s}` changes privilege, which no mode allows. Run the command without it, or \
                  ask the user to run it outside spear."
             ),
-            (RefusalRule::MountOrNamespace, _) => {
+            Refusal::MountOrNamespace { program: s } => {
                 format!("`{s}` mounts filesystems or enters namespaces, which no mode allows.")
             }
-            (RefusalRule::KernelOrDevice, _) => format!(
+            Refusal::KernelOrDevice { what: s } => format!(
                 "`{s}` touches the host's kernel or a device, which no mode allows. If it must \
                  change, ask the user to change it outside spear; reading the current state \
                  (`sysctl NAME`, `ip addr`, files under /proc and /sys) is allowed."
             ),
-            (RefusalRule::SystemPackages, _) => format!(
+            Refusal::SystemPackages { program: s } => format!(
                 "`{s}` changes the host's installed packages, which no mode allows. Install into \
                  the workspace instead (a virtual environment, node_modules, a local prefix)."
             ),
-            (RefusalRule::WriteOutsideRoots, _) => format!(
+            Refusal::WriteOutsideRoots { path: s } => format!(
                 "`{s}` is outside the workspace, and nothing may be written outside it in any \
                  mode. Write to a path inside the workspace instead, or to /tmp for scratch files \
                  (the sandbox's own, never the host's)."
             ),
-            (RefusalRule::CredentialStore, _) => format!(
+            Refusal::CredentialStore { path: s } => format!(
                 "`{s}` is a credential store; spear never reads or writes credentials in any mode."
             ),
-            (RefusalRule::SandboxMountPoint, _) => format!(
+            Refusal::SandboxMountPoint { path: s } => format!(
                 "`{s}` is, or contains, one of the sandbox's own mount points and cannot be \
                  read from the host. Name a file or directory below it."
             ),
-            (RefusalRule::ProjectScope, _) => format!(
+            Refusal::ProjectScope { what: s } => format!(
                 "`{s}` reaches outside the project. Search inside the workspace, or ask the \
                  operator to name that path in ~/.config/spear/config.toml."
             ),
-            (RefusalRule::GeneratedFile, Detail::Text(source)) => {
+            Refusal::GeneratedFile { path: s, source } => {
                 format!(
                     "`{s}` is generated and must not be edited by hand; change {source} instead."
                 )
             }
-            (RefusalRule::SnapshotCopy, Detail::Text(original)) => format!(
+            Refusal::SnapshotCopy { path: s, original } => format!(
                 "`{s}` is a snapshot or third-party copy and is never written; change {original} \
                  instead."
             ),
-            (RefusalRule::ProtectedEntry, Detail::Text(why)) => format!(
+            Refusal::ProtectedEntry { path: s, why } => format!(
                 "`{s}` is protected: {why}. No mode writes it; ask the user to change it if it \
                  must change."
             ),
-            (RefusalRule::Unverifiable, Detail::Text(why)) => format!(
+            Refusal::Unverifiable { path: s, why } => format!(
                 "spear cannot check `{s}` ({why}), so it is not written. Check the file's \
                  permissions, or write to another path."
             ),
-            (RefusalRule::Declined, _) => {
+            Refusal::Declined { what: s } => {
                 format!(
                     "The user declined `{s}`. Do not retry it unchanged; ask what to do instead."
                 )
             }
-            (RefusalRule::NoConfirmer, _) => format!(
+            Refusal::NoConfirmer { what: s } => format!(
                 "`{s}` needs confirmation in ASK mode, and nobody could be asked. Ask the user to \
                  run spear in AUTO mode (--auto), or from a client that can ask them (an MCP \
                  client with elicitation)."
             ),
-            (RefusalRule::AwaitingConfirmation, _) => format!(
+            Refusal::AwaitingConfirmation { what: s } => format!(
                 "`{s}` waits for the user's confirmation, asked through the client; it runs only \
                  when the call comes back approved."
             ),
-            (RefusalRule::SandboxDown, Detail::Text(why)) => format!(
+            Refusal::SandboxDown { what: s, why } => format!(
                 "`{s}` is refused: the sandbox is down ({why}), so nothing written in this turn \
                  could be checked. Fix the sandbox (`spear doctor` says how) and start a new turn."
             ),
-            (RefusalRule::TurnStopped, Detail::Text(why)) => format!(
+            Refusal::TurnStopped { what: s, why } => format!(
                 "spear stopped this turn, so `{s}` did not run: {}. Asking again will not change \
                  the answer: stop calling tools, and tell the user what you need and why. The \
                  next turn starts afresh.",
                 why.trim_end_matches('.')
             ),
-            (RefusalRule::JobWriting, Detail::Text(job)) => format!(
+            Refusal::JobWriting { what: s, job } => format!(
                 "`{s}` is refused for now: the background job {job} may write to the workspace, \
                  and its changes are checked when it ends, so nothing else writes meanwhile. Read \
                  it with terminal_output until it has ended, or stop it with terminal_kill, then \
                  write."
             ),
-            (rule, _) => format!("`{s}` is refused ({rule:?})."),
+            Refusal::ToolNotInMode { tool, mode, modes } => {
+                let with: Vec<String> = modes
+                    .iter()
+                    .map(|m| format!("{} (--{})", m.as_str().to_uppercase(), m.as_str()))
+                    .collect();
+                format!(
+                    "the tool `{tool}` is not available in {} mode{}; it exists in {}. Ask the user to start spear in {} if the change is needed, or continue with the tools that are listed",
+                    mode.as_str().to_uppercase(),
+                    if *mode == ExecutionMode::Safe {
+                        ", in which nothing changes files"
+                    } else {
+                        ""
+                    },
+                    with.join(" and "),
+                    if with.len() > 1 { "one of them" } else { "it" },
+                )
+            }
+            Refusal::InvalidPath { why, .. } => why.clone(),
+            Refusal::RequestStateRefused { tool, why } => format!(
+                "{why}. Nothing ran. Call {tool} again without requestState to be asked afresh."
+            ),
+            Refusal::NoAnswer { tool, field } => format!(
+                "the call came back without an answer to spear's question ({field}); nothing \
+                 ran. Call {tool} again without requestState to be asked afresh."
+            ),
         }
     }
 }
@@ -343,8 +709,8 @@ impl Serialize for Refusal {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut st = serializer.serialize_struct("Refusal", 3)?;
-        st.serialize_field("rule", &self.rule)?;
-        st.serialize_field("subject", &self.subject)?;
+        st.serialize_field("rule", &self.rule())?;
+        st.serialize_field("subject", self.subject())?;
         st.serialize_field("message", &self.message())?;
         st.end()
     }
@@ -396,10 +762,12 @@ mod tests {
         assert!(m.contains("no mode grants"), "{m}");
     }
 
-    #[test]
-    fn every_rule_has_its_own_message() {
-        let all = [
+    /// One of each rule, with `x` as its subject.
+    fn one_of_each() -> Vec<Refusal> {
+        vec![
+            Refusal::mode_forbids(ExecutionMode::Safe, Capability::WorkspaceWrite, "x"),
             Refusal::network_removed("x"),
+            Refusal::no_mode_grants(Capability::Ssh, "x"),
             Refusal::privilege_change("x"),
             Refusal::mount_or_namespace("x"),
             Refusal::kernel_or_device("x"),
@@ -414,18 +782,63 @@ mod tests {
             Refusal::unverifiable("x", "y"),
             Refusal::declined("x"),
             Refusal::no_confirmer("x"),
-        ];
-        for r in &all {
-            assert!(
-                !r.message().contains("is refused ("),
-                "{:?} fell through",
-                r.rule()
-            );
+            Refusal::awaiting_confirmation("x"),
+            Refusal::sandbox_down("x", "y"),
+            Refusal::turn_stopped("x", "y"),
+            Refusal::job_writing("x", "y"),
+            Refusal::tool_not_in_mode("x", ExecutionMode::Safe, &[ExecutionMode::Ask]),
+            Refusal::invalid_path("x", "`x` is outside the workspace"),
+            Refusal::request_state_refused("x", "y"),
+            Refusal::no_answer("x", "inputResponses.y"),
+        ]
+    }
+
+    #[test]
+    fn every_rule_has_its_own_message_naming_its_subject() {
+        let all = one_of_each();
+        let mut rules: Vec<RefusalRule> = all.iter().map(Refusal::rule).collect();
+        rules.sort_by_key(|r| r.as_str());
+        rules.dedup();
+        assert_eq!(rules.len(), all.len(), "one refusal per rule");
+        let mut messages: Vec<String> = all.iter().map(Refusal::message).collect();
+        for (r, m) in all.iter().zip(&messages) {
+            assert_eq!(r.subject(), "x");
+            assert!(m.contains('x'), "{:?}: {m}", r.rule());
         }
+        messages.sort();
+        messages.dedup();
+        assert_eq!(
+            messages.len(),
+            all.len(),
+            "every rule words its own message"
+        );
         assert!(
             Refusal::generated_file("gen.rs", "gen.proto")
                 .message()
                 .contains("gen.proto")
         );
+    }
+
+    /// The stable names clients act on: JSON spells each rule as `as_str` does.
+    #[test]
+    fn rule_names_are_stable_and_match_json() {
+        for r in one_of_each() {
+            let rule = r.rule();
+            assert_eq!(serde_json::to_value(rule).unwrap(), rule.as_str());
+            let json = serde_json::to_value(&r).unwrap();
+            assert_eq!(json["rule"], rule.as_str());
+            assert_eq!(json["subject"], "x");
+            assert_eq!(json["message"], r.message());
+            let back: RefusalRule = serde_json::from_value(json["rule"].clone()).unwrap();
+            assert_eq!(back, rule);
+        }
+    }
+
+    #[test]
+    fn a_new_subject_keeps_the_rule_and_data() {
+        let r =
+            Refusal::protected_entry("./.git/hooks/x", "hooks run").with_subject(".git/hooks/x");
+        assert_eq!(r.subject(), ".git/hooks/x");
+        assert_eq!(r, Refusal::protected_entry(".git/hooks/x", "hooks run"));
     }
 }

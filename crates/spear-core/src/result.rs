@@ -5,7 +5,7 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{CommandClass, Refusal};
+use crate::{CommandClass, Refusal, RefusalRule};
 
 /// How a tool call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -83,9 +83,41 @@ pub struct ToolResult {
     pub duration_ms: u64,
     /// Whether stdout or stderr was cut.
     pub truncated: bool,
+    /// The refusal that ended the call, with its data, when a rule refused it (`denied`,
+    /// `cancelled`, `invalid_path`). JSON carries its rule's stable name as `rule` (`null`
+    /// otherwise), so that a client acts on a refusal without parsing the prose of `reason`.
+    #[serde(rename = "rule", serialize_with = "serialize_rule", skip_deserializing)]
+    #[schemars(with = "Option<RefusalRule>")]
+    pub refusal: Option<Box<Refusal>>,
+}
+
+/// A refusal as JSON shows it: its rule. (serde hands a field by reference, so the signature is
+/// serde's.)
+#[allow(clippy::ref_option, reason = "serde's serialize_with signature")]
+fn serialize_rule<S: serde::Serializer>(
+    refusal: &Option<Box<Refusal>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    refusal.as_deref().map(Refusal::rule).serialize(serializer)
 }
 
 impl ToolResult {
+    /// The keys of its JSON, every one always present (`null` when it does not apply): the
+    /// documented interface of `--json`, of `spear tool` and of MCP results, held once here for
+    /// every test that checks it.
+    pub const KEYS: [&'static str; 10] = [
+        "status",
+        "exit_code",
+        "stdout",
+        "stderr",
+        "changed_paths",
+        "reason",
+        "rule",
+        "class",
+        "duration_ms",
+        "truncated",
+    ];
+
     /// A result with `status` and nothing else.
     pub fn new(status: ToolStatus) -> Self {
         ToolResult {
@@ -98,23 +130,38 @@ impl ToolResult {
             class: None,
             duration_ms: 0,
             truncated: false,
+            refusal: None,
         }
     }
 
-    /// A denied result carrying the refusal's message.
+    /// A result of `status` ended by `refusal`: its message is the reason, and the refusal is
+    /// kept whole.
+    pub fn refused(status: ToolStatus, refusal: &Refusal) -> Self {
+        ToolResult {
+            reason: Some(refusal.message()),
+            refusal: Some(Box::new(refusal.clone())),
+            ..ToolResult::new(status)
+        }
+    }
+
+    /// A denied result carrying the refusal.
     pub fn denied(refusal: &Refusal) -> Self {
-        ToolResult {
-            reason: Some(refusal.message()),
-            ..ToolResult::new(ToolStatus::Denied)
-        }
+        ToolResult::refused(ToolStatus::Denied, refusal)
     }
 
-    /// A cancelled result carrying the refusal's message.
+    /// A cancelled result carrying the refusal.
     pub fn cancelled(refusal: &Refusal) -> Self {
-        ToolResult {
-            reason: Some(refusal.message()),
-            ..ToolResult::new(ToolStatus::Cancelled)
-        }
+        ToolResult::refused(ToolStatus::Cancelled, refusal)
+    }
+
+    /// An `invalid_path` result carrying the refusal.
+    pub fn invalid_path(refusal: &Refusal) -> Self {
+        ToolResult::refused(ToolStatus::InvalidPath, refusal)
+    }
+
+    /// The rule that refused the call, if one did.
+    pub fn rule(&self) -> Option<crate::RefusalRule> {
+        self.refusal.as_deref().map(Refusal::rule)
     }
 
     /// The exit status `spear exec` reports: the command's own when it ran and exited, otherwise
@@ -158,20 +205,14 @@ mod tests {
         let json = serde_json::to_value(ToolResult::new(ToolStatus::InvalidPath)).unwrap();
         let mut keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
         keys.sort();
-        assert_eq!(
-            keys,
-            [
-                "changed_paths",
-                "class",
-                "duration_ms",
-                "exit_code",
-                "reason",
-                "status",
-                "stderr",
-                "stdout",
-                "truncated"
-            ]
-        );
+        let mut documented = ToolResult::KEYS.to_vec();
+        documented.sort_unstable();
+        assert_eq!(keys, documented);
         assert_eq!(json["status"], "invalid_path");
+        assert_eq!(json["rule"], serde_json::Value::Null);
+        let denied = ToolResult::denied(&Refusal::credential_store("~/.ssh/id_rsa"));
+        let json = serde_json::to_value(&denied).unwrap();
+        assert_eq!(json["rule"], "credential_store");
+        assert_eq!(denied.rule(), Some(crate::RefusalRule::CredentialStore));
     }
 }

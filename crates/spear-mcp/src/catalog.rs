@@ -256,17 +256,7 @@ mod tests {
             assert_eq!(result.is_error, Some(is_error), "{status:?}");
             let s = result.structured_content.unwrap();
             assert_eq!(s["status"], status.as_str());
-            for field in [
-                "status",
-                "exit_code",
-                "stdout",
-                "stderr",
-                "changed_paths",
-                "reason",
-                "class",
-                "duration_ms",
-                "truncated",
-            ] {
+            for field in ToolResult::KEYS {
                 assert!(s.get(field).is_some(), "{field} missing for {status:?}");
             }
         }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
@@ -17,7 +17,7 @@ use rmcp::model::{
     ProgressToken, ProtocolVersion, ServerCapabilities, Tool,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
-use spear_core::{ExecutionMode, ToolResult, ToolStatus};
+use spear_core::{ExecutionMode, Refusal, ToolResult, ToolStatus};
 use spear_policy::{Confirmation, Confirmer};
 use spear_runtime::CancelToken;
 use spear_tools::{CallOptions, Progress, ProgressSink, ToolResultEnvelope, ToolRouter};
@@ -42,6 +42,8 @@ pub struct SpearServer {
 struct Inner {
     router: ToolRouter,
     calls: Mutex<Calls>,
+    /// Signalled each time a call ends (see [`SpearServer::wait_for_calls`]).
+    call_ended: Condvar,
     turn_gap: Duration,
     tools: Vec<Tool>,
     sealer: StateSealer,
@@ -70,6 +72,7 @@ impl SpearServer {
             inner: Arc::new(Inner {
                 router,
                 calls: Mutex::new(Calls::default()),
+                call_ended: Condvar::new(),
                 turn_gap,
                 tools,
                 sealer: StateSealer::new()?,
@@ -110,6 +113,20 @@ impl SpearServer {
         let mut calls = self.lock_calls();
         calls.running.remove(&id);
         calls.idle_since = Some(Instant::now());
+        drop(calls);
+        self.inner.call_ended.notify_all();
+    }
+
+    /// Waits until no call is running, at most `limit`; returns whether none is. Woken by each
+    /// call's end, never by polling.
+    pub fn wait_for_calls(&self, limit: Duration) -> bool {
+        let calls = self.lock_calls();
+        let (calls, _) = self
+            .inner
+            .call_ended
+            .wait_timeout_while(calls, limit, |c| !c.running.is_empty())
+            .unwrap_or_else(PoisonError::into_inner);
+        calls.running.is_empty()
     }
 
     /// How many calls are running now.
@@ -175,30 +192,25 @@ impl SpearServer {
             .map_err(|e| {
                 // Not a call the router saw, so not in the audit log: say it here.
                 tracing::warn!("{}: a requestState was refused: {e}", request.name);
-                let mut r = ToolResult::new(ToolStatus::Denied);
-                r.reason = Some(format!(
-                    "{e}. Nothing ran. Call {} again without requestState to be asked afresh.",
-                    request.name
-                ));
-                r
+                ToolResult::denied(&Refusal::request_state_refused(
+                    &*request.name,
+                    e.to_string(),
+                ))
             })?;
-        let confirmer: Arc<dyn Confirmer + Send + Sync> = match asking::answer_in(
-            request.input_responses.as_ref(),
-        ) {
-            Some(Confirmation::Approved) => Arc::new(BoundConfirmer {
-                approved,
-                capture: Arc::clone(&capture),
-            }),
-            Some(answer) => Arc::new(FixedAnswer(answer)),
-            None => {
-                let mut r = ToolResult::new(ToolStatus::Cancelled);
-                r.reason = Some(format!(
-                    "the call came back without an answer to spear's question (inputResponses.{CONFIRM_KEY}); nothing ran. Call {} again without requestState to be asked afresh.",
-                    request.name
-                ));
-                return Err(r);
-            }
-        };
+        let confirmer: Arc<dyn Confirmer + Send + Sync> =
+            match asking::answer_in(request.input_responses.as_ref()) {
+                Some(Confirmation::Approved) => Arc::new(BoundConfirmer {
+                    approved,
+                    capture: Arc::clone(&capture),
+                }),
+                Some(answer) => Arc::new(FixedAnswer(answer)),
+                None => {
+                    return Err(ToolResult::cancelled(&Refusal::no_answer(
+                        &*request.name,
+                        format!("inputResponses.{CONFIRM_KEY}"),
+                    )));
+                }
+            };
         Ok(Asker {
             confirmer: Some(confirmer),
             capture: Some(capture),

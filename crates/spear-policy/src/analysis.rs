@@ -49,6 +49,8 @@ pub(crate) struct Findings {
     pub host_reads: Vec<PathBuf>,
     pub caps: CapabilitySet,
     pub programs: Vec<String>,
+    /// The script's top-level commands, for the executable summary.
+    pub runs: crate::executable::Runs,
 }
 
 /// One analysis of one script.
@@ -67,6 +69,8 @@ pub(crate) struct Analysis<'p> {
     /// Whether `set -a` may be on: every later assignment is exported.
     pub allexport: bool,
     pub depth: usize,
+    /// Process substitutions being walked (their commands are not the script's top level).
+    pub substitutions: usize,
     pub commands_seen: usize,
 }
 
@@ -81,6 +85,7 @@ impl<'p> Analysis<'p> {
             tmpdir_intact: true,
             allexport: false,
             depth: 0,
+            substitutions: 0,
             commands_seen: 0,
         }
     }
@@ -167,6 +172,7 @@ impl<'p> Analysis<'p> {
             host_reads,
             mut caps,
             programs,
+            runs,
         } = self.found;
         caps.insert(Capability::FilesystemRead);
         let (class, reason) = if let Some(r) = &refusal {
@@ -209,6 +215,7 @@ impl<'p> Analysis<'p> {
             host_reads,
             reason,
             refusal,
+            executable: runs.summary(),
         }
     }
 }

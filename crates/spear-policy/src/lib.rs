@@ -31,6 +31,7 @@ mod authorize;
 mod commands;
 mod config;
 mod env_rules;
+mod executable;
 mod git_layout;
 mod host_read;
 pub mod limits;

@@ -93,7 +93,8 @@ impl CommandPolicy {
     pub fn classify(&self, argv: &[String], cwd: &Path) -> CommandAssessment {
         let mut analysis = Analysis::new(self);
         let mut dir = analysis.start_cwd(cwd);
-        let words = argv.iter().map(|a| Arg::Lit(a.clone())).collect();
+        let words: Vec<Arg> = argv.iter().map(|a| Arg::Lit(a.clone())).collect();
+        analysis.found.runs.command(&words);
         analysis.run_words(words, &mut dir, crate::shell::walk::Stdin::Inherited);
         analysis.finish()
     }

@@ -169,7 +169,7 @@ impl OutputTee for JobOutput {
 #[derive(Debug)]
 pub struct Job {
     id: String,
-    command: String,
+    executable: String,
     cancel: CancelToken,
     output: Arc<JobOutput>,
     done: Arc<Mutex<Option<RunReport>>>,
@@ -197,9 +197,10 @@ impl Job {
         &self.id
     }
 
-    /// The command as it was started (for messages).
-    pub fn command(&self) -> &str {
-        &self.command
+    /// The executable summary of the command it runs, as its starter gave it (for the audit
+    /// record of its end).
+    pub fn executable(&self) -> &str {
+        &self.executable
     }
 
     /// Output since the last read, and the end once the job has ended.
@@ -290,7 +291,7 @@ impl Jobs {
         &self,
         runner: Arc<CommandRunner>,
         mut request: CommandRequest,
-        command: &str,
+        executable: &str,
         mark: u64,
     ) -> Result<Arc<Job>, JobError> {
         let mut jobs = self.by_id.lock().unwrap_or_else(PoisonError::into_inner);
@@ -318,7 +319,7 @@ impl Jobs {
             .map_err(JobError::Start)?;
         let job = Arc::new(Job {
             id: id.clone(),
-            command: command.to_owned(),
+            executable: executable.to_owned(),
             cancel,
             output,
             done,

@@ -26,9 +26,7 @@ mod runner;
 pub mod scratch;
 pub mod staging;
 
-pub use audit::{
-    AuditError, AuditEvent, AuditLogger, AuditRecord, default_path, executable_summary,
-};
+pub use audit::{AuditError, AuditEvent, AuditLogger, AuditRecord, default_path};
 pub use checkpoint::{
     CheckpointError, CheckpointStore, Conflict, EntryState, TurnCheckpoint, UndoError, UndoReport,
 };

@@ -1,11 +1,14 @@
 //! The repeated-refusal tracker: a model that keeps asking for the same refused operation is
 //! stopped instead of looping.
 //!
-//! Two refusals are the same when their tool, target and reason match once spacing, quoting, a
-//! leading `./` and trailing slashes are set aside, so `write_file ./gen.rs` and
-//! `write_file "gen.rs/"` count together.
+//! Two refusals are the same when their tool, rule and subject (what the rule refused) match, the
+//! subject once spacing, quoting, a leading `./` and trailing slashes are set aside, so
+//! `write_file ./gen.rs` and `write_file "gen.rs/"` count together. The rule is the refusal's
+//! type, never its wording: rewording a message cannot change what counts as a repeat.
 
 use std::collections::HashMap;
+
+use spear_core::RefusalRule;
 
 /// How many identical refusals stop a turn unless `SPEAR_REFUSAL_REPEATS` says otherwise.
 pub const DEFAULT_REFUSAL_REPEATS: u32 = 5;
@@ -22,11 +25,11 @@ pub fn repeats_from_env(value: Option<&str>) -> u32 {
         .unwrap_or(DEFAULT_REFUSAL_REPEATS)
 }
 
-/// Counts refusals per normalised (tool, target, reason) within one turn.
+/// Counts refusals per (tool, rule, normalised subject) within one turn.
 #[derive(Debug, Clone)]
 pub struct RefusalTracker {
     limit: u32,
-    counts: HashMap<(String, String, String), u32>,
+    counts: HashMap<(String, RefusalRule, String), u32>,
 }
 
 /// What [`RefusalTracker::record`] says about a refusal.
@@ -52,9 +55,9 @@ impl RefusalTracker {
         self.limit
     }
 
-    /// Counts one refusal of `tool` on `target` for `reason`.
-    pub fn record(&mut self, tool: &str, target: &str, reason: &str) -> Repeat {
-        let key = (normalise(tool), normalise(target), normalise(reason));
+    /// Counts one refusal of `tool` by `rule` of `subject`.
+    pub fn record(&mut self, tool: &str, rule: RefusalRule, subject: &str) -> Repeat {
+        let key = (tool.to_owned(), rule, normalise(subject));
         let n = self.counts.entry(key).or_insert(0);
         *n += 1;
         if *n >= self.limit {
@@ -121,26 +124,30 @@ mod tests {
         for i in 1..5 {
             let target = if i % 2 == 0 { "./gen.rs" } else { "'gen.rs'" };
             assert_eq!(
-                t.record("write_file", target, "gen.rs is generated"),
+                t.record("write_file", RefusalRule::GeneratedFile, target),
                 Repeat::Counted(i)
             );
         }
-        // A different target or tool counts apart.
+        // A different subject, rule or tool counts apart.
         assert_eq!(
-            t.record("write_file", "b.rs", "b.rs is generated"),
+            t.record("write_file", RefusalRule::GeneratedFile, "b.rs"),
             Repeat::Counted(1)
         );
         assert_eq!(
-            t.record("patch", "gen.rs", "gen.rs is generated"),
+            t.record("write_file", RefusalRule::ProtectedEntry, "gen.rs"),
             Repeat::Counted(1)
         );
         assert_eq!(
-            t.record("write_file", "gen.rs/", "gen.rs is generated"),
+            t.record("patch", RefusalRule::GeneratedFile, "gen.rs"),
+            Repeat::Counted(1)
+        );
+        assert_eq!(
+            t.record("write_file", RefusalRule::GeneratedFile, "gen.rs/"),
             Repeat::Stop(5)
         );
         t.reset();
         assert_eq!(
-            t.record("write_file", "gen.rs", "gen.rs is generated"),
+            t.record("write_file", RefusalRule::GeneratedFile, "gen.rs"),
             Repeat::Counted(1)
         );
     }

@@ -276,6 +276,11 @@ impl CommandRunner {
         CommandRunner::with_sandbox(workspace, config, sandbox)
     }
 
+    /// The configuration it runs with.
+    pub fn config(&self) -> &RunnerConfig {
+        &self.config
+    }
+
     /// A runner with a given sandbox instance (tests substitute backends and spawners).
     pub fn with_sandbox(workspace: Arc<Workspace>, config: RunnerConfig, sandbox: Sandbox) -> Self {
         let toolchains = host_toolchains(&workspace, &config);

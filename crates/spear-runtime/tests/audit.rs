@@ -11,7 +11,24 @@ use std::sync::Arc;
 use spear_core::{CommandClass, ToolStatus};
 use spear_runtime::audit::default_path;
 use spear_runtime::redact::redact;
-use spear_runtime::{AuditError, AuditEvent, AuditLogger, AuditRecord, executable_summary};
+use spear_runtime::{AuditError, AuditEvent, AuditLogger, AuditRecord};
+
+/// The executable summary the decision layer makes of `script` (the one reading of the shell
+/// whose summary the audit log records).
+fn executable_summary(script: &str) -> String {
+    static POLICY: std::sync::OnceLock<(tempfile::TempDir, spear_policy::CommandPolicy)> =
+        std::sync::OnceLock::new();
+    let (dir, policy) = POLICY.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let ws =
+            spear_workspace::Workspace::open(&spear_workspace::WorkspaceConfig::new(dir.path()))
+                .unwrap();
+        let policy =
+            spear_policy::CommandPolicy::new(Arc::new(ws), spear_policy::PolicyConfig::new(None));
+        (dir, policy)
+    });
+    policy.classify_script(script, dir.path()).executable
+}
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

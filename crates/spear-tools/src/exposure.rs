@@ -6,7 +6,7 @@
 //! A tool the role sees but the session's mode cannot run (`write_file`, `patch`, `delete_file` in
 //! SAFE) is not listed either: a model that sees a tool calls it, and a list of tools that always
 //! refuse teaches it nothing. A call to one all the same (a client that remembers an earlier
-//! list, a model that guesses) is answered with [`not_in_mode`]: what the mode is, and that the
+//! list, a model that guesses) is answered with [`spear_core::Refusal::ToolNotInMode`]: what the mode is, and that the
 //! user, not the model, can start spear in a mode that has it. Not "unknown tool": the model would
 //! look for another spelling instead of telling the user.
 
@@ -121,27 +121,6 @@ impl ToolExposurePolicy {
     }
 }
 
-/// The answer to a call of `tool`, which the role sees but cannot act in a session in `mode`.
-/// It names the modes that have the tool and says that the user starts spear in them: a model
-/// cannot restart spear.
-pub fn not_in_mode(tool: &str, mode: ExecutionMode, modes: &[ExecutionMode]) -> String {
-    let with: Vec<String> = modes
-        .iter()
-        .map(|m| format!("{} (--{})", m.as_str().to_uppercase(), m.as_str()))
-        .collect();
-    format!(
-        "the tool `{tool}` is not available in {} mode{}; it exists in {}. Ask the user to start spear in {} if the change is needed, or continue with the tools that are listed",
-        mode.as_str().to_uppercase(),
-        if mode == ExecutionMode::Safe {
-            ", in which nothing changes files"
-        } else {
-            ""
-        },
-        with.join(" and "),
-        if with.len() > 1 { "one of them" } else { "it" },
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,11 +172,12 @@ mod tests {
 
     #[test]
     fn the_answer_names_the_modes_and_asks_the_user() {
-        let text = not_in_mode(
+        let text = spear_core::Refusal::tool_not_in_mode(
             "write_file",
             ExecutionMode::Safe,
             &[ExecutionMode::Ask, ExecutionMode::Auto],
-        );
+        )
+        .message();
         assert_eq!(
             text,
             "the tool `write_file` is not available in SAFE mode, in which nothing changes files; it exists in ASK (--ask) and AUTO (--auto). Ask the user to start spear in one of them if the change is needed, or continue with the tools that are listed"

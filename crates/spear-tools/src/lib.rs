@@ -24,6 +24,7 @@ pub mod search;
 mod spec;
 mod tool;
 pub mod tools;
+mod turn;
 
 pub use confirm::confirmation_text;
 pub use envelope::ToolResultEnvelope;
@@ -37,5 +38,7 @@ pub use router::{
 };
 pub use spec::{ALL_MODES, Annotations, Effect, ToolSpec, WRITING_MODES, output_schema};
 pub use tool::{
-    Access, CallContext, JobState, Outcome, Prepared, Resolved, Tool, ToolLimits, parse_args,
+    Access, CallContext, JobPhase, JobState, Outcome, Prepared, Resolved, Tool, ToolLimits,
+    parse_args,
 };
+pub use tools::terminal::{CommandCall, CommandText, CommandTimeout, shell_words};

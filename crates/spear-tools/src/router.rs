@@ -21,19 +21,22 @@ use std::time::Instant;
 use spear_core::credentials::names_credential_store;
 use spear_core::{
     Capability, CapabilityPolicy, CapabilitySet, CommandAssessment, CommandClass, ExecutionMode,
-    Refusal, ToolResult, ToolStatus,
+    Refusal, RefusalRule, ToolResult, ToolStatus,
 };
 use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize};
 use spear_runtime::audit::{AuditEvent, AuditLogger, AuditRecord};
 use spear_runtime::checkpoint::{CheckpointError, CheckpointStore, TurnCheckpoint};
-use spear_runtime::refusals::{REFUSAL_REPEATS_VAR, RefusalTracker, Repeat, repeats_from_env};
+use spear_runtime::refusals::{REFUSAL_REPEATS_VAR, Repeat, repeats_from_env};
 use spear_runtime::result_store::ResultStore;
 use spear_runtime::{CommandRunner, Evidence, Verdict};
 use spear_workspace::{Location, Workspace, WorkspaceFs};
 
+use crate::tool::ToolArgs as _;
+use crate::tools::terminal::TerminalArgs;
+use crate::turn::{SandboxMark, TurnState};
 use crate::{
-    Access, CallContext, CallOptions, Effect, Outcome, Resolved, Role, ToolExposurePolicy,
-    ToolLimits, ToolRegistry, ToolResultEnvelope, ToolSpec, preview,
+    Access, CallContext, CallOptions, CommandCall, Effect, Outcome, Resolved, Role,
+    ToolExposurePolicy, ToolLimits, ToolRegistry, ToolResultEnvelope, ToolSpec, preview,
 };
 
 /// Watches calls; the router tells it before and after each one.
@@ -126,32 +129,6 @@ pub struct RouterStores {
     pub checkpoints: Option<CheckpointStore>,
 }
 
-/// The state of the session's current turn.
-#[derive(Debug)]
-struct TurnState {
-    id: String,
-    refusals: RefusalTracker,
-    evidence: spear_runtime::EvidenceLog,
-    /// The number of this turn's last call that changed something.
-    last_change_call: Option<u64>,
-    /// How many of this turn's calls have changed something, in the order they ended.
-    changes_done: u64,
-    stopped: Option<String>,
-}
-
-impl TurnState {
-    fn new(id: String, repeats: u32) -> Self {
-        TurnState {
-            id,
-            refusals: RefusalTracker::new(repeats),
-            evidence: spear_runtime::EvidenceLog::default(),
-            last_change_call: None,
-            changes_done: 0,
-            stopped: None,
-        }
-    }
-}
-
 /// Routes tool calls: the provider-neutral lifecycle above the sandbox.
 pub struct ToolRouter {
     registry: ToolRegistry,
@@ -164,9 +141,9 @@ pub struct ToolRouter {
     tracked: spear_runtime::staging::TrackedRules,
     confirmer: Option<Box<dyn Confirmer + Send + Sync>>,
     observers: Vec<Box<dyn ToolObserver>>,
+    /// The current turn: its refusals, evidence, changes, whether it was stopped and whether a
+    /// command found the sandbox down.
     turn: Mutex<TurnState>,
-    /// Why the sandbox is down, when a command of this turn found it so: writes are refused.
-    down: Mutex<Option<String>>,
     /// The session's background jobs; dropped with the router, which kills what still runs.
     jobs: spear_runtime::Jobs,
     /// Calls started so far.
@@ -228,7 +205,6 @@ impl ToolRouter {
             confirmer: None,
             observers: Vec::new(),
             turn: Mutex::new(turn),
-            down: Mutex::new(None),
             jobs: spear_runtime::Jobs::default(),
             calls: std::sync::atomic::AtomicU64::new(0),
             writing: Mutex::new(()),
@@ -256,6 +232,11 @@ impl ToolRouter {
         &self.config.session
     }
 
+    /// The configuration commands run with.
+    pub fn runner_config(&self) -> &spear_runtime::RunnerConfig {
+        self.runner.config()
+    }
+
     /// The session's mode.
     pub fn mode(&self) -> ExecutionMode {
         self.config.mode
@@ -280,7 +261,6 @@ impl ToolRouter {
             return Err(InvalidTurnId(id));
         }
         *self.lock_turn() = TurnState::new(id.clone(), self.config.refusal_repeats);
-        *self.down.lock().unwrap_or_else(PoisonError::into_inner) = None;
         Ok(id)
     }
 
@@ -317,25 +297,45 @@ impl ToolRouter {
         }
         let started = Instant::now();
         let (mut envelope, record) = self.route(tool, args, options);
+        self.answer(started, &mut envelope, &record);
+        envelope
+    }
+
+    /// Runs one command through the terminal tool's gates, exactly as a `terminal` call would
+    /// (classification, the target policy, authorization, the sandbox-down and job-writing gates,
+    /// checkpoints, the change tracker, audit, evidence): the front ends that take a command in
+    /// another shape than the tool's JSON (`spear exec` with an argv, a stdin, the runner's
+    /// timeout) come in here, so no front end holds a gate of its own.
+    pub fn run_command(&self, call: CommandCall, options: CallOptions) -> ToolResultEnvelope {
+        let name = TerminalArgs::NAME;
+        for o in &self.observers {
+            o.before_call(name, &call.as_args());
+        }
+        let started = Instant::now();
+        let record = self.new_record();
+        let (mut envelope, record) = match self.lookup(name) {
+            Ok(tool) => self.route_prepared(tool.spec(), Box::new(call), options, record),
+            Err(result) => (ToolResultEnvelope::new(name, result), record),
+        };
+        self.answer(started, &mut envelope, &record);
+        envelope
+    }
+
+    /// Step 10 and the observers, for a call that has its envelope.
+    fn answer(&self, started: Instant, envelope: &mut ToolResultEnvelope, record: &CallRecord) {
         if envelope.result.duration_ms == 0 {
             envelope.result.duration_ms =
                 u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         }
-        self.finish(&mut envelope, &record);
+        self.finish(envelope, record);
         for o in &self.observers {
-            o.after_call(&envelope);
+            o.after_call(envelope);
         }
-        envelope
     }
 
-    /// Steps 1 to 9; returns the envelope and what the audit record needs.
-    fn route(
-        &self,
-        name: &str,
-        args: serde_json::Value,
-        options: CallOptions,
-    ) -> (ToolResultEnvelope, CallRecord) {
-        let mut record = CallRecord {
+    /// A new call's record: its number, and the turn it starts in.
+    fn new_record(&self) -> CallRecord {
+        CallRecord {
             seq: self
                 .calls
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -345,49 +345,69 @@ impl ToolRouter {
                 (turn.id.clone(), turn.changes_done)
             },
             ..CallRecord::default()
-        };
-        let answer = |result: ToolResult, record: CallRecord| {
-            (ToolResultEnvelope::new(name, result), record)
-        };
+        }
+    }
+
+    /// Steps 1 and 2: the tool, if the caller's role sees it and the turn still runs.
+    fn lookup(&self, name: &str) -> Result<&dyn crate::Tool, ToolResult> {
         let Some(tool) = self
             .registry
             .get(name)
             .filter(|t| self.exposure.exposes(t.spec()))
         else {
             let names: Vec<&str> = self.tools().iter().map(|s| s.name).collect();
-            return answer(
-                failed(format!(
-                    "there is no tool named `{name}` for the {} role; the tools are: {}",
-                    self.exposure.role(),
-                    names.join(", ")
-                )),
-                record,
-            );
+            return Err(failed(format!(
+                "there is no tool named `{name}` for the {} role; the tools are: {}",
+                self.exposure.role(),
+                names.join(", ")
+            )));
         };
-        let spec = tool.spec();
         if let Some(stopped) = self.lock_turn().stopped.clone() {
-            return answer(
-                ToolResult::denied(&Refusal::turn_stopped(name, stopped)),
-                record,
-            );
+            return Err(ToolResult::denied(&Refusal::turn_stopped(name, stopped)));
         }
-        let prepared = match tool.prepare(args) {
-            Ok(p) => p,
-            Err(message) => return answer(failed(message), record),
+        Ok(tool.as_ref())
+    }
+
+    /// Steps 1 to 9; returns the envelope and what the audit record needs.
+    fn route(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+        options: CallOptions,
+    ) -> (ToolResultEnvelope, CallRecord) {
+        let record = self.new_record();
+        let tool = match self.lookup(name) {
+            Ok(tool) => tool,
+            Err(result) => return (ToolResultEnvelope::new(name, result), record),
+        };
+        match tool.prepare(args) {
+            Ok(prepared) => self.route_prepared(tool.spec(), prepared, options, record),
+            Err(message) => (ToolResultEnvelope::new(name, failed(message)), record),
+        }
+    }
+
+    /// Steps 4 to 9, for a call whose arguments are valid.
+    fn route_prepared(
+        &self,
+        spec: &ToolSpec,
+        prepared: Box<dyn crate::Prepared>,
+        options: CallOptions,
+        mut record: CallRecord,
+    ) -> (ToolResultEnvelope, CallRecord) {
+        let name = spec.name;
+        let answer = |result: ToolResult, record: CallRecord| {
+            (ToolResultEnvelope::new(name, result), record)
         };
         record.target = Some(prepared.target());
         let mode = self.exposure.mode_for(spec, self.config.mode);
         if !self.exposure.acts_in(spec, self.config.mode) {
             // Not listed in this mode (see `crate::exposure`). After the arguments are read, so
             // that refusals of different targets are told apart by the repeat tracker.
-            let result = ToolResult {
-                reason: Some(crate::exposure::not_in_mode(
-                    name,
-                    self.config.mode,
-                    spec.modes,
-                )),
-                ..ToolResult::new(ToolStatus::Denied)
-            };
+            let result = ToolResult::denied(&Refusal::tool_not_in_mode(
+                name,
+                self.config.mode,
+                spec.modes,
+            ));
             return answer(result, record);
         }
         let capabilities = {
@@ -461,7 +481,7 @@ impl ToolRouter {
             cancel: options.cancel,
             progress: options.progress,
             limits: self.config.limits,
-            down: &self.down,
+            turn: &self.turn,
             tracked: &self.tracked,
             checkpoints: self.stores.checkpoints.as_ref(),
             results: self.stores.results.as_ref(),
@@ -470,6 +490,9 @@ impl ToolRouter {
             call_seq: record.seq,
         };
         let outcome = prepared.run(&cx, &resolved);
+        if let Some(target) = &outcome.target {
+            record.target = Some(target.clone());
+        }
         if !outcome.granted.is_empty() {
             record.granted = outcome.granted;
         }
@@ -477,7 +500,7 @@ impl ToolRouter {
         record.changes_unknown = outcome.changes_unknown;
         record.ran_since = outcome.ran_since;
         if let Some(down) = &outcome.sandbox_down {
-            *self.down.lock().unwrap_or_else(PoisonError::into_inner) = Some(down.clone());
+            self.lock_turn().sandbox = SandboxMark::Down(down.clone());
         }
         let mut result = outcome.result.clone();
         if !not_kept.is_empty() && !result.changed_paths.is_empty() {
@@ -509,23 +532,19 @@ impl ToolRouter {
     /// Request scope: every path resolves inside the roots.
     fn resolve(&self, access: &Access) -> Result<Resolved, ToolResult> {
         let ws = self.workspace();
-        let refused = |e: spear_workspace::ResolveError| ToolResult {
-            reason: Some(e.to_string()),
-            ..ToolResult::new(ToolStatus::InvalidPath)
-        };
         let mut writes: Vec<_> = access
             .writes
             .iter()
-            .map(|p| ws.resolve(p).map_err(refused))
+            .map(|p| ws.resolve(p).map_err(refused(p)))
             .collect::<Result<_, _>>()?;
         for p in &access.removes {
-            writes.push(ws.resolve_entry(p).map_err(refused)?);
+            writes.push(ws.resolve_entry(p).map_err(refused(p))?);
         }
         let resolved = Resolved {
             reads: access
                 .reads
                 .iter()
-                .map(|p| ws.resolve(p).map_err(refused))
+                .map(|p| ws.resolve(p).map_err(refused(p)))
                 .collect::<Result<_, _>>()?,
             writes,
         };
@@ -545,12 +564,7 @@ impl ToolRouter {
 
     /// Target policy on every write, and no write while the sandbox is down.
     fn gate_writes(&self, tool: &str, resolved: &Resolved) -> Option<ToolResult> {
-        if let Some(why) = self
-            .down
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_deref()
-        {
+        if let SandboxMark::Down(why) = &self.lock_turn().sandbox {
             return Some(ToolResult::denied(&sandbox_down_refusal(tool, why)));
         }
         // Attack: two writers at once would charge each other's changes (and undo them).
@@ -594,6 +608,7 @@ impl ToolRouter {
             host_reads: Vec::new(),
             reason: format!("{} changes files in the workspace", spec.name),
             refusal: None,
+            executable: String::new(),
         };
         let confirmer = asker
             .or(self.confirmer.as_deref())
@@ -714,20 +729,27 @@ impl ToolRouter {
             exit_code: result.exit_code,
         });
         let mut event = AuditEvent::ToolCall;
-        if matches!(result.status, ToolStatus::Denied | ToolStatus::InvalidPath)
-            && turn.stopped.is_none()
+        // Counted by what refused it: the tool, the rule and what the rule refused. A person's
+        // answer (declined, nobody to ask) is not a rule refusing, and a refusal of the turn
+        // itself is not counted again.
+        if let (Some(refusal), None) = (result.refusal.as_ref(), turn.stopped.as_ref())
+            && matches!(result.status, ToolStatus::Denied | ToolStatus::InvalidPath)
+            && refusal.rule() != RefusalRule::TurnStopped
         {
-            let reason = result.reason.clone().unwrap_or_default();
-            let target = record.target.clone().unwrap_or_default();
-            if let Repeat::Stop(n) = turn.refusals.record(&envelope.tool, &target, &reason) {
+            let reason = refusal.message();
+            if let Repeat::Stop(n) =
+                turn.refusals
+                    .record(&envelope.tool, refusal.rule(), refusal.subject())
+            {
                 let text = format!(
                     "{} was refused {n} times in this turn for the same reason: {reason}",
                     envelope.tool
                 );
                 turn.stopped = Some(text.clone());
                 envelope.turn_stopped = true;
-                envelope.result.reason =
-                    Some(Refusal::turn_stopped(&envelope.tool, text).message());
+                let stopped = Refusal::turn_stopped(&envelope.tool, text);
+                envelope.result.reason = Some(stopped.message());
+                envelope.result.refusal = Some(Box::new(stopped));
                 event = AuditEvent::RepeatedRefusalStopped;
             }
         }
@@ -788,6 +810,7 @@ impl ToolRouter {
             .map(|c| c.as_str().to_owned())
             .collect();
         entry.status = Some(result.status);
+        entry.rule = result.rule();
         entry.exit_code = result.exit_code;
         entry.duration_ms = Some(result.duration_ms);
         entry.changed_paths.clone_from(&result.changed_paths);
@@ -808,7 +831,10 @@ impl Drop for ToolRouter {
     /// checkpointed and audited).
     fn drop(&mut self) {
         for id in self.jobs.ids() {
-            let _ = self.call("terminal_kill", serde_json::json!({ "job_id": id }));
+            let _ = self.call(
+                crate::tools::terminal_job::TerminalKillArgs::NAME,
+                serde_json::json!({ "job_id": id }),
+            );
         }
     }
 }
@@ -824,6 +850,11 @@ struct CallRecord {
     ran_since: Option<u64>,
     /// The turn when the call started, and how many of its calls had changed something by then.
     started_in: (String, u64),
+}
+
+/// The `invalid_path` result of `path`, which did not resolve for the reason `e`.
+fn refused(path: &str) -> impl FnOnce(spear_workspace::ResolveError) -> ToolResult + '_ {
+    move |e| ToolResult::invalid_path(&Refusal::invalid_path(path, e.to_string()))
 }
 
 /// What a call's evidence says it changed when its changes could not be found.

@@ -85,9 +85,9 @@ pub struct CallContext<'a> {
     pub progress: Option<crate::ProgressSink>,
     /// Bounds.
     pub limits: ToolLimits,
-    /// Why the sandbox is down, when a command found it so earlier in the turn: writes are refused.
-    /// Read it when deciding (a command running meanwhile may set it).
-    pub down: &'a std::sync::Mutex<Option<String>>,
+    /// The session's current turn; read whether the sandbox is down through
+    /// [`CallContext::sandbox_down`] when deciding (a command running meanwhile may mark it).
+    pub(crate) turn: &'a std::sync::Mutex<crate::turn::TurnState>,
     /// Which entries a command's commit names and checkpoints (not `.git`, not ignored).
     pub tracked: &'a spear_runtime::staging::TrackedRules,
     /// Where prior contents are kept, when checkpoints are kept.
@@ -116,6 +116,9 @@ pub struct Outcome {
     pub captured: Vec<(Location, EntryState)>,
     /// The executable summary of the command it ran, when it ran one.
     pub ran: Option<String>,
+    /// What the call acted on, when only running it could tell (a command's executable summary,
+    /// which the classifier makes as it reads the command); replaces [`Prepared::target`].
+    pub target: Option<String>,
     /// Why the sandbox is down, when this call found it so.
     pub sandbox_down: Option<String>,
     /// The call may have changed files, but what it changed could not be found.
@@ -132,8 +135,34 @@ pub struct Outcome {
 pub struct JobState {
     /// Its id.
     pub id: String,
-    /// `running`, or `exited` once it has ended.
-    pub state: &'static str,
+    /// Whether it still runs.
+    pub state: JobPhase,
+}
+
+/// Where a background job is in its life, as results spell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobPhase {
+    /// It runs; its output so far can be read.
+    Running,
+    /// It has ended, and its end was reported in this result.
+    Exited,
+}
+
+impl JobPhase {
+    /// The name results use.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            JobPhase::Running => "running",
+            JobPhase::Exited => "exited",
+        }
+    }
+}
+
+impl std::fmt::Display for JobPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl JobState {
@@ -141,7 +170,7 @@ impl JobState {
     pub fn running(id: &str) -> Self {
         JobState {
             id: id.to_owned(),
-            state: "running",
+            state: JobPhase::Running,
         }
     }
 
@@ -149,7 +178,7 @@ impl JobState {
     pub fn exited(id: &str) -> Self {
         JobState {
             id: id.to_owned(),
-            state: "exited",
+            state: JobPhase::Exited,
         }
     }
 }
@@ -162,6 +191,7 @@ impl Outcome {
             granted: CapabilitySet::default(),
             captured: Vec::new(),
             ran: None,
+            target: None,
             sandbox_down: None,
             changes_unknown: false,
             job: None,
@@ -224,10 +254,11 @@ pub struct Typed<A> {
 impl CallContext<'_> {
     /// Why the sandbox is down now, if a command of this turn found it so.
     pub fn sandbox_down(&self) -> Option<String> {
-        self.down
+        self.turn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+            .sandbox_down()
+            .map(str::to_owned)
     }
 
     /// Judges and commits what a command staged into this call's workspace, with its checkpoint

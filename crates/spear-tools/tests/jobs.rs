@@ -58,7 +58,7 @@ fn start(r: &ToolRouter, command: &str) -> String {
     let e = r.call("terminal", json!({"command": command, "background": true}));
     assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
     let job = e.job.clone().unwrap();
-    assert_eq!(job.state, "running");
+    assert_eq!(job.state, spear_tools::JobPhase::Running);
     job.id
 }
 
@@ -68,7 +68,10 @@ fn drain(r: &ToolRouter, id: &str) -> Vec<ToolResultEnvelope> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let e = r.call("terminal_output", json!({ "job_id": id }));
-        let done = e.job.as_ref().is_some_and(|j| j.state == "exited");
+        let done = e
+            .job
+            .as_ref()
+            .is_some_and(|j| j.state == spear_tools::JobPhase::Exited);
         reads.push(e);
         if done {
             return reads;
@@ -134,7 +137,7 @@ fn kill_ends_the_whole_tree() {
     );
     let e = r.call("terminal_kill", json!({ "job_id": id }));
     assert_eq!(e.result.status, ToolStatus::Cancelled, "{e:?}");
-    assert_eq!(e.job.unwrap().state, "exited");
+    assert_eq!(e.job.unwrap().state, spear_tools::JobPhase::Exited);
     assert!(!alive(marker), "nothing is left running");
 }
 

@@ -850,19 +850,8 @@ fn annotations_and_output_schema() {
     );
     let schema = spear_tools::output_schema();
     let props = schema["properties"].as_object().unwrap();
-    for key in [
-        "tool",
-        "status",
-        "exit_code",
-        "stdout",
-        "stderr",
-        "changed_paths",
-        "reason",
-        "class",
-        "duration_ms",
-        "truncated",
-    ] {
-        assert!(props.contains_key(key), "{key} in {schema}");
+    for key in spear_core::ToolResult::KEYS.iter().chain(&["tool"]) {
+        assert!(props.contains_key(*key), "{key} in {schema}");
     }
     // An answer validates against it in the ways that matter: its keys are all published.
     let e = r.call("read_file", json!({"path": "README.md"}));

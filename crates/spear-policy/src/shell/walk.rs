@@ -41,7 +41,12 @@ impl Analysis<'_> {
                     self.walk_list(list, cwd);
                 }
             }
-            Err(why) => self.complex(format!("the script cannot be parsed ({why})")),
+            Err(why) => {
+                if self.depth == 0 {
+                    self.found.runs.unparsed();
+                }
+                self.complex(format!("the script cannot be parsed ({why})"));
+            }
         }
     }
 
@@ -56,6 +61,14 @@ impl Analysis<'_> {
         let mut inner = cwd.clone();
         self.analyse_script(script, &mut inner);
         self.depth -= 1;
+    }
+
+    /// A process substitution's commands: run in a subshell, as arguments of the command that
+    /// holds them (not top-level commands of the script).
+    fn walk_substitution(&mut self, list: &ast::CompoundList, cwd: &Cwd) {
+        self.substitutions += 1;
+        self.walk_list(list, &mut cwd.clone());
+        self.substitutions -= 1;
     }
 
     fn walk_list(&mut self, list: &ast::CompoundList, cwd: &mut Cwd) {
@@ -293,6 +306,9 @@ impl Analysis<'_> {
             self.prefix_or_suffix_item(item, cwd, &mut stdin, &mut words);
         }
 
+        if self.depth == 0 && self.substitutions == 0 {
+            self.found.runs.command(&words);
+        }
         if words.is_empty() {
             for (a, value) in &assignments {
                 self.shell_assignment(a, value.as_ref());
@@ -361,7 +377,7 @@ impl Analysis<'_> {
                 words.extend(self.eval_word(&w.value, cwd));
             }
             CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
-                self.walk_list(&sub.list, &mut cwd.clone());
+                self.walk_substitution(&sub.list, cwd);
                 words.push(Arg::unknown("/dev/fd/63"));
             }
         }
@@ -438,7 +454,7 @@ impl Analysis<'_> {
                         }
                     }
                     IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
-                        self.walk_list(&sub.list, &mut cwd.clone());
+                        self.walk_substitution(&sub.list, cwd);
                         if is_stdin && matches!(kind, IoFileRedirectKind::Read) {
                             *stdin = Stdin::Pipe;
                         }

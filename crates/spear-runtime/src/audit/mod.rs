@@ -3,8 +3,9 @@
 //!
 //! What this module guarantees:
 //! - A record ([`AuditRecord`]) holds metadata only: it has no field for file contents, command
-//!   output, environment values or cgroup paths. Commands appear only as an
-//!   [`executable_summary`] (`cargo (2 args)`), never with their arguments.
+//!   output, environment values or cgroup paths. Commands appear only as the executable summary
+//!   the decision layer made as it read them (`spear_core::CommandAssessment::executable`,
+//!   `cargo (2 args)`), never with their arguments.
 //! - Every string field is redacted ([`crate::redact::redact`]) before it is written.
 //! - One record is exactly one line, and records from concurrent calls or processes never
 //!   interleave or get lost ([`AuditLogger::log`]).
@@ -13,14 +14,12 @@
 
 mod logger;
 mod record;
-mod summary;
 mod tail;
 
 use std::path::{Path, PathBuf};
 
 pub use logger::{AuditError, AuditLogger};
 pub use record::{AuditEvent, AuditRecord, rfc3339_millis};
-pub use summary::{MAX_NAME_CHARS, executable_summary};
 
 /// The default audit log: `$XDG_STATE_HOME/spear/audit.jsonl`, or
 /// `$HOME/.local/state/spear/audit.jsonl` when `XDG_STATE_HOME` is unset, empty or relative (the

@@ -7,7 +7,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use spear_core::{CommandClass, ToolStatus};
+use spear_core::{CommandClass, RefusalRule, ToolStatus};
 
 use crate::redact::redact;
 
@@ -57,6 +57,8 @@ pub struct AuditRecord {
     pub capabilities: Vec<String>,
     /// How it ended.
     pub status: Option<ToolStatus>,
+    /// The rule that refused it, when one did (the stable names of `spear_core::RefusalRule`).
+    pub rule: Option<RefusalRule>,
     /// A command's exit code.
     pub exit_code: Option<i32>,
     /// How long it took.
@@ -80,6 +82,7 @@ impl AuditRecord {
             class: None,
             capabilities: Vec::new(),
             status: None,
+            rule: None,
             exit_code: None,
             duration_ms: None,
             changed_paths: Vec::new(),
@@ -102,6 +105,7 @@ impl AuditRecord {
             class: self.class,
             capabilities: self.capabilities.iter().map(r).collect(),
             status: self.status,
+            rule: self.rule,
             exit_code: self.exit_code,
             duration_ms: self.duration_ms,
             changed_paths: self.changed_paths.iter().map(r).collect(),

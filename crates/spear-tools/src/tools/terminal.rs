@@ -21,7 +21,6 @@ use spear_core::{Capability, ExecutionProfile, Refusal, ToolResult, ToolStatus};
 use spear_policy::{
     Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, authorize, decide,
 };
-use spear_runtime::audit::executable_summary;
 use spear_runtime::{CommandLine, CommandRequest};
 
 use crate::Effect;
@@ -67,27 +66,157 @@ impl ToolArgs for TerminalArgs {
         if self.command.trim().is_empty() {
             return Err("invalid arguments for terminal: `command` is empty".into());
         }
-        if self.timeout == Some(0) {
-            return Err(
-                "invalid arguments for terminal: `timeout` must be at least 1 second".into(),
-            );
-        }
-        Ok(Box::new(self))
+        let timeout = match self.timeout {
+            Some(0) => {
+                return Err(
+                    "invalid arguments for terminal: `timeout` must be at least 1 second".into(),
+                );
+            }
+            Some(secs) => CommandTimeout::Asked(secs),
+            None => CommandTimeout::ToolDefault,
+        };
+        Ok(Box::new(CommandCall {
+            text: CommandText::Script(self.command),
+            workdir: self.workdir,
+            timeout,
+            background: self.background == Some(true),
+            stdin: None,
+        }))
     }
 }
 
-impl TerminalArgs {
+/// A command as its caller wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandText {
+    /// A bash script (the terminal tool, `spear exec -c`).
+    Script(String),
+    /// A program and its arguments, run without a shell (`spear exec -- ARGV`).
+    Argv(Vec<String>),
+}
+
+impl CommandText {
+    /// The command as one line of shell: the script itself, or the argv shell-quoted. This is
+    /// what a confirmation shows and what the audit summary is made from.
+    pub fn as_shell(&self) -> String {
+        match self {
+            CommandText::Script(s) => s.clone(),
+            CommandText::Argv(argv) => shell_words(argv),
+        }
+    }
+}
+
+/// The wall-clock limit a command call asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandTimeout {
+    /// This many seconds, at most the tools' longest ([`crate::ToolLimits`]).
+    Asked(u64),
+    /// The terminal tool's default ([`crate::ToolLimits::terminal_timeout_secs`]).
+    ToolDefault,
+    /// The runner's default (`spear exec`: `--timeout` or `[limits] timeout`, already bounded).
+    RunnerDefault,
+}
+
+/// One command, whichever front end asked for it: the terminal tool's arguments and `spear
+/// exec`'s both become this, and the router runs it through the same gates (classification, the
+/// target policy, authorization, the sandbox-down and job-writing gates, checkpoints, the change
+/// tracker, audit, evidence) in [`ToolRouter::run_command`](crate::ToolRouter::run_command).
+#[derive(Debug, Clone)]
+pub struct CommandCall {
+    /// The command.
+    pub text: CommandText,
+    /// Its working directory, inside the workspace (default: where spear was started).
+    pub workdir: Option<String>,
+    /// Its wall-clock limit (ignored for a background job, which has none).
+    pub timeout: CommandTimeout,
+    /// Run it as a background job of the session.
+    pub background: bool,
+    /// The read end of a pipe the caller feeds, as the command's stdin (`/dev/null` when
+    /// `None`). Never a terminal or a file: see `CommandRequest::stdin`.
+    pub stdin: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+}
+
+impl CommandCall {
+    /// A foreground call of `text` from where spear was started, with the runner's timeout and
+    /// no stdin.
+    pub fn new(text: CommandText) -> Self {
+        CommandCall {
+            text,
+            workdir: None,
+            timeout: CommandTimeout::RunnerDefault,
+            background: false,
+            stdin: None,
+        }
+    }
+
+    /// The call as the terminal tool's JSON arguments would name it, for observers.
+    pub(crate) fn as_args(&self) -> serde_json::Value {
+        let mut fields = serde_json::Map::new();
+        match &self.text {
+            CommandText::Script(s) => fields.insert("command".into(), s.clone().into()),
+            CommandText::Argv(words) => fields.insert("argv".into(), words.clone().into()),
+        };
+        if let Some(w) = &self.workdir {
+            fields.insert("workdir".into(), w.clone().into());
+        }
+        serde_json::Value::Object(fields)
+    }
+
     /// Where and how the command runs, as the person asked sees it: the working directory, and
     /// the background or the timeout. Attack: approving `./run.sh` shown bare, when it runs in
     /// another directory (another `run.sh`) or as a job that never times out.
     fn setting(&self, cx: &CallContext<'_>) -> String {
         let dir = self.workdir.as_deref().unwrap_or(".");
-        if self.background == Some(true) {
-            format!("in {dir}, as a background job with no timeout (stop it with terminal_kill)")
-        } else {
-            let secs = self.timeout.unwrap_or(cx.limits.terminal_timeout_secs);
-            format!("in {dir}, in the foreground, with a timeout of {secs} s")
+        if self.background {
+            return format!(
+                "in {dir}, as a background job with no timeout (stop it with terminal_kill)"
+            );
         }
+        match self.timeout {
+            CommandTimeout::Asked(secs) => {
+                format!("in {dir}, in the foreground, with a timeout of {secs} s")
+            }
+            CommandTimeout::ToolDefault => format!(
+                "in {dir}, in the foreground, with a timeout of {} s",
+                cx.limits.terminal_timeout_secs
+            ),
+            CommandTimeout::RunnerDefault => format!(
+                "in {dir}, in the foreground, with a timeout of {} s",
+                cx.runner.config().default_timeout.as_secs_f64()
+            ),
+        }
+    }
+
+    /// The timeout the request gets (`None`: the runner's default), or why the call is invalid.
+    fn timeout(&self, cx: &CallContext<'_>) -> Result<Option<Duration>, String> {
+        let secs = match self.timeout {
+            CommandTimeout::RunnerDefault => return Ok(None),
+            CommandTimeout::Asked(secs) => secs,
+            CommandTimeout::ToolDefault => cx.limits.terminal_timeout_secs,
+        };
+        if secs > cx.limits.terminal_max_timeout_secs {
+            return Err(format!(
+                "invalid arguments for terminal: `timeout` must be 1 to {} seconds (got {secs}); run longer work in smaller steps",
+                cx.limits.terminal_max_timeout_secs
+            ));
+        }
+        Ok(Some(Duration::from_secs(secs)))
+    }
+
+    /// The checks of the call's shape that need the session: a timeout in bounds, a background
+    /// job only without a timeout and only where jobs outlive the call.
+    fn check(&self, cx: &CallContext<'_>) -> Result<Option<Duration>, String> {
+        let timeout = self.timeout(cx)?;
+        if self.background && matches!(self.timeout, CommandTimeout::Asked(_)) {
+            return Err(
+                "invalid arguments for terminal: a background job has no timeout; omit `timeout`, and stop the job with terminal_kill".into(),
+            );
+        }
+        if self.background && !cx.background_jobs {
+            return Err(
+                "background jobs live as long as a session, and this client makes one call and exits; run the command in the foreground, or through `spear mcp`".into(),
+            );
+        }
+        Ok(timeout)
     }
 }
 
@@ -105,7 +234,7 @@ impl Confirmer for InSetting<'_> {
     }
 }
 
-impl Prepared for TerminalArgs {
+impl Prepared for CommandCall {
     fn access(&self) -> Access {
         Access {
             reads: self.workdir.iter().cloned().collect(),
@@ -114,56 +243,55 @@ impl Prepared for TerminalArgs {
         }
     }
 
+    /// A command's summary comes from its classification, in [`Outcome::target`]; until then
+    /// (a call refused before it is read: a bad working directory) it is only a command.
     fn target(&self) -> String {
-        executable_summary(&self.command)
+        "(a command)".to_owned()
     }
 
     fn describe(&self) -> String {
-        self.command.clone()
+        self.text.as_shell()
     }
 
     fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
-        let secs = self.timeout.unwrap_or(cx.limits.terminal_timeout_secs);
-        if secs > cx.limits.terminal_max_timeout_secs {
-            return Outcome::of(failed(format!(
-                "invalid arguments for terminal: `timeout` must be 1 to {} seconds (got {secs}); run longer work in smaller steps",
-                cx.limits.terminal_max_timeout_secs
-            )));
-        }
-        if self.background == Some(true) && self.timeout.is_some() {
-            return Outcome::of(failed(
-                "invalid arguments for terminal: a background job has no timeout; omit `timeout`, and stop the job with terminal_kill".into(),
-            ));
-        }
-        if self.background == Some(true) && !cx.background_jobs {
-            return Outcome::of(failed(
-                "background jobs live as long as a session, and this client makes one call and exits; run the command in the foreground, or through `spear mcp`".into(),
-            ));
-        }
+        let timeout = match self.check(cx) {
+            Ok(t) => t,
+            Err(message) => return Outcome::of(failed(message)),
+        };
         let ws = cx.workspace;
         let workdir: Option<PathBuf> = paths.reads.first().map(|p| ws.host_path(&p.target));
         let cwd = workdir
             .clone()
             .unwrap_or_else(|| ws.launch_dir().to_path_buf());
-        let command = &self.command;
-        let assessment = cx.policy.classify_script(command, &cwd);
+        let command = self.text.as_shell();
+        let (assessment, line) = match &self.text {
+            CommandText::Script(script) => (
+                cx.policy.classify_script(script, &cwd),
+                CommandLine::Script(spear_policy::script_to_run(script)),
+            ),
+            CommandText::Argv(argv) => (
+                cx.policy.classify(argv, &cwd),
+                CommandLine::Argv(argv.iter().map(std::ffi::OsString::from).collect()),
+            ),
+        };
+        let summary = assessment.executable.clone();
         let class = Some(assessment.class);
         let with_class = |mut r: ToolResult| {
             r.class = class;
-            Outcome::of(r)
+            Outcome {
+                target: Some(assessment.executable.clone()),
+                ..Outcome::of(r)
+            }
         };
 
         // Attack: a command that found the sandbox down is followed by one that writes; nothing it
         // wrote could be checked, so it does not run. Decided before anyone is asked.
         if let (Some(why), Decision::Allow(caps) | Decision::Confirm(caps)) = (
             cx.sandbox_down(),
-            decide(&assessment, cx.capabilities, command),
+            decide(&assessment, cx.capabilities, &command),
         ) && caps.contains(Capability::WorkspaceWrite)
         {
-            return with_class(ToolResult::denied(&sandbox_down_refusal(
-                &executable_summary(command),
-                &why,
-            )));
+            return with_class(ToolResult::denied(&sandbox_down_refusal(&summary, &why)));
         }
         let asker = cx.confirmer.map(|inner| InSetting {
             inner,
@@ -172,7 +300,7 @@ impl Prepared for TerminalArgs {
         let granted = match authorize(
             &assessment,
             cx.capabilities,
-            command,
+            &command,
             asker.as_ref().map(|a| a as &dyn Confirmer),
         ) {
             Authorization::Granted(caps) => caps,
@@ -194,34 +322,29 @@ impl Prepared for TerminalArgs {
         });
         // Attack: two writers at once would charge each other's changes (and undo them).
         if let (true, Some(job)) = (watch, cx.jobs.writable_pending()) {
-            return with_class(ToolResult::denied(&Refusal::job_writing(
-                executable_summary(command),
-                job,
-            )));
+            return with_class(ToolResult::denied(&Refusal::job_writing(summary, job)));
         }
         if let (true, Some(why)) = (watch, cx.sandbox_down()) {
-            return with_class(ToolResult::denied(&sandbox_down_refusal(
-                &executable_summary(command),
-                &why,
-            )));
+            return with_class(ToolResult::denied(&sandbox_down_refusal(&summary, &why)));
         }
-        let mut request = CommandRequest::new(
-            CommandLine::Script(spear_policy::script_to_run(command)),
-            profile,
-        );
+        let mut request = CommandRequest::new(line, profile);
         request.workdir = workdir;
-        request.timeout = Some(Duration::from_secs(secs));
+        request.timeout = timeout;
         request.cancel.clone_from(&cx.cancel);
         request.class = class;
+        request.stdin.clone_from(&self.stdin);
         if let Some(sink) = &cx.progress {
             let tee: std::sync::Arc<dyn spear_runtime::OutputTee> =
                 std::sync::Arc::new(crate::progress::ProgressTee::new(sink.clone()));
             request.tee = Some(tee);
         }
 
-        if self.background == Some(true) {
+        if self.background {
             drop(writing);
-            return start_job(cx, request, command, granted);
+            return Outcome {
+                target: Some(summary.clone()),
+                ..start_job(cx, request, &summary, granted)
+            };
         }
 
         let report = cx.runner.run_report(&request);
@@ -233,7 +356,8 @@ impl Prepared for TerminalArgs {
             result,
             granted,
             captured,
-            ran: Some(executable_summary(command)),
+            ran: Some(summary.clone()),
+            target: Some(summary),
             sandbox_down: report.sandbox_down,
             changes_unknown,
             job: None,
@@ -242,19 +366,36 @@ impl Prepared for TerminalArgs {
     }
 }
 
+/// The argv as one shell-quoted line: what a confirmation shows for an argv command.
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Starts `request` as a background job; a writable job's writes stay staged until its end is
 /// read, and are judged and committed then.
 fn start_job(
     cx: &CallContext<'_>,
     request: CommandRequest,
-    command: &str,
+    executable: &str,
     granted: spear_core::CapabilitySet,
 ) -> Outcome {
     let class = request.class;
     match cx.jobs.start(
         std::sync::Arc::clone(cx.runner),
         request,
-        command,
+        executable,
         cx.call_seq,
     ) {
         Ok(job) => {
@@ -275,5 +416,33 @@ fn start_job(
             result.class = class;
             Outcome::of(result)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(
+            shell_words(&[
+                "ls".into(),
+                "-la".into(),
+                "a b".into(),
+                "it's".into(),
+                String::new()
+            ]),
+            r"ls -la 'a b' 'it'\''s' ''"
+        );
+    }
+
+    #[test]
+    fn a_script_is_shown_as_written_and_an_argv_quoted() {
+        assert_eq!(CommandText::Script("a | b".into()).as_shell(), "a | b");
+        assert_eq!(
+            CommandText::Argv(vec!["echo".into(), "a b".into()]).as_shell(),
+            "echo 'a b'"
+        );
     }
 }

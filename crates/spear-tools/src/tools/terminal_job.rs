@@ -11,7 +11,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{ExecutionMode, ToolResult, ToolStatus};
-use spear_runtime::{Job, executable_summary};
+use spear_runtime::Job;
 
 use crate::Effect;
 use crate::router::append_reason;
@@ -91,9 +91,9 @@ impl Prepared for JobCall {
         format!(
             "{} {}",
             if self.kill {
-                "terminal_kill"
+                TerminalKillArgs::NAME
             } else {
-                "terminal_output"
+                TerminalOutputArgs::NAME
             },
             self.id
         )
@@ -174,7 +174,7 @@ fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
     }
     cx.jobs.remove(job.id());
     // A job stopped by terminal_kill verified nothing.
-    let ran = (result.status != ToolStatus::Cancelled).then(|| executable_summary(job.command()));
+    let ran = (result.status != ToolStatus::Cancelled).then(|| job.executable().to_owned());
     Outcome {
         ran_since: ran.as_ref().map(|_| job.mark()),
         result,

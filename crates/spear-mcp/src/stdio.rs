@@ -1,0 +1,90 @@
+//! The session on stdin and stdout: rmcp's service behind spear's intake, stopped by the end of
+//! stdin or a signal, and the wait for the calls still running once it has stopped.
+
+use std::time::Duration;
+
+use crate::{ServeError, SpearServer, eof, intake};
+
+/// How long the end of a session waits for its cancelled calls to kill and reap their trees.
+const CALLS_END_WITHIN: Duration = Duration::from_secs(10);
+
+/// Serves `server` on stdin and stdout on a runtime of its own, then drops it: the router goes
+/// with it, which kills and reports the session's background jobs. Blocks until the session ends.
+// Taken by value on purpose: dropping the last handle ends the session.
+#[allow(clippy::needless_pass_by_value)]
+pub fn run_stdio(server: SpearServer) -> Result<(), ServeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let outcome = runtime.block_on(serve_stdio(server.clone()));
+    // The calls still running were cancelled: wait (10 s at most) until each has killed and
+    // reaped its tree. Then stop the runtime without waiting for its blocking stdin read, which
+    // never ends when stdin is a socket (Node.js clients) that the client keeps open.
+    if !server.wait_for_calls(CALLS_END_WITHIN) {
+        tracing::warn!(
+            "{} calls did not end within {} s of the session's end",
+            server.calls_running(),
+            CALLS_END_WITHIN.as_secs()
+        );
+    }
+    runtime.shutdown_background();
+    // The last handle on the router (unless a call outlived the wait): its jobs die with it.
+    drop(server);
+    outcome
+}
+
+/// Serves `server` on stdin and stdout until the client closes stdin or a SIGTERM, SIGINT or
+/// SIGHUP arrives; either cancels the calls still running at once (their process trees are
+/// killed). Every line the client sends gets an answer: a malformed one (too large, not UTF-8,
+/// not JSON, too deep, not an object) an error response from [`intake`]. The caller drops the
+/// server afterwards, which ends the session's background jobs.
+pub async fn serve_stdio(server: SpearServer) -> Result<(), ServeError> {
+    use rmcp::ServiceExt as _;
+    use tokio::signal::unix::{SignalKind, signal};
+
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    // A signal stops the server whenever it comes, the handshake included.
+    let signalled = tokio_util::sync::CancellationToken::new();
+    let watcher = {
+        let signalled = signalled.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+                _ = int.recv() => tracing::info!("SIGINT: stopping"),
+                _ = hup.recv() => tracing::info!("SIGHUP: stopping"),
+            }
+            signalled.cancel();
+        })
+    };
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let on_eof = server.clone();
+    let stdin = eof::EofWatch::new(stdin, move || {
+        tracing::debug!("stdin closed: cancelling the calls still running");
+        on_eof.cancel_running();
+    });
+    let transport = intake::transport(stdin, stdout);
+    let running = tokio::select! {
+        started = server.clone().serve(transport) => {
+            started.map_err(|e| ServeError::Start(e.to_string()))?
+        }
+        () = signalled.cancelled() => return Ok(()),
+    };
+    let stop = running.cancellation_token();
+    let forward = tokio::spawn(async move {
+        signalled.cancelled().await;
+        stop.cancel();
+    });
+    let ended = running.waiting().await;
+    watcher.abort();
+    forward.abort();
+    server.cancel_running();
+    match ended {
+        Ok(reason) => {
+            tracing::debug!("MCP session ended: {reason:?}");
+            Ok(())
+        }
+        Err(e) => Err(ServeError::Loop(e.to_string())),
+    }
+}
