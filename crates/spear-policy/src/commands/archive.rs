@@ -3,29 +3,49 @@
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
 use crate::commands::writers::is_remote_spec;
+use crate::commands::{Call, Programs};
 use crate::shell::word::Arg;
 
-/// Handles `name` if it is an archiver or compressor. Returns false otherwise.
-pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) -> bool {
-    match name {
-        "tar" | "gtar" | "bsdtar" => tar(a, args, cwd),
-        "unzip" => unzip(a, args, cwd),
-        "zip" => zip(a, args, cwd),
-        "7z" | "7za" | "7zr" => seven_zip(a, name, args, cwd),
-        "gzip" | "gunzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "lzma" | "unlzma" | "zstd"
-        | "unzstd" | "lz4" | "lzop" | "compress" | "uncompress" | "pigz" | "unpigz" | "brotli" => {
-            compressor(a, name, args, cwd);
-        }
-        "zcat" | "bzcat" | "xzcat" | "zstdcat" | "lz4cat" | "zless" | "zmore" | "zdiff"
-        | "zcmp" => {
-            for op in operands(&scan(args, &OptionSpec::gnu("", &[], &[]))) {
+/// The archivers and compressors: each can write files through its options, so an option they do
+/// not know is `SHELL_COMPLEX` (the readers of compressed files excepted).
+pub(crate) const PROGRAMS: &[Programs] = &[
+    Programs::complex(&["tar", "gtar", "bsdtar"], tar),
+    Programs::complex(&["unzip"], unzip),
+    Programs::complex(&["zip"], zip),
+    Programs::harmless(&["7z", "7za", "7zr"], seven_zip),
+    Programs::complex(
+        &[
+            "gzip",
+            "gunzip",
+            "bzip2",
+            "bunzip2",
+            "xz",
+            "unxz",
+            "lzma",
+            "unlzma",
+            "zstd",
+            "unzstd",
+            "lz4",
+            "lzop",
+            "compress",
+            "uncompress",
+            "pigz",
+            "unpigz",
+            "brotli",
+        ],
+        compressor,
+    ),
+    Programs::harmless(
+        &[
+            "zcat", "bzcat", "xzcat", "zstdcat", "lz4cat", "zless", "zmore", "zdiff", "zcmp",
+        ],
+        |a, c, cwd| {
+            for op in operands(&scan(c.args, &OptionSpec::gnu("", &[], &[]))) {
                 a.read_path(&op, cwd);
             }
-        }
-        _ => return false,
-    }
-    true
-}
+        },
+    ),
+];
 
 const TAR_EXEC: &[&str] = &[
     "--to-command",
@@ -41,7 +61,8 @@ const TAR_EXEC: &[&str] = &[
 
 /// tar: `-c`/`-r`/`-u` write the archive (`-f`), `-x` writes into the current directory or `-C
 /// DIR`, `-t` only reads. The old form `tar xzf a.tgz` is read as `tar -xzf a.tgz`.
-fn tar(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+fn tar(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
     let mut args = args.to_vec();
     if let Some(first) = args.first().and_then(Arg::lit)
         && !first.starts_with('-')
@@ -51,7 +72,7 @@ fn tar(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
         args[0] = Arg::Lit(format!("-{first}"));
     }
     let spec = OptionSpec::gnu(
-        "fCbIFgKLNTVX",
+        "fCbIFgHKLNTVX",
         &[
             "file",
             "directory",
@@ -97,8 +118,13 @@ fn tar(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             "xattrs-include",
             "xattrs-exclude",
         ],
+        &[],
+    )
+    // Options with an optional argument (`--checkpoint`, `--backup`...) never take the next word;
+    // they are flags here, with the others.
+    .flags(
+        "AcdrtuxzjJZavkmoOpPsSUWwhiBGMRln",
         &[
-            // Options with an optional argument, which never take the next word.
             "checkpoint",
             "backup",
             "occurrence",
@@ -116,9 +142,105 @@ fn tar(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             "to-stdout",
             "force-local",
             "remove-files",
+            "verbose",
+            "gzip",
+            "gunzip",
+            "ungzip",
+            "bzip2",
+            "xz",
+            "lzma",
+            "lzip",
+            "lzop",
+            "zstd",
+            "auto-compress",
+            "no-auto-compress",
+            "keep-old-files",
+            "keep-newer-files",
+            "skip-old-files",
+            "overwrite",
+            "overwrite-dir",
+            "no-overwrite-dir",
+            "unlink-first",
+            "recursive-unlink",
+            "preserve-permissions",
+            "same-permissions",
+            "preserve",
+            "same-owner",
+            "no-same-owner",
+            "no-same-permissions",
+            "numeric-owner",
+            "touch",
+            "absolute-names",
+            "dereference",
+            "hard-dereference",
+            "ignore-zeros",
+            "ignore-case",
+            "no-ignore-case",
+            "wildcards",
+            "no-wildcards",
+            "wildcards-match-slash",
+            "no-wildcards-match-slash",
+            "anchored",
+            "no-anchored",
+            "recursion",
+            "no-recursion",
+            "null",
+            "no-null",
+            "verbatim-files-from",
+            "no-verbatim-files-from",
+            "totals",
+            "utc",
+            "verify",
+            "show-transformed-names",
+            "show-stored-names",
+            "show-defaults",
+            "show-omitted-dirs",
+            "sparse",
+            "seek",
+            "no-seek",
+            "interactive",
+            "confirmation",
+            "multi-volume",
+            "incremental",
+            "check-device",
+            "no-check-device",
+            "exclude-vcs",
+            "exclude-vcs-ignores",
+            "exclude-backups",
+            "exclude-caches",
+            "exclude-caches-all",
+            "exclude-caches-under",
+            "full-time",
+            "block-number",
+            "check-links",
+            "delay-directory-restore",
+            "no-delay-directory-restore",
+            "ignore-failed-read",
+            "xattrs",
+            "no-xattrs",
+            "acls",
+            "no-acls",
+            "selinux",
+            "no-selinux",
+            "restrict",
+            "unquote",
+            "no-unquote",
+            "portability",
+            "posix",
+            "old-archive",
+            "concatenate",
+            "catenate",
+            "test-label",
+            "keep-directory-symlink",
+            "one-file-system",
+            "preserve-order",
+            "same-order",
+            "read-full-records",
+            "no-recursion",
         ],
     );
     let items = scan(&args, &spec);
+    c.check_options(a, &items, &spec);
     for item in &items {
         match item {
             Item::Opt { name, .. } if TAR_EXEC.contains(&name.as_str()) => {
@@ -194,8 +316,12 @@ fn tar(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 }
 
 /// unzip: extracts into the current directory or `-d DIR` unless listing, testing or piping.
-fn unzip(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
-    let items = scan(args, &OptionSpec::gnu("dxP", &[], &[]));
+fn unzip(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let spec =
+        OptionSpec::gnu("dxPIO", &[], &[]).flags("ltvZpczfunoqjaabCLMVXKWDTUs0123456789", &[]);
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     let ops = operands(&items);
     if let Some(archive) = ops.first() {
         a.read_path(archive, cwd);
@@ -212,23 +338,61 @@ fn unzip(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 
 /// zip: writes the archive (the first operand); `-T -TT cmd` runs a program; `-m` removes the
 /// files it adds.
-fn zip(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
-    let items = scan(
-        args,
-        &OptionSpec::gnu(
-            "bnitxPO",
-            &[
-                "unzip-command",
-                "temp-path",
-                "password",
-                "output-file",
-                "suffixes",
-                "exclude",
-                "include",
-            ],
-            &[],
-        ),
+fn zip(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let spec = OptionSpec::gnu(
+        "bnitxPOs",
+        &[
+            "unzip-command",
+            "temp-path",
+            "password",
+            "output-file",
+            "suffixes",
+            "exclude",
+            "include",
+            "split-size",
+            "compression-method",
+        ],
+        &[],
+    )
+    .flags(
+        "0123456789rRqvjJmufdeyTlDXAFgkoz@cS$",
+        &[
+            "recurse-paths",
+            "quiet",
+            "verbose",
+            "junk-paths",
+            "move",
+            "update",
+            "freshen",
+            "delete",
+            "encrypt",
+            "symlinks",
+            "test",
+            "to-crlf",
+            "from-crlf",
+            "no-dir-entries",
+            "no-extra",
+            "fix",
+            "fixfix",
+            "grow",
+            "fast",
+            "best",
+            "adjust-sfx",
+            "filesync",
+            "latest-time",
+            "copy-entries",
+            "la",
+            "no-wild",
+            "display-bytes",
+            "display-counts",
+            "display-dots",
+            "display-globaldots",
+            "display-usize",
+        ],
     );
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     if has(&items, &["-T", "--test"])
         && args
             .iter()
@@ -252,7 +416,8 @@ fn zip(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 }
 
 /// 7z: `x`/`e` extract (into `-oDIR` or here), `a`/`u`/`d`/`rn` write the archive, `l`/`t` read.
-fn seven_zip(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+fn seven_zip(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
     let command = args.first().and_then(Arg::lit).unwrap_or("");
     let rest = args.get(1..).unwrap_or(&[]);
     let outdir = rest.iter().find_map(|x| {
@@ -292,23 +457,62 @@ fn seven_zip(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
 
 /// gzip and friends replace each operand with its (de)compressed form unless writing to stdout,
 /// testing or listing.
-fn compressor(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
-    let items = scan(
-        args,
-        &OptionSpec::gnu(
-            "SoTMLDF",
-            &[
-                "suffix",
-                "output",
-                "threads",
-                "memlimit",
-                "format",
-                "patch-from",
-                "dict",
-            ],
-            &["stdout", "to-stdout", "test", "list", "keep"],
-        ),
+fn compressor(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    let spec = OptionSpec::gnu(
+        "SoTMLDFb",
+        &[
+            "suffix",
+            "output",
+            "threads",
+            "memlimit",
+            "format",
+            "patch-from",
+            "dict",
+        ],
+        &[],
+    )
+    .flags(
+        "cdfklLnNqrtvVhzHe0123456789",
+        &[
+            "stdout",
+            "to-stdout",
+            "test",
+            "list",
+            "keep",
+            "decompress",
+            "uncompress",
+            "compress",
+            "force",
+            "license",
+            "no-name",
+            "name",
+            "quiet",
+            "recursive",
+            "rsyncable",
+            "verbose",
+            "fast",
+            "best",
+            "rm",
+            "no-keep",
+            "synchronous",
+            "ultra",
+            "long",
+            "sparse",
+            "no-sparse",
+            "check",
+            "no-check",
+            "extreme",
+            "single-stream",
+            "no-sparse",
+            "robot",
+            "keep-newer",
+            "large",
+            "format-check",
+        ],
     );
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     let ops = operands(&items);
     let read_only = has(
         &items,

@@ -3,6 +3,7 @@
 //! rewrites the input files.
 
 use crate::analysis::{Analysis, Cwd};
+use crate::commands::{Call, Programs};
 use crate::shell::word::Arg;
 
 /// What an awk program does besides printing.
@@ -32,8 +33,14 @@ enum Tok {
     Newline,
 }
 
+/// awk: options load code, write files and edit in place; an option spear does not know is
+/// `SHELL_COMPLEX`.
+pub(crate) const PROGRAMS: &[Programs] =
+    &[Programs::complex(&["awk", "gawk", "mawk", "nawk"], analyse)];
+
 /// Analyses the awk command line.
-pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
     let mut program: Option<String> = None;
     let mut program_given = false;
     let mut in_place = false;
@@ -168,7 +175,7 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd)
             | "-D"
             | "--debug" => {}
             // mawk's and gawk's `-W` carries implementation options, among them `exec FILE`.
-            _ => a.complex(format!("`{name} {opt}` is an option spear does not know")),
+            _ => c.unknown_option(a, &opt),
         }
     }
     if !program_given {

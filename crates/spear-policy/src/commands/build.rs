@@ -11,77 +11,170 @@ use spear_core::{Capability, Refusal};
 
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::options::{OptionSpec, has, operands, scan, values};
+use crate::commands::{Call, Programs};
 use crate::shell::word::Arg;
 
-/// Handles `name` if it is a build tool. Returns false otherwise.
-pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) -> bool {
-    match name {
-        "cargo" => cargo(a, args, cwd),
-        "npm" | "pnpm" | "yarn" | "bun" => node_packages(a, name, args, cwd),
-        "npx" | "pnpx" | "bunx" => {
-            a.needs(Capability::Network);
-            a.complex(format!("`{name}` downloads and runs a package"));
-        }
-        "pip" | "pip3" => pip(a, name, args, cwd),
-        "uv" => uv(a, args, cwd),
-        "make" | "gmake" | "bmake" => make(a, name, args, cwd),
-        "cmake" => cmake(a, args, cwd),
-        "ninja" | "meson" | "scons" | "bazel" | "bazelisk" | "buck" | "buck2" | "pants" => {
-            a.write_path(&Arg::Lit(".".into()), cwd, name);
-        }
-        "go" => go(a, args, cwd),
-        "mvn" | "gradle" => {
-            if !args
-                .iter()
-                .any(|x| matches!(x.lit(), Some("-o" | "--offline")))
-            {
-                a.needs(Capability::Network);
-            }
-            if args
-                .iter()
-                .any(|x| matches!(x.lit(), Some("deploy" | "publish" | "release:perform")))
-            {
-                a.needs(Capability::RemoteWrite);
-                a.refuse(Refusal::no_mode_grants(
-                    Capability::RemoteWrite,
-                    format!("{name} deploy"),
-                ));
-            }
-            a.write_path(&Arg::Lit(".".into()), cwd, name);
-        }
-        "gcc" | "g++" | "cc" | "c++" | "clang" | "clang++" | "rustc" | "javac" | "tcc"
-        | "gfortran" | "as" | "ld" => {
-            compiler(a, name, args, cwd);
-        }
-        "tsc" => {
-            if !args.iter().any(|x| {
-                matches!(
-                    x.lit(),
-                    Some("--noEmit" | "--version" | "-v" | "--help" | "--showConfig")
-                )
-            }) {
-                a.write_path(&Arg::Lit(".".into()), cwd, "tsc");
-            }
-        }
-        "rustfmt" | "gofmt" | "black" | "isort" | "clang-format" | "shfmt" | "autopep8"
-        | "yapf" | "ruff" | "taplo" | "stylua" => {
-            formatter(a, name, args, cwd);
-        }
-        "pytest" | "py.test" | "tox" | "nox" | "jest" | "vitest" | "mocha" | "ava" | "karma"
-        | "phpunit" | "rspec" | "eslint" | "prettier" | "webpack" | "vite" | "rollup"
-        | "esbuild" | "parcel" | "next" | "nuxt" | "gulp" | "grunt" | "rake" | "bundle"
-        | "poetry" | "pdm" | "pipenv" | "hatch" | "composer" | "mix" | "dotnet" | "swift"
-        | "flutter" | "dart" | "deno" | "cabal" | "stack" | "sbt" | "lein" | "opam" | "dune"
-        | "just" | "task" | "mise" | "asdf" | "nix" | "nix-shell" | "direnv" | "pre-commit"
-        | "ansible" | "ansible-playbook" | "mypy" | "pylint" | "flake8" | "bandit" | "coverage" => {
-            a.complex(format!("`{name}` runs project code or configuration"));
-            for arg in args {
-                a.unknown_operand(arg, cwd);
-            }
-        }
-        _ => return false,
+/// The build tools, package managers, compilers and formatters.
+pub(crate) const PROGRAMS: &[Programs] = &[
+    Programs::harmless(&["cargo"], |a, c, cwd| cargo(a, c.args, cwd)),
+    Programs::harmless(&["npm", "pnpm", "yarn", "bun"], |a, c, cwd| {
+        node_packages(a, c.name, c.args, cwd);
+    }),
+    Programs::harmless(&["npx", "pnpx", "bunx"], downloads_and_runs),
+    Programs::harmless(&["pip", "pip3"], |a, c, cwd| pip(a, c.name, c.args, cwd)),
+    Programs::harmless(&["uv"], |a, c, cwd| uv(a, c.args, cwd)),
+    Programs::complex(&["make", "gmake", "bmake"], make),
+    Programs::harmless(&["cmake"], |a, c, cwd| cmake(a, c.args, cwd)),
+    Programs::harmless(
+        &[
+            "ninja", "meson", "scons", "bazel", "bazelisk", "buck", "buck2", "pants",
+        ],
+        build_here,
+    ),
+    Programs::harmless(&["go"], |a, c, cwd| go(a, c.args, cwd)),
+    Programs::harmless(&["mvn", "gradle"], java_build),
+    Programs::harmless(
+        &[
+            "gcc", "g++", "cc", "c++", "clang", "clang++", "rustc", "javac", "tcc", "gfortran",
+            "as", "ld",
+        ],
+        |a, c, cwd| compiler(a, c.name, c.args, cwd),
+    ),
+    Programs::harmless(&["tsc"], tsc),
+    Programs::harmless(
+        &[
+            "rustfmt",
+            "gofmt",
+            "black",
+            "isort",
+            "clang-format",
+            "shfmt",
+            "autopep8",
+            "yapf",
+            "ruff",
+            "taplo",
+            "stylua",
+        ],
+        |a, c, cwd| formatter(a, c.name, c.args, cwd),
+    ),
+    Programs::harmless(
+        &[
+            "pytest",
+            "py.test",
+            "tox",
+            "nox",
+            "jest",
+            "vitest",
+            "mocha",
+            "ava",
+            "karma",
+            "phpunit",
+            "rspec",
+            "eslint",
+            "prettier",
+            "webpack",
+            "vite",
+            "rollup",
+            "esbuild",
+            "parcel",
+            "next",
+            "nuxt",
+            "gulp",
+            "grunt",
+            "rake",
+            "bundle",
+            "poetry",
+            "pdm",
+            "pipenv",
+            "hatch",
+            "composer",
+            "mix",
+            "dotnet",
+            "swift",
+            "flutter",
+            "dart",
+            "deno",
+            "cabal",
+            "stack",
+            "sbt",
+            "lein",
+            "opam",
+            "dune",
+            "just",
+            "task",
+            "mise",
+            "asdf",
+            "nix",
+            "nix-shell",
+            "direnv",
+            "pre-commit",
+            "ansible",
+            "ansible-playbook",
+            "mypy",
+            "pylint",
+            "flake8",
+            "bandit",
+            "coverage",
+        ],
+        project_code,
+    ),
+];
+
+/// npx, pnpx, bunx: download and run a package.
+fn downloads_and_runs(a: &mut Analysis<'_>, c: &Call<'_>, _cwd: &mut Cwd) {
+    let name = c.name;
+    a.needs(Capability::Network);
+    a.complex(format!("`{name}` downloads and runs a package"));
+}
+
+/// Build systems that build in the current directory.
+fn build_here(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let name = c.name;
+    a.write_path(&Arg::Lit(".".into()), cwd, name);
+}
+
+/// mvn and gradle build here, fetching unless offline; deploying is refused.
+fn java_build(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    if !args
+        .iter()
+        .any(|x| matches!(x.lit(), Some("-o" | "--offline")))
+    {
+        a.needs(Capability::Network);
     }
-    true
+    if args
+        .iter()
+        .any(|x| matches!(x.lit(), Some("deploy" | "publish" | "release:perform")))
+    {
+        a.needs(Capability::RemoteWrite);
+        a.refuse(Refusal::no_mode_grants(
+            Capability::RemoteWrite,
+            format!("{name} deploy"),
+        ));
+    }
+    a.write_path(&Arg::Lit(".".into()), cwd, name);
+}
+
+/// tsc writes its outputs unless told not to emit.
+fn tsc(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    if !args.iter().any(|x| {
+        matches!(
+            x.lit(),
+            Some("--noEmit" | "--version" | "-v" | "--help" | "--showConfig")
+        )
+    }) {
+        a.write_path(&Arg::Lit(".".into()), cwd, "tsc");
+    }
+}
+
+/// Tools whose job is to run project code or configuration: `SHELL_COMPLEX`.
+fn project_code(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    a.complex(format!("`{name}` runs project code or configuration"));
+    for arg in args {
+        a.unknown_operand(arg, cwd);
+    }
 }
 
 /// cargo: its global options come before the subcommand; `--config` and `-Z` change what it runs.
@@ -338,7 +431,7 @@ fn node_packages(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
 
 /// pip: installing fetches and runs build code and writes site-packages (a virtual environment
 /// inside the workspace, or somewhere spear cannot see).
-fn pip(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+pub(crate) fn pip(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
     let items = scan(
         args,
         &OptionSpec::gnu(
@@ -494,31 +587,60 @@ fn uv(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 /// `+` recipes), `-q` and `-p` (which prints the database, then builds unless `-q` or `-n`).
 /// Variables on the command line and `--eval` replace what recipes run. Only `--version` and
 /// `--help` read no makefile.
-fn make(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
-    let items = scan(
-        args,
-        &OptionSpec::gnu(
-            "CfIjloWE",
-            &[
-                "directory",
-                "file",
-                "makefile",
-                "include-dir",
-                "jobs",
-                "load-average",
-                "old-file",
-                "assume-old",
-                "what-if",
-                "new-file",
-                "assume-new",
-                "eval",
-                "output-sync",
-                "debug",
-                "jobserver-style",
-            ],
-            &[],
-        ),
+fn make(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    // `-V VAR` is bmake's (print a variable); GNU make has no `-V`.
+    let spec = OptionSpec::gnu(
+        "CfIjloWEV",
+        &[
+            "directory",
+            "file",
+            "makefile",
+            "include-dir",
+            "jobs",
+            "load-average",
+            "old-file",
+            "assume-old",
+            "what-if",
+            "new-file",
+            "assume-new",
+            "eval",
+            "output-sync",
+            "debug",
+            "jobserver-style",
+        ],
+        &[],
+    )
+    .flags(
+        "BdeiknpqrRsStvwhL",
+        &[
+            "always-make",
+            "environment-overrides",
+            "ignore-errors",
+            "keep-going",
+            "just-print",
+            "dry-run",
+            "recon",
+            "print-data-base",
+            "question",
+            "no-builtin-rules",
+            "no-builtin-variables",
+            "silent",
+            "quiet",
+            "no-silent",
+            "no-keep-going",
+            "stop",
+            "touch",
+            "trace",
+            "print-directory",
+            "no-print-directory",
+            "warn-undefined-variables",
+            "check-symlink-times",
+            "shuffle",
+        ],
     );
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     // GNU make's `-v` and `-h` are `--version` and `--help`; bmake's `-v`/`-V` print variables of
     // the makefile it reads.
     let no_makefile: &[&str] = if name == "bmake" {

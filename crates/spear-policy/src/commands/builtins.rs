@@ -10,167 +10,205 @@
 use std::path::Path;
 
 use crate::analysis::{Analysis, Cwd};
+use crate::commands::{Call, Programs};
 use crate::env_rules;
 use crate::shell::arith;
 use crate::shell::walk::Stdin;
 use crate::shell::word::Arg;
 
-/// Handles `name` if it is a builtin spear analyses specially. Returns false otherwise.
-pub(crate) fn analyse(
-    a: &mut Analysis<'_>,
-    name: &str,
-    args: &[Arg],
-    cwd: &mut Cwd,
-    stdin: &Stdin,
-) -> bool {
-    match name {
-        "cd" | "pushd" => change_dir(a, name, args, cwd),
-        "popd" => *cwd = Cwd::Unknown,
-        "eval" => {
-            a.complex("eval runs text as code");
-            if let Some(text) = join_literal(args) {
-                a.analyse_nested(&text, cwd, "eval");
-            }
-        }
-        "source" | "." => {
-            a.complex(format!(
-                "`{name}` runs the commands of a file in this shell"
-            ));
-            if let Some(file) = args.first() {
-                a.read_path(file, cwd);
-            }
-        }
-        "exec" => {
-            // `exec cmd args` replaces the shell with cmd; options -a NAME, -c, -l.
-            let mut rest = args;
-            while let Some(first) = rest.first().and_then(Arg::lit) {
-                match first {
-                    "-c" | "-l" | "-cl" | "-lc" => rest = &rest[1..],
-                    "-a" => rest = rest.get(2..).unwrap_or(&[]),
-                    "--" => {
-                        rest = &rest[1..];
-                        break;
-                    }
-                    _ => break,
-                }
-            }
-            a.run_words(rest.to_vec(), cwd, stdin.clone());
-        }
-        "command" | "builtin" => {
-            let mut rest = args;
-            let mut lookup_only = false;
-            while let Some(first) = rest.first().and_then(Arg::lit) {
-                if name == "command" && first.starts_with('-') && first.len() > 1 {
-                    lookup_only |= first.contains('v') || first.contains('V');
-                    rest = &rest[1..];
-                } else {
-                    break;
-                }
-            }
-            if !lookup_only {
-                a.run_words(rest.to_vec(), cwd, stdin.clone());
-            }
-        }
-        "trap" => trap(a, args, cwd),
-        "printf" => {
-            // `printf -v NAME` (or `-vNAME`) assigns; a subscript in NAME is evaluated.
-            let parsed = BuiltinArgs::scan(args, "v");
-            for name in parsed.values('v') {
-                assigned_name(a, "printf -v", name);
-            }
-            parsed.unknown_options_could_name(a, "printf");
-        }
-        "test" | "[" => test(a, args, cwd),
-        "read" => {
-            let parsed = BuiltinArgs::scan(args, "adinNptu");
-            for name in parsed.values('a').chain(parsed.operands.iter()) {
-                assigned_name(a, "read", name);
-            }
-            parsed.unknown_options_could_name(a, "read");
-        }
-        "mapfile" | "readarray" => {
-            let parsed = BuiltinArgs::scan(args, "dunOsCc");
-            if parsed.has('C') {
-                a.complex(format!("`{name} -C` runs a callback"));
-            }
-            for array in &parsed.operands {
-                assigned_name(a, name, array);
-            }
-            parsed.unknown_options_could_name(a, name);
-        }
-        "wait" => {
-            // `wait -p NAME` assigns the id of the job that ended.
-            let parsed = BuiltinArgs::scan(args, "p");
-            for name in parsed.values('p') {
-                assigned_name(a, "wait -p", name);
-            }
-            parsed.unknown_options_could_name(a, "wait");
-        }
-        "getopts" => {
-            // `getopts OPTSTRING NAME [ARG...]` assigns NAME (and OPTARG, OPTIND).
-            if let Some(var) = args.get(1) {
-                assigned_name(a, "getopts", var);
-            }
-        }
-        "hash" => hash(a, args, cwd),
-        "enable" => enable(a, args, cwd),
-        "jobs" => jobs(a, args, cwd, stdin),
-        "export" | "declare" | "typeset" | "local" | "readonly" => declare(a, name, args),
-        "unset" => unset(a, args),
-        "let" => {
-            for arg in args {
-                match arg.lit() {
-                    Some(expr) => a.check_arithmetic(expr, cwd),
-                    None => a.complex("let evaluates arithmetic known only at run time"),
-                }
-            }
-        }
-        "set" => {
-            // `set -e`, `set -o pipefail`, `set -- args` change nothing outside the shell; `set -a`
-            // (`-o allexport`) exports every later assignment.
-            let mut words = args.iter().map(Arg::lit);
-            let mut allexport = false;
-            while let Some(word) = words.next() {
-                match word {
-                    None => allexport = true,
-                    Some("--") => break,
-                    Some("-o") => {
-                        allexport |= words
-                            .next()
-                            .is_none_or(|o| o.is_none_or(|o| o == "allexport"));
-                    }
-                    Some(t) if t.starts_with('-') && !t.starts_with("--") => {
-                        allexport |= t.contains('a');
-                    }
-                    Some(_) => {}
-                }
-            }
-            if allexport {
-                a.allexport = true;
-            }
-        }
-        "shopt" | "alias" | "unalias" | "bind" | "fc" | "history" | "complete" | "compgen"
-        | "compopt" | "coproc" => {
-            if !args.is_empty() || matches!(name, "fc") {
-                a.complex(format!(
-                    "`{name}` changes how the shell parses or runs later commands"
-                ));
-            }
-        }
-        "kill" | "pkill" | "killall" => {
-            a.complex(format!(
-                "`{name}` signals processes (only the sandbox's own are visible)"
-            ));
-        }
-        _ => return false,
+/// The builtins spear analyses specially. Their options run nothing and write no file, except
+/// those each analyser handles.
+pub(crate) const PROGRAMS: &[Programs] = &[
+    Programs::harmless(&["cd", "pushd"], |a, c, cwd| {
+        change_dir(a, c.name, c.args, cwd);
+    }),
+    Programs::harmless(&["popd"], |_, _, cwd| *cwd = Cwd::Unknown),
+    Programs::harmless(&["eval"], eval),
+    Programs::harmless(&["source", "."], source),
+    Programs::harmless(&["exec"], exec),
+    Programs::harmless(&["command", "builtin"], command),
+    Programs::harmless(&["trap"], |a, c, cwd| trap(a, c.args, cwd)),
+    Programs::harmless(&["printf"], printf),
+    Programs::harmless(&["test", "["], |a, c, cwd| test(a, c.args, cwd)),
+    Programs::harmless(&["read"], read),
+    Programs::harmless(&["mapfile", "readarray"], mapfile),
+    Programs::harmless(&["wait"], wait),
+    Programs::harmless(&["getopts"], getopts),
+    Programs::harmless(&["hash"], |a, c, cwd| hash(a, c.args, cwd)),
+    Programs::harmless(&["enable"], |a, c, cwd| enable(a, c.args, cwd)),
+    Programs::harmless(&["jobs"], |a, c, cwd| jobs(a, c.args, cwd, c.stdin)),
+    Programs::harmless(
+        &["export", "declare", "typeset", "local", "readonly"],
+        |a, c, _| declare(a, c.name, c.args),
+    ),
+    Programs::harmless(&["unset"], |a, c, _| unset(a, c.args)),
+    Programs::harmless(&["let"], let_),
+    Programs::harmless(&["set"], set),
+    Programs::harmless(
+        &[
+            "shopt", "alias", "unalias", "bind", "fc", "history", "complete", "compgen", "compopt",
+            "coproc",
+        ],
+        shell_state,
+    ),
+    Programs::harmless(&["kill", "pkill", "killall"], |a, c, _| {
+        a.complex(format!(
+            "`{}` signals processes (only the sandbox's own are visible)",
+            c.name
+        ));
+    }),
+];
+
+/// `eval ARGS`: the words joined are run as code.
+fn eval(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    a.complex("eval runs text as code");
+    if let Some(text) = join_literal(c.args) {
+        a.analyse_nested(&text, cwd, "eval");
     }
-    true
+}
+
+/// `source FILE`: the commands of a file run in this shell.
+fn source(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    a.complex(format!(
+        "`{}` runs the commands of a file in this shell",
+        c.name
+    ));
+    if let Some(file) = c.args.first() {
+        a.read_path(file, cwd);
+    }
+}
+
+/// `exec cmd args` replaces the shell with cmd; options -a NAME, -c, -l.
+fn exec(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let mut rest = c.args;
+    while let Some(first) = rest.first().and_then(Arg::lit) {
+        match first {
+            "-c" | "-l" | "-cl" | "-lc" => rest = &rest[1..],
+            "-a" => rest = rest.get(2..).unwrap_or(&[]),
+            "--" => {
+                rest = &rest[1..];
+                break;
+            }
+            _ => break,
+        }
+    }
+    a.run_words(rest.to_vec(), cwd, c.stdin.clone());
+}
+
+/// `command [-pVv] cmd args` runs cmd (`-v`/`-V` only look it up); `builtin cmd args`.
+fn command(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let mut rest = c.args;
+    let mut lookup_only = false;
+    while let Some(first) = rest.first().and_then(Arg::lit) {
+        if c.name == "command" && first.starts_with('-') && first.len() > 1 {
+            lookup_only |= first.contains('v') || first.contains('V');
+            rest = &rest[1..];
+        } else {
+            break;
+        }
+    }
+    if !lookup_only {
+        a.run_words(rest.to_vec(), cwd, c.stdin.clone());
+    }
+}
+
+/// `printf -v NAME` (or `-vNAME`) assigns; a subscript in NAME is evaluated.
+fn printf(a: &mut Analysis<'_>, c: &Call<'_>, _cwd: &mut Cwd) {
+    let parsed = BuiltinArgs::scan(c.args, "v");
+    for name in parsed.values('v') {
+        assigned_name(a, "printf -v", name);
+    }
+    parsed.unknown_options_could_name(a, "printf");
+}
+
+/// `read [-a ARRAY] NAME...` assigns each NAME.
+fn read(a: &mut Analysis<'_>, c: &Call<'_>, _cwd: &mut Cwd) {
+    let parsed = BuiltinArgs::scan(c.args, "adinNptu");
+    for name in parsed.values('a').chain(parsed.operands.iter()) {
+        assigned_name(a, "read", name);
+    }
+    parsed.unknown_options_could_name(a, "read");
+}
+
+/// `mapfile ARRAY` assigns ARRAY; `-C CALLBACK` runs code.
+fn mapfile(a: &mut Analysis<'_>, c: &Call<'_>, _cwd: &mut Cwd) {
+    let name = c.name;
+    let parsed = BuiltinArgs::scan(c.args, "dunOsCc");
+    if parsed.has('C') {
+        a.complex(format!("`{name} -C` runs a callback"));
+    }
+    for array in &parsed.operands {
+        assigned_name(a, name, array);
+    }
+    parsed.unknown_options_could_name(a, name);
+}
+
+/// `wait -p NAME` assigns the id of the job that ended.
+fn wait(a: &mut Analysis<'_>, c: &Call<'_>, _cwd: &mut Cwd) {
+    let parsed = BuiltinArgs::scan(c.args, "p");
+    for name in parsed.values('p') {
+        assigned_name(a, "wait -p", name);
+    }
+    parsed.unknown_options_could_name(a, "wait");
+}
+
+/// `getopts OPTSTRING NAME [ARG...]` assigns NAME (and OPTARG, OPTIND).
+fn getopts(a: &mut Analysis<'_>, c: &Call<'_>, _cwd: &mut Cwd) {
+    if let Some(var) = c.args.get(1) {
+        assigned_name(a, "getopts", var);
+    }
+}
+
+/// `let EXPR...` evaluates arithmetic, which can run command substitutions in subscripts.
+fn let_(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    for arg in c.args {
+        match arg.lit() {
+            Some(expr) => a.check_arithmetic(expr, cwd),
+            None => a.complex("let evaluates arithmetic known only at run time"),
+        }
+    }
+}
+
+/// `set -e`, `set -o pipefail`, `set -- args` change nothing outside the shell; `set -a`
+/// (`-o allexport`) exports every later assignment.
+fn set(a: &mut Analysis<'_>, c: &Call<'_>, _cwd: &mut Cwd) {
+    let mut words = c.args.iter().map(Arg::lit);
+    let mut allexport = false;
+    while let Some(word) = words.next() {
+        match word {
+            None => allexport = true,
+            Some("--") => break,
+            Some("-o") => {
+                allexport |= words
+                    .next()
+                    .is_none_or(|o| o.is_none_or(|o| o == "allexport"));
+            }
+            Some(t) if t.starts_with('-') && !t.starts_with("--") => {
+                allexport |= t.contains('a');
+            }
+            Some(_) => {}
+        }
+    }
+    if allexport {
+        a.allexport = true;
+    }
+}
+
+/// `shopt`, `alias`, `bind`...: with arguments they change how the shell parses or runs later
+/// commands.
+fn shell_state(a: &mut Analysis<'_>, c: &Call<'_>, _cwd: &mut Cwd) {
+    if !c.args.is_empty() || matches!(c.name, "fc") {
+        a.complex(format!(
+            "`{}` changes how the shell parses or runs later commands",
+            c.name
+        ));
+    }
 }
 
 /// `cd DIR`: moves the shell, as bash's logical `cd` does (`..` folded lexically; the directory
 /// entered is vetted as a read, so a `..` that leaves the roots is judged as the absolute path it
 /// names); a directory known only at run time leaves the working directory unknown.
-fn change_dir(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &mut Cwd) {
+pub(crate) fn change_dir(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &mut Cwd) {
     let operands: Vec<&Arg> = args
         .iter()
         .filter(|x| {

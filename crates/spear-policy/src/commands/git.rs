@@ -12,6 +12,7 @@ use spear_core::{Capability, Refusal};
 
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
+use crate::commands::{Call, Programs, UnknownOptions};
 use crate::shell::word::Arg;
 
 /// Subcommands that only read the repository.
@@ -162,6 +163,346 @@ const EXEC_OPTIONS: &[&str] = &[
     "--exec-path",
 ];
 
+/// git's global options without a value, which run nothing (`-c`, `-C`, `--git-dir`... are
+/// handled one by one).
+const GLOBAL_FLAGS: &[&str] = &[
+    "-P",
+    "--no-pager",
+    "--bare",
+    "--no-replace-objects",
+    "--no-lazy-fetch",
+    "--no-optional-locks",
+    "--no-advice",
+    "--literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+    "--html-path",
+    "--man-path",
+    "--info-path",
+    "--exec-path",
+];
+
+/// The options of the read-only subcommands (log, diff, show, status, grep, blame, ls-files...)
+/// that only choose what is shown (with or without a value): any other one is `SHELL_COMPLEX`, since a subcommand option can
+/// run a program (`--ext-diff`, `-O`) or write a file (`--output`). `--no-X` forms only turn
+/// things off and are all accepted.
+const READ_LONG: &[&str] = &[
+    "abbrev",
+    "abbrev-commit",
+    "after",
+    "all",
+    "all-match",
+    "ancestry-path",
+    "author",
+    "author-date-order",
+    "basic-regexp",
+    "before",
+    "binary",
+    "boundary",
+    "branch",
+    "branches",
+    "break-rewrites",
+    "cached",
+    "cc",
+    "check",
+    "cherry",
+    "cherry-mark",
+    "cherry-pick",
+    "children",
+    "color",
+    "color-moved",
+    "color-words",
+    "column",
+    "combined-all-paths",
+    "committer",
+    "compact-summary",
+    "contains",
+    "count",
+    "cumulative",
+    "date",
+    "date-order",
+    "decorate",
+    "decorate-refs",
+    "decorate-refs-exclude",
+    "default",
+    "deleted",
+    "dense",
+    "dereference",
+    "diff-algorithm",
+    "diff-filter",
+    "diff-merges",
+    "directory",
+    "dirstat",
+    "dirstat-by-file",
+    "dst-prefix",
+    "email",
+    "empty",
+    "error-unmatch",
+    "exclude",
+    "exclude-standard",
+    "exclude-per-directory",
+    "exists",
+    "expand-tabs",
+    "extended-regexp",
+    "find-copies",
+    "find-copies-harder",
+    "find-renames",
+    "first-parent",
+    "fixed-strings",
+    "follow",
+    "format",
+    "full-diff",
+    "full-history",
+    "full-index",
+    "full-name",
+    "full-tree",
+    "function-context",
+    "git-dir",
+    "git-common-dir",
+    "glob",
+    "graph",
+    "grep",
+    "grep-reflog",
+    "heads",
+    "histogram",
+    "ignore-all-space",
+    "ignore-blank-lines",
+    "ignore-case",
+    "ignore-cr-at-eol",
+    "ignore-matching-lines",
+    "ignore-space-at-eol",
+    "ignore-space-change",
+    "ignore-submodules",
+    "ignored",
+    "incremental",
+    "indent-heuristic",
+    "inter-hunk-context",
+    "invert-grep",
+    "is-ancestor",
+    "is-bare-repository",
+    "is-inside-git-dir",
+    "is-inside-work-tree",
+    "is-shallow-repository",
+    "killed",
+    "left-only",
+    "left-right",
+    "line-number",
+    "line-porcelain",
+    "local",
+    "log-size",
+    "long",
+    "mailmap",
+    "max-count",
+    "max-depth",
+    "max-parents",
+    "merge",
+    "merged",
+    "merges",
+    "min-parents",
+    "minimal",
+    "modified",
+    "name-only",
+    "name-status",
+    "null",
+    "numbered",
+    "numstat",
+    "object-only",
+    "oneline",
+    "only-matching",
+    "others",
+    "parents",
+    "patch",
+    "patch-with-raw",
+    "patch-with-stat",
+    "patience",
+    "perl-regexp",
+    "pickaxe-all",
+    "pickaxe-regex",
+    "points-at",
+    "porcelain",
+    "pretty",
+    "quiet",
+    "raw",
+    "recurse-submodules",
+    "reflog",
+    "refs",
+    "relative",
+    "relative-date",
+    "remotes",
+    "remove-empty",
+    "reverse",
+    "right-only",
+    "root",
+    "shortstat",
+    "show",
+    "show-cdup",
+    "show-current",
+    "show-email",
+    "show-linear-break",
+    "show-name",
+    "show-notes",
+    "show-number",
+    "show-prefix",
+    "show-pulls",
+    "show-signature",
+    "show-stash",
+    "show-stats",
+    "show-superproject-working-tree",
+    "show-toplevel",
+    "simplify-by-decoration",
+    "simplify-merges",
+    "since",
+    "since-as-filter",
+    "single-worktree",
+    "sort",
+    "source",
+    "sparse",
+    "src-prefix",
+    "stage",
+    "staged",
+    "stat",
+    "stat-count",
+    "stat-graph-width",
+    "stat-name-width",
+    "stat-width",
+    "stdin",
+    "submodule",
+    "summary",
+    "symbolic",
+    "symbolic-full-name",
+    "tags",
+    "text",
+    "textconv-off",
+    "topo-order",
+    "tree",
+    "unified",
+    "until",
+    "untracked-files",
+    "verbose",
+    "verify",
+    "walk-reflogs",
+    "word-diff",
+    "word-diff-regex",
+    "with-tree",
+    "ws-error-highlight",
+    "z",
+    "ignore-other",
+    "full",
+    "strict",
+    "unreachable",
+    "dangling",
+    "connectivity-only",
+    "lost-found-off",
+    "no-reflogs",
+    "progress",
+    "name",
+    "refs-only",
+    "annotate-stdin",
+    "undefined",
+    "always",
+    "candidates",
+    "match",
+    "first-parent-only",
+    "exact-match",
+    "dirty",
+    "broken",
+    "batch",
+    "batch-check",
+    "batch-all-objects",
+    "buffer",
+    "unordered",
+    "allow-unknown-type",
+    "follow-symlinks",
+    "mode",
+    "width",
+    "indent",
+    "padding",
+    "nl",
+    "raw-mode",
+    "short",
+    "ahead-behind",
+    "renames",
+    "find-object",
+    "anchored",
+    "rotate-to",
+    "skip-to",
+    "skip",
+    "and",
+    "or",
+    "not",
+    "all-match-off",
+    "threads",
+    "untracked",
+    "no-index-off",
+    "heading",
+    "break",
+    "files-with-matches",
+    "files-without-match",
+    "name-only-off",
+    "function-context",
+    "max-count",
+    "word-regexp",
+    "invert-match",
+    "count",
+    "only-matching",
+    "column-off",
+    "show-function",
+    "recursive",
+    "color-by-age",
+    "line-porcelain",
+    "incremental",
+    "root",
+    "show-stats",
+    "score-debug",
+    "ignore-rev",
+    "ignore-revs-file",
+    "deduplicate",
+    "eol",
+    "format-patch",
+    "exclude-hidden",
+    "bisect",
+    "sparse-index",
+    "abbrev-ref",
+    "verify-only",
+    "sq",
+    "sq-quote",
+    "local-env-vars",
+    "path-format",
+    "shared-index-path",
+    "absolute-git-dir",
+    "resolve-git-dir",
+    "git-path",
+    "show-object-format",
+    "show-ref-format",
+    "since-cutoff",
+    "object-format",
+    "keep-dashdash",
+    "stop-at-non-option",
+    "parseopt",
+    "revs-only",
+    "no-revs",
+    "flags",
+    "no-flags",
+    "remotes-only",
+    "head",
+    "hash",
+    "contents-off",
+    "normalize",
+    "current",
+    "sha1-name",
+    "more",
+    "topics",
+    "independent",
+    "merge-base",
+    "allow-onelevel",
+    "refspec-pattern",
+];
+
+/// The short options of the read-only subcommands: letters and counts (`-5`) that choose what is
+/// shown (`grep -O`, which runs a pager, is judged on its own).
+const READ_SHORT: &str = "0123456789abcdefghiklmnopqrstuvwxzABCDEFGHIKLMNOPRSTUVWXZ";
+
 /// How subcommand options are read: git accepts unique prefixes of long options, and a value
 /// attached with `=` or as the next argument.
 const SUBCOMMAND_OPTIONS: OptionSpec = OptionSpec::gnu(
@@ -192,8 +533,12 @@ const SUBCOMMAND_OPTIONS: OptionSpec = OptionSpec::gnu(
     ],
 );
 
+/// git: an option spear does not know could be one that runs a program or writes a file.
+pub(crate) const PROGRAMS: &[Programs] = &[Programs::complex(&["git"], analyse)];
+
 /// Analyses a git command line.
-pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
     let mut dir = cwd.clone();
     let mut i = 0;
     let mut git_dir: Option<Arg> = None;
@@ -229,13 +574,7 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
                 Some(target) => {
                     a.read_path(&target, &dir);
                     let mut moved = dir.clone();
-                    crate::commands::builtins::analyse(
-                        a,
-                        "cd",
-                        &[target],
-                        &mut moved,
-                        &crate::shell::walk::Stdin::Inherited,
-                    );
+                    crate::commands::builtins::change_dir(a, "cd", &[target], &mut moved);
                     dir = moved;
                 }
                 None => return,
@@ -250,7 +589,8 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
                 let _ = value(&mut i);
             }
             "--version" | "--help" | "-h" | "-v" => return,
-            _ => {}
+            _ if GLOBAL_FLAGS.contains(&name) => {}
+            _ => c.unknown_option(a, t),
         }
     }
     let Some(sub_arg) = args.get(i) else { return };
@@ -271,6 +611,9 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             )),
             _ => {}
         }
+    }
+    if READ_ONLY.contains(&sub) && c.unknown_options == UnknownOptions::Complex {
+        read_options(a, sub, &items);
     }
     let repo = git_dir.unwrap_or(Arg::Lit(".".into()));
     for out in values(&items, &["--output"]) {
@@ -380,6 +723,24 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             a.complex(format!(
                 "`git {sub}` is not a git command spear knows (it may be an alias)"
             ));
+        }
+    }
+}
+
+/// The options of a read-only subcommand: one not in [`READ_LONG`] or [`READ_SHORT`] could run a
+/// program or write a file, which the subcommand's own analysis has not seen.
+fn read_options(a: &mut Analysis<'_>, sub: &str, items: &[Item]) {
+    for item in items {
+        let Item::Opt { name, .. } = item else {
+            continue;
+        };
+        let known = match name.strip_prefix("--") {
+            Some(long) => long.starts_with("no-") || READ_LONG.contains(&long),
+            None => name.chars().nth(1).is_some_and(|c| READ_SHORT.contains(c)),
+        } || EXEC_OPTIONS.contains(&name.as_str())
+            || SUBCOMMAND_OPTIONS.knows(name);
+        if !known {
+            crate::commands::unknown_option(a, &format!("git {sub}"), name);
         }
     }
 }

@@ -3,27 +3,38 @@
 //! so `python3 -c "open('/etc/x','w')"` is refused as a write outside the roots.
 
 use crate::analysis::{Analysis, Cwd};
-use crate::commands::build;
+use crate::commands::{Call, Naming, Programs, build};
 use crate::shell::walk::Stdin;
 use crate::shell::word::Arg;
 
-/// Handles `name` if it is an interpreter. Returns false otherwise.
-pub(crate) fn analyse(
-    a: &mut Analysis<'_>,
-    name: &str,
-    args: &[Arg],
-    cwd: &Cwd,
-    stdin: &Stdin,
-) -> bool {
-    let family = family(name);
-    let Some(family) = family else { return false };
+/// The interpreters, each also under a versioned name (`python3.11`). Running code is
+/// `SHELL_COMPLEX` whatever the options.
+pub(crate) const PROGRAMS: &[Programs] = &[Programs::harmless(
+    &[
+        "python", "pypy", "pypy3", "node", "nodejs", "perl", "ruby", "irb", "php", "lua", "luajit",
+        "julia", "Rscript", "R", "tclsh", "wish", "expect", "java", "jshell", "groovy", "kotlin",
+        "scala", "clojure", "elixir", "erl", "escript", "ghci", "runghc", "ocaml", "guile",
+        "racket", "sbcl", "swipl", "bb", "tsx", "ts-node",
+    ],
+    interpret,
+)
+.named(Naming::Versioned)];
+
+/// Analyses an interpreter's command line: the program it runs (inline, a file, a module or its
+/// input) and the files it edits in place.
+fn interpret(a: &mut Analysis<'_>, call: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args, stdin) = (call.name, call.args, call.stdin);
+    let Some(family) = family(name) else {
+        a.complex(format!("`{name}` is not an interpreter spear knows"));
+        return;
+    };
     let version_only = args.len() == 1
         && matches!(
             args[0].lit(),
             Some("--version" | "-V" | "-v" | "-version" | "--help" | "-h")
         );
     if version_only {
-        return true;
+        return;
     }
     let mut i = 0;
     let mut program_seen = false;
@@ -37,7 +48,7 @@ pub(crate) fn analyse(
                 continue;
             }
             a.complex(format!("{name} runs code known only at run time"));
-            return true;
+            return;
         };
         if program_seen || text == "-" || !text.starts_with('-') {
             if program_seen {
@@ -82,7 +93,7 @@ pub(crate) fn analyse(
                     for f in &args[i..] {
                         a.read_path(f, cwd);
                     }
-                    return true;
+                    return;
                 }
                 ("node", "require" | "import" | "loader" | "experimental-loader")
                     if inline.is_none() =>
@@ -118,7 +129,7 @@ pub(crate) fn analyse(
                 Letter::Module => {
                     let module = next_value(&mut i).unwrap_or_default();
                     python_module(a, name, &module, args.get(i..).unwrap_or(&[]), cwd);
-                    return true;
+                    return;
                 }
                 Letter::InPlace => {
                     in_place = Some(rest.clone());
@@ -140,7 +151,7 @@ pub(crate) fn analyse(
                     for f in &args[i..] {
                         a.read_path(f, cwd);
                     }
-                    return true;
+                    return;
                 }
                 Letter::Flag => {
                     if family == "php" && flag == 'S' {
@@ -159,7 +170,6 @@ pub(crate) fn analyse(
             _ => a.complex(format!("{name} runs a program read from its input")),
         }
     }
-    true
 }
 
 /// What a short option letter means to an interpreter.
@@ -249,7 +259,7 @@ fn family(name: &str) -> Option<&'static str> {
 fn python_module(a: &mut Analysis<'_>, name: &str, module: &str, rest: &[Arg], cwd: &Cwd) {
     match module {
         "pip" => {
-            build::analyse(a, "pip", rest, cwd);
+            build::pip(a, "pip", rest, cwd);
         }
         "venv" | "virtualenv" => match rest.iter().rfind(|x| !x.display().starts_with('-')) {
             Some(dir) => a.write_path(dir, cwd, &format!("{name} -m venv")),
@@ -383,5 +393,9 @@ mod tests {
         }
         assert_eq!(family("python3.11"), Some("python"));
         assert_eq!(family("cat"), None);
+        // The table lists the same names the families know.
+        for name in PROGRAMS.iter().flat_map(|p| p.names.iter()) {
+            assert!(family(name).is_some(), "{name}");
+        }
     }
 }

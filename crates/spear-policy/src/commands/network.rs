@@ -4,39 +4,77 @@ use spear_core::{Capability, Refusal};
 
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
+use crate::commands::{Call, Programs};
 use crate::shell::word::Arg;
 
-/// Handles `name` if it is a network program. Returns false otherwise.
-pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) -> bool {
-    match name {
-        "curl" => curl(a, args, cwd),
-        "wget" | "wget2" => wget(a, name, args, cwd),
-        "ping" | "ping6" | "traceroute" | "tracepath" | "mtr" | "dig" | "nslookup" | "host"
-        | "whois" | "drill" | "kdig" | "delv" | "tldr" => a.needs(Capability::Network),
-        "nc" | "ncat" | "netcat" | "socat" | "telnet" | "ftp" | "tftp" | "lftp" | "nmap"
-        | "http" | "https" | "xh" | "aria2c" | "lynx" | "w3m" | "links" | "elinks" | "httpie"
-        | "websocat" | "grpcurl" | "openssl" => {
-            a.needs(Capability::Network);
-            a.complex(format!(
-                "`{name}` can run commands or write files on the network's behalf"
-            ));
-            for arg in args {
-                a.unknown_operand(arg, cwd);
-            }
-        }
-        "ssh" | "scp" | "sftp" | "sshfs" | "ssh-copy-id" | "ssh-keygen" | "ssh-add"
-        | "ssh-agent" | "ssh-keyscan" | "mosh" | "autossh" | "sshpass" => {
+/// The network programs.
+pub(crate) const PROGRAMS: &[Programs] = &[
+    Programs::complex(&["curl"], curl),
+    Programs::complex(&["wget", "wget2"], wget),
+    Programs::harmless(
+        &[
+            "ping",
+            "ping6",
+            "traceroute",
+            "tracepath",
+            "mtr",
+            "dig",
+            "nslookup",
+            "host",
+            "whois",
+            "drill",
+            "kdig",
+            "delv",
+            "tldr",
+        ],
+        |a, _, _| a.needs(Capability::Network),
+    ),
+    Programs::harmless(
+        &[
+            "nc", "ncat", "netcat", "socat", "telnet", "ftp", "tftp", "lftp", "nmap", "http",
+            "https", "xh", "aria2c", "lynx", "w3m", "links", "elinks", "httpie", "websocat",
+            "grpcurl", "openssl",
+        ],
+        clients,
+    ),
+    Programs::harmless(
+        &[
+            "ssh",
+            "scp",
+            "sftp",
+            "sshfs",
+            "ssh-copy-id",
+            "ssh-keygen",
+            "ssh-add",
+            "ssh-agent",
+            "ssh-keyscan",
+            "mosh",
+            "autossh",
+            "sshpass",
+        ],
+        |a, c, _| {
             a.needs(Capability::Ssh);
-            a.refuse(Refusal::no_mode_grants(Capability::Ssh, name));
-        }
-        _ => return false,
+            a.refuse(Refusal::no_mode_grants(Capability::Ssh, c.name));
+        },
+    ),
+];
+
+/// Clients that can run commands or write files on the network's behalf: `SHELL_COMPLEX`.
+fn clients(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    a.needs(Capability::Network);
+    a.complex(format!(
+        "`{}` can run commands or write files on the network's behalf",
+        c.name
+    ));
+    for arg in c.args {
+        a.unknown_operand(arg, cwd);
     }
-    true
 }
 
 /// curl: writes `-o`/`--output`, `-O` (into the current directory or `--output-dir`), `-D`,
 /// `-c`, `--trace` and friends; `-K` reads a config that can set all of these.
-fn curl(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+fn curl(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
     let spec = OptionSpec {
         short_values: "oDcKTbdFHAeEuUXxrwYyzCQtmP",
         long_values: &[
@@ -95,12 +133,86 @@ fn curl(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             "json",
             "variable",
         ],
-        long_flags: &["remote-name", "remote-name-all", "netrc", "netrc-optional"],
+        long_flags: &[
+            "remote-name",
+            "remote-name-all",
+            "netrc",
+            "netrc-optional",
+            "silent",
+            "show-error",
+            "location",
+            "location-trusted",
+            "fail",
+            "fail-with-body",
+            "fail-early",
+            "head",
+            "include",
+            "insecure",
+            "verbose",
+            "remote-header-name",
+            "compressed",
+            "http1.0",
+            "http1.1",
+            "http2",
+            "http2-prior-knowledge",
+            "http3",
+            "ipv4",
+            "ipv6",
+            "globoff",
+            "get",
+            "junk-session-cookies",
+            "list-only",
+            "manual",
+            "proxytunnel",
+            "remote-time",
+            "parallel",
+            "append",
+            "use-ascii",
+            "no-progress-meter",
+            "progress-bar",
+            "create-dirs",
+            "ssl",
+            "ssl-reqd",
+            "tlsv1",
+            "tlsv1.0",
+            "tlsv1.1",
+            "tlsv1.2",
+            "tlsv1.3",
+            "raw",
+            "no-buffer",
+            "no-keepalive",
+            "retry-all-errors",
+            "retry-connrefused",
+            "styled-output",
+            "no-styled-output",
+            "digest",
+            "basic",
+            "ntlm",
+            "negotiate",
+            "anyauth",
+            "path-as-is",
+            "disable",
+            "no-sessionid",
+            "tr-encoding",
+            "ssl-no-revoke",
+            "crlf",
+            "sslv2",
+            "sslv3",
+            "no-alpn",
+            "no-npn",
+            "tcp-nodelay",
+            "tcp-fastopen",
+            "next",
+            "trace-time",
+            "trace-ids",
+        ],
+        short_flags: "sSLfIikvOJnN#0123456ghGjlMpqRZaBV",
         gnu_prefixes: false,
         stop_at_operand: false,
     };
     a.needs(Capability::Network);
     let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     for item in &items {
         if let Item::Unknown(arg) = item {
             a.complex(format!(
@@ -194,49 +306,98 @@ fn curl(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 
 /// wget: saves into the current directory (or `-P DIR`) unless `-O -` or `--spider`; `-e` runs
 /// wgetrc commands, which can change all of that.
-fn wget(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
-    let items = scan(
-        args,
-        &OptionSpec::gnu(
-            "OoaPieUtTwQlADIXRBh",
-            &[
-                "output-document",
-                "output-file",
-                "append-output",
-                "directory-prefix",
-                "input-file",
-                "execute",
-                "user-agent",
-                "tries",
-                "timeout",
-                "wait",
-                "quota",
-                "level",
-                "accept",
-                "reject",
-                "domains",
-                "include-directories",
-                "exclude-directories",
-                "base",
-                "post-file",
-                "post-data",
-                "body-file",
-                "config",
-                "header",
-                "user",
-                "password",
-                "load-cookies",
-                "save-cookies",
-                "ca-certificate",
-                "certificate",
-                "private-key",
-                "default-page",
-                "referer",
-                "limit-rate",
-            ],
-            &["spider"],
-        ),
+fn wget(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    let spec = OptionSpec::gnu(
+        "OoaPieUtTwQlADIXRBh",
+        &[
+            "output-document",
+            "output-file",
+            "append-output",
+            "directory-prefix",
+            "input-file",
+            "execute",
+            "user-agent",
+            "tries",
+            "timeout",
+            "wait",
+            "quota",
+            "level",
+            "accept",
+            "reject",
+            "domains",
+            "include-directories",
+            "exclude-directories",
+            "base",
+            "post-file",
+            "post-data",
+            "body-file",
+            "config",
+            "header",
+            "user",
+            "password",
+            "load-cookies",
+            "save-cookies",
+            "ca-certificate",
+            "certificate",
+            "private-key",
+            "default-page",
+            "referer",
+            "limit-rate",
+            "max-threads",
+        ],
+        &[],
+    )
+    .flags(
+        "qvcNrkpmbxSE46KHLFdnV",
+        &[
+            "spider",
+            "quiet",
+            "verbose",
+            "no-verbose",
+            "continue",
+            "timestamping",
+            "recursive",
+            "convert-links",
+            "page-requisites",
+            "mirror",
+            "background",
+            "force-directories",
+            "server-response",
+            "adjust-extension",
+            "html-extension",
+            "inet4-only",
+            "inet6-only",
+            "backup-converted",
+            "span-hosts",
+            "relative",
+            "force-html",
+            "no-parent",
+            "no-directories",
+            "no-host-directories",
+            "no-clobber",
+            "no-check-certificate",
+            "content-disposition",
+            "trust-server-names",
+            "ignore-case",
+            "no-cookies",
+            "keep-session-cookies",
+            "show-progress",
+            "progress",
+            "no-config",
+            "delete-after",
+            "no-dns-cache",
+            "https-only",
+            "retry-connrefused",
+            "random-wait",
+            "compression",
+            "ask-password",
+            "auth-no-challenge",
+            "no-http-keep-alive",
+        ],
     );
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     a.needs(Capability::Network);
     if has(&items, &["-e", "--execute", "--config"]) {
         a.complex(format!(

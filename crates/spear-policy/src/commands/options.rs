@@ -13,8 +13,13 @@ pub(crate) struct OptionSpec {
     pub short_values: &'static str,
     /// Long options that take a value, without `--`.
     pub long_values: &'static [&'static str],
-    /// Long options without a value that matter to the analysis (so prefixes resolve to them).
+    /// Long options without a value: the ones that matter to the analysis (so prefixes resolve
+    /// to them) and, for a program whose unknown options are not harmless, every other one it
+    /// accepts.
     pub long_flags: &'static [&'static str],
+    /// Short options without a value, listed for a program whose unknown options are not
+    /// harmless (see [`unknown_options`]).
+    pub short_flags: &'static str,
     /// Whether unique prefixes of long options are accepted (`getopt_long`).
     pub gnu_prefixes: bool,
     /// Whether options end at the first operand (POSIX order, wrappers).
@@ -32,6 +37,7 @@ impl OptionSpec {
             short_values,
             long_values,
             long_flags,
+            short_flags: "",
             gnu_prefixes: true,
             stop_at_operand: false,
         }
@@ -46,8 +52,34 @@ impl OptionSpec {
             short_values,
             long_values,
             long_flags: &[],
+            short_flags: "",
             gnu_prefixes: true,
             stop_at_operand: true,
+        }
+    }
+
+    /// The same spec with the flags (options without a value) the program accepts: `short` and
+    /// `long`, which replace [`OptionSpec::long_flags`] (so they include the ones that matter).
+    pub(crate) const fn flags(self, short: &'static str, long: &'static [&'static str]) -> Self {
+        OptionSpec {
+            short_flags: short,
+            long_flags: long,
+            ..self
+        }
+    }
+
+    /// Whether the program has the option `name` (`-x` or `--name`, canonical): it is listed, or
+    /// it is `--help` or `--version`, which only print.
+    pub(crate) fn knows(&self, name: &str) -> bool {
+        if let Some(long) = name.strip_prefix("--") {
+            return matches!(long, "help" | "version")
+                || self.long_values.contains(&long)
+                || self.long_flags.contains(&long);
+        }
+        let mut letters = name.chars().skip(1);
+        match (letters.next(), letters.next()) {
+            (Some(c), None) => self.short_values.contains(c) || self.short_flags.contains(c),
+            _ => false,
         }
     }
 
@@ -197,6 +229,17 @@ pub(crate) fn values<'a>(
     })
 }
 
+/// The options among `items` that `spec` does not list (see [`OptionSpec::knows`]).
+pub(crate) fn unknown_options<'i>(
+    items: &'i [Item],
+    spec: &'i OptionSpec,
+) -> impl Iterator<Item = &'i str> + 'i {
+    items.iter().filter_map(move |it| match it {
+        Item::Opt { name, .. } if !spec.knows(name) => Some(name.as_str()),
+        _ => None,
+    })
+}
+
 /// Whether any of the options `names` is present.
 pub(crate) fn has(items: &[Item], names: &[&str]) -> bool {
     items.iter().any(|it| it.is(names))
@@ -277,6 +320,27 @@ mod tests {
         // An exact match takes its value only.
         let items = scan(&lits(&["--time-style", "iso"]), &spec);
         assert!(operands(&items).is_empty());
+    }
+
+    #[test]
+    fn options_a_spec_does_not_list_are_unknown() {
+        let spec = SORT.flags("rn", &["reverse", "numeric-sort"]);
+        let items = scan(
+            &lits(&[
+                "-rn",
+                "-q",
+                "--rev",
+                "--compress-program=sh",
+                "--help",
+                "-ox",
+                "f",
+            ]),
+            &spec,
+        );
+        assert_eq!(
+            unknown_options(&items, &spec).collect::<Vec<_>>(),
+            vec!["-q", "--compress-program"]
+        );
     }
 
     #[test]

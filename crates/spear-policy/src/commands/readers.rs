@@ -15,6 +15,7 @@ use spear_core::Refusal;
 
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::options::{Item, OptionSpec, has, scan, values};
+use crate::commands::{Call, Programs};
 use crate::shell::word::Arg;
 
 /// What the operands of a program are.
@@ -71,9 +72,10 @@ const fn text(names: &'static [&'static str]) -> Reader {
     }
 }
 
-/// The table. Option names are written as they are canonicalised: `-o`, `--output`.
-pub(crate) static READERS: &[Reader] = &[
-    reader(
+/// The read-only programs. Option names are written as they are canonicalised: `-o`,
+/// `--output`.
+pub(crate) const PROGRAMS: &[Programs] = &[
+    Programs::reader(reader(
         &[
             "cat",
             "tac",
@@ -94,9 +96,9 @@ pub(crate) static READERS: &[Reader] = &[
         ],
         "a",
         &["algorithm"],
-    ),
-    reader(&["fmt"], "wpg", &["width", "prefix", "goal"]),
-    reader(
+    )),
+    Programs::reader(reader(&["fmt"], "wpg", &["width", "prefix", "goal"])),
+    Programs::reader(reader(
         &["head", "tail"],
         "nc",
         &[
@@ -106,12 +108,12 @@ pub(crate) static READERS: &[Reader] = &[
             "sleep-interval",
             "max-unchanged-stats",
         ],
-    ),
-    Reader {
+    )),
+    Programs::reader(Reader {
         reads: &["--files0-from"],
         ..reader(&["wc"], "", &["files0-from"])
-    },
-    reader(
+    }),
+    Programs::reader(reader(
         &["nl"],
         "bdfhilnsvw",
         &[
@@ -126,8 +128,8 @@ pub(crate) static READERS: &[Reader] = &[
             "starting-line-number",
             "number-width",
         ],
-    ),
-    reader(
+    )),
+    Programs::reader(reader(
         &["cut"],
         "bcdf",
         &[
@@ -137,11 +139,11 @@ pub(crate) static READERS: &[Reader] = &[
             "fields",
             "output-delimiter",
         ],
-    ),
-    reader(&["paste"], "d", &["delimiters"]),
-    reader(&["fold"], "w", &["width"]),
-    reader(&["expand", "unexpand"], "t", &["tabs"]),
-    reader(
+    )),
+    Programs::reader(reader(&["paste"], "d", &["delimiters"])),
+    Programs::reader(reader(&["fold"], "w", &["width"])),
+    Programs::reader(reader(&["expand", "unexpand"], "t", &["tabs"])),
+    Programs::reader(reader(
         &["column"],
         "cstoONRHWEd",
         &[
@@ -156,8 +158,8 @@ pub(crate) static READERS: &[Reader] = &[
             "table-wrap",
             "table-noextreme",
         ],
-    ),
-    reader(
+    )),
+    Programs::reader(reader(
         &["od"],
         "AjNSt",
         &[
@@ -167,17 +169,17 @@ pub(crate) static READERS: &[Reader] = &[
             "format",
             "endian",
         ],
-    ),
-    Reader {
+    )),
+    Programs::reader(Reader {
         extra: Some(response_files),
         ..reader(
             &["strings"],
             "nteT",
             &["bytes", "radix", "encoding", "target", "output-separator"],
         )
-    },
+    }),
     // GNU's have no output option; the BSD and macOS ones take `-i IN` and `-o OUT`.
-    Reader {
+    Programs::reader(Reader {
         writes: &["-o", "--output"],
         reads: &["-i", "--input"],
         ..reader(
@@ -185,8 +187,8 @@ pub(crate) static READERS: &[Reader] = &[
             "wio",
             &["wrap", "input", "output"],
         )
-    },
-    reader(
+    }),
+    Programs::reader(reader(
         &["ls", "dir", "vdir"],
         "ITw",
         &[
@@ -202,9 +204,9 @@ pub(crate) static READERS: &[Reader] = &[
             "indicator-style",
             "quoting-style",
         ],
-    ),
-    reader(&["stat"], "ct", &["format", "printf", "cached"]),
-    Reader {
+    )),
+    Programs::reader(reader(&["stat"], "ct", &["format", "printf", "cached"])),
+    Programs::reader(Reader {
         reads: &["-m", "--magic-file", "-f", "--files-from"],
         exec: &["-C", "--compile"],
         ..reader(
@@ -219,8 +221,8 @@ pub(crate) static READERS: &[Reader] = &[
                 "parameter",
             ],
         )
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         reads: &["-X", "--exclude-from", "--files0-from"],
         ..reader(
             &["du"],
@@ -235,9 +237,13 @@ pub(crate) static READERS: &[Reader] = &[
                 "time-style",
             ],
         )
-    },
-    reader(&["df"], "Btx", &["block-size", "type", "exclude-type"]),
-    Reader {
+    }),
+    Programs::reader(reader(
+        &["df"],
+        "Btx",
+        &["block-size", "type", "exclude-type"],
+    )),
+    Programs::reader(Reader {
         writes: &["-o"],
         reads: &["--gitfile", "--infofile"],
         extra: Some(tree),
@@ -253,13 +259,13 @@ pub(crate) static READERS: &[Reader] = &[
                 "infofile",
             ],
         )
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         reads: &["--relative-to", "--relative-base"],
         ..reader(&["realpath"], "", &["relative-to", "relative-base"])
-    },
-    reader(&["readlink", "namei", "lsattr", "getfacl"], "", &[]),
-    Reader {
+    }),
+    Programs::reader(reader(&["readlink", "namei", "lsattr", "getfacl"], "", &[])),
+    Programs::reader(Reader {
         reads: &["-X", "--exclude-from", "--from-file", "--to-file"],
         ..reader(
             &["diff"],
@@ -288,8 +294,8 @@ pub(crate) static READERS: &[Reader] = &[
                 "tabsize",
             ],
         )
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         exec: &["--diff-program"],
         writes: &["-o", "--output"],
         ..reader(
@@ -297,10 +303,10 @@ pub(crate) static READERS: &[Reader] = &[
             "owL",
             &["output", "width", "diff-program", "label"],
         )
-    },
-    reader(&["cmp"], "in", &["ignore-initial", "bytes"]),
-    reader(&["join"], "aejot12v", &[]),
-    Reader {
+    }),
+    Programs::reader(reader(&["cmp"], "in", &["ignore-initial", "bytes"])),
+    Programs::reader(reader(&["join"], "aejot12v", &[])),
+    Programs::strict_reader(Reader {
         writes: &["-o", "--output", "-T", "--temporary-directory"],
         reads: &["--files0-from", "--random-source"],
         exec: &["--compress-program"],
@@ -321,37 +327,59 @@ pub(crate) static READERS: &[Reader] = &[
                     "sort",
                 ],
                 &[],
+            )
+            .flags(
+                "bdfgiMhnRrcCmsuz",
+                &[
+                    "ignore-leading-blanks",
+                    "dictionary-order",
+                    "ignore-case",
+                    "general-numeric-sort",
+                    "ignore-nonprinting",
+                    "month-sort",
+                    "human-numeric-sort",
+                    "numeric-sort",
+                    "random-sort",
+                    "reverse",
+                    "version-sort",
+                    "check",
+                    "merge",
+                    "stable",
+                    "unique",
+                    "zero-terminated",
+                    "debug",
+                ],
             ),
             ..reader(&["sort"], "", &[])
         }
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         operands: Operands::ReadThenWrite,
         ..reader(
             &["uniq"],
             "fsw",
             &["skip-fields", "skip-chars", "check-chars"],
         )
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         operands: Operands::ReadThenWrite,
         ..reader(
             &["xxd"],
             "cglnosC",
             &["cols", "groupsize", "len", "name", "seek"],
         )
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         reads: &["-f"],
         ..reader(&["hexdump", "hd"], "efns", &[])
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         writes: &["-o", "--output"],
         ..reader(&["iconv"], "fto", &["from-code", "to-code", "output"])
-    },
+    }),
     // A lesskey file (compiled or source) has an `#env` section that can set LESSOPEN, which
     // names a program less runs on every file it opens.
-    Reader {
+    Programs::reader(Reader {
         writes: &["-o", "-O", "--log-file", "--LOG-FILE"],
         reads: &["-k", "--lesskey-file", "--lesskey-src", "-T", "--tag-file"],
         exec: &["-k", "--lesskey-file", "--lesskey-src", "--lesskey-content"],
@@ -377,9 +405,9 @@ pub(crate) static READERS: &[Reader] = &[
                 "lesskey-content",
             ],
         )
-    },
+    }),
     // man's configuration file defines the pager and formatters it runs.
-    Reader {
+    Programs::reader(Reader {
         reads: &["-l"],
         exec: &[
             "-C",
@@ -411,9 +439,9 @@ pub(crate) static READERS: &[Reader] = &[
                 "prompt",
             ],
         )
-    },
+    }),
     // xmllint's `--shell` reads commands that save and write files.
-    Reader {
+    Programs::reader(Reader {
         writes: &["--output"],
         exec: &["--shell"],
         ..reader(
@@ -423,9 +451,9 @@ pub(crate) static READERS: &[Reader] = &[
                 "output", "path", "xpath", "schema", "relaxng", "dtdvalid", "encode",
             ],
         )
-    },
+    }),
     // binutils read more options from `@FILE`; nm loads `--plugin` shared objects.
-    Reader {
+    Programs::reader(Reader {
         exec: &["--plugin"],
         extra: Some(response_files),
         ..reader(
@@ -441,9 +469,9 @@ pub(crate) static READERS: &[Reader] = &[
                 "plugin",
             ],
         )
-    },
-    reader(&["wdiff", "colordiff"], "", &[]),
-    reader(
+    }),
+    Programs::reader(reader(&["wdiff", "colordiff"], "", &[])),
+    Programs::reader(reader(
         &["shellcheck"],
         "efsSoPW",
         &[
@@ -456,8 +484,8 @@ pub(crate) static READERS: &[Reader] = &[
             "wiki-link-count",
             "rcfile",
         ],
-    ),
-    Reader {
+    )),
+    Programs::reader(Reader {
         exec: &["--pager"],
         extra: Some(bat),
         ..reader(
@@ -483,14 +511,14 @@ pub(crate) static READERS: &[Reader] = &[
                 "diff-context",
             ],
         )
-    },
-    reader(
+    }),
+    Programs::reader(reader(
         &["eza", "exa", "lsd"],
         "LIT",
         &["level", "ignore-glob", "sort", "time", "time-style"],
-    ),
+    )),
     // tokei's `-o` is a format, printed; tokei writes nothing.
-    reader(
+    Programs::reader(reader(
         &["tokei"],
         "tecsoi",
         &[
@@ -502,8 +530,8 @@ pub(crate) static READERS: &[Reader] = &[
             "input",
             "languages",
         ],
-    ),
-    Reader {
+    )),
+    Programs::reader(Reader {
         writes: &[
             "--report-file",
             "--out",
@@ -567,8 +595,8 @@ pub(crate) static READERS: &[Reader] = &[
                 "csv-delimiter",
             ],
         )
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         writes: &["-o", "--output"],
         extra: Some(scc),
         ..reader(
@@ -589,8 +617,8 @@ pub(crate) static READERS: &[Reader] = &[
                 "count-as",
             ],
         )
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         writes: &["-o", "--output", "--dribble"],
         reads: &[
             "-f",
@@ -617,8 +645,8 @@ pub(crate) static READERS: &[Reader] = &[
                 "debug",
             ],
         )
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         writes: &["-D", "--diag"],
         reads: &["-F", "--filter"],
         operands: Operands::Text,
@@ -628,27 +656,27 @@ pub(crate) static READERS: &[Reader] = &[
             "DFfAN",
             &["diag", "filter", "family", "query", "socket", "net"],
         )
-    },
+    }),
     // A cow file is Perl code, which cowsay runs; the ones on COWPATH are the system's.
-    Reader {
+    Programs::reader(Reader {
         operands: Operands::Text,
         extra: Some(cowsay),
         ..reader(&["cowsay", "cowthink"], "efTW", &[])
-    },
-    reader(
+    }),
+    Programs::reader(reader(
         &["lolcat"],
         "pFSds",
         &["spread", "freq", "seed", "duration", "speed"],
-    ),
+    )),
     // neofetch's configuration file is a bash script it sources; fastfetch's can hold Command
     // modules; screenfetch takes screenshots with a command (`-s`, `-S CMD`) and uploads them.
-    Reader {
+    Programs::reader(Reader {
         reads: &["--ascii", "--source", "--image"],
         operands: Operands::Text,
         extra: Some(fetchers),
         ..reader(&["neofetch"], "", &["config", "ascii", "source", "image"])
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         exec: &["-c", "--config", "--load-config"],
         operands: Operands::Text,
         extra: Some(fetchers),
@@ -657,14 +685,14 @@ pub(crate) static READERS: &[Reader] = &[
             "cls",
             &["config", "load-config", "logo", "structure"],
         )
-    },
-    Reader {
+    }),
+    Programs::reader(Reader {
         exec: &["-s", "-S", "-u"],
         reads: &["-a"],
         operands: Operands::Text,
         ..reader(&["screenfetch"], "ADoSca", &[])
-    },
-    text(&[
+    }),
+    Programs::reader(text(&[
         "echo",
         "true",
         "false",
@@ -750,17 +778,14 @@ pub(crate) static READERS: &[Reader] = &[
         "mcookie",
         "lsb_release",
         "acpi",
-    ]),
+    ])),
 ];
 
-/// Finds the reader entry for `name`.
-pub(crate) fn find(name: &str) -> Option<&'static Reader> {
-    READERS.iter().find(|r| r.names.contains(&name))
-}
-
 /// Analyses a read-only program by its table entry.
-pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, spec: &Reader, args: &[Arg], cwd: &Cwd) {
-    let items = scan(args, &spec.opts);
+pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, spec: &Reader, cwd: &mut Cwd) {
+    let name = c.name;
+    let items = scan(c.args, &spec.opts);
+    c.check_options(a, &items, &spec.opts);
     let risky_options = !spec.writes.is_empty() || !spec.exec.is_empty() || spec.extra.is_some();
     let mut operands = Vec::new();
     for item in &items {

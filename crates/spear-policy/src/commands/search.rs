@@ -3,36 +3,37 @@
 
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
+use crate::commands::{Call, Programs};
 use crate::shell::walk::Stdin;
 use crate::shell::word::Arg;
 
-/// Handles `name` if it is a searcher. Returns false otherwise.
-pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) -> bool {
-    match name {
-        "find" | "gfind" => find(a, args, cwd),
-        "fd" | "fdfind" => fd(a, name, args, cwd),
-        "grep" | "egrep" | "fgrep" | "rgrep" | "zgrep" | "zegrep" | "zfgrep" | "bzgrep"
-        | "xzgrep" => {
-            grep(a, name, args, cwd);
-        }
-        "rg" => rg(a, args, cwd),
-        "ag" | "ack" | "ack-grep" => ag(a, name, args, cwd),
-        "jq" | "gojq" | "jaq" => jq(a, args, cwd),
-        "yq" => yq(a, args, cwd),
-        "locate" | "plocate" | "mlocate" | "slocate" => {
-            a.refuse(spear_core::Refusal::project_scope(format!(
-                "{name} searches the whole host"
-            )));
-        }
-        _ => return false,
-    }
-    true
-}
+/// The searchers. find, fd, rg and yq have options that run programs or write files, so an option
+/// they do not know is `SHELL_COMPLEX`; grep, ag and jq have none beyond those handled.
+pub(crate) const PROGRAMS: &[Programs] = &[
+    Programs::complex(&["find", "gfind"], find),
+    Programs::complex(&["fd", "fdfind"], fd),
+    Programs::harmless(
+        &[
+            "grep", "egrep", "fgrep", "rgrep", "zgrep", "zegrep", "zfgrep", "bzgrep", "xzgrep",
+        ],
+        grep,
+    ),
+    Programs::complex(&["rg"], rg),
+    Programs::harmless(&["ag", "ack", "ack-grep"], ag),
+    Programs::harmless(&["jq", "gojq", "jaq"], jq),
+    Programs::complex(&["yq"], yq),
+    Programs::harmless(&["locate", "plocate", "mlocate", "slocate"], |a, c, _| {
+        a.refuse(spear_core::Refusal::project_scope(format!(
+            "{} searches the whole host",
+            c.name
+        )));
+    }),
+];
 
 /// find: starting points are search roots; `-exec`/`-execdir`/`-ok`/`-okdir` run a command per
 /// file (analysed, with the file name known only at run time); `-delete` removes under the roots;
 /// `-fprint`/`-fprint0`/`-fprintf`/`-fls` write a file.
-fn find(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+fn find(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
     const ONE_VALUE: &[&str] = &[
         "-name",
         "-iname",
@@ -72,6 +73,46 @@ fn find(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
         "-anewer",
         "-cnewer",
     ];
+    /// Tests, actions and options without a value that only select or print.
+    const NO_VALUE: &[&str] = &[
+        "-print",
+        "-print0",
+        "-ls",
+        "-prune",
+        "-quit",
+        "-true",
+        "-false",
+        "-empty",
+        "-executable",
+        "-readable",
+        "-writable",
+        "-nouser",
+        "-nogroup",
+        "-depth",
+        "-mount",
+        "-xdev",
+        "-noleaf",
+        "-daystart",
+        "-follow",
+        "-ignore_readdir_race",
+        "-noignore_readdir_race",
+        "-warn",
+        "-nowarn",
+        "-not",
+        "-a",
+        "-and",
+        "-o",
+        "-or",
+        "-help",
+        "--help",
+        "-version",
+        "--version",
+        "-d",
+        "-x",
+        "-E",
+        "-s",
+    ];
+    let args = c.args;
     let mut i = 0;
     // Global options.
     while let Some(t) = args.get(i).and_then(Arg::lit) {
@@ -152,13 +193,15 @@ fn find(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             }
             _ if t.starts_with("-newer") && t.len() == 8 => i += 1,
             _ if ONE_VALUE.contains(&t) => i += 1,
+            _ if t.starts_with('-') && !NO_VALUE.contains(&t) => c.unknown_option(a, t),
             _ => {}
         }
     }
 }
 
 /// fd: `-x`/`--exec` and `-X`/`--exec-batch` run a command per result; paths are search roots.
-fn fd(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+fn fd(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
     let spec = OptionSpec::gnu(
         "dEtecjS",
         &[
@@ -184,7 +227,43 @@ fn fd(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             "and",
             "hyperlink",
         ],
-        &["exec", "exec-batch"],
+        &[],
+    )
+    .flags(
+        "HIusigFalLp01qhV",
+        &[
+            "exec",
+            "exec-batch",
+            "hidden",
+            "no-hidden",
+            "no-ignore",
+            "ignore",
+            "no-ignore-vcs",
+            "ignore-vcs",
+            "no-ignore-parent",
+            "no-require-git",
+            "require-git",
+            "unrestricted",
+            "case-sensitive",
+            "ignore-case",
+            "glob",
+            "regex",
+            "fixed-strings",
+            "absolute-path",
+            "relative-path",
+            "list-details",
+            "follow",
+            "no-follow",
+            "full-path",
+            "print0",
+            "quiet",
+            "show-errors",
+            "strip-cwd-prefix",
+            "one-file-system",
+            "prune",
+            "no-global-ignore-file",
+            "ignore-contain",
+        ],
     );
     let exec_at = args
         .iter()
@@ -194,6 +273,7 @@ fn fd(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
         None => (args, None),
     };
     let items = scan(own, &spec);
+    c.check_options(a, &items, &spec);
     for item in &items {
         if let Item::Unknown(arg) = item {
             a.complex(format!(
@@ -234,7 +314,8 @@ fn fd(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
 
 /// grep: the pattern is the first operand unless `-e`/`-f` give it; with `-r` the operands are
 /// search roots. GNU grep has no option that writes or runs a program.
-fn grep(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+fn grep(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
     let spec = OptionSpec::gnu(
         "efmABCdD",
         &[
@@ -294,7 +375,8 @@ fn grep(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
 
 /// ripgrep: recursive by default; `--pre`, `--hostname-bin` and `-z`/`--search-zip` run other
 /// programs on the files it reads.
-fn rg(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+fn rg(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
     let spec = OptionSpec {
         short_values: "efgtTmABCjMdErV",
         long_values: &[
@@ -335,11 +417,83 @@ fn rg(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             "generate",
             "hyperlink-format",
         ],
-        long_flags: &["search-zip", "files", "type-list"],
+        long_flags: &[
+            "search-zip",
+            "files",
+            "type-list",
+            "binary",
+            "block-buffered",
+            "byte-offset",
+            "case-sensitive",
+            "column",
+            "count",
+            "count-matches",
+            "crlf",
+            "debug",
+            "trace",
+            "files-with-matches",
+            "files-without-match",
+            "fixed-strings",
+            "follow",
+            "glob-case-insensitive",
+            "heading",
+            "hidden",
+            "ignore-case",
+            "ignore-file-case-insensitive",
+            "include-zero",
+            "invert-match",
+            "json",
+            "line-buffered",
+            "line-number",
+            "line-regexp",
+            "max-columns-preview",
+            "mmap",
+            "multiline",
+            "multiline-dotall",
+            "no-config",
+            "null",
+            "null-data",
+            "one-file-system",
+            "only-matching",
+            "passthru",
+            "passthrough",
+            "pcre2",
+            "pcre2-version",
+            "pretty",
+            "quiet",
+            "smart-case",
+            "sort-files",
+            "stats",
+            "stop-on-nonmatch",
+            "text",
+            "trim",
+            "unrestricted",
+            "vimgrep",
+            "with-filename",
+            "word-regexp",
+            "auto-hybrid-regex",
+            "unicode",
+            "ignore",
+            "messages",
+            "ignore-messages",
+            "ignore-dot",
+            "ignore-exclude",
+            "ignore-files",
+            "ignore-global",
+            "ignore-parent",
+            "ignore-vcs",
+            "require-git",
+            "filename",
+            "line-number",
+            "help",
+            "version",
+        ],
+        short_flags: "iSsFwxvnNlcoUPzLuHIabhpq0",
         gnu_prefixes: false,
         stop_at_operand: false,
     };
     let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     for item in &items {
         match item {
             Item::Opt { name, .. }
@@ -378,7 +532,8 @@ fn rg(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 }
 
 /// ag and ack: recursive; ack's `--pager` runs a program.
-fn ag(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+fn ag(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
     let items = scan(
         args,
         &OptionSpec::gnu(
@@ -428,7 +583,8 @@ fn ag(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
 
 /// jq: the filter is the first operand unless `-f FILE`; `--arg NAME VALUE` and friends take two
 /// values; `--rawfile`/`--slurpfile NAME FILE` read FILE. jq cannot write files or run programs.
-fn jq(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+fn jq(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
     let mut i = 0;
     let mut filter_from_file = false;
     let mut ops = Vec::new();
@@ -467,23 +623,49 @@ fn jq(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 /// yq: `-i` (`--inplace` in Go's yq, `--in-place` in Python's) rewrites its files; Go's
 /// `-s`/`--split-exp EXPR` writes each result to a file named by EXPR at run time. The expression is
 /// the first operand.
-fn yq(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
-    let items = scan(
-        args,
-        &OptionSpec::gnu(
-            "pIoes",
-            &[
-                "input-format",
-                "output-format",
-                "indent",
-                "expression",
-                "from-file",
-                "front-matter",
-                "split-exp",
-            ],
-            &["inplace", "in-place"],
-        ),
+fn yq(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let spec = OptionSpec::gnu(
+        "pIoes",
+        &[
+            "input-format",
+            "output-format",
+            "indent",
+            "expression",
+            "from-file",
+            "front-matter",
+            "split-exp",
+        ],
+        &[],
+    )
+    .flags(
+        "iPrjCMNv",
+        &[
+            "inplace",
+            "in-place",
+            "prettyPrint",
+            "unwrapScalar",
+            "null-input",
+            "exit-status",
+            "colors",
+            "no-colors",
+            "no-doc",
+            "nul-output",
+            "verbose",
+            "raw-output",
+            "yaml-output",
+            "yaml-roundtrip",
+            "tojson",
+            "toml-output",
+            "xml-output",
+            "sort-keys",
+            "width",
+            "compact-output",
+            "slurp",
+        ],
     );
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     let in_place = has(&items, &["-i", "--inplace", "--in-place"]);
     if has(&items, &["-s", "--split-exp"]) {
         a.complex("`yq --split-exp` writes files whose names are computed at run time");

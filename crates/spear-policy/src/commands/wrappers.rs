@@ -6,6 +6,7 @@ use spear_core::Refusal;
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::builtins::join_literal;
 use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
+use crate::commands::{Call, Programs};
 use crate::env_rules;
 use crate::shell::walk::Stdin;
 use crate::shell::word::Arg;
@@ -31,142 +32,251 @@ const OTHER_SHELLS: &[&str] = &[
     "es",
 ];
 
-/// Handles `name` if it is a wrapper or a shell. Returns false otherwise.
-pub(crate) fn analyse(
-    a: &mut Analysis<'_>,
-    name: &str,
-    args: &[Arg],
-    cwd: &mut Cwd,
-    stdin: &Stdin,
-) -> bool {
-    match name {
-        "sudo" | "doas" | "pkexec" | "su" | "run0" | "runuser" | "setpriv" | "sg" | "newgrp"
-        | "capsh" | "sudoedit" | "setuidgid" | "chpst" | "gosu" | "su-exec" => {
-            a.refuse(Refusal::privilege_change(name));
-        }
-        _ if BASH_LIKE.contains(&name) || OTHER_SHELLS.contains(&name) => {
-            shell(a, name, args, cwd, stdin);
-        }
-        "env" => env(a, args, cwd, stdin),
-        "nohup" | "unbuffer" | "caffeinate" | "dbus-run-session" | "catchsegv" => {
-            let rest = skip_options(args, &OptionSpec::posix("", &[]));
-            run_inner(a, rest, cwd, stdin);
-        }
-        "nice" => {
-            let rest: Vec<Arg> = {
-                let mut rest = args;
-                while let Some(first) = rest.first().and_then(Arg::lit) {
-                    if first == "-n" || first == "--adjustment" {
-                        rest = rest.get(2..).unwrap_or(&[]);
-                    } else if first.starts_with('-') && first.len() > 1 {
-                        rest = &rest[1..];
-                        if first == "--" {
-                            break;
-                        }
-                    } else {
-                        break;
-                    }
-                }
-                rest.to_vec()
-            };
-            run_inner(a, rest, cwd, stdin);
-        }
-        "timeout" => {
-            let mut rest = skip_options(args, &OptionSpec::posix("sk", &["signal", "kill-after"]));
-            if !rest.is_empty() {
-                rest.remove(0); // the duration
-            }
-            run_inner(a, rest, cwd, stdin);
-        }
-        "stdbuf" => run_inner(
-            a,
-            skip_options(
-                args,
-                &OptionSpec::posix("ioe", &["input", "output", "error"]),
-            ),
-            cwd,
-            stdin,
-        ),
-        "setsid" => run_inner(
-            a,
-            skip_options(args, &OptionSpec::posix("", &[])),
-            cwd,
-            stdin,
-        ),
-        "ionice" => {
-            let items = scan(
-                args,
-                &OptionSpec::posix("cnpPuT", &["class", "classdata", "pid", "pgid", "uid"]),
-            );
-            if !has(&items, &["-p", "-P", "-u", "--pid", "--pgid", "--uid"]) {
-                run_inner(a, operands(&items), cwd, stdin);
-            }
-        }
-        "taskset" => {
-            let items = scan(args, &OptionSpec::posix("", &[]));
-            if !has(&items, &["-p", "--pid"]) {
-                let mut rest = operands(&items);
-                if !rest.is_empty() {
-                    rest.remove(0); // the mask or CPU list
-                }
-                run_inner(a, rest, cwd, stdin);
-            }
-        }
-        "chrt" => {
-            let items = scan(
-                args,
-                &OptionSpec::posix("TPD", &["sched-runtime", "sched-period", "sched-deadline"]),
-            );
-            if !has(&items, &["-p", "--pid"]) {
-                let mut rest = operands(&items);
-                if !rest.is_empty() {
-                    rest.remove(0); // the priority
-                }
-                run_inner(a, rest, cwd, stdin);
-            }
-        }
-        "time" => {
-            let items = scan(args, &OptionSpec::posix("of", &["output", "format"]));
-            for out in values(&items, &["-o", "--output"]) {
-                a.write_path(out, cwd, "time");
-            }
-            run_inner(a, operands(&items), cwd, stdin);
-        }
-        "flock" => flock(a, args, cwd, stdin),
-        "watch" => {
-            let items = scan(args, &OptionSpec::posix("nq", &["interval", "equexit"]));
-            let inner = operands(&items);
-            if has(&items, &["-x", "--exec"]) {
-                run_inner(a, inner, cwd, stdin);
-            } else {
-                match join_literal(&inner) {
-                    Some(script) => a.analyse_nested(&script, cwd, "watch"),
-                    None => a.complex("watch runs a command known only at run time"),
-                }
-            }
-        }
-        "xargs" => xargs(a, args, cwd),
-        "strace" | "ltrace" | "gdb" | "valgrind" | "perf" | "uftrace" | "heaptrack" | "rr"
-        | "lldb" => {
-            a.complex(format!(
-                "`{name}` runs a program under a tracer or debugger"
-            ));
-            for arg in args {
-                a.unknown_operand(arg, cwd);
-            }
-        }
-        "busybox" | "toybox" => {
-            if args
-                .first()
-                .and_then(Arg::lit)
-                .is_some_and(|applet| !applet.starts_with('-'))
-            {
-                a.run_words(args.to_vec(), cwd, stdin.clone());
-            }
-        }
-        _ => return false,
+/// The wrappers and shells. A wrapper whose unknown option could take a value would run another
+/// word as the command, so the common ones list their options.
+pub(crate) const PROGRAMS: &[Programs] = &[
+    Programs::harmless(
+        &[
+            "sudo",
+            "doas",
+            "pkexec",
+            "su",
+            "run0",
+            "runuser",
+            "setpriv",
+            "sg",
+            "newgrp",
+            "capsh",
+            "sudoedit",
+            "setuidgid",
+            "chpst",
+            "gosu",
+            "su-exec",
+        ],
+        privilege,
+    ),
+    Programs::harmless(BASH_LIKE, |a, c, cwd| {
+        shell(a, c.name, c.args, cwd, c.stdin);
+    }),
+    Programs::harmless(OTHER_SHELLS, |a, c, cwd| {
+        shell(a, c.name, c.args, cwd, c.stdin);
+    }),
+    Programs::harmless(&["env"], |a, c, cwd| env(a, c.args, cwd, c.stdin)),
+    Programs::harmless(
+        &[
+            "nohup",
+            "unbuffer",
+            "caffeinate",
+            "dbus-run-session",
+            "catchsegv",
+        ],
+        no_options,
+    ),
+    Programs::complex(&["nice"], nice),
+    Programs::complex(&["timeout"], timeout),
+    Programs::harmless(&["stdbuf"], stdbuf),
+    Programs::harmless(&["setsid"], setsid),
+    Programs::harmless(&["ionice"], ionice),
+    Programs::harmless(&["taskset"], taskset),
+    Programs::harmless(&["chrt"], chrt),
+    Programs::complex(&["time"], time),
+    Programs::complex(&["watch"], watch),
+    Programs::harmless(&["flock"], |a, c, cwd| flock(a, c.args, cwd, c.stdin)),
+    Programs::complex(&["xargs"], xargs),
+    Programs::harmless(
+        &[
+            "strace",
+            "ltrace",
+            "gdb",
+            "valgrind",
+            "perf",
+            "uftrace",
+            "heaptrack",
+            "rr",
+            "lldb",
+        ],
+        tracer,
+    ),
+    Programs::harmless(&["busybox", "toybox"], multicall),
+];
+
+/// Programs that change privileges: refused.
+fn privilege(a: &mut Analysis<'_>, c: &Call<'_>, _cwd: &mut Cwd) {
+    let name = c.name;
+    a.refuse(Refusal::privilege_change(name));
+}
+
+/// nohup, unbuffer...: the command after their options runs.
+fn no_options(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    let rest = skip_options(args, &OptionSpec::posix("", &[]));
+    run_inner(a, rest, cwd, stdin);
+}
+
+/// `nice [-n N] COMMAND`: COMMAND runs.
+fn nice(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    // `-n N`, `--adjustment=N`, or the old form `-N`.
+    let spec = OptionSpec::posix("n", &["adjustment"]).flags("0123456789", &[]);
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
+    run_inner(a, after_options(items), cwd, stdin);
+}
+
+/// `timeout [options] DURATION COMMAND`: COMMAND runs.
+fn timeout(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    let spec = OptionSpec::posix("sk", &["signal", "kill-after"])
+        .flags("v", &["preserve-status", "foreground", "verbose"]);
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
+    let mut rest = after_options(items);
+    if !rest.is_empty() {
+        rest.remove(0); // the duration
     }
-    true
+    run_inner(a, rest, cwd, stdin);
+}
+
+/// `stdbuf [options] COMMAND`: COMMAND runs.
+fn stdbuf(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    let rest = skip_options(
+        args,
+        &OptionSpec::posix("ioe", &["input", "output", "error"]),
+    );
+    run_inner(a, rest, cwd, stdin);
+}
+
+/// `setsid [options] COMMAND`: COMMAND runs.
+fn setsid(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    run_inner(
+        a,
+        skip_options(args, &OptionSpec::posix("", &[])),
+        cwd,
+        stdin,
+    );
+}
+
+/// `ionice [options] COMMAND`: COMMAND runs unless a process is named.
+fn ionice(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    let items = scan(
+        args,
+        &OptionSpec::posix("cnpPuT", &["class", "classdata", "pid", "pgid", "uid"]),
+    );
+    if !has(&items, &["-p", "-P", "-u", "--pid", "--pgid", "--uid"]) {
+        run_inner(a, operands(&items), cwd, stdin);
+    }
+}
+
+/// `taskset [options] MASK COMMAND`: COMMAND runs unless a process is named.
+fn taskset(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    let items = scan(args, &OptionSpec::posix("", &[]));
+    if !has(&items, &["-p", "--pid"]) {
+        let mut rest = operands(&items);
+        if !rest.is_empty() {
+            rest.remove(0); // the mask or CPU list
+        }
+        run_inner(a, rest, cwd, stdin);
+    }
+}
+
+/// `chrt [options] PRIORITY COMMAND`: COMMAND runs unless a process is named.
+fn chrt(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    let items = scan(
+        args,
+        &OptionSpec::posix("TPD", &["sched-runtime", "sched-period", "sched-deadline"]),
+    );
+    if !has(&items, &["-p", "--pid"]) {
+        let mut rest = operands(&items);
+        if !rest.is_empty() {
+            rest.remove(0); // the priority
+        }
+        run_inner(a, rest, cwd, stdin);
+    }
+}
+
+/// `time [-o FILE] COMMAND`: COMMAND runs; `-o` writes FILE.
+fn time(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    let spec = OptionSpec::posix("of", &["output", "format"])
+        .flags("apqv", &["append", "portability", "quiet", "verbose"]);
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
+    for out in values(&items, &["-o", "--output"]) {
+        a.write_path(out, cwd, "time");
+    }
+    run_inner(a, operands(&items), cwd, stdin);
+}
+
+/// `watch COMMAND`: the words joined run as a script (`-x`: as a command).
+fn watch(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    let spec = OptionSpec::posix("nq", &["interval", "equexit"]).flags(
+        "bcdegprtwx",
+        &[
+            "beep",
+            "color",
+            "no-color",
+            "differences",
+            "errexit",
+            "chgexit",
+            "precise",
+            "no-title",
+            "no-wrap",
+            "no-linewrap",
+            "no-rerun",
+            "exec",
+        ],
+    );
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
+    let inner = operands(&items);
+    if has(&items, &["-x", "--exec"]) {
+        run_inner(a, inner, cwd, stdin);
+    } else {
+        match join_literal(&inner) {
+            Some(script) => a.analyse_nested(&script, cwd, "watch"),
+            None => a.complex("watch runs a command known only at run time"),
+        }
+    }
+}
+
+/// Tracers and debuggers run a program spear cannot follow.
+fn tracer(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    a.complex(format!(
+        "`{name}` runs a program under a tracer or debugger"
+    ));
+    for arg in args {
+        a.unknown_operand(arg, cwd);
+    }
+}
+
+/// busybox and toybox run the applet named first.
+fn multicall(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let stdin = c.stdin;
+    if args
+        .first()
+        .and_then(Arg::lit)
+        .is_some_and(|applet| !applet.starts_with('-'))
+    {
+        a.run_words(args.to_vec(), cwd, stdin.clone());
+    }
 }
 
 /// Runs the inner command of a wrapper, in a copy of the directory (a wrapper's `cd` cannot move
@@ -178,7 +288,11 @@ fn run_inner(a: &mut Analysis<'_>, words: Vec<Arg>, cwd: &Cwd, stdin: &Stdin) {
 
 /// The arguments after the wrapper's own options.
 fn skip_options(args: &[Arg], spec: &OptionSpec) -> Vec<Arg> {
-    let items = scan(args, spec);
+    after_options(scan(args, spec))
+}
+
+/// The words from the first operand on (a wrapper's command), of a scan that stops at it.
+fn after_options(items: Vec<Item>) -> Vec<Arg> {
     let mut rest = Vec::new();
     let mut started = false;
     for item in items {
@@ -312,7 +426,7 @@ fn env(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd, stdin: &Stdin) {
             "-C" | "--chdir" => {
                 if let Some(d) = take_value(&mut i) {
                     let mut moved = dir.clone();
-                    crate::commands::builtins::analyse(a, "cd", &[d], &mut moved, stdin);
+                    crate::commands::builtins::change_dir(a, "cd", &[d], &mut moved);
                     dir = moved;
                 }
             }
@@ -382,7 +496,8 @@ fn flock(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd, stdin: &Stdin) {
 
 /// `xargs [options] [COMMAND [ARG]...]`: runs COMMAND (default `echo`) with arguments read from
 /// its input, which are known only at run time.
-fn xargs(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+fn xargs(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
     let spec = OptionSpec::posix(
         "adEeIiLlnPs",
         &[
@@ -396,8 +511,21 @@ fn xargs(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             "max-chars",
             "process-slot-var",
         ],
+    )
+    .flags(
+        "0rtpxo",
+        &[
+            "null",
+            "no-run-if-empty",
+            "verbose",
+            "interactive",
+            "exit",
+            "open-tty",
+            "show-limits",
+        ],
     );
     let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     for f in values(&items, &["-a", "--arg-file"]) {
         a.read_path(f, cwd);
     }

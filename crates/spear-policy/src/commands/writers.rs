@@ -6,87 +6,113 @@ use spear_core::{Capability, Refusal};
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::backups;
 use crate::commands::options::{Item, OptionSpec, has, operands, scan, values};
+use crate::commands::{Call, Programs};
 use crate::shell::word::Arg;
 
-/// Handles `name` if it is a writer. Returns false otherwise.
-pub(crate) fn analyse(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) -> bool {
-    match name {
-        "rm" | "rmdir" | "unlink" | "shred" | "mkdir" | "mkfifo" | "touch" | "truncate" => {
-            let spec = match name {
-                "touch" => OptionSpec::gnu("rdtB", &["reference", "date", "time"], &[]),
-                "truncate" => OptionSpec::gnu("sr", &["size", "reference"], &[]),
-                "mkdir" | "mkfifo" => OptionSpec::gnu("m", &["mode"], &[]),
-                "shred" => OptionSpec::gnu("ns", &["iterations", "size", "random-source"], &[]),
-                _ => OptionSpec::gnu("", &[], &[]),
-            };
-            let items = scan(args, &spec);
-            for r in values(&items, &["-r", "--reference", "--random-source"]) {
-                a.read_path(r, cwd);
-            }
-            write_all(a, name, &items, cwd);
-        }
-        "chmod" | "chown" | "chgrp" | "chattr" | "chcon" => {
-            let items = scan(args, &OptionSpec::gnu("", &["reference", "from"], &[]));
-            let reference: Vec<Arg> = values(&items, &["--reference"]).cloned().collect();
-            for r in &reference {
-                a.read_path(r, cwd);
-            }
-            let ops = operands(&items);
-            let skip = usize::from(reference.is_empty());
-            unknown_words(a, name, &items, cwd);
-            for op in ops.iter().skip(skip) {
-                a.write_path(op, cwd, name);
-            }
-        }
-        "setfacl" => {
-            let items = scan(
-                args,
-                &OptionSpec::gnu(
-                    "mMxX",
-                    &[
-                        "modify",
-                        "modify-file",
-                        "remove",
-                        "remove-file",
-                        "set",
-                        "set-file",
-                    ],
-                    &[],
-                ),
-            );
-            for r in values(
-                &items,
-                &["-M", "-X", "--modify-file", "--remove-file", "--set-file"],
-            ) {
-                a.read_path(r, cwd);
-            }
-            write_all(a, name, &items, cwd);
-        }
-        "tee" => {
-            let items = scan(args, &OptionSpec::gnu("", &["output-error"], &[]));
-            write_all(a, name, &items, cwd);
-        }
-        "dos2unix" | "unix2dos" | "mac2unix" | "unix2mac" => {
-            let items = scan(args, &OptionSpec::gnu("c", &["convmode"], &[]));
-            unknown_words(a, name, &items, cwd);
-            let new_file = has(&items, &["-n", "--newfile"]);
-            for (i, op) in operands(&items).iter().enumerate() {
-                if new_file && i % 2 == 0 {
-                    a.read_path(op, cwd);
-                } else {
-                    a.write_path(op, cwd, name);
-                }
-            }
-        }
-        "cp" | "mv" | "install" | "ln" | "link" => copy_like(a, name, args, cwd),
-        "rsync" => rsync(a, args, cwd),
-        "dd" => dd(a, args, cwd),
-        "split" | "csplit" => split(a, name, args, cwd),
-        "patch" => patch(a, args, cwd),
-        "mktemp" => mktemp(a, args, cwd),
-        _ => return false,
+/// The writers. The ones with options that name other files to write or programs to run treat
+/// an option they do not know as `SHELL_COMPLEX`.
+pub(crate) const PROGRAMS: &[Programs] = &[
+    Programs::harmless(
+        &[
+            "rm", "rmdir", "unlink", "shred", "mkdir", "mkfifo", "touch", "truncate",
+        ],
+        remove_or_create,
+    ),
+    Programs::harmless(
+        &["chmod", "chown", "chgrp", "chattr", "chcon"],
+        change_attributes,
+    ),
+    Programs::harmless(&["setfacl"], setfacl),
+    Programs::harmless(&["tee"], tee),
+    Programs::harmless(&["dos2unix", "unix2dos", "mac2unix", "unix2mac"], dos2unix),
+    Programs::complex(&["cp", "mv", "install", "ln", "link"], copy_like),
+    Programs::complex(&["rsync"], rsync),
+    Programs::harmless(&["dd"], |a, c, cwd| dd(a, c.args, cwd)),
+    Programs::complex(&["split", "csplit"], split),
+    Programs::complex(&["patch"], patch),
+    Programs::complex(&["mktemp"], mktemp),
+];
+
+/// rm, rmdir, mkdir, touch...: every operand is written.
+fn remove_or_create(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    let spec = match name {
+        "touch" => OptionSpec::gnu("rdtB", &["reference", "date", "time"], &[]),
+        "truncate" => OptionSpec::gnu("sr", &["size", "reference"], &[]),
+        "mkdir" | "mkfifo" => OptionSpec::gnu("m", &["mode"], &[]),
+        "shred" => OptionSpec::gnu("ns", &["iterations", "size", "random-source"], &[]),
+        _ => OptionSpec::gnu("", &[], &[]),
+    };
+    let items = scan(args, &spec);
+    for r in values(&items, &["-r", "--reference", "--random-source"]) {
+        a.read_path(r, cwd);
     }
-    true
+    write_all(a, name, &items, cwd);
+}
+
+/// chmod, chown...: the operands after the mode or owner are written.
+fn change_attributes(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    let items = scan(args, &OptionSpec::gnu("", &["reference", "from"], &[]));
+    let reference: Vec<Arg> = values(&items, &["--reference"]).cloned().collect();
+    for r in &reference {
+        a.read_path(r, cwd);
+    }
+    let ops = operands(&items);
+    let skip = usize::from(reference.is_empty());
+    unknown_words(a, name, &items, cwd);
+    for op in ops.iter().skip(skip) {
+        a.write_path(op, cwd, name);
+    }
+}
+
+/// setfacl: every operand is written; the ACL files are read.
+fn setfacl(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    let items = scan(
+        args,
+        &OptionSpec::gnu(
+            "mMxX",
+            &[
+                "modify",
+                "modify-file",
+                "remove",
+                "remove-file",
+                "set",
+                "set-file",
+            ],
+            &[],
+        ),
+    );
+    for r in values(
+        &items,
+        &["-M", "-X", "--modify-file", "--remove-file", "--set-file"],
+    ) {
+        a.read_path(r, cwd);
+    }
+    write_all(a, name, &items, cwd);
+}
+
+/// tee: every operand is written.
+fn tee(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    let items = scan(args, &OptionSpec::gnu("", &["output-error"], &[]));
+    write_all(a, name, &items, cwd);
+}
+
+/// dos2unix and friends rewrite their files (with `-n`, write the second of each pair).
+fn dos2unix(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
+    let items = scan(args, &OptionSpec::gnu("c", &["convmode"], &[]));
+    unknown_words(a, name, &items, cwd);
+    let new_file = has(&items, &["-n", "--newfile"]);
+    for (i, op) in operands(&items).iter().enumerate() {
+        if new_file && i % 2 == 0 {
+            a.read_path(op, cwd);
+        } else {
+            a.write_path(op, cwd, name);
+        }
+    }
 }
 
 /// Every operand is written.
@@ -117,9 +143,50 @@ fn unknown_words(a: &mut Analysis<'_>, name: &str, items: &[Item], cwd: &Cwd) {
     }
 }
 
+/// The options of cp, mv, install and ln without a value (`--backup[=CONTROL]`, `--preserve[=LIST]`,
+/// `--reflink[=WHEN]` and `--update[=WHEN]` take theirs attached).
+const COPY_FLAGS: &[&str] = &[
+    "archive",
+    "attributes-only",
+    "backup",
+    "copy-contents",
+    "dereference",
+    "force",
+    "interactive",
+    "link",
+    "no-dereference",
+    "no-clobber",
+    "parents",
+    "recursive",
+    "reflink",
+    "remove-destination",
+    "strip-trailing-slashes",
+    "symbolic-link",
+    "no-target-directory",
+    "update",
+    "verbose",
+    "one-file-system",
+    "context",
+    "keep-directory-symlink",
+    "debug",
+    "preserve",
+    "exchange",
+    "no-copy",
+    "compare",
+    "directory",
+    "preserve-timestamps",
+    "strip",
+    "preserve-context",
+    "logical",
+    "physical",
+    "relative",
+    "symbolic",
+];
+
 /// cp, mv, install, ln: the destination is `-t DIR`, or the last operand; sources are read (and,
 /// for mv, removed).
-fn copy_like(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+fn copy_like(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
     let spec = match name {
         "install" => OptionSpec::gnu(
             "tmogS",
@@ -132,14 +199,17 @@ fn copy_like(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
                 "strip-program",
             ],
             &[],
-        ),
+        )
+        .flags("bcCdDpsvTZ", COPY_FLAGS),
         _ => OptionSpec::gnu(
             "tS",
             &["target-directory", "suffix", "sparse", "no-preserve"],
             &[],
-        ),
+        )
+        .flags("abdfiHlLnPpRrsuvxTZFe", COPY_FLAGS),
     };
     let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     if has(&items, &["--strip-program"]) {
         a.complex("`install --strip-program` runs another program");
     }
@@ -218,7 +288,8 @@ fn copy_like(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
 
 /// rsync: local destinations are written; a remote operand (`host:path`) needs SSH, and
 /// `rsync://` the network. `-e`/`--rsh` and `--rsync-path` run programs.
-fn rsync(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+fn rsync(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
     let spec = OptionSpec::gnu(
         "eTfB",
         &[
@@ -272,8 +343,103 @@ fn rsync(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             "address",
         ],
         &[],
+    )
+    .flags(
+        "avzrlptgoDhPnucqxHAXSWRbLkKmiCEOJUNys0468",
+        &[
+            "archive",
+            "verbose",
+            "compress",
+            "recursive",
+            "links",
+            "perms",
+            "times",
+            "group",
+            "owner",
+            "devices",
+            "specials",
+            "human-readable",
+            "progress",
+            "partial",
+            "dry-run",
+            "update",
+            "checksum",
+            "quiet",
+            "one-file-system",
+            "hard-links",
+            "acls",
+            "xattrs",
+            "sparse",
+            "whole-file",
+            "relative",
+            "backup",
+            "copy-links",
+            "copy-dirlinks",
+            "keep-dirlinks",
+            "prune-empty-dirs",
+            "itemize-changes",
+            "cvs-exclude",
+            "executability",
+            "omit-dir-times",
+            "omit-link-times",
+            "atimes",
+            "crtimes",
+            "numeric-ids",
+            "fuzzy",
+            "delete",
+            "delete-before",
+            "delete-during",
+            "delete-delay",
+            "delete-after",
+            "delete-excluded",
+            "delete-missing-args",
+            "ignore-missing-args",
+            "ignore-existing",
+            "ignore-times",
+            "existing",
+            "remove-source-files",
+            "force",
+            "inplace",
+            "append",
+            "append-verify",
+            "size-only",
+            "stats",
+            "list-only",
+            "no-motd",
+            "safe-links",
+            "copy-unsafe-links",
+            "munge-links",
+            "mkpath",
+            "fsync",
+            "ipv4",
+            "ipv6",
+            "8-bit-output",
+            "from0",
+            "protect-args",
+            "secluded-args",
+            "trust-sender",
+            "copy-as",
+            "preallocate",
+            "open-noatime",
+            "super",
+            "fake-super",
+            "delay-updates",
+            "no-inc-recursive",
+            "inc-recursive",
+            "blocking-io",
+            "ignore-errors",
+            "msgs2stderr",
+            "progress2",
+            "no-implied-dirs",
+            "implied-dirs",
+            "old-dirs",
+            "dirs",
+            "no-whole-file",
+            "no-compress",
+        ],
     );
     let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     if has(&items, &["-e", "--rsh", "--rsync-path"]) {
         a.complex("rsync -e/--rsync-path runs another program");
     }
@@ -367,10 +533,11 @@ fn dd(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 }
 
 /// split and csplit write pieces named by a prefix (default `x`/`xx`) in the current directory.
-fn split(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+fn split(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let (name, args) = (c.name, c.args);
     let spec = if name == "split" {
         OptionSpec::gnu(
-            "abCdlnt",
+            "abClnt",
             &[
                 "suffix-length",
                 "additional-suffix",
@@ -383,10 +550,30 @@ fn split(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             ],
             &[],
         )
+        .flags(
+            "dxeu",
+            &[
+                "numeric-suffixes",
+                "hex-suffixes",
+                "elide-empty-files",
+                "unbuffered",
+                "verbose",
+            ],
+        )
     } else {
-        OptionSpec::gnu("bfn", &["suffix-format", "prefix", "digits"], &[])
+        OptionSpec::gnu("bfn", &["suffix-format", "prefix", "digits"], &[]).flags(
+            "ksqz",
+            &[
+                "keep-files",
+                "quiet",
+                "silent",
+                "elide-empty-files",
+                "suppress-matched",
+            ],
+        )
     };
     let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     if has(&items, &["--filter"]) {
         a.complex("`split --filter` runs a shell command for each piece");
     }
@@ -410,9 +597,10 @@ fn split(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
 
 /// patch writes the files its patch names, relative to the current directory (or `-d DIR`);
 /// GNU patch refuses names that climb out. `-o` names the output; `-i` the patch file.
-fn patch(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
+fn patch(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
     let spec = OptionSpec::gnu(
-        "BdDFiopruVYzg",
+        "BdDFioprVYzg",
         &[
             "prefix",
             "directory",
@@ -431,8 +619,37 @@ fn patch(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             "read-only",
         ],
         &[],
+    )
+    .flags(
+        "bceEflnNRstTuvZ",
+        &[
+            "backup",
+            "context",
+            "ed",
+            "remove-empty-files",
+            "force",
+            "ignore-whitespace",
+            "normal",
+            "forward",
+            "reverse",
+            "silent",
+            "quiet",
+            "batch",
+            "set-time",
+            "set-utc",
+            "unified",
+            "verbose",
+            "dry-run",
+            "posix",
+            "binary",
+            "merge",
+            "follow-symlinks",
+            "backup-if-mismatch",
+            "no-backup-if-mismatch",
+        ],
     );
     let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     unknown_words(a, "patch", &items, cwd);
     for p in values(&items, &["-i", "--input"]) {
         a.read_path(p, cwd);
@@ -472,8 +689,12 @@ fn patch(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 /// mktemp creates a new file or directory: from its template, under `-p DIR`/`--tmpdir`, or in
 /// `$TMPDIR` (`/tmp`, the sandbox's private tmpfs). The target is the new entry
 /// (`/tmp/tmp.XXXXXXXXXX`), never the directory that holds it.
-fn mktemp(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
-    let items = scan(args, &OptionSpec::gnu("p", &["tmpdir", "suffix"], &[]));
+fn mktemp(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let spec = OptionSpec::gnu("p", &["tmpdir", "suffix"], &[])
+        .flags("dqut", &["directory", "quiet", "dry-run"]);
+    let items = scan(args, &spec);
+    c.check_options(a, &items, &spec);
     if has(&items, &["-u", "--dry-run"]) {
         return;
     }
