@@ -13,6 +13,37 @@
 use libfuzzer_sys::fuzz_target;
 use spear_core::{Capability, CommandClass};
 
+/// `NAME (N arg[s])[ + M more]` with a plain or `(computed)` name of at most 64 characters (and
+/// `…`), or one of the fixed words.
+fn summary_shape(summary: &str) -> bool {
+    if matches!(summary, "(empty)" | "(no program)" | "(not parsed)") {
+        return true;
+    }
+    // The count is the last parenthesis; `+ M more` follows it.
+    let Some((name, rest)) = summary.rsplit_once(" (") else {
+        return false;
+    };
+    let Some((count, more)) = rest.split_once(')') else {
+        return false;
+    };
+    let count_ok = count
+        .strip_suffix(" args")
+        .or_else(|| count.strip_suffix(" arg"))
+        .is_some_and(|n| n.parse::<usize>().is_ok());
+    let more_ok = more.is_empty()
+        || more
+            .strip_prefix(" + ")
+            .and_then(|m| m.strip_suffix(" more"))
+            .is_some_and(|m| m.parse::<usize>().is_ok());
+    let name = name.strip_suffix('…').unwrap_or(name);
+    let name_ok = name == "(computed)"
+        || (name.chars().count() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._+-/@:,=[]".contains(c)));
+    count_ok && more_ok && name_ok
+}
+
 fuzz_target!(
     init: spear_fuzz::install_panic_hook(),
     |data: &[u8]| {
@@ -40,6 +71,10 @@ fuzz_target!(
         }
         if a.reason.is_empty() {
             panic!("no reason for {script:?}");
+        }
+        // The executable summary is a program word and counts, never argument text.
+        if !summary_shape(&a.executable) {
+            panic!("summary {:?} of {script:?}", a.executable);
         }
         // The SIGPIPE rewrite runs what was judged: the same class and capabilities.
         if let Some(rewritten) = spear_policy::tolerate_sigpipe(&script) {

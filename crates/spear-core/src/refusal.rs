@@ -242,6 +242,9 @@ pub enum Refusal {
     ToolNotInMode {
         /// The tool.
         tool: String,
+        /// What the call would have acted on (its path or command): calls on different targets
+        /// are different refusals.
+        target: String,
         /// The session's mode.
         mode: ExecutionMode,
         /// The modes it exists in.
@@ -411,14 +414,16 @@ impl Refusal {
         }
     }
 
-    /// The tool `tool` is not offered in `mode`; it exists in `modes`.
+    /// The tool `tool`, called on `target`, is not offered in `mode`; it exists in `modes`.
     pub fn tool_not_in_mode(
         tool: impl Into<String>,
+        target: impl Into<String>,
         mode: ExecutionMode,
         modes: &[ExecutionMode],
     ) -> Self {
         Refusal::ToolNotInMode {
             tool: tool.into(),
+            target: target.into(),
             mode,
             modes: modes.to_vec(),
         }
@@ -511,9 +516,8 @@ impl Refusal {
             | Refusal::ProtectedEntry { path, .. }
             | Refusal::Unverifiable { path, .. }
             | Refusal::InvalidPath { path, .. } => path,
-            Refusal::ToolNotInMode { tool, .. }
-            | Refusal::RequestStateRefused { tool, .. }
-            | Refusal::NoAnswer { tool, .. } => tool,
+            Refusal::ToolNotInMode { target, .. } => target,
+            Refusal::RequestStateRefused { tool, .. } | Refusal::NoAnswer { tool, .. } => tool,
         }
     }
 
@@ -541,9 +545,8 @@ impl Refusal {
             | Refusal::ProtectedEntry { path, .. }
             | Refusal::Unverifiable { path, .. }
             | Refusal::InvalidPath { path, .. } => path,
-            Refusal::ToolNotInMode { tool, .. }
-            | Refusal::RequestStateRefused { tool, .. }
-            | Refusal::NoAnswer { tool, .. } => tool,
+            Refusal::ToolNotInMode { target, .. } => target,
+            Refusal::RequestStateRefused { tool, .. } | Refusal::NoAnswer { tool, .. } => tool,
         }
     }
 
@@ -670,7 +673,9 @@ impl Refusal {
                  it with terminal_output until it has ended, or stop it with terminal_kill, then \
                  write."
             ),
-            Refusal::ToolNotInMode { tool, mode, modes } => {
+            Refusal::ToolNotInMode {
+                tool, mode, modes, ..
+            } => {
                 let with: Vec<String> = modes
                     .iter()
                     .map(|m| format!("{} (--{})", m.as_str().to_uppercase(), m.as_str()))
@@ -762,34 +767,34 @@ mod tests {
         assert!(m.contains("no mode grants"), "{m}");
     }
 
-    /// One of each rule, with `x` as its subject.
+    /// One of each rule, with `SUBJ` as its subject.
     fn one_of_each() -> Vec<Refusal> {
         vec![
-            Refusal::mode_forbids(ExecutionMode::Safe, Capability::WorkspaceWrite, "x"),
-            Refusal::network_removed("x"),
-            Refusal::no_mode_grants(Capability::Ssh, "x"),
-            Refusal::privilege_change("x"),
-            Refusal::mount_or_namespace("x"),
-            Refusal::kernel_or_device("x"),
-            Refusal::system_packages("x"),
-            Refusal::write_outside_roots("x"),
-            Refusal::credential_store("x"),
-            Refusal::sandbox_mount_point("x"),
-            Refusal::project_scope("x"),
-            Refusal::generated_file("x", "y"),
-            Refusal::snapshot_copy("x", "y"),
-            Refusal::protected_entry("x", "y"),
-            Refusal::unverifiable("x", "y"),
-            Refusal::declined("x"),
-            Refusal::no_confirmer("x"),
-            Refusal::awaiting_confirmation("x"),
-            Refusal::sandbox_down("x", "y"),
-            Refusal::turn_stopped("x", "y"),
-            Refusal::job_writing("x", "y"),
-            Refusal::tool_not_in_mode("x", ExecutionMode::Safe, &[ExecutionMode::Ask]),
-            Refusal::invalid_path("x", "`x` is outside the workspace"),
-            Refusal::request_state_refused("x", "y"),
-            Refusal::no_answer("x", "inputResponses.y"),
+            Refusal::mode_forbids(ExecutionMode::Safe, Capability::WorkspaceWrite, "SUBJ"),
+            Refusal::network_removed("SUBJ"),
+            Refusal::no_mode_grants(Capability::Ssh, "SUBJ"),
+            Refusal::privilege_change("SUBJ"),
+            Refusal::mount_or_namespace("SUBJ"),
+            Refusal::kernel_or_device("SUBJ"),
+            Refusal::system_packages("SUBJ"),
+            Refusal::write_outside_roots("SUBJ"),
+            Refusal::credential_store("SUBJ"),
+            Refusal::sandbox_mount_point("SUBJ"),
+            Refusal::project_scope("SUBJ"),
+            Refusal::generated_file("SUBJ", "OTHER"),
+            Refusal::snapshot_copy("SUBJ", "OTHER"),
+            Refusal::protected_entry("SUBJ", "OTHER"),
+            Refusal::unverifiable("SUBJ", "OTHER"),
+            Refusal::declined("SUBJ"),
+            Refusal::no_confirmer("SUBJ"),
+            Refusal::awaiting_confirmation("SUBJ"),
+            Refusal::sandbox_down("SUBJ", "OTHER"),
+            Refusal::turn_stopped("SUBJ", "OTHER"),
+            Refusal::job_writing("SUBJ", "OTHER"),
+            Refusal::tool_not_in_mode("TOOL", "SUBJ", ExecutionMode::Safe, &[ExecutionMode::Ask]),
+            Refusal::invalid_path("SUBJ", "`SUBJ` is outside the workspace"),
+            Refusal::request_state_refused("SUBJ", "OTHER"),
+            Refusal::no_answer("SUBJ", "inputResponses.OTHER"),
         ]
     }
 
@@ -802,8 +807,14 @@ mod tests {
         assert_eq!(rules.len(), all.len(), "one refusal per rule");
         let mut messages: Vec<String> = all.iter().map(Refusal::message).collect();
         for (r, m) in all.iter().zip(&messages) {
-            assert_eq!(r.subject(), "x");
-            assert!(m.contains('x'), "{:?}: {m}", r.rule());
+            assert_eq!(r.subject(), "SUBJ");
+            // The message names what was refused (for a tool not in the mode: the tool).
+            let named = if r.rule() == RefusalRule::ToolNotInMode {
+                "TOOL"
+            } else {
+                "SUBJ"
+            };
+            assert!(m.contains(named), "{:?}: {m}", r.rule());
         }
         messages.sort();
         messages.dedup();
@@ -827,7 +838,7 @@ mod tests {
             assert_eq!(serde_json::to_value(rule).unwrap(), rule.as_str());
             let json = serde_json::to_value(&r).unwrap();
             assert_eq!(json["rule"], rule.as_str());
-            assert_eq!(json["subject"], "x");
+            assert_eq!(json["subject"], "SUBJ");
             assert_eq!(json["message"], r.message());
             let back: RefusalRule = serde_json::from_value(json["rule"].clone()).unwrap();
             assert_eq!(back, rule);

@@ -174,6 +174,7 @@ mod tests {
     fn the_answer_names_the_modes_and_asks_the_user() {
         let text = spear_core::Refusal::tool_not_in_mode(
             "write_file",
+            "a.txt",
             ExecutionMode::Safe,
             &[ExecutionMode::Ask, ExecutionMode::Auto],
         )

@@ -394,36 +394,27 @@ impl ToolRouter {
         options: CallOptions,
         mut record: CallRecord,
     ) -> (ToolResultEnvelope, CallRecord) {
-        let name = spec.name;
-        let answer = |result: ToolResult, record: CallRecord| {
-            (ToolResultEnvelope::new(name, result), record)
+        let (result, job) = match self.gate_and_run(spec, prepared, options, &mut record) {
+            Ok(done) => done,
+            Err(refused) => (refused, None),
         };
-        record.target = Some(prepared.target());
-        let mode = self.exposure.mode_for(spec, self.config.mode);
-        if !self.exposure.acts_in(spec, self.config.mode) {
-            // Not listed in this mode (see `crate::exposure`). After the arguments are read, so
-            // that refusals of different targets are told apart by the repeat tracker.
-            let result = ToolResult::denied(&Refusal::tool_not_in_mode(
-                name,
-                self.config.mode,
-                spec.modes,
-            ));
-            return answer(result, record);
-        }
-        let capabilities = {
-            let p = CapabilityPolicy::for_mode(mode);
-            if self.config.no_network {
-                p.without_network()
-            } else {
-                p
-            }
-        };
+        let mut envelope = ToolResultEnvelope::new(spec.name, result);
+        envelope.job = job;
+        (envelope, record)
+    }
 
-        let access = prepared.access();
-        let resolved = match self.resolve(&access) {
-            Ok(r) => r,
-            Err(result) => return answer(result, record),
-        };
+    /// The gates in order, each one's refusal ending the call (`Err`); then the call runs and is
+    /// settled.
+    fn gate_and_run(
+        &self,
+        spec: &ToolSpec,
+        prepared: Box<dyn crate::Prepared>,
+        options: CallOptions,
+        record: &mut CallRecord,
+    ) -> Result<(ToolResult, Option<crate::JobState>), ToolResult> {
+        record.target = Some(prepared.target());
+        let capabilities = self.admit(spec, &prepared.target())?;
+        let resolved = self.resolve(&prepared.access())?;
         if let Some(label) = resolved
             .writes
             .first()
@@ -431,40 +422,84 @@ impl ToolRouter {
         {
             record.target = Some(label);
         }
-        // A file write holds the lock from its last gate to its last capture; a command takes it
-        // itself, only when it runs writable (read-only commands run side by side).
-        let mut writing = None;
-        if spec.effect == Effect::Write {
-            // Checked before anyone is asked, and again under the lock: a command running
-            // meanwhile may have found the sandbox down or changed a header.
-            if let Some(result) = self.gate_writes(spec.name, &resolved) {
-                return answer(result, record);
-            }
-            match self.authorize_write(spec, &*prepared, capabilities, options.confirmer.as_deref())
-            {
-                Ok(granted) => record.granted = granted,
-                Err(result) => return answer(result, record),
-            }
-            writing = Some(self.writing.lock().unwrap_or_else(PoisonError::into_inner));
-            if let Some(result) = self.gate_writes(spec.name, &resolved) {
-                return answer(result, record);
-            }
+        let writing = self.gate_file_write(
+            spec,
+            &*prepared,
+            &resolved,
+            capabilities,
+            options.confirmer.as_deref(),
+            record,
+        )?;
+        not_cancelled(&options)?;
+        let (turn_checkpoint, not_kept) = self.checkpoint_before(&resolved)?;
+        let outcome = self.run_prepared(prepared, &resolved, capabilities, options, record.seq);
+        Ok(self.settle(
+            outcome,
+            &resolved,
+            turn_checkpoint,
+            &not_kept,
+            writing,
+            record,
+        ))
+    }
+
+    /// Step 4: the tool's execution modes. A tool not listed in this mode (see
+    /// `crate::exposure`) is refused after its arguments are read, so that refusals of different
+    /// targets are told apart by the repeat tracker. Returns what the mode grants.
+    fn admit(&self, spec: &ToolSpec, target: &str) -> Result<CapabilityPolicy, ToolResult> {
+        if !self.exposure.acts_in(spec, self.config.mode) {
+            return Err(ToolResult::denied(&Refusal::tool_not_in_mode(
+                spec.name,
+                target,
+                self.config.mode,
+                spec.modes,
+            )));
         }
-        // A call cancelled while it was asked about or waited for the write lock ends here,
-        // before it checkpoints or writes anything (a command checks again as it starts).
-        if options
-            .cancel
-            .as_ref()
-            .is_some_and(spear_runtime::CancelToken::is_cancelled)
-        {
-            let mut result = ToolResult::new(ToolStatus::Cancelled);
-            result.reason = Some("cancelled before it ran; nothing was changed".into());
-            return answer(result, record);
+        let policy = CapabilityPolicy::for_mode(self.exposure.mode_for(spec, self.config.mode));
+        Ok(if self.config.no_network {
+            policy.without_network()
+        } else {
+            policy
+        })
+    }
+
+    /// Steps 6 and 7 for a file tool: the target policy, ASK's question, then the write lock,
+    /// held from the last gate to the last capture (checked before anyone is asked, and again
+    /// under the lock: a command running meanwhile may have found the sandbox down or changed a
+    /// header). A command takes the lock itself, only when it runs writable (read-only commands
+    /// run side by side): `None`.
+    fn gate_file_write(
+        &self,
+        spec: &ToolSpec,
+        prepared: &dyn crate::Prepared,
+        resolved: &Resolved,
+        capabilities: CapabilityPolicy,
+        asker: Option<&(dyn Confirmer + Send + Sync)>,
+        record: &mut CallRecord,
+    ) -> Result<Option<MutexGuard<'_, ()>>, ToolResult> {
+        if spec.effect != Effect::Write {
+            return Ok(None);
         }
-        let (turn_checkpoint, not_kept) = match self.checkpoint_before(&resolved) {
-            Ok(c) => c,
-            Err(result) => return answer(result, record),
-        };
+        if let Some(result) = self.gate_writes(spec.name, resolved) {
+            return Err(result);
+        }
+        record.granted = self.authorize_write(spec, prepared, capabilities, asker)?;
+        let writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(result) = self.gate_writes(spec.name, resolved) {
+            return Err(result);
+        }
+        Ok(Some(writing))
+    }
+
+    /// Step 9: the call, with what it may use.
+    fn run_prepared(
+        &self,
+        prepared: Box<dyn crate::Prepared>,
+        resolved: &Resolved,
+        capabilities: CapabilityPolicy,
+        options: CallOptions,
+        call_seq: u64,
+    ) -> Outcome {
         let confirmer = options
             .confirmer
             .as_deref()
@@ -487,9 +522,22 @@ impl ToolRouter {
             results: self.stores.results.as_ref(),
             writing: &self.writing,
             background_jobs: self.config.background_jobs,
-            call_seq: record.seq,
+            call_seq,
         };
-        let outcome = prepared.run(&cx, &resolved);
+        prepared.run(&cx, resolved)
+    }
+
+    /// After the call: what the audit record needs, the sandbox mark, and the checkpoint of what
+    /// it changed (under the write lock, taken now if the call did not hold it).
+    fn settle<'r>(
+        &'r self,
+        outcome: Outcome,
+        resolved: &Resolved,
+        turn_checkpoint: Option<TurnCheckpoint>,
+        not_kept: &[String],
+        mut writing: Option<MutexGuard<'r, ()>>,
+        record: &mut CallRecord,
+    ) -> (ToolResult, Option<crate::JobState>) {
         if let Some(target) = &outcome.target {
             record.target = Some(target.clone());
         }
@@ -515,7 +563,7 @@ impl ToolRouter {
         if writing.is_none() && !outcome.captured.is_empty() {
             writing = Some(self.writing.lock().unwrap_or_else(PoisonError::into_inner));
         }
-        if let Err(e) = self.checkpoint(&resolved, turn_checkpoint, &outcome) {
+        if let Err(e) = self.checkpoint(resolved, turn_checkpoint, &outcome) {
             append_reason(
                 &mut result,
                 &format!(
@@ -524,9 +572,7 @@ impl ToolRouter {
             );
         }
         drop(writing);
-        let (mut envelope, record) = answer(result, record);
-        envelope.job = outcome.job;
-        (envelope, record)
+        (result, outcome.job)
     }
 
     /// Request scope: every path resolves inside the roots.
@@ -850,6 +896,21 @@ struct CallRecord {
     ran_since: Option<u64>,
     /// The turn when the call started, and how many of its calls had changed something by then.
     started_in: (String, u64),
+}
+
+/// A call cancelled while it was asked about or waited for the write lock ends here, before it
+/// checkpoints or writes anything (a command checks again as it starts).
+fn not_cancelled(options: &CallOptions) -> Result<(), ToolResult> {
+    if options
+        .cancel
+        .as_ref()
+        .is_some_and(spear_runtime::CancelToken::is_cancelled)
+    {
+        let mut result = ToolResult::new(ToolStatus::Cancelled);
+        result.reason = Some("cancelled before it ran; nothing was changed".into());
+        return Err(result);
+    }
+    Ok(())
 }
 
 /// The `invalid_path` result of `path`, which did not resolve for the reason `e`.

@@ -198,8 +198,8 @@ mod tests {
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
             keys.len(),
-            13,
-            "time session turn event tool target class capabilities status exit_code duration_ms changed_paths executable: {keys:?}"
+            14,
+            "time session turn event tool target class capabilities status rule exit_code duration_ms changed_paths executable: {keys:?}"
         );
         assert_eq!(v["event"], "repeated_refusal_stopped");
         assert_eq!(v["event"], AuditEvent::RepeatedRefusalStopped.as_str());

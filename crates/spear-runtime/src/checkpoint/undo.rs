@@ -169,31 +169,44 @@ enum Done {
 impl CheckpointStore {
     /// Undoes the latest turn that is not undone and changed something (see the module doc for
     /// the order and the guarantees). `fs` must be the [`WorkspaceFs`] of `ws`.
+    ///
+    /// In phases, each one before anything changes refusing the whole undo: locate the turn's
+    /// entries in this workspace; check that each is still as the turn left it; plan the steps;
+    /// read and verify every blob they need. Then the steps, putting back what was done when one
+    /// fails; then the turn is marked undone.
     pub fn undo_last(&self, ws: &Workspace, fs: &WorkspaceFs) -> Result<UndoReport, UndoError> {
         let Some(mut turn) = self.latest_undoable()? else {
             return Err(UndoError::NothingToUndo);
         };
         let turn_id = turn.id().to_owned();
+        let located = self.as_the_turn_left(fs, locate(ws, &turn_id, &turn.manifest.entries)?)?;
+        let items: Vec<PlanItem<'_>> = located
+            .iter()
+            .map(|t| PlanItem {
+                depth: t.loc.rel.components().count(),
+                before: &t.entry.before,
+                now: &t.now,
+            })
+            .collect();
+        let steps = plan(&items);
+        let blobs = self.blobs_for(&steps, &located)?;
+        let report = self.run_steps(fs, &turn_id, &steps, &located, &blobs)?;
+        // The next undo goes to the turn before.
+        turn.mark_undone();
+        turn.save().map_err(|source| UndoError::NotMarked {
+            turn: turn_id,
+            source,
+        })?;
+        Ok(report)
+    }
 
-        let mut targets = Vec::new();
-        for entry in turn.manifest.entries.iter().filter(|e| e.changed()) {
-            // Roots are matched by host path: a root's index can differ between processes.
-            let Some(root) = ws.roots().iter().position(|r| r.host_path() == entry.root) else {
-                return Err(UndoError::RootGone {
-                    turn: turn_id,
-                    label: entry.label.clone(),
-                    root: entry.root.clone(),
-                });
-            };
-            let loc = Location {
-                root,
-                rel: entry.rel.clone(),
-            };
-            targets.push((ws.label(&loc), loc, entry));
-        }
-        targets.sort_by(|a, b| (a.1.root, &a.1.rel).cmp(&(b.1.root, &b.1.rel)));
-
-        // 1. Everything must be as the turn left it.
+    /// Phase 1: the entries, each still as the turn left it (or already as before it); every
+    /// other state is a conflict, and any conflict refuses the undo.
+    fn as_the_turn_left<'e>(
+        &self,
+        fs: &WorkspaceFs,
+        targets: Vec<(String, Location, &'e Entry)>,
+    ) -> Result<Vec<Target<'e>>, UndoError> {
         let mut located = Vec::new();
         let mut conflicts = Vec::new();
         for (label, loc, entry) in targets {
@@ -223,23 +236,22 @@ impl CheckpointStore {
                 }),
             }
         }
-        if !conflicts.is_empty() {
-            return Err(UndoError::Conflict(conflicts));
+        if conflicts.is_empty() {
+            Ok(located)
+        } else {
+            Err(UndoError::Conflict(conflicts))
         }
+    }
 
-        let items: Vec<PlanItem<'_>> = located
-            .iter()
-            .map(|t| PlanItem {
-                depth: t.loc.rel.components().count(),
-                before: &t.entry.before,
-                now: &t.now,
-            })
-            .collect();
-        let steps = plan(&items);
-
-        // 2. Every blob a step or a put-back needs, verified, before anything changes.
+    /// Phase 2: every blob a step or a put-back needs, read and verified before anything
+    /// changes. Attack stopped: a blob swapped in the store would be written into the workspace.
+    fn blobs_for(
+        &self,
+        steps: &[Step],
+        located: &[Target<'_>],
+    ) -> Result<HashMap<String, Vec<u8>>, UndoError> {
         let mut blobs = HashMap::new();
-        for step in &steps {
+        for step in steps {
             let before = &located[step.entry].entry.before;
             let wanted = [
                 (step.action == Action::Restore).then_some(before),
@@ -262,16 +274,27 @@ impl CheckpointStore {
                 }
             }
         }
+        Ok(blobs)
+    }
 
-        // 3. The steps; 4. on a failure, put back what was done.
+    /// Phase 3: the steps in order; on a failure, phase 4: every step done so far is put back, in
+    /// reverse, and the error names what could not be.
+    fn run_steps(
+        &self,
+        fs: &WorkspaceFs,
+        turn_id: &str,
+        steps: &[Step],
+        located: &[Target<'_>],
+        blobs: &HashMap<String, Vec<u8>>,
+    ) -> Result<UndoReport, UndoError> {
         let mut report = UndoReport {
-            turn: turn_id.clone(),
+            turn: turn_id.to_owned(),
             ..UndoReport::default()
         };
         let mut done: Vec<&Step> = Vec::new();
-        for step in &steps {
+        for step in steps {
             let t = &located[step.entry];
-            match apply(fs, t, &step.action, &blobs) {
+            match apply(fs, t, &step.action, blobs) {
                 Ok(Done::Changed) => {
                     let list = match step.action {
                         Action::CreateDir { .. } | Action::Restore => &mut report.restored,
@@ -285,18 +308,18 @@ impl CheckpointStore {
                     let mut not_put_back = Vec::new();
                     // The failed step may have done part of its work.
                     if self.read_state(fs, &t.loc).ok().as_ref() != Some(&step.prior)
-                        && put_back(fs, &t.loc, &t.label, &step.prior, &blobs).is_err()
+                        && put_back(fs, &t.loc, &t.label, &step.prior, blobs).is_err()
                     {
                         not_put_back.push(t.label.clone());
                     }
                     for step in done.iter().rev() {
                         let t = &located[step.entry];
-                        if put_back(fs, &t.loc, &t.label, &step.prior, &blobs).is_err() {
+                        if put_back(fs, &t.loc, &t.label, &step.prior, blobs).is_err() {
                             not_put_back.push(t.label.clone());
                         }
                     }
                     return Err(UndoError::Failed {
-                        turn: turn_id,
+                        turn: turn_id.to_owned(),
                         label: t.label.clone(),
                         source,
                         not_put_back,
@@ -304,15 +327,35 @@ impl CheckpointStore {
                 }
             }
         }
-
-        // 5. The next undo goes to the turn before.
-        turn.mark_undone();
-        turn.save().map_err(|source| UndoError::NotMarked {
-            turn: turn_id,
-            source,
-        })?;
         Ok(report)
     }
+}
+
+/// The turn's changed entries in this workspace, by root and path; a root that is gone refuses
+/// the undo.
+fn locate<'e>(
+    ws: &Workspace,
+    turn_id: &str,
+    entries: &'e [Entry],
+) -> Result<Vec<(String, Location, &'e Entry)>, UndoError> {
+    let mut targets = Vec::new();
+    for entry in entries.iter().filter(|e| e.changed()) {
+        // Roots are matched by host path: a root's index can differ between processes.
+        let Some(root) = ws.roots().iter().position(|r| r.host_path() == entry.root) else {
+            return Err(UndoError::RootGone {
+                turn: turn_id.to_owned(),
+                label: entry.label.clone(),
+                root: entry.root.clone(),
+            });
+        };
+        let loc = Location {
+            root,
+            rel: entry.rel.clone(),
+        };
+        targets.push((ws.label(&loc), loc, entry));
+    }
+    targets.sort_by(|a, b| (a.1.root, &a.1.rel).cmp(&(b.1.root, &b.1.rel)));
+    Ok(targets)
 }
 
 /// Runs one step on `t`.
