@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use spear_core::{CommandClass, ExecutionProfile, SandboxView, ToolResult, ToolStatus};
+use spear_core::{
+    Capability, CapabilitySet, CommandClass, ExecutionProfile, SandboxView, ToolResult, ToolStatus,
+};
 use spear_sandbox::{
     Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, NetworkSpec,
     OutputTee, RunOutcome, Sandbox, SandboxConfig, SandboxError, SpecError, Stop, SystemDir,
@@ -349,7 +351,7 @@ impl CommandRunner {
 
     /// Fresh layers for a writable profile; none for a read-only one.
     fn stage(&self, profile: &ExecutionProfile) -> Result<Option<Staging>, SpecError> {
-        if !profile.workspace_write {
+        if !profile.workspace_write() {
             return Ok(None);
         }
         Staging::create(&self.config.staging, &self.workspace)
@@ -361,11 +363,10 @@ impl CommandRunner {
     /// networked `/bin/true` with its network attached, its egress policy loaded and its teardown
     /// confirmed.
     pub fn ensure_network(&self) -> Result<(), SandboxError> {
-        let profile = ExecutionProfile {
-            workspace_read: true,
-            network: true,
-            ..ExecutionProfile::default()
-        };
+        let profile = ExecutionProfile::from_granted(
+            CapabilitySet::of(&[Capability::FilesystemRead, Capability::Network]),
+            Vec::new(),
+        );
         let request = CommandRequest::new(CommandLine::Argv(vec!["/bin/true".into()]), profile);
         let spec = self.spec(&request, None).map_err(SandboxError::Spec)?;
         self.sandbox.ensure(&spec)?;
@@ -405,7 +406,7 @@ impl CommandRunner {
             })
             .collect();
         let mut bound: Vec<PathBuf> = self.host.toolchains.binds.clone();
-        bound.extend(request.profile.host_read_paths.iter().cloned());
+        bound.extend(request.profile.host_read_paths().iter().cloned());
         let mut masks = credential_masks(&self.config.home, &bound, &host_entry);
         let root_hosts: Vec<PathBuf> = roots.iter().map(|r| r.host.clone()).collect();
         for mask in credential_masks(&self.config.home, &root_hosts, &host_entry) {
@@ -524,7 +525,7 @@ impl CommandRunner {
             for dest in spec
                 .toolchains
                 .iter()
-                .chain(&spec.profile.host_read_paths)
+                .chain(spec.profile.host_read_paths())
                 .chain(spec.roots.iter().map(|r| &r.mount))
             {
                 scratch.clear_links_to(dest, &spec.home);

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use spear_core::ExecutionProfile;
+use spear_core::{Capability, CapabilitySet, ExecutionProfile};
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig, sandbox_view};
 use spear_sandbox::{Etc, SystemDir};
 use spear_workspace::{Workspace, WorkspaceConfig};
@@ -38,10 +38,10 @@ fn the_view_is_what_the_spec_binds() {
     let runner = CommandRunner::new(Arc::clone(&workspace), config);
     let request = CommandRequest::new(
         CommandLine::Argv(vec!["/bin/true".into()]),
-        ExecutionProfile {
-            workspace_read: true,
-            ..ExecutionProfile::default()
-        },
+        ExecutionProfile::from_granted(
+            CapabilitySet::of(&[Capability::FilesystemRead]),
+            Vec::new(),
+        ),
     );
     let spec = runner.spec(&request, None).unwrap();
 

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use spear_core::Capability;
+
 use crate::ResourceLimits;
 use crate::argv::build_argv;
 use crate::cgroup::{CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, LimitsHit};
@@ -215,7 +217,7 @@ impl Sandbox {
     /// refused by the kernel) are remembered for the life of the instance and not re-probed.
     pub fn ensure(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
         self.check_mechanisms()?;
-        let key = (spec.cwd.clone(), spec.profile.workspace_write);
+        let key = (spec.cwd.clone(), spec.profile.workspace_write());
         if let Some(cached) = lock(&self.preflight).get(&key) {
             return cached.clone().map_err(|e| clone_error(&e));
         }
@@ -224,8 +226,11 @@ impl Sandbox {
             .persist_preflight
             .then(PreflightStore::for_user)
             .flatten();
-        let store_key =
-            PreflightStore::key(&self.config.bwrap, &spec.cwd, spec.profile.workspace_write);
+        let store_key = PreflightStore::key(
+            &self.config.bwrap,
+            &spec.cwd,
+            spec.profile.workspace_write(),
+        );
         if let (Some(store), Some(k)) = (&store, &store_key)
             && store.contains(k)
         {
@@ -322,7 +327,7 @@ impl Sandbox {
             cwd = shell_quote(&cwd),
             home = shell_quote(&home),
         );
-        if spec.profile.workspace_write {
+        if spec.profile.workspace_write() {
             script.push_str("test -w . || { echo 'the workspace is not writable'; exit 1; }; ");
         } else {
             script.push_str(
@@ -332,7 +337,7 @@ impl Sandbox {
         script.push_str("exit 0");
         probe.command = vec!["/bin/sh".into(), "-c".into(), script.into()];
         // The preflight proves the closed sandbox; the network path is attached per command.
-        probe.profile.network = false;
+        probe.profile = probe.profile.without(Capability::Network);
         let watch = probe_watch();
         let outcome = self.run_unchecked(&probe, &watch)?;
         let f = &outcome.finished;
@@ -358,7 +363,7 @@ impl Sandbox {
     pub fn run(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
         build_argv(spec)?;
         self.ensure(spec)?;
-        if spec.profile.network {
+        if spec.profile.network() {
             self.ensure_network(spec)?;
         }
         self.run_unchecked(spec, watch)
@@ -366,7 +371,7 @@ impl Sandbox {
 
     fn run_unchecked(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
         let argv = build_argv(spec)?;
-        if spec.profile.network && self.network_poisoned.load(Ordering::SeqCst) {
+        if spec.profile.network() && self.network_poisoned.load(Ordering::SeqCst) {
             return Err(SandboxError::NetworkPoisoned);
         }
         let options = options_fd(&argv.options).map_err(SandboxError::Spawn)?;
@@ -379,7 +384,7 @@ impl Sandbox {
         };
         // The network path's pipes: bwrap reports on `info`; the hold in front of the command
         // says "r" on `ready` once the sandbox is set up, and waits for "go" on `go`.
-        let pipes = if spec.profile.network {
+        let pipes = if spec.profile.network() {
             let flags = rustix::pipe::PipeFlags::CLOEXEC;
             let pipe = || rustix::pipe::pipe_with(flags).map_err(|e| SandboxError::Spawn(e.into()));
             Some((pipe()?, pipe()?, pipe()?))

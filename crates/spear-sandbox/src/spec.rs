@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use spear_core::ExecutionProfile;
+use spear_core::{Capability, ExecutionProfile};
 
 /// One sandbox, fully described. Built by the runtime from an [`ExecutionProfile`] and a workspace;
 /// [`crate::build_argv`] turns it into the bubblewrap argv without any I/O.
@@ -193,12 +193,14 @@ impl Default for TmpfsSizes {
 /// Why a spec cannot become a sandbox. Nothing runs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
-    /// The profile asks for capabilities spear does not implement.
+    /// The profile holds granted capabilities the sandbox does not implement
+    /// ([`spear_core::Capability::is_implemented_by_sandbox`]), in [`spear_core::Capability::ALL`]
+    /// order.
     #[error(
         "the sandbox does not implement {}: spear refuses to run the command rather than run it without them",
-        .0.join(", ")
+        names(.0)
     )]
-    Unimplemented(Vec<&'static str>),
+    Unimplemented(Vec<Capability>),
     /// The profile asks for the network and the spec has no network path.
     #[error(
         "the command needs the network, and this sandbox has no network path configured; run it without network access"
@@ -255,4 +257,12 @@ pub enum SpecError {
     /// The seccomp fd is one of stdio.
     #[error("the seccomp program must be on an fd above stdio, not {0}")]
     SeccompFd(i32),
+}
+
+/// `gpu, secrets`: the names of `caps`, for [`SpecError::Unimplemented`].
+fn names(caps: &[Capability]) -> String {
+    caps.iter()
+        .map(|c| c.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

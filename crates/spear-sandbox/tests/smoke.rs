@@ -7,20 +7,25 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use spear_core::ExecutionProfile;
+use spear_core::{Capability, CapabilitySet, ExecutionProfile};
 use spear_sandbox::{
     Bind, BwrapSpec, EnvInputs, Etc, Exit, Overlay, Sandbox, SandboxConfig, SandboxError,
     SpecError, Stop, TmpfsSizes, Watch, etc_entries, sandbox_env, system_dirs,
 };
 
+/// The workspace visible, and writable when `write`.
+fn profile(write: bool) -> ExecutionProfile {
+    let mut granted = CapabilitySet::of(&[Capability::FilesystemRead]);
+    if write {
+        granted.insert(Capability::WorkspaceWrite);
+    }
+    ExecutionProfile::from_granted(granted, Vec::new())
+}
+
 fn spec(ws: &Path, write: bool, command: &[&str]) -> BwrapSpec {
     let home = PathBuf::from("/home/sandbox-user");
     BwrapSpec {
-        profile: ExecutionProfile {
-            workspace_read: true,
-            workspace_write: write,
-            ..ExecutionProfile::default()
-        },
+        profile: profile(write),
         command: command.iter().map(OsString::from).collect(),
         cwd: ws.to_path_buf(),
         home: home.clone(),

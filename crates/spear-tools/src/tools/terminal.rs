@@ -185,7 +185,7 @@ impl Prepared for TerminalArgs {
             }
         };
         let profile = ExecutionProfile::from_granted(granted, assessment.host_reads.clone());
-        let watch = profile.workspace_write;
+        let watch = profile.workspace_write();
         // Changes found around this command must be this command's: no other writer runs meanwhile.
         let writing = watch.then(|| {
             cx.writing
