@@ -45,13 +45,13 @@ fn the_view_is_what_the_spec_binds() {
     );
     let spec = runner.spec(&request, None).unwrap();
 
-    let mut bound: Vec<PathBuf> = spec.toolchains.clone();
-    for d in &spec.system {
+    let mut bound: Vec<PathBuf> = spec.toolchains().to_vec();
+    for d in spec.system() {
         match d {
             SystemDir::Bind(p) | SystemDir::Symlink { path: p, .. } => bound.push(p.clone()),
         }
     }
-    match &spec.etc {
+    match spec.etc() {
         Etc::Entries(entries) => bound.extend(entries.iter().cloned()),
         Etc::View { dirs, .. } => bound.extend(dirs.iter().cloned()),
     }
@@ -71,14 +71,14 @@ fn the_view_is_what_the_spec_binds() {
     );
     assert!(view.shows(Path::new("/usr/include/stdio.h")));
     // The private places are the spec's own tmpfs mounts; a shown tree under home is not one.
-    assert_eq!(spec.home, home);
+    assert_eq!(spec.home(), home);
     assert!(view.is_private(Path::new("/tmp/x")));
     assert!(view.is_private(Path::new("/dev/shm/x")));
     assert!(view.is_private(&home.join("scratch")));
     assert!(!view.is_private(&home.join(".cargo/bin/x")));
     // The environment names are the spec's, secrets dropped.
     let mut names: Vec<String> = spec
-        .env
+        .env()
         .iter()
         .map(|(n, _)| n.to_string_lossy().into_owned())
         .collect();

@@ -31,7 +31,7 @@
 //!    their number and length never make bwrap fail to start.
 //!
 //! In network mode the sandbox's `/etc/resolv.conf` names slirp4netns's resolver, and bwrap reports
-//! its child on `--info-fd`, and the command runs behind [`crate::NETWORK_HOLD`], which says when
+//! its child on `--info-fd`, and the command runs behind [`crate::spec::NETWORK_HOLD`], which says when
 //! the sandbox is set up and waits for spear's "go" (see `network.rs`).
 //!
 //! The builder refuses, before anything runs: granted capabilities the sandbox does not implement
@@ -197,7 +197,7 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
 }
 
 /// Every refusal of [`build_argv`], checked before any argument is written.
-fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
+pub(crate) fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
     // Attack stopped: a capability granted but silently dropped, so that a command runs in a
     // sandbox other than the one the decision named (and a capability added later is refused
     // here until the sandbox implements it).

@@ -584,7 +584,7 @@ struct Inputs {
 }
 
 /// The network path's pipes, as made before the spawn: bwrap reports its child on `info`; the
-/// hold in front of the command ([`crate::NETWORK_HOLD`]) says "r" on `ready` once the sandbox is
+/// hold in front of the command ([`crate::spec::NETWORK_HOLD`]) says "r" on `ready` once the sandbox is
 /// set up, and waits for "go" on `go`. Each end is closed when dropped.
 struct NetworkPipes {
     info: (OwnedFd, OwnedFd),
