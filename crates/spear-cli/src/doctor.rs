@@ -140,11 +140,13 @@ fn staging_preflight() -> Mechanism {
                 .map_err(|e| e.to_string())?
                 .copies();
             let runner = CommandRunner::new(ws, config);
-            let profile = spear_core::ExecutionProfile {
-                workspace_read: true,
-                workspace_write: true,
-                ..spear_core::ExecutionProfile::default()
-            };
+            let profile = spear_core::ExecutionProfile::from_granted(
+                spear_core::CapabilitySet::of(&[
+                    spear_core::Capability::FilesystemRead,
+                    spear_core::Capability::WorkspaceWrite,
+                ]),
+                Vec::new(),
+            );
             runner
                 .ensure_sandbox(&profile)
                 .map(|()| copies)

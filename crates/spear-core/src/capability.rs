@@ -24,11 +24,11 @@ pub enum Capability {
     Gpu,
     /// Use SSH keys or agents. Declared, not implemented: no mode grants it.
     Ssh,
-    /// Change state on a remote system (push, deploy, publish). No mode grants it.
+    /// Change state on a remote system (push, deploy, publish). Not implemented: no mode grants it.
     RemoteWrite,
-    /// Talk to a container runtime (docker, podman, kubectl). No mode grants it.
+    /// Talk to a container runtime (docker, podman, kubectl). Not implemented: no mode grants it.
     ContainerRuntime,
-    /// See credentials. No mode grants it.
+    /// See credentials. Not implemented: no mode grants it.
     Secrets,
 }
 
@@ -60,6 +60,27 @@ impl Capability {
             Capability::RemoteWrite => "remote:write",
             Capability::ContainerRuntime => "container-runtime",
             Capability::Secrets => "secrets",
+        }
+    }
+
+    /// Whether spear's sandbox implements this capability: a profile that holds one it does not
+    /// implement is refused before anything runs, rather than run without it. Exhaustive, with no
+    /// wildcard arm: a capability added to the enum does not compile until it is placed here, and
+    /// placing it as `false` keeps it refused until someone implements it.
+    pub const fn is_implemented_by_sandbox(self) -> bool {
+        match self {
+            // The roots bound read-only, or read-write through staging; host paths bound
+            // read-only; any program confined by the sandbox; slirp4netns with an egress policy.
+            Capability::FilesystemRead
+            | Capability::HostRead
+            | Capability::WorkspaceWrite
+            | Capability::ShellComplex
+            | Capability::Network => true,
+            Capability::Gpu
+            | Capability::Ssh
+            | Capability::RemoteWrite
+            | Capability::ContainerRuntime
+            | Capability::Secrets => false,
         }
     }
 
@@ -349,6 +370,30 @@ mod tests {
         assert_eq!(json, r#"["filesystem:read","network"]"#);
         assert_eq!(serde_json::from_str::<CapabilitySet>(&json).unwrap(), set);
         assert!(serde_json::from_str::<CapabilitySet>(r#"["root"]"#).is_err());
+    }
+
+    #[test]
+    fn what_the_sandbox_implements() {
+        let implemented: Vec<Capability> = Capability::ALL
+            .into_iter()
+            .filter(|c| c.is_implemented_by_sandbox())
+            .collect();
+        assert_eq!(
+            implemented,
+            vec![
+                C::FilesystemRead,
+                C::HostRead,
+                C::WorkspaceWrite,
+                C::ShellComplex,
+                C::Network
+            ]
+        );
+        // Every capability some mode grants is implemented: a grant never ends in a refusal.
+        for cap in Capability::ALL {
+            if !CapabilityPolicy::modes_granting(cap).is_empty() {
+                assert!(cap.is_implemented_by_sandbox(), "{cap}");
+            }
+        }
     }
 
     #[test]

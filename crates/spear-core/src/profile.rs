@@ -6,68 +6,83 @@ use serde::Serialize;
 
 use crate::{Capability, CapabilitySet};
 
-/// What the sandbox of one call may do. Built only from the capabilities `authorize` granted, so a
-/// sandbox can never be wider than the decision that allowed it.
+/// What the sandbox of one call may do: the capabilities `authorize` granted, and the host paths
+/// the command reads. The fields are private and the only constructor is
+/// [`ExecutionProfile::from_granted`], so a profile can never be wider than the decision that
+/// allowed it, and every granted capability reaches the sandbox: none is dropped on the way.
 ///
-/// `gpu`, `ssh`, `container_runtime` and `secrets` are declared but not implemented: a sandbox
-/// spec builder must refuse a profile that sets any of them.
-// The fields mirror the capability names one to one; an enum set would hide that.
-#[allow(clippy::struct_excessive_bools)]
+/// A sandbox spec builder must refuse a profile that holds a capability the sandbox does not
+/// implement ([`ExecutionProfile::unimplemented`], [`Capability::is_implemented_by_sandbox`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct ExecutionProfile {
-    /// The workspace roots are visible.
-    pub workspace_read: bool,
-    /// The workspace roots are writable (protected entries stay read-only).
-    pub workspace_write: bool,
-    /// Arbitrary programs may run.
-    pub shell_complex: bool,
-    /// The sandbox gets its own network stack.
-    pub network: bool,
-    /// Host paths bound read-only (only when `host:read` was granted).
-    pub host_read_paths: Vec<PathBuf>,
-    /// Declared, not implemented.
-    pub gpu: bool,
-    /// Declared, not implemented.
-    pub ssh: bool,
-    /// Declared, not implemented.
-    pub container_runtime: bool,
-    /// Declared, not implemented.
-    pub secrets: bool,
+    granted: CapabilitySet,
+    host_read_paths: Vec<PathBuf>,
 }
 
 impl ExecutionProfile {
     /// The profile for `granted`. `host_read_paths` are kept only if `host:read` was granted.
     pub fn from_granted(granted: CapabilitySet, host_read_paths: Vec<PathBuf>) -> Self {
-        let has = |c| granted.contains(c);
         ExecutionProfile {
-            workspace_read: has(Capability::FilesystemRead),
-            workspace_write: has(Capability::WorkspaceWrite),
-            shell_complex: has(Capability::ShellComplex),
-            network: has(Capability::Network),
-            host_read_paths: if has(Capability::HostRead) {
+            granted,
+            host_read_paths: if granted.contains(Capability::HostRead) {
                 host_read_paths
             } else {
                 Vec::new()
             },
-            gpu: has(Capability::Gpu),
-            ssh: has(Capability::Ssh),
-            container_runtime: has(Capability::ContainerRuntime),
-            secrets: has(Capability::Secrets),
         }
     }
 
-    /// The declared-but-unimplemented capabilities this profile asks for, by name.
-    pub fn unimplemented(&self) -> Vec<&'static str> {
-        [
-            (self.gpu, Capability::Gpu),
-            (self.ssh, Capability::Ssh),
-            (self.container_runtime, Capability::ContainerRuntime),
-            (self.secrets, Capability::Secrets),
-        ]
-        .into_iter()
-        .filter(|(set, _)| *set)
-        .map(|(_, c)| c.as_str())
-        .collect()
+    /// The same profile without `cap` (and without host paths when `cap` is `host:read`): a
+    /// profile can only be narrowed, never widened.
+    #[must_use]
+    pub fn without(&self, cap: Capability) -> Self {
+        let mut granted = self.granted;
+        granted.remove(cap);
+        ExecutionProfile::from_granted(granted, self.host_read_paths.clone())
+    }
+
+    /// Every capability granted.
+    pub const fn granted(&self) -> CapabilitySet {
+        self.granted
+    }
+
+    /// Whether `cap` was granted.
+    pub const fn has(&self, cap: Capability) -> bool {
+        self.granted.contains(cap)
+    }
+
+    /// The workspace roots are visible (`filesystem:read`).
+    pub const fn workspace_read(&self) -> bool {
+        self.has(Capability::FilesystemRead)
+    }
+
+    /// The workspace roots are writable, protected entries staying read-only (`workspace:write`).
+    pub const fn workspace_write(&self) -> bool {
+        self.has(Capability::WorkspaceWrite)
+    }
+
+    /// Arbitrary programs may run (`shell:complex`).
+    pub const fn shell_complex(&self) -> bool {
+        self.has(Capability::ShellComplex)
+    }
+
+    /// The sandbox gets its own network stack (`network`).
+    pub const fn network(&self) -> bool {
+        self.has(Capability::Network)
+    }
+
+    /// Host paths bound read-only; empty unless `host:read` was granted.
+    pub fn host_read_paths(&self) -> &[PathBuf] {
+        &self.host_read_paths
+    }
+
+    /// The granted capabilities the sandbox does not implement, in [`Capability::ALL`] order. A
+    /// capability added to [`Capability`] later is here until the sandbox implements it.
+    pub fn unimplemented(&self) -> Vec<Capability> {
+        self.granted
+            .iter()
+            .filter(|c| !c.is_implemented_by_sandbox())
+            .collect()
     }
 }
 
@@ -82,16 +97,60 @@ mod tests {
             CapabilitySet::of(&[C::FilesystemRead, C::WorkspaceWrite]),
             vec![PathBuf::from("/opt/data")],
         );
-        assert!(p.workspace_read && p.workspace_write);
-        assert!(!p.network && !p.shell_complex);
-        assert!(p.host_read_paths.is_empty(), "host paths need host:read");
+        assert!(p.workspace_read() && p.workspace_write());
+        assert!(!p.network() && !p.shell_complex());
+        assert!(p.host_read_paths().is_empty(), "host paths need host:read");
         assert!(p.unimplemented().is_empty());
 
         let p = ExecutionProfile::from_granted(
             CapabilitySet::of(&[C::HostRead, C::Gpu, C::Secrets]),
             vec![PathBuf::from("/opt/data")],
         );
-        assert_eq!(p.host_read_paths, vec![PathBuf::from("/opt/data")]);
-        assert_eq!(p.unimplemented(), vec!["gpu", "secrets"]);
+        assert_eq!(p.host_read_paths(), [PathBuf::from("/opt/data")]);
+        assert_eq!(p.unimplemented(), vec![C::Gpu, C::Secrets]);
+    }
+
+    #[test]
+    fn every_granted_capability_is_kept() {
+        for cap in Capability::ALL {
+            let p = ExecutionProfile::from_granted(CapabilitySet::of(&[cap]), Vec::new());
+            assert_eq!(p.granted(), CapabilitySet::of(&[cap]), "{cap}");
+            assert_eq!(
+                p.unimplemented().is_empty(),
+                cap.is_implemented_by_sandbox(),
+                "{cap}: a capability the sandbox does not implement is named, never dropped"
+            );
+        }
+        let all: CapabilitySet = Capability::ALL.into_iter().collect();
+        let p = ExecutionProfile::from_granted(all, Vec::new());
+        assert_eq!(
+            p.unimplemented(),
+            vec![
+                C::Gpu,
+                C::Ssh,
+                C::RemoteWrite,
+                C::ContainerRuntime,
+                C::Secrets
+            ]
+        );
+    }
+
+    #[test]
+    fn without_only_narrows() {
+        let p = ExecutionProfile::from_granted(
+            CapabilitySet::of(&[C::FilesystemRead, C::Network, C::HostRead]),
+            vec![PathBuf::from("/opt/data")],
+        );
+        let closed = p.without(C::Network);
+        assert!(!closed.network() && closed.workspace_read());
+        assert_eq!(closed.host_read_paths(), p.host_read_paths());
+        let no_host = p.without(C::HostRead);
+        assert!(no_host.host_read_paths().is_empty());
+        assert!(no_host.network());
+        assert_eq!(
+            p.without(C::WorkspaceWrite),
+            p,
+            "removing what is not there"
+        );
     }
 }

@@ -289,7 +289,7 @@ fn shell_complex_may_write_only_where_the_mode_grants_it() {
     };
     assert!(auto.contains(Capability::WorkspaceWrite));
     let profile = ExecutionProfile::from_granted(safe, Vec::new());
-    assert!(profile.workspace_read && !profile.workspace_write && profile.shell_complex);
+    assert!(profile.workspace_read() && !profile.workspace_write() && profile.shell_complex());
 }
 
 #[test]

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use spear_core::ExecutionProfile;
+use spear_core::{Capability, CapabilitySet, ExecutionProfile};
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
@@ -26,14 +26,14 @@ fn main() {
     wc.single_root = true;
     let ws = Arc::new(Workspace::open(&wc).unwrap());
     let runner = CommandRunner::new(ws, RunnerConfig::from_host());
-    let closed = ExecutionProfile {
-        workspace_read: true,
-        ..ExecutionProfile::default()
-    };
-    let networked = ExecutionProfile {
-        network: true,
-        ..closed.clone()
-    };
+    let closed = ExecutionProfile::from_granted(
+        CapabilitySet::of(&[Capability::FilesystemRead]),
+        Vec::new(),
+    );
+    let networked = ExecutionProfile::from_granted(
+        CapabilitySet::of(&[Capability::FilesystemRead, Capability::Network]),
+        Vec::new(),
+    );
     let request = |p: &ExecutionProfile| {
         CommandRequest::new(CommandLine::Argv(vec!["/bin/true".into()]), p.clone())
     };

@@ -299,7 +299,7 @@ impl Jobs {
             return Err(JobError::TooMany(jobs.len()));
         }
         let id = format!("job-{}", self.next.fetch_add(1, Ordering::Relaxed));
-        let request_writable = request.profile.workspace_write;
+        let request_writable = request.profile.workspace_write();
         let cancel = CancelToken::new().map_err(JobError::Start)?;
         let output = Arc::new(JobOutput::new(self.buffer));
         let done: Arc<Mutex<Option<RunReport>>> = Arc::new(Mutex::new(None));

@@ -5,12 +5,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use spear_core::{CommandClass, ExecutionProfile, SandboxView, ToolResult, ToolStatus};
+use spear_core::{
+    Capability, CapabilitySet, CommandClass, ExecutionProfile, SandboxView, ToolResult, ToolStatus,
+};
 use spear_sandbox::{
-    Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, NetworkSpec,
-    OutputTee, RunOutcome, Sandbox, SandboxConfig, SandboxError, SpecError, Stop, SystemDir,
-    TmpfsSizes, ToolchainInputs, Toolchains, Watch, credential_masks, etc_entries, host_entry,
-    host_list, prepare_etc_view, sandbox_env, system_dirs, toolchains, user_private_dir,
+    Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, OutputTee, RunOutcome,
+    Sandbox, SandboxConfig, SandboxError, SpecBuilder, SpecError, Stop, SystemDir, TmpfsSizes,
+    ToolchainInputs, Toolchains, Watch, credential_masks, etc_entries, host_entry, host_list,
+    prepare_etc_view, sandbox_env, system_dirs, toolchains, user_private_dir,
 };
 use spear_workspace::Workspace;
 
@@ -346,6 +348,8 @@ impl CommandRunner {
         let request =
             CommandRequest::new(CommandLine::Argv(vec!["/bin/true".into()]), profile.clone());
         let staging = self.stage(profile).map_err(SandboxError::Spec)?;
+        // A missing mechanism is reported before anything about this spec, as the sandbox does.
+        self.sandbox.check_mechanisms()?;
         let spec = self
             .spec(&request, staging.as_ref())
             .map_err(SandboxError::Spec)?;
@@ -354,7 +358,7 @@ impl CommandRunner {
 
     /// Fresh layers for a writable profile; none for a read-only one.
     fn stage(&self, profile: &ExecutionProfile) -> Result<Option<Staging>, SpecError> {
-        if !profile.workspace_write {
+        if !profile.workspace_write() {
             return Ok(None);
         }
         Staging::create(&self.config.staging, &self.workspace)
@@ -366,23 +370,34 @@ impl CommandRunner {
     /// networked `/bin/true` with its network attached, its egress policy loaded and its teardown
     /// confirmed.
     pub fn ensure_network(&self) -> Result<(), SandboxError> {
-        let profile = ExecutionProfile {
-            workspace_read: true,
-            network: true,
-            ..ExecutionProfile::default()
-        };
+        let profile = ExecutionProfile::from_granted(
+            CapabilitySet::of(&[Capability::FilesystemRead, Capability::Network]),
+            Vec::new(),
+        );
         let request = CommandRequest::new(CommandLine::Argv(vec!["/bin/true".into()]), profile);
+        self.sandbox.check_mechanisms()?;
         let spec = self.spec(&request, None).map_err(SandboxError::Spec)?;
         self.sandbox.ensure(&spec)?;
         self.sandbox.ensure_network(&spec)
     }
 
-    /// The sandbox spec of `request`; a writable one stages its roots in `staging`.
+    /// The sandbox spec of `request`, built and checked by the sandbox ([`BwrapSpec::builder`]);
+    /// a writable one stages its roots in `staging`.
     pub fn spec(
         &self,
         request: &CommandRequest,
         staging: Option<&Staging>,
     ) -> Result<BwrapSpec, SpecError> {
+        self.spec_builder(request, staging)?.build()
+    }
+
+    /// What the sandbox of `request` is for, not yet checked: refused here only when its working
+    /// directory lies in no root.
+    fn spec_builder(
+        &self,
+        request: &CommandRequest,
+        staging: Option<&Staging>,
+    ) -> Result<SpecBuilder, SpecError> {
         let ws = &self.workspace;
         let cwd = match &request.workdir {
             None => ws.launch_mount_dir(),
@@ -410,7 +425,7 @@ impl CommandRunner {
             })
             .collect();
         let mut bound: Vec<PathBuf> = self.host.toolchains.binds.clone();
-        bound.extend(request.profile.host_read_paths.iter().cloned());
+        bound.extend(request.profile.host_read_paths().iter().cloned());
         let mut masks = credential_masks(&self.config.home, &bound, &host_entry);
         let root_hosts: Vec<PathBuf> = roots.iter().map(|r| r.host.clone()).collect();
         for mask in credential_masks(&self.config.home, &root_hosts, &host_entry) {
@@ -446,29 +461,23 @@ impl CommandRunner {
             .as_ref()
             .filter(|_| !masks.iter().any(|m| private(m.path())))
             .map(|s| s.dirs().clone());
-        Ok(BwrapSpec {
-            profile: request.profile.clone(),
+        Ok(BwrapSpec::builder(
+            request.profile.clone(),
             command,
             cwd,
-            home: self.config.home.clone(),
-            system: self.host.system.clone(),
-            etc: self.etc(),
-            toolchains: self.host.toolchains.binds.clone(),
-            roots,
-            staged: staging.map(Staging::overlays).unwrap_or_default(),
-            masks,
-            env,
-            tmpfs: self.config.tmpfs,
-            scratch,
-            git_config: self.host.git_config.clone(),
-            env_named: EnvPass::exact_names(&self.config.env_pass),
-            seccomp_fd: spear_sandbox::SECCOMP_CHILD_FD,
-            network: self
-                .host
-                .resolv_conf
-                .clone()
-                .map(|resolv_conf| NetworkSpec { resolv_conf }),
-        })
+            self.config.home.clone(),
+        )
+        .system(self.host.system.clone())
+        .etc(self.etc())
+        .toolchains(self.host.toolchains.binds.clone())
+        .roots(roots)
+        .staged(staging.map(Staging::overlays).unwrap_or_default())
+        .masks(masks)
+        .env(env, EnvPass::exact_names(&self.config.env_pass))
+        .tmpfs(self.config.tmpfs)
+        .scratch(scratch)
+        .git_config(self.host.git_config.clone())
+        .resolver(self.host.resolv_conf.clone()))
     }
 
     /// The sandbox's `/etc`: a view prepared in the user's private directory (one mount), or the
@@ -519,22 +528,10 @@ impl CommandRunner {
             Ok(s) => s,
             Err(e) => return refused(e),
         };
-        let spec = match self.spec(request, staging.as_ref()) {
-            Ok(s) => s,
+        let builder = match self.spec_builder(request, staging.as_ref()) {
+            Ok(b) => b,
             Err(e) => return refused(e),
         };
-        tracing::debug!("sandbox spec built");
-        if let (Some(scratch), Some(_)) = (&self.scratch, &spec.scratch) {
-            scratch.ensure_dirs();
-            for dest in spec
-                .toolchains
-                .iter()
-                .chain(&spec.profile.host_read_paths)
-                .chain(spec.roots.iter().map(|r| &r.mount))
-            {
-                scratch.clear_links_to(dest, &spec.home);
-            }
-        }
         let timeout = request.timeout.unwrap_or(self.config.default_timeout);
         let watch = Watch {
             timeout,
@@ -544,7 +541,15 @@ impl CommandRunner {
             tee: request.tee.clone(),
             stdin: request.stdin.clone(),
         };
-        let outcome = self.sandbox.run(&spec, &watch);
+        // A spec the sandbox refuses is its refusal, as if it had been handed the spec.
+        let outcome = builder
+            .build()
+            .map_err(SandboxError::Spec)
+            .and_then(|spec| {
+                tracing::debug!("sandbox spec built");
+                self.prepare_scratch(&spec);
+                self.sandbox.run(&spec, &watch)
+            });
         let mut sandbox_down = None;
         let result = match outcome {
             Ok(outcome) => {
@@ -591,6 +596,22 @@ impl CommandRunner {
             result,
             sandbox_down,
             staged: staging.map(Arc::new),
+        }
+    }
+
+    /// Readies the session's own directories for `spec`, when it binds them: made if missing, and
+    /// rid of links to what the sandbox binds on top.
+    fn prepare_scratch(&self, spec: &BwrapSpec) {
+        if let (Some(scratch), Some(_)) = (&self.scratch, spec.scratch()) {
+            scratch.ensure_dirs();
+            for dest in spec
+                .toolchains()
+                .iter()
+                .chain(spec.profile().host_read_paths())
+                .chain(spec.roots().iter().map(|r| &r.mount))
+            {
+                scratch.clear_links_to(dest, spec.home());
+            }
         }
     }
 

@@ -236,10 +236,7 @@ fn no_kind_of_command_changes_the_hosts_mounts_routes_or_namespaces() {
         );
         assert_eq!(host_state(), before);
     }
-    let networked = ExecutionProfile {
-        network: true,
-        ..writable()
-    };
+    let networked = common::networked();
     let request = |script: &str, profile: ExecutionProfile| {
         CommandRequest::new(CommandLine::Script(script.to_owned()), profile)
     };

@@ -14,17 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Fixture, processes_with};
+use common::{Fixture, networked, processes_with};
 use spear_core::{ExecutionProfile, ToolStatus};
 
 const TEST_HOST: &str = "http://203.0.113.10:8080/";
-
-fn networked() -> ExecutionProfile {
-    ExecutionProfile {
-        network: true,
-        ..common::writable()
-    }
-}
 
 fn allowing_test_host() -> Fixture {
     common::require_test_network();

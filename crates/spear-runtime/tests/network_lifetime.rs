@@ -10,15 +10,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Fixture, processes_with};
-use spear_core::{ExecutionProfile, ToolStatus};
-
-fn networked() -> ExecutionProfile {
-    ExecutionProfile {
-        network: true,
-        ..common::writable()
-    }
-}
+use common::{Fixture, networked, processes_with};
+use spear_core::ToolStatus;
 
 /// Our own children that are slirp4netns or bwrap.
 fn our_sandbox_processes() -> Vec<String> {

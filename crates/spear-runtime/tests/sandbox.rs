@@ -10,7 +10,7 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use common::{Fixture, HOST_SECRET, processes_with};
-use spear_core::ToolStatus;
+use spear_core::{Capability, ToolStatus};
 
 #[test]
 fn writes_outside_the_roots_fail_and_inside_succeed() {
@@ -461,19 +461,21 @@ fn a_pipeline_cut_short_by_its_reader_succeeds() {
 #[test]
 fn unimplemented_capabilities_fail_before_anything_runs() {
     let f = Fixture::new();
-    for edit in [
-        (|p: &mut spear_core::ExecutionProfile| p.gpu = true)
-            as fn(&mut spear_core::ExecutionProfile),
-        |p| p.ssh = true,
-        |p| p.container_runtime = true,
-        |p| p.secrets = true,
-    ] {
-        let mut profile = common::writable();
-        edit(&mut profile);
+    for cap in Capability::ALL
+        .into_iter()
+        .filter(|c| !c.is_implemented_by_sandbox())
+    {
+        let profile = common::plus(&common::writable(), &[cap]);
         let r = f.run(profile, "touch marker");
         assert_eq!(r.status, ToolStatus::Failed, "{r:?}");
         assert_eq!(r.process_exit_code(), 125);
-        assert!(!f.ws.join("marker").exists());
+        assert!(!f.ws.join("marker").exists(), "{cap}");
+        assert!(
+            r.reason
+                .as_deref()
+                .is_some_and(|m| m.contains(&format!("does not implement {cap}"))),
+            "{cap}: {r:?}"
+        );
     }
     let r = f.auto("touch marker");
     assert!(f.ws.join("marker").exists(), "positive control: {r:?}");
@@ -489,8 +491,7 @@ fn host_reads_are_visible_only_when_granted_and_never_writable() {
     );
     let r = f.auto(&script);
     assert!(!r.stdout.contains("outside-data"), "not granted: {r:?}");
-    let mut profile = common::writable();
-    profile.host_read_paths = vec![f.outside.clone()];
+    let profile = common::reading_host(&common::writable(), vec![f.outside.clone()]);
     let r = f.run(profile, &script);
     assert!(r.stdout.contains("outside-data"), "granted: {r:?}");
     assert!(r.stderr.contains("Read-only file system"), "{r:?}");

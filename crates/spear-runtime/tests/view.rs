@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use spear_core::ExecutionProfile;
+use spear_core::{Capability, CapabilitySet, ExecutionProfile};
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig, sandbox_view};
 use spear_sandbox::{Etc, SystemDir};
 use spear_workspace::{Workspace, WorkspaceConfig};
@@ -38,20 +38,20 @@ fn the_view_is_what_the_spec_binds() {
     let runner = CommandRunner::new(Arc::clone(&workspace), config);
     let request = CommandRequest::new(
         CommandLine::Argv(vec!["/bin/true".into()]),
-        ExecutionProfile {
-            workspace_read: true,
-            ..ExecutionProfile::default()
-        },
+        ExecutionProfile::from_granted(
+            CapabilitySet::of(&[Capability::FilesystemRead]),
+            Vec::new(),
+        ),
     );
     let spec = runner.spec(&request, None).unwrap();
 
-    let mut bound: Vec<PathBuf> = spec.toolchains.clone();
-    for d in &spec.system {
+    let mut bound: Vec<PathBuf> = spec.toolchains().to_vec();
+    for d in spec.system() {
         match d {
             SystemDir::Bind(p) | SystemDir::Symlink { path: p, .. } => bound.push(p.clone()),
         }
     }
-    match &spec.etc {
+    match spec.etc() {
         Etc::Entries(entries) => bound.extend(entries.iter().cloned()),
         Etc::View { dirs, .. } => bound.extend(dirs.iter().cloned()),
     }
@@ -71,14 +71,14 @@ fn the_view_is_what_the_spec_binds() {
     );
     assert!(view.shows(Path::new("/usr/include/stdio.h")));
     // The private places are the spec's own tmpfs mounts; a shown tree under home is not one.
-    assert_eq!(spec.home, home);
+    assert_eq!(spec.home(), home);
     assert!(view.is_private(Path::new("/tmp/x")));
     assert!(view.is_private(Path::new("/dev/shm/x")));
     assert!(view.is_private(&home.join("scratch")));
     assert!(!view.is_private(&home.join(".cargo/bin/x")));
     // The environment names are the spec's, secrets dropped.
     let mut names: Vec<String> = spec
-        .env
+        .env()
         .iter()
         .map(|(n, _)| n.to_string_lossy().into_owned())
         .collect();

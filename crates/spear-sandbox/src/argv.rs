@@ -31,10 +31,11 @@
 //!    their number and length never make bwrap fail to start.
 //!
 //! In network mode the sandbox's `/etc/resolv.conf` names slirp4netns's resolver, and bwrap reports
-//! its child on `--info-fd`, and the command runs behind [`crate::NETWORK_HOLD`], which says when
+//! its child on `--info-fd`, and the command runs behind [`crate::spec::NETWORK_HOLD`], which says when
 //! the sandbox is set up and waits for spear's "go" (see `network.rs`).
 //!
-//! The builder refuses, before anything runs: declared-but-unimplemented capabilities, the network
+//! The builder refuses, before anything runs: granted capabilities the sandbox does not implement
+//! ([`spear_core::Capability::is_implemented_by_sandbox`]), the network
 //! without a network path, a bind of a credential store or of a directory that
 //! would cover the sandbox's own mount points, a root that holds the home directory, relative
 //! paths, a writable root that is not staged (or a staging layer inside a root), a session
@@ -123,7 +124,7 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
         }
     }
 
-    if let (true, Some(net)) = (spec.profile.network, &spec.network) {
+    if let (true, Some(net)) = (spec.profile.network(), &spec.network) {
         a.pair("--ro-bind", &net.resolv_conf, Path::new("/etc/resolv.conf"));
     }
 
@@ -144,11 +145,11 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
         }
     }
 
-    for dir in spec.toolchains.iter().chain(&spec.profile.host_read_paths) {
+    for dir in spec.toolchains.iter().chain(spec.profile.host_read_paths()) {
         a.pair("--ro-bind-try", dir, dir);
     }
 
-    let root_bind = if spec.profile.workspace_write {
+    let root_bind = if spec.profile.workspace_write() {
         "--bind"
     } else {
         "--ro-bind"
@@ -168,7 +169,7 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
     }
     a.one("--remount-ro", Path::new("/"));
 
-    if spec.profile.network {
+    if spec.profile.network() {
         a.0.push("--info-fd".into());
         a.0.push(INFO_CHILD_FD.to_string().into());
     }
@@ -181,7 +182,7 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
     a.0.push("--seccomp".into());
     a.0.push(spec.seccomp_fd.to_string().into());
     let mut command: Vec<OsString> = Vec::new();
-    if spec.profile.network {
+    if spec.profile.network() {
         command.extend(
             ["/bin/sh", "-c", NETWORK_HOLD, "spear-network-hold"]
                 .iter()
@@ -196,12 +197,15 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
 }
 
 /// Every refusal of [`build_argv`], checked before any argument is written.
-fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
+pub(crate) fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
+    // Attack stopped: a capability granted but silently dropped, so that a command runs in a
+    // sandbox other than the one the decision named (and a capability added later is refused
+    // here until the sandbox implements it).
     let unimplemented = spec.profile.unimplemented();
     if !unimplemented.is_empty() {
         return Err(SpecError::Unimplemented(unimplemented));
     }
-    if spec.profile.network {
+    if spec.profile.network() {
         let Some(net) = &spec.network else {
             return Err(SpecError::NetworkUnavailable);
         };
@@ -239,7 +243,7 @@ fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         no_credentials(entry)?;
     }
     let reserved_home = [spec.home.as_path()];
-    for dir in spec.toolchains.iter().chain(&spec.profile.host_read_paths) {
+    for dir in spec.toolchains.iter().chain(spec.profile.host_read_paths()) {
         absolute("a read-only bind", dir)?;
         no_credentials(dir)?;
         not_covering(dir, &reserved_home)?;
@@ -260,7 +264,7 @@ fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         .iter()
         .map(|r| r.mount.as_path())
         .chain(spec.toolchains.iter().map(PathBuf::as_path))
-        .chain(spec.profile.host_read_paths.iter().map(PathBuf::as_path))
+        .chain(spec.profile.host_read_paths().iter().map(PathBuf::as_path))
         .collect();
     staging(spec)?;
     scratch(spec)?;
@@ -291,7 +295,7 @@ fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
 /// (a layer inside a root would let the command write its own staging); a read-only profile
 /// stages nothing.
 fn staging(spec: &BwrapSpec) -> Result<(), SpecError> {
-    if !spec.profile.workspace_write {
+    if !spec.profile.workspace_write() {
         return match spec.staged.first() {
             Some(o) => Err(SpecError::Staging(format!(
                 "`{}` is staged in a read-only profile",
@@ -353,7 +357,7 @@ fn scratch(spec: &BwrapSpec) -> Result<(), SpecError> {
         others.extend([o.upper.as_path(), o.work.as_path(), o.lower.as_path()]);
     }
     others.extend(spec.toolchains.iter().map(PathBuf::as_path));
-    others.extend(spec.profile.host_read_paths.iter().map(PathBuf::as_path));
+    others.extend(spec.profile.host_read_paths().iter().map(PathBuf::as_path));
     if let Etc::View { files, .. } = &spec.etc {
         others.push(files);
     }

@@ -1,7 +1,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use spear_core::ExecutionProfile;
+use spear_core::{Capability, CapabilitySet, ExecutionProfile};
 
 use super::build_argv;
 use crate::spec::{
@@ -21,11 +21,33 @@ fn staging() -> Overlay {
 }
 
 fn profile(write: bool) -> ExecutionProfile {
-    ExecutionProfile {
-        workspace_read: true,
-        workspace_write: write,
-        ..ExecutionProfile::default()
+    let mut granted = CapabilitySet::of(&[Capability::FilesystemRead]);
+    if write {
+        granted.insert(Capability::WorkspaceWrite);
     }
+    ExecutionProfile::from_granted(granted, Vec::new())
+}
+
+/// `s` with `caps` granted on top of what its profile holds.
+fn grant(s: &mut BwrapSpec, caps: &[Capability]) {
+    let granted = s.profile.granted().union(CapabilitySet::of(caps));
+    s.profile = ExecutionProfile::from_granted(granted, s.profile.host_read_paths().to_vec());
+}
+
+/// `s` with `cap` taken away from its profile.
+fn revoke(s: &mut BwrapSpec, cap: Capability) {
+    s.profile = s.profile.without(cap);
+}
+
+/// `s` reading `path` of the host too (`host:read` granted).
+fn read_host(s: &mut BwrapSpec, path: PathBuf) {
+    let mut paths = s.profile.host_read_paths().to_vec();
+    paths.push(path);
+    let granted = s
+        .profile
+        .granted()
+        .union(CapabilitySet::of(&[Capability::HostRead]));
+    s.profile = ExecutionProfile::from_granted(granted, paths);
 }
 
 fn spec(write: bool) -> BwrapSpec {
@@ -98,7 +120,7 @@ fn writable_workspace_exact_argv() {
 #[test]
 fn read_only_workspace_and_host_reads_before_roots() {
     let mut s = spec(false);
-    s.profile.host_read_paths = vec![p("/data")];
+    read_host(&mut s, p("/data"));
     s.roots.push(Bind {
         host: p("/data/nested"),
         mount: p("/data/nested"),
@@ -155,7 +177,7 @@ fn an_etc_view_is_one_read_only_bind() {
 #[test]
 fn network_mode_reports_holds_and_names_the_resolver() {
     let mut s = spec(true);
-    s.profile.network = true;
+    grant(&mut s, &[Capability::Network]);
     assert_eq!(build_argv(&s), Err(SpecError::NetworkUnavailable));
     s.network = Some(NetworkSpec {
         resolv_conf: p("/run/spear/net/resolv.conf"),
@@ -197,7 +219,7 @@ fn network_mode_reports_holds_and_names_the_resolver() {
         "the command runs behind the hold, verbatim"
     );
     // A closed profile gets neither, even with a network path configured.
-    s.profile.network = false;
+    revoke(&mut s, Capability::Network);
     let closed = build_argv(&s).unwrap().flat();
     assert!(!closed.iter().any(|a| a == "--info-fd"));
     assert!(!closed.iter().any(|a| a == crate::spec::NETWORK_HOLD));
@@ -231,25 +253,27 @@ fn refusals() {
     let cases: Vec<(&str, Edit, Check)> = vec![
         (
             "gpu",
-            |s| s.profile.gpu = true,
-            |e| matches!(e, SpecError::Unimplemented(v) if v == &["gpu"]),
+            |s| grant(s, &[Capability::Gpu]),
+            |e| matches!(e, SpecError::Unimplemented(v) if v == &[Capability::Gpu]),
         ),
         (
             "ssh+secrets",
-            |s| {
-                s.profile.ssh = true;
-                s.profile.secrets = true;
-            },
+            |s| grant(s, &[Capability::Ssh, Capability::Secrets]),
             |e| matches!(e, SpecError::Unimplemented(v) if v.len() == 2),
         ),
         (
             "container",
-            |s| s.profile.container_runtime = true,
+            |s| grant(s, &[Capability::ContainerRuntime]),
             |e| matches!(e, SpecError::Unimplemented(_)),
         ),
         (
+            "remote write",
+            |s| grant(s, &[Capability::RemoteWrite]),
+            |e| matches!(e, SpecError::Unimplemented(v) if v == &[Capability::RemoteWrite]),
+        ),
+        (
             "network",
-            |s| s.profile.network = true,
+            |s| grant(s, &[Capability::Network]),
             |e| *e == SpecError::NetworkUnavailable,
         ),
         (
@@ -279,7 +303,7 @@ fn refusals() {
         ),
         (
             "aws host read",
-            |s| s.profile.host_read_paths.push(p("/home/u/.aws/config")),
+            |s| read_host(s, p("/home/u/.aws/config")),
             |e| matches!(e, SpecError::CredentialStore(_)),
         ),
         (
@@ -334,17 +358,17 @@ fn refusals() {
         ),
         (
             "host read of /",
-            |s| s.profile.host_read_paths.push(p("/")),
+            |s| read_host(s, p("/")),
             |e| matches!(e, SpecError::Reserved { .. }),
         ),
         (
             "host read of home",
-            |s| s.profile.host_read_paths.push(p("/home/u")),
+            |s| read_host(s, p("/home/u")),
             |e| matches!(e, SpecError::Reserved { .. }),
         ),
         (
             "host read of /home",
-            |s| s.profile.host_read_paths.push(p("/home")),
+            |s| read_host(s, p("/home")),
             |e| matches!(e, SpecError::Reserved { .. }),
         ),
         (
@@ -413,7 +437,7 @@ fn refusals() {
         ),
         (
             "staged in a read-only profile",
-            |s| s.profile.workspace_write = false,
+            |s| revoke(s, Capability::WorkspaceWrite),
             |e| matches!(e, SpecError::Staging(_)),
         ),
         (
@@ -488,7 +512,7 @@ fn refusals() {
         ),
         (
             "host read covering /var/tmp",
-            |s| s.profile.host_read_paths.push(p("/var")),
+            |s| read_host(s, p("/var")),
             |e| matches!(e, SpecError::Reserved { .. }),
         ),
     ];
@@ -500,6 +524,41 @@ fn refusals() {
             Ok(argv) => panic!("{name}: accepted: {argv:?}"),
         }
     }
+}
+
+/// The sandbox refuses every granted capability it does not implement, naming it; each one it
+/// implements, granted the same way, is built (the positive control). `remote:write` was dropped
+/// silently before the profile carried every grant.
+#[test]
+fn a_granted_capability_the_sandbox_does_not_implement_is_refused() {
+    for cap in Capability::ALL {
+        let mut s = spec(true);
+        s.network = Some(NetworkSpec {
+            resolv_conf: p("/run/spear/net/resolv.conf"),
+        });
+        grant(&mut s, &[cap]);
+        let built = build_argv(&s);
+        if cap.is_implemented_by_sandbox() {
+            assert!(built.is_ok(), "{cap} is implemented: {built:?}");
+        } else {
+            assert_eq!(built, Err(SpecError::Unimplemented(vec![cap])), "{cap}");
+        }
+    }
+    let mut s = spec(false);
+    grant(&mut s, &[Capability::RemoteWrite, Capability::Gpu]);
+    assert_eq!(
+        build_argv(&s),
+        Err(SpecError::Unimplemented(vec![
+            Capability::Gpu,
+            Capability::RemoteWrite
+        ]))
+    );
+    revoke(&mut s, Capability::RemoteWrite);
+    revoke(&mut s, Capability::Gpu);
+    assert!(
+        build_argv(&s).is_ok(),
+        "the same spec without them is built"
+    );
 }
 
 fn scratch_dirs(base: &str) -> ScratchDirs {
@@ -555,7 +614,7 @@ fn error_messages_say_what_to_do() {
     let msg = build_argv(&s).unwrap_err().to_string();
     assert!(msg.contains("start spear in a project directory"), "{msg}");
     let mut s = spec(true);
-    s.profile.gpu = true;
+    grant(&mut s, &[Capability::Gpu]);
     assert!(
         build_argv(&s)
             .unwrap_err()

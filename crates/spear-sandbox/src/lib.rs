@@ -1,9 +1,11 @@
 //! spear's execution layer: how to confine a process, and nothing about why.
 //!
 //! What this crate guarantees:
+//! - A [`BwrapSpec`] is made only through [`BwrapSpec::builder`] from what the sandbox is for (the
+//!   granted profile, roots, host view, environment, limits, command); a spec that asks for
+//!   something unimplemented or unsafe is an error when it is built, before anything runs.
 //! - [`build_argv`] is a pure function from a [`BwrapSpec`] to the bubblewrap argv; the sandbox sees
-//!   only what the spec names, and a spec that asks for something unimplemented or unsafe is an
-//!   error before anything runs.
+//!   only what the spec names, and it checks the spec again.
 //! - Every mechanism a command needs (bwrap, seccomp, the cgroup backend when limits are active) is
 //!   checked before it is spawned; a missing one is an error and no process.
 //! - A writable spec binds every root only as its staged view ([`Overlay`]): the overlays are
@@ -17,6 +19,7 @@
 //! This crate imports no spear crate but `spear-core`: it knows nothing of modes or policy.
 
 mod argv;
+mod builder;
 pub mod cgroup;
 mod env;
 mod etc_view;
@@ -33,6 +36,7 @@ mod spec;
 pub mod stage;
 
 pub use argv::{BwrapArgv, build_argv};
+pub use builder::SpecBuilder;
 pub use env::{
     EnvInputs, EnvPass, EnvPassError, loads_code, looks_secret, looks_secret_strict, sandbox_env,
 };
@@ -52,8 +56,7 @@ pub use spawn::{
     Spawner, Stop, Watch, supervise,
 };
 pub use spec::{
-    ARGS_CHILD_FD, Bind, BwrapSpec, Etc, GIT_CONFIG_PATH, GO_CHILD_FD, INFO_CHILD_FD, Mask,
-    NETWORK_HOLD, NetworkSpec, Overlay, READY_CHILD_FD, ScratchDirs, SpecError, SystemDir,
-    TmpfsSizes,
+    Bind, BwrapSpec, Etc, GIT_CONFIG_PATH, Mask, NetworkSpec, Overlay, ScratchDirs, SpecError,
+    SystemDir, TmpfsSizes,
 };
 pub use stage::{StageFailure, StagePlan, StageStep};

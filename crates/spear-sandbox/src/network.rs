@@ -3,7 +3,7 @@
 //!
 //! Order, and why:
 //! 1. bwrap starts with its namespaces unshared and `--info-fd`: it reports its child's pid and
-//!    namespace inodes. The command runs behind a hold ([`crate::NETWORK_HOLD`]) that says when
+//!    namespace inodes. The command runs behind a hold ([`crate::spec::NETWORK_HOLD`]) that says when
 //!    bwrap has finished setting the sandbox up (`--block-fd` would block before that is known)
 //!    and then waits for "go". No byte of the command runs until spear releases it; if spear dies
 //!    or gives up, the hold exits without running it.

@@ -6,19 +6,23 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use spear_core::Capability;
+
 use crate::ResourceLimits;
 use crate::argv::build_argv;
 use crate::cgroup::{CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, LimitsHit};
-use crate::network::{self, NetworkConfig};
+use crate::network::{self, NetworkConfig, Slirp};
 use crate::preflight_store::PreflightStore;
 use crate::seccomp::{self, SeccompError};
-use crate::spawn::{Exit, Finished, Launch, ProcessSpawner, Spawner, Stop, Watch, supervise};
+use crate::spawn::{
+    Exit, Finished, Launch, ProcessSpawner, Running, Spawner, Stop, Watch, supervise,
+};
 use crate::spec::{
     ARGS_CHILD_FD, BwrapSpec, GO_CHILD_FD, INFO_CHILD_FD, READY_CHILD_FD, SpecError,
 };
@@ -215,7 +219,7 @@ impl Sandbox {
     /// refused by the kernel) are remembered for the life of the instance and not re-probed.
     pub fn ensure(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
         self.check_mechanisms()?;
-        let key = (spec.cwd.clone(), spec.profile.workspace_write);
+        let key = (spec.cwd.clone(), spec.profile.workspace_write());
         if let Some(cached) = lock(&self.preflight).get(&key) {
             return cached.clone().map_err(|e| clone_error(&e));
         }
@@ -224,8 +228,11 @@ impl Sandbox {
             .persist_preflight
             .then(PreflightStore::for_user)
             .flatten();
-        let store_key =
-            PreflightStore::key(&self.config.bwrap, &spec.cwd, spec.profile.workspace_write);
+        let store_key = PreflightStore::key(
+            &self.config.bwrap,
+            &spec.cwd,
+            spec.profile.workspace_write(),
+        );
         if let (Some(store), Some(k)) = (&store, &store_key)
             && store.contains(k)
         {
@@ -322,7 +329,7 @@ impl Sandbox {
             cwd = shell_quote(&cwd),
             home = shell_quote(&home),
         );
-        if spec.profile.workspace_write {
+        if spec.profile.workspace_write() {
             script.push_str("test -w . || { echo 'the workspace is not writable'; exit 1; }; ");
         } else {
             script.push_str(
@@ -332,7 +339,7 @@ impl Sandbox {
         script.push_str("exit 0");
         probe.command = vec!["/bin/sh".into(), "-c".into(), script.into()];
         // The preflight proves the closed sandbox; the network path is attached per command.
-        probe.profile.network = false;
+        probe.profile = probe.profile.without(Capability::Network);
         let watch = probe_watch();
         let outcome = self.run_unchecked(&probe, &watch)?;
         let f = &outcome.finished;
@@ -358,15 +365,46 @@ impl Sandbox {
     pub fn run(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
         build_argv(spec)?;
         self.ensure(spec)?;
-        if spec.profile.network {
+        if spec.profile.network() {
             self.ensure_network(spec)?;
         }
         self.run_unchecked(spec, watch)
     }
 
+    /// Runs `spec` without the preflight, in named phases: [`Sandbox::prepare`] the inputs,
+    /// [`Sandbox::create_cgroup`], [`Sandbox::spawn`], supervise (a networked command gets its
+    /// network attached and is released first, [`Sandbox::attach_network`]), and
+    /// [`Sandbox::collect`] what it did.
+    ///
+    /// Every resource is held by a value that releases it when dropped, so an early return leaves
+    /// nothing behind: the command cgroup is killed and removed by [`CommandCgroup`]'s `Drop`, the
+    /// network path's pipes are closed with [`NetworkPipes`] and [`HeldNetwork`] (a held command
+    /// that never got "go" runs nothing), and the options, staging plan and seccomp program are
+    /// owned fds.
     fn run_unchecked(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
+        let inputs = self.prepare(spec)?;
+        let cgroup = self.create_cgroup()?;
+        let (running, network) = self.spawn(inputs, cgroup.as_ref(), watch)?;
+        tracing::debug!("sandbox spawned");
+        let kill = || kill_cgroup(cgroup.as_ref());
+        let slirp = match network {
+            None => None,
+            Some(held) => match self.attach_network(held) {
+                Ok(slirp) => Some(slirp),
+                Err(e) => return Err(abort_held(running, watch, &kill, e)),
+            },
+        };
+        let finished = supervise(running, watch, &kill);
+        Ok(self.collect(finished, slirp, cgroup))
+    }
+
+    /// Phase 1: what the command needs before it has a cgroup, each checked: the argv (the spec
+    /// validated again), the options on an fd, the staging plan, the network path's pipes (refused
+    /// outright once the network is poisoned), bwrap itself, and the seccomp program. Nothing runs.
+    fn prepare(&self, spec: &BwrapSpec) -> Result<Inputs, SandboxError> {
         let argv = build_argv(spec)?;
-        if spec.profile.network && self.network_poisoned.load(Ordering::SeqCst) {
+        let networked = spec.profile.network();
+        if networked && self.network_poisoned.load(Ordering::SeqCst) {
             return Err(SandboxError::NetworkPoisoned);
         }
         let options = options_fd(&argv.options).map_err(SandboxError::Spawn)?;
@@ -377,130 +415,134 @@ impl Sandbox {
                 StagePlan::prepare(&spec.staged).map_err(SandboxError::Spawn)?,
             ))
         };
-        // The network path's pipes: bwrap reports on `info`; the hold in front of the command
-        // says "r" on `ready` once the sandbox is set up, and waits for "go" on `go`.
-        let pipes = if spec.profile.network {
-            let flags = rustix::pipe::PipeFlags::CLOEXEC;
-            let pipe = || rustix::pipe::pipe_with(flags).map_err(|e| SandboxError::Spawn(e.into()));
-            Some((pipe()?, pipe()?, pipe()?))
+        let pipes = if networked {
+            Some(NetworkPipes::new().map_err(SandboxError::Spawn)?)
         } else {
             None
         };
         check_bwrap(&self.config.bwrap)?;
-        let program = seccomp::program_fd()?;
+        let seccomp = seccomp::program_fd()?;
         tracing::debug!("seccomp program ready");
-        let cgroup: Option<CommandCgroup> = match (&self.config.cgroup, &self.backend) {
-            (None, _) => None,
-            (Some(_), Err(why)) => return Err(SandboxError::NoCgroupBackend(why.clone())),
-            (Some(limits), Ok(backend)) => {
-                let n = COMMANDS.fetch_add(1, Ordering::Relaxed);
-                let name = format!("spear-{}-{n}", std::process::id());
-                let cgroup = backend.prepare(limits, &name)?;
-                tracing::debug!(name, "cgroup prepared");
-                Some(cgroup)
-            }
+        Ok(Inputs {
+            command: argv.command,
+            options,
+            stage,
+            pipes,
+            seccomp,
+        })
+    }
+
+    /// Phase 2: the command's own cgroup, when limits are active; refused when they are and no
+    /// backend can enforce them. The [`CommandCgroup`] is the guard: dropped on any later return,
+    /// it kills what joined it and removes it.
+    fn create_cgroup(&self) -> Result<Option<CommandCgroup>, SandboxError> {
+        let Some(limits) = &self.config.cgroup else {
+            return Ok(None);
         };
-        let mut full: Vec<OsString> = Vec::new();
-        let program_path = match cgroup.as_ref().map(CommandCgroup::argv_prefix) {
+        let backend = self
+            .backend
+            .as_ref()
+            .map_err(|why| SandboxError::NoCgroupBackend(why.clone()))?;
+        let n = COMMANDS.fetch_add(1, Ordering::Relaxed);
+        let name = format!("spear-{}-{n}", std::process::id());
+        let cgroup = backend.prepare(limits, &name)?;
+        tracing::debug!(name, "cgroup prepared");
+        Ok(Some(cgroup))
+    }
+
+    /// Phase 3: bwrap started with the inputs, joining `cgroup` before it execs. The options, the
+    /// staging plan and the seccomp program are closed on return (the child has its own copies);
+    /// of the network path's pipes only the parent's ends stay. A failure says what to do: bwrap
+    /// missing or not executable, or the staging step that failed in the child.
+    fn spawn(
+        &self,
+        inputs: Inputs,
+        cgroup: Option<&CommandCgroup>,
+        watch: &Watch,
+    ) -> Result<(Running, Option<HeldNetwork>), SandboxError> {
+        let (program, args) = self.command_line(inputs.command, cgroup);
+        let mut inherit = vec![inputs.options.as_fd()];
+        if let Some(pipes) = &inputs.pipes {
+            inherit.extend(pipes.child_ends());
+        }
+        let launch = Launch {
+            program,
+            args,
+            seccomp: inputs.seccomp.as_fd(),
+            inherit,
+            join: cgroup.map(CommandCgroup::join_fds).unwrap_or_default(),
+            rlimits: self.config.rlimits,
+            stage: inputs.stage.clone(),
+            stdin: watch.stdin.as_deref().map(AsFd::as_fd),
+        };
+        let spawned = self.spawner.spawn(&launch);
+        drop(launch);
+        match spawned {
+            Ok(running) => Ok((running, inputs.pipes.map(NetworkPipes::into_parent_ends))),
+            Err(e) => Err(match inputs.stage.as_ref().and_then(|p| p.reported()) {
+                Some(failure) => SandboxError::Stage(failure),
+                None => self.spawn_error(e),
+            }),
+        }
+    }
+
+    /// The program and arguments that start bwrap: the cgroup backend's wrapper first when it has
+    /// one (`systemd-run ... --`), then bwrap reading its options from [`ARGS_CHILD_FD`], then
+    /// `--` and the command.
+    fn command_line(
+        &self,
+        command: Vec<OsString>,
+        cgroup: Option<&CommandCgroup>,
+    ) -> (PathBuf, Vec<OsString>) {
+        let mut args: Vec<OsString> = Vec::new();
+        let program = match cgroup.map(CommandCgroup::argv_prefix) {
             Some([first, rest @ ..]) => {
-                full.extend(rest.iter().cloned());
-                full.push(self.config.bwrap.clone().into_os_string());
+                args.extend(rest.iter().cloned());
+                args.push(self.config.bwrap.clone().into_os_string());
                 PathBuf::from(first)
             }
             _ => self.config.bwrap.clone(),
         };
-        full.push("--args".into());
-        full.push(ARGS_CHILD_FD.to_string().into());
-        full.push("--".into());
-        full.extend(argv.command);
-        let mut inherit = vec![options.as_fd()];
-        if let Some(((_, info_w), (go_r, _), (_, ready_w))) = pipes.as_ref() {
-            inherit.extend([info_w.as_fd(), go_r.as_fd(), ready_w.as_fd()]);
+        args.push("--args".into());
+        args.push(ARGS_CHILD_FD.to_string().into());
+        args.push("--".into());
+        args.extend(command);
+        (program, args)
+    }
+
+    /// Why bwrap could not be started, as the error that says what to do about it.
+    fn spawn_error(&self, e: io::Error) -> SandboxError {
+        let bwrap = || self.config.bwrap.clone();
+        match e.kind() {
+            io::ErrorKind::NotFound => SandboxError::BwrapAbsent(bwrap()),
+            io::ErrorKind::PermissionDenied => {
+                SandboxError::BwrapInexecutable(bwrap(), e.to_string())
+            }
+            _ if e.raw_os_error() == Some(libc::ENOEXEC) => {
+                SandboxError::BwrapInexecutable(bwrap(), e.to_string())
+            }
+            _ => SandboxError::Spawn(e),
         }
-        let launch = Launch {
-            program: program_path,
-            args: full,
-            seccomp: program.as_fd(),
-            inherit,
-            join: cgroup
-                .as_ref()
-                .map(CommandCgroup::join_fds)
-                .unwrap_or_default(),
-            rlimits: self.config.rlimits,
-            stage: stage.clone(),
-            stdin: watch.stdin.as_deref().map(AsFd::as_fd),
-        };
-        let running = match self.spawner.spawn(&launch) {
-            Ok(r) => r,
-            Err(e) => {
-                drop(launch);
-                if let Some(cg) = cgroup {
-                    let _ = cg.remove();
-                }
-                if let Some(failure) = stage.as_ref().and_then(|p| p.reported()) {
-                    return Err(SandboxError::Stage(failure));
-                }
-                return Err(match e.kind() {
-                    io::ErrorKind::NotFound => SandboxError::BwrapAbsent(self.config.bwrap.clone()),
-                    io::ErrorKind::PermissionDenied => {
-                        SandboxError::BwrapInexecutable(self.config.bwrap.clone(), e.to_string())
-                    }
-                    _ if e.raw_os_error() == Some(libc::ENOEXEC) => {
-                        SandboxError::BwrapInexecutable(self.config.bwrap.clone(), e.to_string())
-                    }
-                    _ => SandboxError::Spawn(e),
-                });
-            }
-        };
-        drop(launch);
-        drop(stage);
-        drop(options);
-        tracing::debug!("sandbox spawned");
-        let kill = || {
-            if let Some(cg) = &cgroup
-                && let Err(e) = cg.kill_all()
-            {
-                tracing::error!("killing a sandbox's cgroup failed: {e}");
-            }
-        };
-        let mut slirp = None;
-        if let Some(((info_r, info_w), (go_r, go_w), (ready_r, ready_w))) = pipes {
-            // Our copies of the child's ends go, so that their EOFs mean what they say.
-            drop((info_w, go_r, ready_w));
-            match network::attach(&self.config.network, &info_r, &ready_r) {
-                Ok(s) => {
-                    // Release the command: the network is up and the egress policy in place.
-                    if rustix::io::write(&go_w, b"go\n").is_err() {
-                        tracing::error!("could not release a networked sandbox");
-                    }
-                    slirp = Some(s);
-                }
-                Err(e) => {
-                    // The hold runs nothing without "go"; kill the tree all the same.
-                    drop(go_w);
-                    kill();
-                    let _ = rustix::process::pidfd_send_signal(
-                        &running.pidfd,
-                        rustix::process::Signal::KILL,
-                    );
-                    let reap = Watch {
-                        timeout: std::time::Duration::ZERO,
-                        ..watch.clone()
-                    };
-                    let reaped = supervise(running, &reap, &kill);
-                    if let Some(cg) = cgroup {
-                        let _ = cg.remove();
-                    }
-                    // bwrap's own words, when it failed on its side of the setup.
-                    if let Some(setup) = setup_failure(&reaped) {
-                        return Err(SandboxError::Preflight(setup));
-                    }
-                    return Err(SandboxError::Network(e));
-                }
-            }
-            drop(go_w);
-        }
-        let finished = supervise(running, watch, &kill);
+    }
+
+    /// Phase 4, networked commands first: the network attached to the held sandbox (pinned
+    /// namespaces, slirp4netns, the egress policy), then the command released with "go". On
+    /// failure `held` is dropped unreleased, so the hold runs nothing.
+    fn attach_network(&self, held: HeldNetwork) -> Result<Slirp, network::NetworkError> {
+        let slirp = network::attach(&self.config.network, &held.info, &held.ready)?;
+        held.release();
+        Ok(slirp)
+    }
+
+    /// Phase 5: what the command did. slirp4netns stopped (a teardown that cannot be confirmed
+    /// poisons this sandbox's network for good), the limits read while the cgroup exists, the
+    /// cgroup removed with its failure reported, bwrap's own setup failure picked out.
+    fn collect(
+        &self,
+        finished: Finished,
+        slirp: Option<Slirp>,
+        cgroup: Option<CommandCgroup>,
+    ) -> RunOutcome {
         let network_error = slirp
             .map(|s| network::stop_slirp(&s))
             .and_then(Result::err)
@@ -517,13 +559,115 @@ impl Sandbox {
             .and_then(|cg| cg.remove().err())
             .map(|e| e.to_string());
         let setup_error = setup_failure(&finished);
-        Ok(RunOutcome {
+        RunOutcome {
             finished,
             limits_hit,
             cleanup_error,
             setup_error,
             network_error,
+        }
+    }
+}
+
+/// What [`Sandbox::prepare`] makes for one command.
+struct Inputs {
+    /// What runs after bwrap's `--`: the network hold, if any, then the command.
+    command: Vec<OsString>,
+    /// bwrap's options ([`options_fd`]).
+    options: OwnedFd,
+    /// How the writable roots are staged in the child; `None` for a read-only sandbox.
+    stage: Option<Arc<StagePlan>>,
+    /// The network path's pipes, for a networked command.
+    pipes: Option<NetworkPipes>,
+    /// The seccomp program.
+    seccomp: OwnedFd,
+}
+
+/// The network path's pipes, as made before the spawn: bwrap reports its child on `info`; the
+/// hold in front of the command ([`crate::spec::NETWORK_HOLD`]) says "r" on `ready` once the sandbox is
+/// set up, and waits for "go" on `go`. Each end is closed when dropped.
+struct NetworkPipes {
+    info: (OwnedFd, OwnedFd),
+    go: (OwnedFd, OwnedFd),
+    ready: (OwnedFd, OwnedFd),
+}
+
+impl NetworkPipes {
+    /// Three close-on-exec pipes.
+    fn new() -> io::Result<Self> {
+        let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
+        Ok(NetworkPipes {
+            info: pipe()?,
+            go: pipe()?,
+            ready: pipe()?,
         })
+    }
+
+    /// The child's ends, in the order it gets them after the options fd: [`INFO_CHILD_FD`],
+    /// [`GO_CHILD_FD`], [`READY_CHILD_FD`].
+    fn child_ends(&self) -> [BorrowedFd<'_>; 3] {
+        [self.info.1.as_fd(), self.go.0.as_fd(), self.ready.1.as_fd()]
+    }
+
+    /// The parent's ends. Our copies of the child's ends are closed here, so that their EOFs mean
+    /// what they say (bwrap or the hold is gone).
+    fn into_parent_ends(self) -> HeldNetwork {
+        HeldNetwork {
+            info: self.info.0,
+            ready: self.ready.0,
+            go: self.go.1,
+        }
+    }
+}
+
+/// A networked command held in front of its program, from spear's side: bwrap's report, the
+/// hold's "set up", and the "go" that releases it. Dropped without [`HeldNetwork::release`], the
+/// hold reads EOF and exits 125 without running the command.
+struct HeldNetwork {
+    info: OwnedFd,
+    ready: OwnedFd,
+    go: OwnedFd,
+}
+
+impl HeldNetwork {
+    /// Lets the command run: the network is up and the egress policy in place. Every pipe is
+    /// closed after.
+    fn release(self) {
+        if rustix::io::write(&self.go, b"go\n").is_err() {
+            tracing::error!("could not release a networked sandbox");
+        }
+    }
+}
+
+/// Kills every process in the command's cgroup; a failure is logged (the PID namespace still
+/// dies with the pidfd kill of `supervise`).
+fn kill_cgroup(cgroup: Option<&CommandCgroup>) {
+    if let Some(cg) = cgroup
+        && let Err(e) = cg.kill_all()
+    {
+        tracing::error!("killing a sandbox's cgroup failed: {e}");
+    }
+}
+
+/// A networked command whose network could not be attached: it is held, and never released. Its
+/// tree is killed and reaped at once; the error is bwrap's own words when bwrap failed on its side
+/// of the setup, else the network's.
+fn abort_held(
+    running: Running,
+    watch: &Watch,
+    kill: &dyn Fn(),
+    e: network::NetworkError,
+) -> SandboxError {
+    kill();
+    let _ = rustix::process::pidfd_send_signal(&running.pidfd, rustix::process::Signal::KILL);
+    let reap = Watch {
+        timeout: Duration::ZERO,
+        ..watch.clone()
+    };
+    let reaped = supervise(running, &reap, kill);
+    match setup_failure(&reaped) {
+        Some(setup) => SandboxError::Preflight(setup),
+        None => SandboxError::Network(e),
     }
 }
 

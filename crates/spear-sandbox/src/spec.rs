@@ -3,59 +3,62 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use spear_core::ExecutionProfile;
+use spear_core::{Capability, ExecutionProfile};
 
-/// One sandbox, fully described. Built by the runtime from an [`ExecutionProfile`] and a workspace;
-/// [`crate::build_argv`] turns it into the bubblewrap argv without any I/O.
+/// One sandbox, fully described. Made outside this crate only through [`BwrapSpec::builder`],
+/// whose [`SpecBuilder::build`] refuses what [`crate::build_argv`] would refuse, so every spec a
+/// caller holds is one the sandbox accepts; its parts are read through accessors and cannot be
+/// changed after. [`crate::build_argv`] turns it into the bubblewrap argv without any I/O (and
+/// checks it again).
 ///
 /// The spec cannot be wider than its profile: root writability and host-read paths come from
-/// `profile`, not from separate fields, and a profile that asks for something not implemented is
-/// refused by the builder.
+/// `profile`, not from separate fields, and a profile that holds a capability the sandbox does not
+/// implement is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BwrapSpec {
     /// What the decision layer granted.
-    pub profile: ExecutionProfile,
+    pub(crate) profile: ExecutionProfile,
     /// The program and its arguments, run inside the sandbox.
-    pub command: Vec<OsString>,
+    pub(crate) command: Vec<OsString>,
     /// The working directory, as seen inside the sandbox.
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// The home directory: private to the sandbox (a tmpfs, or the session's own directory, see
     /// `scratch`) at the user's real home path, so that toolchains under it keep their paths.
     /// Credential stores under it are never bound.
-    pub home: PathBuf,
+    pub(crate) home: PathBuf,
     /// How the host lays out its system directories.
-    pub system: Vec<SystemDir>,
+    pub(crate) system: Vec<SystemDir>,
     /// The sandbox's `/etc`.
-    pub etc: Etc,
+    pub(crate) etc: Etc,
     /// Toolchain directories (the operator's `PATH`, `CARGO_HOME`, `/opt`, ...), bound read-only.
-    pub toolchains: Vec<PathBuf>,
+    pub(crate) toolchains: Vec<PathBuf>,
     /// The workspace roots.
-    pub roots: Vec<Bind>,
+    pub(crate) roots: Vec<Bind>,
     /// How each writable root is staged: in a writable profile every root is seen through an
     /// overlay whose upper layer receives every write, so that nothing the command writes reaches
     /// the host before the caller has judged it. Empty in a read-only profile.
-    pub staged: Vec<Overlay>,
+    pub(crate) staged: Vec<Overlay>,
     /// Credential stores that exist inside a bound directory; each is hidden.
-    pub masks: Vec<Mask>,
+    pub(crate) masks: Vec<Mask>,
     /// The whole environment of the command (the builder adds nothing but what is here).
-    pub env: Vec<(OsString, OsString)>,
+    pub(crate) env: Vec<(OsString, OsString)>,
     /// Size caps of the private tmpfs mounts.
-    pub tmpfs: TmpfsSizes,
+    pub(crate) tmpfs: TmpfsSizes,
     /// Host directories that stand for `/tmp`, `/var/tmp` and the home directory instead of fresh
     /// tmpfs mounts, so that what a command leaves there is there for the next command of the
     /// same session. `None`: fresh tmpfs mounts, gone with the command.
-    pub scratch: Option<ScratchDirs>,
+    pub(crate) scratch: Option<ScratchDirs>,
     /// A git configuration file of spear's (the host's `user.name` and `user.email`, nothing
     /// else), bound read-only at [`GIT_CONFIG_PATH`] and named by `GIT_CONFIG_SYSTEM`, so that a
     /// repository's or the sandbox's own `user.*` still win over it.
-    pub git_config: Option<PathBuf>,
+    pub(crate) git_config: Option<PathBuf>,
     /// Variables of `env` that the operator named exactly: these are passed even when their name
     /// or value looks like a secret. Every other secret-looking variable is refused.
-    pub env_named: Vec<OsString>,
+    pub(crate) env_named: Vec<OsString>,
     /// The fd number (in the bwrap process) that holds the seccomp program.
-    pub seccomp_fd: i32,
+    pub(crate) seccomp_fd: i32,
     /// How a networked profile gets its network; `None` refuses a networked profile.
-    pub network: Option<NetworkSpec>,
+    pub(crate) network: Option<NetworkSpec>,
 }
 
 /// What a networked sandbox needs beyond the closed one.
@@ -67,19 +70,19 @@ pub struct NetworkSpec {
 
 /// The fd at which bwrap reads its options (`--args`, NUL-separated): no number of mounts or
 /// environment variables can make its argv too long to start. The seccomp program is at 3.
-pub const ARGS_CHILD_FD: i32 = 4;
+pub(crate) const ARGS_CHILD_FD: i32 = 4;
 /// The fd at which bwrap reports its child (`--info-fd`).
-pub const INFO_CHILD_FD: i32 = 5;
+pub(crate) const INFO_CHILD_FD: i32 = 5;
 /// The fd the hold reads "go" from before it execs the command.
-pub const GO_CHILD_FD: i32 = 6;
+pub(crate) const GO_CHILD_FD: i32 = 6;
 /// The fd the hold writes "r" to once bwrap has set the sandbox up.
-pub const READY_CHILD_FD: i32 = 7;
+pub(crate) const READY_CHILD_FD: i32 = 7;
 
 /// The hold in front of a networked command, run by `/bin/sh` inside the sandbox: it says the
 /// sandbox is set up (bwrap has written its user namespace maps and configured loopback, which
 /// `--block-fd` would not wait for), then waits for "go", closes both fds and execs the command.
 /// EOF or anything but "go" (spear died, or gave up) exits 125 without running it.
-pub const NETWORK_HOLD: &str = "printf r >&7 && exec 7>&- && IFS= read -r go <&6 && [ \"$go\" = go ] || exit 125; exec 6<&-; exec \"$@\"";
+pub(crate) const NETWORK_HOLD: &str = "printf r >&7 && exec 7>&- && IFS= read -r go <&6 && [ \"$go\" = go ] || exit 125; exec 6<&-; exec \"$@\"";
 
 /// Where the sandbox sees [`BwrapSpec::git_config`].
 pub const GIT_CONFIG_PATH: &str = "/run/spear/gitconfig";
@@ -193,12 +196,14 @@ impl Default for TmpfsSizes {
 /// Why a spec cannot become a sandbox. Nothing runs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
-    /// The profile asks for capabilities spear does not implement.
+    /// The profile holds granted capabilities the sandbox does not implement
+    /// ([`spear_core::Capability::is_implemented_by_sandbox`]), in [`spear_core::Capability::ALL`]
+    /// order.
     #[error(
         "the sandbox does not implement {}: spear refuses to run the command rather than run it without them",
-        .0.join(", ")
+        names(.0)
     )]
-    Unimplemented(Vec<&'static str>),
+    Unimplemented(Vec<Capability>),
     /// The profile asks for the network and the spec has no network path.
     #[error(
         "the command needs the network, and this sandbox has no network path configured; run it without network access"
@@ -255,4 +260,12 @@ pub enum SpecError {
     /// The seccomp fd is one of stdio.
     #[error("the seccomp program must be on an fd above stdio, not {0}")]
     SeccompFd(i32),
+}
+
+/// `gpu, secrets`: the names of `caps`, for [`SpecError::Unimplemented`].
+fn names(caps: &[Capability]) -> String {
+    caps.iter()
+        .map(|c| c.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -7,47 +7,53 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use spear_core::ExecutionProfile;
+use spear_core::{Capability, CapabilitySet, ExecutionProfile};
 use spear_sandbox::{
-    Bind, BwrapSpec, EnvInputs, Etc, Exit, Overlay, Sandbox, SandboxConfig, SandboxError,
-    SpecError, Stop, TmpfsSizes, Watch, etc_entries, sandbox_env, system_dirs,
+    Bind, BwrapSpec, EnvInputs, Etc, Exit, Overlay, Sandbox, SandboxConfig, SpecError, Stop,
+    TmpfsSizes, Watch, etc_entries, sandbox_env, system_dirs,
 };
 
-fn spec(ws: &Path, write: bool, command: &[&str]) -> BwrapSpec {
-    let home = PathBuf::from("/home/sandbox-user");
-    BwrapSpec {
-        profile: ExecutionProfile {
-            workspace_read: true,
-            workspace_write: write,
-            ..ExecutionProfile::default()
-        },
-        command: command.iter().map(OsString::from).collect(),
-        cwd: ws.to_path_buf(),
-        home: home.clone(),
-        system: system_dirs(Path::new("/")),
-        etc: Etc::Entries(etc_entries(Path::new("/etc"))),
-        toolchains: vec![],
-        roots: vec![Bind {
-            host: ws.to_path_buf(),
-            mount: ws.to_path_buf(),
-        }],
-        staged: vec![],
-        masks: vec![],
-        env: sandbox_env(EnvInputs {
-            host: &[],
-            home: &home,
-            path: &[PathBuf::from("/usr/bin"), PathBuf::from("/bin")],
-            toolchain_vars: &[],
-            user: None,
-            pass: &[],
-        }),
-        tmpfs: TmpfsSizes::default(),
-        scratch: None,
-        git_config: None,
-        env_named: vec![],
-        seccomp_fd: 3,
-        network: None,
+/// The workspace visible, and writable when `write`.
+fn profile(write: bool) -> ExecutionProfile {
+    let mut granted = CapabilitySet::of(&[Capability::FilesystemRead]);
+    if write {
+        granted.insert(Capability::WorkspaceWrite);
     }
+    ExecutionProfile::from_granted(granted, Vec::new())
+}
+
+/// The spec of a sandbox over the root `ws`, writable (staged through `staged`) when `write`.
+fn spec(
+    ws: &Path,
+    write: bool,
+    staged: Vec<Overlay>,
+    command: &[&str],
+) -> Result<BwrapSpec, SpecError> {
+    let home = PathBuf::from("/home/sandbox-user");
+    let env = sandbox_env(EnvInputs {
+        host: &[],
+        home: &home,
+        path: &[PathBuf::from("/usr/bin"), PathBuf::from("/bin")],
+        toolchain_vars: &[],
+        user: None,
+        pass: &[],
+    });
+    BwrapSpec::builder(
+        profile(write),
+        command.iter().map(OsString::from).collect(),
+        ws.to_path_buf(),
+        home,
+    )
+    .system(system_dirs(Path::new("/")))
+    .etc(Etc::Entries(etc_entries(Path::new("/etc"))))
+    .roots(vec![Bind {
+        host: ws.to_path_buf(),
+        mount: ws.to_path_buf(),
+    }])
+    .staged(staged)
+    .env(env, vec![])
+    .tmpfs(TmpfsSizes::default())
+    .build()
 }
 
 fn watch(secs: u64) -> Watch {
@@ -81,16 +87,17 @@ fn runs_and_reports_with_writes_staged() {
     let (ws, overlay) = staged(&dir.path().canonicalize().unwrap());
     std::fs::write(ws.join("old"), "old\n").unwrap();
     let sandbox = Sandbox::new(SandboxConfig::default());
-    let mut s = spec(
+    let s = spec(
         &ws,
         true,
+        vec![overlay.clone()],
         &[
             "/bin/sh",
             "-c",
             "echo hi; echo err >&2; touch made; echo more >> old; cat old >&2; exit 3",
         ],
-    );
-    s.staged = vec![overlay.clone()];
+    )
+    .unwrap();
     let out = sandbox.run(&s, &watch(20)).unwrap();
     assert_eq!(out.finished.exit, Exit::Code(3), "{out:?}");
     assert_eq!(out.finished.stop, Stop::None);
@@ -112,12 +119,13 @@ fn runs_and_reports_with_writes_staged() {
 #[test]
 fn a_writable_root_that_is_not_staged_is_refused() {
     let ws = tempfile::tempdir().unwrap();
+    let err = spec(ws.path(), true, vec![], &["/bin/sh", "-c", "touch made"]).unwrap_err();
+    assert!(matches!(err, SpecError::Staging(_)), "{err}");
+    assert!(!ws.path().join("made").exists());
+    // Positive control: the same root read-only is built and runs.
     let sandbox = Sandbox::new(SandboxConfig::default());
-    let s = spec(ws.path(), true, &["/bin/sh", "-c", "touch made"]);
-    let err = sandbox.run(&s, &watch(20)).unwrap_err();
-    assert!(
-        matches!(err, SandboxError::Spec(SpecError::Staging(_))),
-        "{err}"
-    );
+    let s = spec(ws.path(), false, vec![], &["/bin/sh", "-c", "touch made"]).unwrap();
+    let out = sandbox.run(&s, &watch(20)).unwrap();
+    assert_ne!(out.finished.exit, Exit::Code(0), "read-only: {out:?}");
     assert!(!ws.path().join("made").exists());
 }

@@ -113,10 +113,10 @@ fn main() {
     let runner_only = CommandRunner::new(Arc::clone(&workspace), RunnerConfig::from_host());
     let request = spear_runtime::CommandRequest::new(
         spear_runtime::CommandLine::Script("true".into()),
-        spear_core::ExecutionProfile {
-            workspace_read: true,
-            ..spear_core::ExecutionProfile::default()
-        },
+        spear_core::ExecutionProfile::from_granted(
+            spear_core::CapabilitySet::of(&[spear_core::Capability::FilesystemRead]),
+            Vec::new(),
+        ),
     );
     let (bare_run, _) = per_second(budget, |_| {
         assert_eq!(runner_only.run(&request).status, spear_core::ToolStatus::Ok);
@@ -135,12 +135,14 @@ fn main() {
     .unwrap();
     let writable = spear_runtime::CommandRequest::new(
         spear_runtime::CommandLine::Script("./noop.sh".into()),
-        spear_core::ExecutionProfile {
-            workspace_read: true,
-            workspace_write: true,
-            shell_complex: true,
-            ..spear_core::ExecutionProfile::default()
-        },
+        spear_core::ExecutionProfile::from_granted(
+            spear_core::CapabilitySet::of(&[
+                spear_core::Capability::FilesystemRead,
+                spear_core::Capability::WorkspaceWrite,
+                spear_core::Capability::ShellComplex,
+            ]),
+            Vec::new(),
+        ),
     );
     let (bare_writable, _) = per_second(budget, |_| {
         assert_eq!(

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use spear_core::{ExecutionProfile, ToolResult};
+use spear_core::{Capability, CapabilitySet, ExecutionProfile, ToolResult};
 use spear_runtime::staging::{Judge, Proposed, TrackedRules};
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
 use spear_sandbox::{Sandbox, SandboxConfig};
@@ -142,20 +142,44 @@ pub fn runner_for(ws: &Path, config: RunnerConfig, sandbox: Option<Sandbox>) -> 
     }
 }
 
+/// The profile of exactly `caps` granted, reading no host path.
+pub fn granting(caps: &[Capability]) -> ExecutionProfile {
+    ExecutionProfile::from_granted(CapabilitySet::of(caps), Vec::new())
+}
+
+/// `profile` with `caps` granted too (its host paths kept).
+pub fn plus(profile: &ExecutionProfile, caps: &[Capability]) -> ExecutionProfile {
+    ExecutionProfile::from_granted(
+        profile.granted().union(CapabilitySet::of(caps)),
+        profile.host_read_paths().to_vec(),
+    )
+}
+
+/// `profile` reading `paths` of the host too (`host:read` granted).
+pub fn reading_host(profile: &ExecutionProfile, paths: Vec<PathBuf>) -> ExecutionProfile {
+    ExecutionProfile::from_granted(
+        profile
+            .granted()
+            .union(CapabilitySet::of(&[Capability::HostRead])),
+        paths,
+    )
+}
+
 pub fn writable() -> ExecutionProfile {
-    ExecutionProfile {
-        workspace_read: true,
-        workspace_write: true,
-        shell_complex: true,
-        ..ExecutionProfile::default()
-    }
+    granting(&[
+        Capability::FilesystemRead,
+        Capability::WorkspaceWrite,
+        Capability::ShellComplex,
+    ])
 }
 
 pub fn read_only() -> ExecutionProfile {
-    ExecutionProfile {
-        workspace_read: true,
-        ..ExecutionProfile::default()
-    }
+    granting(&[Capability::FilesystemRead])
+}
+
+/// [`writable`] with the network.
+pub fn networked() -> ExecutionProfile {
+    plus(&writable(), &[Capability::Network])
 }
 
 /// Processes on the host whose command line contains `marker`.

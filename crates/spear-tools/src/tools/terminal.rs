@@ -313,7 +313,7 @@ impl Prepared for CommandCall {
             }
         };
         let profile = ExecutionProfile::from_granted(granted, assessment.host_reads.clone());
-        let watch = profile.workspace_write;
+        let watch = profile.workspace_write();
         // Changes found around this command must be this command's: no other writer runs meanwhile.
         let writing = watch.then(|| {
             cx.writing

@@ -1,0 +1,281 @@
+//! The one way to make a [`BwrapSpec`] outside this crate: from what the sandbox is meant to show
+//! and allow, checked when it is built.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use spear_core::ExecutionProfile;
+
+use crate::argv::validate;
+use crate::spawn::SECCOMP_CHILD_FD;
+use crate::spec::{
+    Bind, BwrapSpec, Etc, Mask, NetworkSpec, Overlay, ScratchDirs, SpecError, SystemDir, TmpfsSizes,
+};
+
+/// A [`BwrapSpec`] under construction. The caller says what the sandbox is for: the profile (what
+/// was granted: root access, host reads, network or not), the command, its working directory,
+/// the home directory, the roots, what the host shows, the environment, the limits. How the
+/// sandbox implements it (the fd numbers of the seccomp program and the network path, the hold in
+/// front of a networked command) is this crate's own and is not set here.
+///
+/// Everything not named is closed: no system directories, toolchains or roots, an empty `/etc`,
+/// no masks, no environment, the default tmpfs sizes, fresh private places, no git
+/// configuration and no network path (a networked profile is then refused).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct SpecBuilder {
+    spec: BwrapSpec,
+}
+
+impl BwrapSpec {
+    /// Starts the spec of a sandbox that runs `command` in `cwd` (as the sandbox sees it) under
+    /// `profile`, with its private home directory at `home`.
+    pub fn builder(
+        profile: ExecutionProfile,
+        command: Vec<OsString>,
+        cwd: PathBuf,
+        home: PathBuf,
+    ) -> SpecBuilder {
+        SpecBuilder {
+            spec: BwrapSpec {
+                profile,
+                command,
+                cwd,
+                home,
+                system: Vec::new(),
+                etc: Etc::Entries(Vec::new()),
+                toolchains: Vec::new(),
+                roots: Vec::new(),
+                staged: Vec::new(),
+                masks: Vec::new(),
+                env: Vec::new(),
+                tmpfs: TmpfsSizes::default(),
+                scratch: None,
+                git_config: None,
+                env_named: Vec::new(),
+                seccomp_fd: SECCOMP_CHILD_FD,
+                network: None,
+            },
+        }
+    }
+}
+
+impl SpecBuilder {
+    /// How the host lays out its system directories ([`crate::system_dirs`]).
+    pub fn system(mut self, dirs: Vec<SystemDir>) -> Self {
+        self.spec.system = dirs;
+        self
+    }
+
+    /// The sandbox's `/etc`.
+    pub fn etc(mut self, etc: Etc) -> Self {
+        self.spec.etc = etc;
+        self
+    }
+
+    /// Toolchain directories, bound read-only.
+    pub fn toolchains(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.spec.toolchains = dirs;
+        self
+    }
+
+    /// The workspace roots: read-only, or, when the profile writes, read-write only as their
+    /// staged views (see [`SpecBuilder::staged`]).
+    pub fn roots(mut self, roots: Vec<Bind>) -> Self {
+        self.spec.roots = roots;
+        self
+    }
+
+    /// How each root is staged when the profile writes: one overlay per root, its layers outside
+    /// every root. None in a read-only profile.
+    pub fn staged(mut self, overlays: Vec<Overlay>) -> Self {
+        self.spec.staged = overlays;
+        self
+    }
+
+    /// Credential stores inside bound directories, each hidden.
+    pub fn masks(mut self, masks: Vec<Mask>) -> Self {
+        self.spec.masks = masks;
+        self
+    }
+
+    /// The command's whole environment, and the variables of it the operator named exactly
+    /// (passed even when they look like secrets; every other secret-looking one is refused).
+    pub fn env(mut self, vars: Vec<(OsString, OsString)>, named: Vec<OsString>) -> Self {
+        self.spec.env = vars;
+        self.spec.env_named = named;
+        self
+    }
+
+    /// The size caps of the private tmpfs mounts.
+    pub fn tmpfs(mut self, sizes: TmpfsSizes) -> Self {
+        self.spec.tmpfs = sizes;
+        self
+    }
+
+    /// The session's own directories for `/tmp`, `/var/tmp` and the home directory; `None`:
+    /// fresh tmpfs mounts, gone with the command.
+    pub fn scratch(mut self, dirs: Option<ScratchDirs>) -> Self {
+        self.spec.scratch = dirs;
+        self
+    }
+
+    /// spear's git configuration file, bound read-only at [`crate::GIT_CONFIG_PATH`].
+    pub fn git_config(mut self, file: Option<PathBuf>) -> Self {
+        self.spec.git_config = file;
+        self
+    }
+
+    /// The network path of a networked profile: the resolver file naming slirp4netns's
+    /// forwarder. `None` refuses a networked profile; a closed profile ignores it.
+    pub fn resolver(mut self, resolv_conf: Option<PathBuf>) -> Self {
+        self.spec.network = resolv_conf.map(|resolv_conf| NetworkSpec { resolv_conf });
+        self
+    }
+
+    /// The spec, or why the sandbox would refuse it (every check of [`crate::build_argv`]).
+    pub fn build(self) -> Result<BwrapSpec, SpecError> {
+        validate(&self.spec)?;
+        Ok(self.spec)
+    }
+}
+
+impl BwrapSpec {
+    /// What the decision layer granted.
+    pub fn profile(&self) -> &ExecutionProfile {
+        &self.profile
+    }
+
+    /// The program and its arguments, run inside the sandbox.
+    pub fn command(&self) -> &[OsString] {
+        &self.command
+    }
+
+    /// The working directory, as the sandbox sees it.
+    pub fn cwd(&self) -> &std::path::Path {
+        &self.cwd
+    }
+
+    /// The private home directory's path.
+    pub fn home(&self) -> &std::path::Path {
+        &self.home
+    }
+
+    /// The system directories reproduced in the sandbox.
+    pub fn system(&self) -> &[SystemDir] {
+        &self.system
+    }
+
+    /// The sandbox's `/etc`.
+    pub fn etc(&self) -> &Etc {
+        &self.etc
+    }
+
+    /// The toolchain directories bound read-only.
+    pub fn toolchains(&self) -> &[PathBuf] {
+        &self.toolchains
+    }
+
+    /// The workspace roots.
+    pub fn roots(&self) -> &[Bind] {
+        &self.roots
+    }
+
+    /// How the writable roots are staged.
+    pub fn staged(&self) -> &[Overlay] {
+        &self.staged
+    }
+
+    /// The credential stores hidden.
+    pub fn masks(&self) -> &[Mask] {
+        &self.masks
+    }
+
+    /// The command's whole environment.
+    pub fn env(&self) -> &[(OsString, OsString)] {
+        &self.env
+    }
+
+    /// The session's own directories standing for `/tmp`, `/var/tmp` and home, if any.
+    pub fn scratch(&self) -> Option<&ScratchDirs> {
+        self.scratch.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use spear_core::{Capability, CapabilitySet};
+
+    use super::*;
+
+    fn p(s: &str) -> PathBuf {
+        PathBuf::from(s)
+    }
+
+    fn builder(caps: &[Capability]) -> SpecBuilder {
+        BwrapSpec::builder(
+            ExecutionProfile::from_granted(CapabilitySet::of(caps), Vec::new()),
+            vec!["/bin/true".into()],
+            p("/work/proj"),
+            p("/home/u"),
+        )
+        .system(vec![SystemDir::Bind(p("/usr"))])
+        .roots(vec![Bind {
+            host: p("/work/proj"),
+            mount: p("/work/proj"),
+        }])
+    }
+
+    #[test]
+    fn builds_what_it_was_told_and_fills_in_the_mechanism() {
+        let spec = builder(&[Capability::FilesystemRead]).build().unwrap();
+        assert_eq!(spec.seccomp_fd, SECCOMP_CHILD_FD);
+        assert_eq!(spec.cwd(), Path::new("/work/proj"));
+        assert_eq!(spec.roots().len(), 1);
+        assert!(spec.staged().is_empty() && spec.scratch().is_none());
+        assert!(crate::build_argv(&spec).is_ok());
+    }
+
+    #[test]
+    fn refuses_what_the_sandbox_refuses() {
+        let write = [Capability::FilesystemRead, Capability::WorkspaceWrite];
+        assert!(matches!(
+            builder(&write).build(),
+            Err(SpecError::Staging(_))
+        ));
+        let staged = builder(&write).staged(vec![Overlay {
+            lower: p("/work/proj"),
+            upper: p("/state/0.upper"),
+            work: p("/state/0.work"),
+        }]);
+        assert!(staged.build().is_ok(), "positive control");
+        let networked = [Capability::FilesystemRead, Capability::Network];
+        assert_eq!(
+            builder(&networked).build().unwrap_err(),
+            SpecError::NetworkUnavailable
+        );
+        assert!(
+            builder(&networked)
+                .resolver(Some(p("/run/spear/net/resolv.conf")))
+                .build()
+                .is_ok()
+        );
+        assert_eq!(
+            builder(&[Capability::RemoteWrite]).build().unwrap_err(),
+            SpecError::Unimplemented(vec![Capability::RemoteWrite])
+        );
+        let secret = builder(&[Capability::FilesystemRead])
+            .env(vec![("HF_TOKEN".into(), "hf_abc".into())], Vec::new());
+        assert!(matches!(
+            secret.clone().build(),
+            Err(SpecError::SecretInEnvironment(_))
+        ));
+        let named = builder(&[Capability::FilesystemRead]).env(
+            vec![("HF_TOKEN".into(), "hf_abc".into())],
+            vec!["HF_TOKEN".into()],
+        );
+        assert!(named.build().is_ok(), "named exactly by the operator");
+    }
+}
