@@ -321,6 +321,11 @@ fn reason(entry: &Value) -> &str {
     entry["structured"]["reason"].as_str().unwrap_or("")
 }
 
+/// The rule that refused the call (`""` when none did).
+fn rule(entry: &Value) -> &str {
+    entry["structured"]["rule"].as_str().unwrap_or("")
+}
+
 fn stdout(entry: &Value) -> &str {
     entry["structured"]["stdout"].as_str().unwrap_or("")
 }
@@ -535,6 +540,10 @@ fn every_tool_in(flag: &str, writes: bool, asks: bool) {
                 assert_eq!(status(entry), "denied", "{g:?} {flag}: {entry}");
                 assert_eq!(entry["structured"]["changed_paths"], json!([]), "{entry}");
                 assert!(
+                    matches!(rule(entry), "mode_forbids" | "tool_not_in_mode"),
+                    "{g:?}: {entry}"
+                );
+                assert!(
                     reason(entry).contains("--ask") || reason(entry).contains("--auto"),
                     "{g:?}: the refusal says no way forward: {entry}"
                 );
@@ -733,7 +742,7 @@ fn ask_runs_what_was_accepted_and_nothing_that_was_declined() {
         ] {
             assert_eq!(questions(entry, g).len(), 1, "{g:?}: {entry}");
             assert_eq!(status(entry), "denied", "{g:?}: {entry}");
-            assert!(reason(entry).contains("declined"), "{g:?}: {entry}");
+            assert_eq!(rule(entry), "declined", "{g:?}: {entry}");
             assert!(!server.file(file).exists(), "{g:?}: {file} was written");
         }
     }
@@ -761,7 +770,7 @@ fn ask_without_an_elicitation_capability_is_cancelled_and_runs_nothing() {
         let r = results(run);
         for (entry, file) in [(&r[0], "unasked.txt"), (&r[1], "unasked_w.txt")] {
             assert_eq!(status(entry), "cancelled", "{g:?}: {entry}");
-            assert!(reason(entry).contains("confirmation"), "{g:?}: {entry}");
+            assert_eq!(rule(entry), "no_confirmer", "{g:?}: {entry}");
             assert!(!server.file(file).exists(), "{g:?}: {file} was written");
         }
         assert_eq!((status(&r[2]), stdout(&r[2])), ("ok", "fine\n"), "{g:?}");
@@ -895,6 +904,7 @@ fn modern_request_states_bind_to_one_call_and_one_use() {
         let entry = &run[key];
         envelope(entry, "terminal");
         assert_eq!(status(entry), "denied", "{key}: {entry}");
+        assert_eq!(rule(entry), "request_state_refused", "{key}: {entry}");
         assert!(reason(entry).contains("requestState"), "{key}: {entry}");
         assert!(reason(entry).contains("Nothing ran"), "{key}: {entry}");
     }
@@ -912,14 +922,11 @@ fn modern_request_states_bind_to_one_call_and_one_use() {
     let declined = &run["declined"];
     envelope(declined, "terminal");
     assert_eq!(status(declined), "denied", "{declined}");
-    assert!(reason(declined).contains("declined"), "{declined}");
+    assert_eq!(rule(declined), "declined", "{declined}");
     let unanswered = &run["unanswered"];
     envelope(unanswered, "terminal");
     assert_eq!(status(unanswered), "cancelled", "{unanswered}");
-    assert!(
-        reason(unanswered).contains("without an answer"),
-        "{unanswered}"
-    );
+    assert_eq!(rule(unanswered), "no_answer", "{unanswered}");
     for name in ["other.txt", "forged.txt", "declined.txt", "unanswered.txt"] {
         assert!(!server.file(name).exists(), "{name} was written");
     }

@@ -44,6 +44,7 @@ async fn a_stopped_turn_ends_with_the_pause_that_begins_the_next() {
         assert_eq!(last["status"], "denied", "{last}");
     }
     assert_eq!(last["turn_stopped"], true, "{last}");
+    assert_eq!(last["rule"], "turn_stopped", "{last}");
     let reason = last["reason"].as_str().unwrap();
     assert!(reason.contains("stop calling tools"), "{reason}");
     assert!(!reason.contains(".."), "{reason}");
@@ -51,10 +52,7 @@ async fn a_stopped_turn_ends_with_the_pause_that_begins_the_next() {
     let r = s.call("read_file", json!({"path": "a.txt"})).await;
     let e = envelope(&r);
     assert_eq!(e["status"], "denied", "{e}");
-    assert!(
-        e["reason"].as_str().unwrap().contains("stopped this turn"),
-        "{e}"
-    );
+    assert_eq!(e["rule"], "turn_stopped", "{e}");
     // The model hands back to the user; the pause ends the turn, and the next one runs.
     tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
     for (tool, args) in [

@@ -43,7 +43,11 @@ fn credential_files_are_refused_to_the_file_tools() {
     ] {
         let e = r.call(tool, args.clone());
         assert_eq!(e.result.status, ToolStatus::Denied, "{tool} {args}: {e:?}");
-        assert!(e.result.reason.unwrap().contains("credential store"));
+        assert_eq!(
+            e.result.rule(),
+            Some(spear_core::RefusalRule::CredentialStore),
+            "{tool} {args}: {e:?}"
+        );
         assert!(!e.result.stdout.contains("secret") && !e.result.stdout.contains("PRIVATE"));
     }
     assert_eq!(tree(&env.ws), before);

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use common::{Answer, Env, Opts, router, tree};
 use serde_json::json;
 use spear_core::ExecutionMode::{Ask, Auto, Safe};
-use spear_core::ToolStatus;
+use spear_core::{Refusal, RefusalRule, ToolStatus};
 use spear_policy::Confirmation;
 use spear_runtime::Verdict;
 use spear_tools::{Role, ToolObserver, ToolResultEnvelope};
@@ -297,7 +297,7 @@ fn modes_gate_file_writes() {
     let r = router(&env, Opts::mode(Safe));
     let e = r.call("write_file", json!({"path": "a.txt", "content": "a"}));
     assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
-    assert!(e.result.reason.unwrap().contains("--ask"));
+    assert_eq!(e.result.rule(), Some(RefusalRule::ToolNotInMode), "{e:?}");
     let e = r.call("delete_file", json!({"path": "README.md"}));
     assert_eq!(e.result.status, ToolStatus::Denied);
     assert!(!env.path("a.txt").exists() && env.path("README.md").exists());
@@ -316,12 +316,17 @@ fn modes_gate_file_writes() {
         json!({"patch": "*** Begin Patch\n*** Add File: p.txt\n+p\n*** End Patch\n"}),
     );
     assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
-    let reason = e.result.reason.unwrap();
-    assert!(
-        reason.contains("`patch` is not available in SAFE mode"),
-        "{reason}"
+    // The wording is the rule's own (spear-core's refusal tests): the modes, and the user.
+    assert_eq!(
+        e.result.refusal.as_deref(),
+        Some(&Refusal::tool_not_in_mode(
+            "patch",
+            "p.txt",
+            Safe,
+            &[Ask, Auto]
+        )),
+        "{e:?}"
     );
-    assert!(reason.contains("Ask the user"), "{reason}");
     assert!(!env.path("p.txt").exists());
     let names: Vec<String> = router(&env, Opts::mode(Ask))
         .tools()
@@ -487,6 +492,7 @@ fn repeated_refusals_stop_the_turn() {
         assert_eq!(e.result.status, ToolStatus::Denied, "{i}: {e:?}");
         assert_eq!(e.turn_stopped, i == 4, "{i}: {e:?}");
         if i == 4 {
+            assert_eq!(e.result.rule(), Some(RefusalRule::TurnStopped), "{e:?}");
             let reason = e.result.reason.unwrap();
             assert!(
                 reason.contains("refused 5 times") && reason.contains("generated"),
@@ -497,7 +503,7 @@ fn repeated_refusals_stop_the_turn() {
     // Every later call in the turn is refused, even one that would be allowed.
     let e = r.call("read_file", json!({"path": "README.md"}));
     assert_eq!(e.result.status, ToolStatus::Denied);
-    assert!(e.result.reason.unwrap().contains("stopped this turn"));
+    assert_eq!(e.result.rule(), Some(RefusalRule::TurnStopped), "{e:?}");
     let log = std::fs::read_to_string(env.audit_path()).unwrap();
     assert_eq!(log.matches("repeated_refusal_stopped").count(), 1, "{log}");
     // A new turn starts afresh.
@@ -542,7 +548,11 @@ fn sandbox_down_denies_later_writes() {
     ] {
         let e = r.call(tool, args);
         assert_eq!(e.result.status, ToolStatus::Denied, "{tool}: {e:?}");
-        assert!(e.result.reason.unwrap().contains("sandbox is down"));
+        assert_eq!(
+            e.result.rule(),
+            Some(RefusalRule::SandboxDown),
+            "{tool}: {e:?}"
+        );
     }
     assert!(!env.path("after.txt").exists() && env.path("before.txt").exists());
     // A new turn tries again.
