@@ -3,14 +3,19 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn spear(args: &[&str], ws: &Path, home: &Path) -> Output {
+use support::Dirs;
+
+fn spear(args: &[&str], d: &Dirs) -> Output {
     Command::new(env!("CARGO_BIN_EXE_spear"))
         .args(args)
-        .current_dir(ws)
-        .env("HOME", home)
+        .current_dir(&d.ws)
+        .env("HOME", &d.home)
+        .env("XDG_STATE_HOME", &d.state)
         .env_remove("XDG_CONFIG_HOME")
         .env("OPENAI_API_KEY", "sk-cli-secret-should-not-leak")
         .stdin(Stdio::null())
@@ -18,25 +23,8 @@ fn spear(args: &[&str], ws: &Path, home: &Path) -> Output {
         .expect("spear runs")
 }
 
-struct Dirs {
-    _tmp: tempfile::TempDir,
-    ws: PathBuf,
-    home: PathBuf,
-}
-
 fn dirs() -> Dirs {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
-    let ws = base.join("ws");
-    let home = base.join("home");
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(ws.join("README.md"), "readme\n").unwrap();
-    Dirs {
-        _tmp: tmp,
-        ws,
-        home,
-    }
+    Dirs::with(&[("README.md", "readme\n")])
 }
 
 fn code(out: &Output) -> i32 {
@@ -57,8 +45,7 @@ fn runs_a_script_and_passes_its_exit_status() {
             "-c",
             "cat README.md; echo err >&2; exit 3",
         ],
-        &d.ws,
-        &d.home,
+        &d,
     );
     assert_eq!(code(&out), 3, "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "readme\n");
@@ -76,8 +63,7 @@ fn json_result_has_the_documented_fields() {
             "-c",
             "echo $OPENAI_API_KEY; touch new.txt",
         ],
-        &d.ws,
-        &d.home,
+        &d,
     );
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -97,11 +83,7 @@ fn json_result_has_the_documented_fields() {
 #[test]
 fn safe_refuses_a_write_and_spawns_nothing() {
     let d = dirs();
-    let out = spear(
-        &["exec", "--safe", "--", "touch", "refused.txt"],
-        &d.ws,
-        &d.home,
-    );
+    let out = spear(&["exec", "--safe", "--", "touch", "refused.txt"], &d);
     assert_eq!(code(&out), 126, "{}", text(&out.stderr));
     assert!(!d.ws.join("refused.txt").exists());
     assert!(
@@ -110,11 +92,7 @@ fn safe_refuses_a_write_and_spawns_nothing() {
         text(&out.stderr)
     );
     // Positive control: AUTO runs the same argv.
-    let out = spear(
-        &["exec", "--auto", "--", "touch", "refused.txt"],
-        &d.ws,
-        &d.home,
-    );
+    let out = spear(&["exec", "--auto", "--", "touch", "refused.txt"], &d);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     assert!(d.ws.join("refused.txt").exists());
 }
@@ -122,7 +100,7 @@ fn safe_refuses_a_write_and_spawns_nothing() {
 #[test]
 fn ask_without_a_terminal_is_cancelled() {
     let d = dirs();
-    let out = spear(&["exec", "--ask", "-c", "touch asked.txt"], &d.ws, &d.home);
+    let out = spear(&["exec", "--ask", "-c", "touch asked.txt"], &d);
     assert_eq!(code(&out), 126, "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("cancelled"),
@@ -135,23 +113,11 @@ fn ask_without_a_terminal_is_cancelled() {
 #[test]
 fn timeout_not_found_and_read_only_safe() {
     let d = dirs();
-    let out = spear(
-        &["exec", "--auto", "--timeout", "1", "-c", "sleep 30"],
-        &d.ws,
-        &d.home,
-    );
+    let out = spear(&["exec", "--auto", "--timeout", "1", "-c", "sleep 30"], &d);
     assert_eq!(code(&out), 124, "{}", text(&out.stderr));
-    let out = spear(
-        &["exec", "--auto", "--", "spear-no-such-program"],
-        &d.ws,
-        &d.home,
-    );
+    let out = spear(&["exec", "--auto", "--", "spear-no-such-program"], &d);
     assert_eq!(code(&out), 127, "{}", text(&out.stderr));
-    let out = spear(
-        &["exec", "--safe", "--", "cat", "README.md"],
-        &d.ws,
-        &d.home,
-    );
+    let out = spear(&["exec", "--safe", "--", "cat", "README.md"], &d);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "readme\n");
 }
@@ -159,7 +125,7 @@ fn timeout_not_found_and_read_only_safe() {
 #[test]
 fn doctor_reports_every_mechanism() {
     let d = dirs();
-    let out = spear(&["doctor", "--json"], &d.ws, &d.home);
+    let out = spear(&["doctor", "--json"], &d);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ready"], true, "{v:#}");
     assert_eq!(code(&out), 0);
@@ -181,7 +147,7 @@ fn doctor_reports_every_mechanism() {
     ] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
-    let out = spear(&["doctor"], &d.ws, &d.home);
+    let out = spear(&["doctor"], &d);
     assert!(text(&out.stdout).contains("spear can confine commands"));
 }
 
@@ -242,11 +208,14 @@ fn cargo_test_runs_in_the_sandbox() {
 }
 
 /// Runs `spear exec ARGS` on a pseudo-terminal (util-linux `script`), typing `answer`.
-fn on_a_terminal(args: &str, ws: &Path, answer: &str) -> Output {
+fn on_a_terminal(args: &str, d: &Dirs, answer: &str) -> Output {
     let command = format!("{} exec {args}", env!("CARGO_BIN_EXE_spear"));
     let mut child = Command::new("script")
         .args(["-qec", &command, "/dev/null"])
-        .current_dir(ws)
+        .current_dir(&d.ws)
+        .env("HOME", &d.home)
+        .env("XDG_STATE_HOME", &d.state)
+        .env_remove("XDG_CONFIG_HOME")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -259,17 +228,17 @@ fn on_a_terminal(args: &str, ws: &Path, answer: &str) -> Output {
 #[test]
 fn ask_confirms_on_the_terminal_and_shows_what_runs() {
     let d = dirs();
-    let out = on_a_terminal("--ask -c 'touch approved.txt'", &d.ws, "y\n");
+    let out = on_a_terminal("--ask -c 'touch approved.txt'", &d, "y\n");
     assert!(out.status.success(), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains("Run it? [y/N]"));
     assert!(d.ws.join("approved.txt").exists());
 
-    let out = on_a_terminal("--ask -c 'touch declined.txt'", &d.ws, "n\n");
+    let out = on_a_terminal("--ask -c 'touch declined.txt'", &d, "n\n");
     assert_eq!(code(&out), 126, "{}", text(&out.stdout));
     assert!(!d.ws.join("declined.txt").exists());
 
     // A right-to-left override is shown escaped, so what is approved reads as what runs.
-    let out = on_a_terminal("--ask -c \"touch 'a\u{202e}txt.exe'\"", &d.ws, "n\n");
+    let out = on_a_terminal("--ask -c \"touch 'a\u{202e}txt.exe'\"", &d, "n\n");
     let shown = text(&out.stdout);
     assert!(shown.contains("\\u{202e}"), "{shown}");
     assert!(!shown.contains('\u{202e}'), "{shown}");
@@ -277,7 +246,7 @@ fn ask_confirms_on_the_terminal_and_shows_what_runs() {
     // LOG-01: a bearer token is not put on the screen; the rest of the command is.
     let out = on_a_terminal(
         "--ask -c \"curl -sH 'Authorization: Bearer ghp_0123456789abcdefghijklmnopqrstuvwxyzAB' http://203.0.113.10:8080/\"",
-        &d.ws,
+        &d,
         "n\n",
     );
     let all = text(&out.stdout);
