@@ -189,6 +189,8 @@ fn cargo_test_runs_in_the_sandbox() {
         .current_dir(d.ws.join("demo"))
         .env_remove("CARGO_TARGET_DIR")
         .env("HOME", &real_home)
+        // The toolchain is the real home's; spear's state is the test's own.
+        .env("XDG_STATE_HOME", &d.state)
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -274,6 +276,7 @@ fn two_spear_processes_on_one_workspace_lose_nothing() {
             .args(["exec", "--auto", "--json", "-c", script])
             .current_dir(&d.ws)
             .env("HOME", &d.home)
+            .env("XDG_STATE_HOME", &d.state)
             .env_remove("XDG_CONFIG_HOME")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
