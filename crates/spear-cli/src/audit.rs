@@ -19,7 +19,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
     }
     let mut out = std::io::stdout().lock();
     if let Some(n) = args.tail {
-        let lines = spear_runtime::AuditLogger::tail(&path, n)
+        let lines = spear_runtime::audit::AuditLogger::tail(&path, n)
             .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
         for line in lines {
             let _ = writeln!(out, "{line}");

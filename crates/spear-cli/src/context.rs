@@ -38,7 +38,7 @@ pub enum ContextError {
     Config(#[from] spear_policy::ConfigError),
     /// `HOME` (or an XDG directory variable) cannot be used.
     #[error(transparent)]
-    HostDir(#[from] spear_runtime::HostDirError),
+    HostDir(#[from] spear_runtime::host_dirs::HostDirError),
     /// A limit is malformed or out of bounds.
     #[error(transparent)]
     Limit(#[from] LimitError),
@@ -68,7 +68,7 @@ impl Context {
     /// [`Context::open`], with `--env` names passed into every sandbox besides `[env] pass`.
     pub fn open_with_env(args: &WorkspaceArgs, env: &[String]) -> Result<Self, ContextError> {
         // One reading of HOME for every check below and for the runner ([`spear_runtime::host_dirs`]).
-        let home = spear_runtime::host_home()?;
+        let home = spear_runtime::host_dirs::host_home()?;
         let config_path = if let Some(path) = &args.config {
             Some(path.clone())
         } else {

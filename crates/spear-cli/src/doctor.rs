@@ -187,7 +187,7 @@ fn session_area() -> Mechanism {
     let made = spear_runtime::scratch::default_base()
         .ok_or_else(|| "spear's per-user directory cannot be made private".to_owned())
         .and_then(|base| {
-            spear_runtime::SessionScratch::create(&base, cap)
+            spear_runtime::scratch::SessionScratch::create(&base, cap)
                 .map(|s| s.area().parent().map(|p| p.display().to_string()))
                 .map_err(|e| e.to_string())
         });

@@ -59,9 +59,10 @@ pub fn run(args: &Args) -> Result<i32, String> {
             router.session()
         )
     );
-    let server = spear_mcp::SpearServer::new(router, std::time::Duration::from_secs(args.turn_gap))
-        .map_err(|e| e.to_string())?;
-    spear_mcp::run_stdio(server).map_err(|e| e.to_string())?;
+    let server =
+        spear_mcp::server::SpearServer::new(router, std::time::Duration::from_secs(args.turn_gap))
+            .map_err(|e| e.to_string())?;
+    spear_mcp::stdio::run_stdio(server).map_err(|e| e.to_string())?;
     Ok(0)
 }
 

@@ -12,7 +12,7 @@ use spear_workspace::Workspace;
 /// ([`spear_runtime::host_dirs`]).
 pub fn dirs() -> Result<(Option<PathBuf>, Option<PathBuf>), String> {
     let xdg = spear_runtime::host_dirs::host_xdg_state_home().map_err(|e| e.to_string())?;
-    let home = spear_runtime::host_home().map_err(|e| e.to_string())?;
+    let home = spear_runtime::host_dirs::host_home().map_err(|e| e.to_string())?;
     Ok((xdg, home))
 }
 

@@ -21,9 +21,9 @@ pub fn run(args: &Args) -> Result<i32, String> {
     match store.undo_last(ws, &fs) {
         Ok(report) => {
             outln!("{report}");
-            let mut record = spear_runtime::AuditRecord::new(
+            let mut record = spear_runtime::audit::AuditRecord::new(
                 spear_tools::random_id(),
-                spear_runtime::AuditEvent::Undo,
+                spear_runtime::audit::AuditEvent::Undo,
             );
             record.turn = Some(report.turn.clone());
             record.changed_paths = report

@@ -23,9 +23,6 @@ pub mod server;
 pub mod state;
 pub mod stdio;
 
-pub use server::SpearServer;
-pub use stdio::{run_stdio, serve_stdio};
-
 /// Why the server could not serve.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {

@@ -19,7 +19,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use spear_core::{ExecutionMode, Refusal, ToolResult, ToolStatus};
 use spear_policy::{Confirmation, Confirmer};
-use spear_runtime::CancelToken;
+use spear_sandbox::CancelToken;
 use spear_tools::{CallOptions, Progress, ProgressSink, ToolResultEnvelope, ToolRouter};
 use tokio::runtime::Handle;
 

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::{ServeError, SpearServer, eof, intake};
+use crate::server::SpearServer;
+use crate::{ServeError, eof, intake};
 
 /// How long the end of a session waits for its cancelled calls to kill and reap their trees.
 const CALLS_END_WITHIN: Duration = Duration::from_secs(10);

@@ -16,29 +16,19 @@
 
 pub mod audit;
 pub mod checkpoint;
-pub mod evidence;
+mod evidence;
 pub mod host_dirs;
 pub mod identity;
-pub mod jobs;
+mod jobs;
 pub mod refusals;
 pub mod result_store;
 mod runner;
 pub mod scratch;
 pub mod staging;
 
-pub use audit::{AuditError, AuditEvent, AuditLogger, AuditRecord, default_path};
-pub use checkpoint::{
-    CheckpointError, CheckpointStore, Conflict, EntryState, TurnCheckpoint, UndoError, UndoReport,
-};
 pub use evidence::{EVIDENCE_KEPT, Evidence, EvidenceLog, Verdict, verdict};
-pub use host_dirs::{HostDirError, host_home};
-pub use jobs::{Job, JobError, JobRead, Jobs};
-pub use refusals::{RefusalTracker, Repeat};
-pub use result_store::{Chunk, OutputRef, ResultStore, StoreError};
+pub use jobs::{DEFAULT_JOB_BUFFER, DEFAULT_MAX_JOBS, Job, JobError, JobRead, Jobs, Taken};
 pub use runner::{
     CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
     ScratchMode, sandbox_view,
 };
-pub use scratch::SessionScratch;
-pub use spear_core::redact;
-pub use spear_sandbox::{CancelToken, OutputTee};

@@ -36,8 +36,8 @@ pub struct RunnerConfig {
     pub flood_bytes: u64,
     /// Size caps of the private tmpfs mounts.
     pub tmpfs: TmpfsSizes,
-    /// Where writable commands' writes are staged (see [`crate::staging::area`]), in order of
-    /// preference. With none usable, writable commands are refused.
+    /// Where writable commands' writes are staged (see [`crate::staging::default_bases`]), in
+    /// order of preference. With none usable, writable commands are refused.
     pub staging: Vec<PathBuf>,
     /// The host environment the sandbox's environment is chosen from.
     pub host_env: Vec<(OsString, OsString)>,

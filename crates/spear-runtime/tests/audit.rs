@@ -8,10 +8,10 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use spear_core::redact::redact;
 use spear_core::{CommandClass, ToolStatus};
 use spear_runtime::audit::default_path;
-use spear_runtime::redact::redact;
-use spear_runtime::{AuditError, AuditEvent, AuditLogger, AuditRecord};
+use spear_runtime::audit::{AuditError, AuditEvent, AuditLogger, AuditRecord};
 
 /// The executable summary the decision layer makes of `script` (the one reading of the shell
 /// whose summary the audit log records).

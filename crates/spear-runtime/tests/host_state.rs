@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use common::{Fixture, read_only, run_committed, writable};
 use spear_core::{ExecutionProfile, ToolStatus};
-use spear_runtime::{CancelToken, CommandLine, CommandRequest, Jobs};
+use spear_runtime::{CommandLine, CommandRequest, Jobs};
+use spear_sandbox::CancelToken;
 
 fn is_root() -> bool {
     rustix::process::geteuid().is_root()

@@ -266,7 +266,7 @@ pub struct Toolchains {
 /// Chooses PATH and toolchain binds. A PATH entry is kept when it is absolute, exists, and lies in
 /// no workspace root: a writable root on PATH would let a planted `ls` run where the decision layer
 /// assumed the system's. Entries outside the system directories become read-only binds, as do the
-/// toolchain and dependency trees ([`TOOLCHAIN_TREES`]). Never a credential store, never the home
+/// toolchain and dependency trees (`TOOLCHAIN_TREES`). Never a credential store, never the home
 /// directory itself or one of its ancestors (that would expose every store under it), and never a
 /// credential file inside a bound tree ([`TREE_CREDENTIALS`]): such a tree is bound entry by
 /// entry, leaving the file out (links at those levels are left out too: binding one would bind

@@ -9,7 +9,7 @@
 //! - Every mechanism a command needs (bwrap, seccomp, the cgroup backend when limits are active) is
 //!   checked before it is spawned; a missing one is an error and no process.
 //! - A writable spec binds every root only as its staged view ([`Overlay`]): the overlays are
-//!   mounted in a mount namespace of the command's own before bwrap starts ([`stage`]), so its
+//!   mounted in a mount namespace of the command's own before bwrap starts ([`StagePlan`]), so its
 //!   writes land in layers its caller reads afterwards, and nothing it mounts or unmounts reaches
 //!   the host's mount table. `/proc` is read-only to every sandbox, whatever its uid.
 //! - A spawned command is held through a pidfd from the moment it exists and is signalled only
@@ -33,7 +33,7 @@ mod sandbox;
 pub mod seccomp;
 mod spawn;
 mod spec;
-pub mod stage;
+mod stage;
 
 pub use argv::{BwrapArgv, build_argv};
 pub use builder::SpecBuilder;

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use spear_core::{Capability, ExecutionProfile};
 
 /// One sandbox, fully described. Made outside this crate only through [`BwrapSpec::builder`],
-/// whose [`SpecBuilder::build`] refuses what [`crate::build_argv`] would refuse, so every spec a
-/// caller holds is one the sandbox accepts; its parts are read through accessors and cannot be
-/// changed after. [`crate::build_argv`] turns it into the bubblewrap argv without any I/O (and
+/// whose [`crate::SpecBuilder::build`] refuses what [`crate::build_argv`] would refuse, so every
+/// spec a caller holds is one the sandbox accepts; its parts are read through accessors and cannot
+/// be changed after. [`crate::build_argv`] turns it into the bubblewrap argv without any I/O (and
 /// checks it again).
 ///
 /// The spec cannot be wider than its profile: root writability and host-read paths come from
@@ -84,7 +84,7 @@ pub(crate) const READY_CHILD_FD: i32 = 7;
 /// EOF or anything but "go" (spear died, or gave up) exits 125 without running it.
 pub(crate) const NETWORK_HOLD: &str = "printf r >&7 && exec 7>&- && IFS= read -r go <&6 && [ \"$go\" = go ] || exit 125; exec 6<&-; exec \"$@\"";
 
-/// Where the sandbox sees [`BwrapSpec::git_config`].
+/// Where the sandbox sees the git configuration of [`BwrapSpec`] (`BwrapSpec::git_config`).
 pub const GIT_CONFIG_PATH: &str = "/run/spear/gitconfig";
 
 /// The session's private directories on the host (see [`BwrapSpec::scratch`]). Each is bound

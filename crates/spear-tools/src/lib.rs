@@ -23,7 +23,7 @@ mod router;
 pub mod search;
 mod spec;
 mod tool;
-pub mod tools;
+mod tools;
 mod turn;
 
 pub use confirm::confirmation_text;

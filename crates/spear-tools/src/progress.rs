@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use spear_policy::Confirmer;
-use spear_runtime::{CancelToken, OutputTee};
+use spear_sandbox::{CancelToken, OutputTee};
 
 /// How far a running call has come.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

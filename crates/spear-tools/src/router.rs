@@ -243,7 +243,7 @@ impl ToolRouter {
     }
 
     /// The specs the caller's role sees and the session's mode can run, by name (SAFE lists no
-    /// tool that writes: see [`crate::exposure`]).
+    /// tool that writes: see [`ToolExposurePolicy`](crate::ToolExposurePolicy)).
     pub fn tools(&self) -> Vec<&ToolSpec> {
         self.registry
             .specs()
@@ -904,7 +904,7 @@ fn not_cancelled(options: &CallOptions) -> Result<(), ToolResult> {
     if options
         .cancel
         .as_ref()
-        .is_some_and(spear_runtime::CancelToken::is_cancelled)
+        .is_some_and(spear_sandbox::CancelToken::is_cancelled)
     {
         let mut result = ToolResult::new(ToolStatus::Cancelled);
         result.reason = Some("cancelled before it ran; nothing was changed".into());

@@ -7,8 +7,9 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use spear_core::{CapabilityPolicy, CapabilitySet, ExecutionMode, ToolResult};
 use spear_policy::{CommandPolicy, Confirmer};
+use spear_runtime::CommandRunner;
 use spear_runtime::checkpoint::EntryState;
-use spear_runtime::{CancelToken, CommandRunner};
+use spear_sandbox::CancelToken;
 use spear_workspace::{Location, ResolvedPath, Workspace, WorkspaceFs};
 
 use crate::{Effect, ToolSpec};

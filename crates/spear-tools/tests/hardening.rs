@@ -18,7 +18,9 @@ use spear_runtime::{CommandRunner, RunnerConfig};
 use spear_tools::{RouterConfig, RouterError, RouterStores, ToolRegistry, ToolRouter};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
-fn undo(env: &Env) -> Result<spear_runtime::UndoReport, spear_runtime::UndoError> {
+fn undo(
+    env: &Env,
+) -> Result<spear_runtime::checkpoint::UndoReport, spear_runtime::checkpoint::UndoError> {
     let ws = Workspace::open(&WorkspaceConfig::new(&env.ws)).unwrap();
     env.checkpoints().undo_last(&ws, &ws.fs().unwrap())
 }

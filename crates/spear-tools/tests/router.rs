@@ -778,7 +778,7 @@ fn cancellation_and_progress() {
     let env = Env::new();
     let r = Arc::new(router(&env, Opts::mode(Safe)));
     let marker = "986543.75";
-    let cancel = spear_runtime::CancelToken::new().unwrap();
+    let cancel = spear_sandbox::CancelToken::new().unwrap();
     let reports = Arc::new(Mutex::new(Vec::new()));
     let sink_reports = Arc::clone(&reports);
     let options = spear_tools::CallOptions {
@@ -878,7 +878,7 @@ fn a_call_cancelled_before_it_runs_changes_nothing() {
     let env = Env::new();
     let r = router(&env, Opts::mode(Auto));
     let cancelled = || {
-        let cancel = spear_runtime::CancelToken::new().unwrap();
+        let cancel = spear_sandbox::CancelToken::new().unwrap();
         cancel.cancel();
         spear_tools::CallOptions {
             cancel: Some(cancel),

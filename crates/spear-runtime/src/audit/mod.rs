@@ -6,7 +6,7 @@
 //!   output, environment values or cgroup paths. Commands appear only as the executable summary
 //!   the decision layer made as it read them (`spear_core::CommandAssessment::executable`,
 //!   `cargo (2 args)`), never with their arguments.
-//! - Every string field is redacted ([`crate::redact::redact`]) before it is written.
+//! - Every string field is redacted ([`spear_core::redact::redact`]) before it is written.
 //! - One record is exactly one line, and records from concurrent calls or processes never
 //!   interleave or get lost ([`AuditLogger::log`]).
 //! - The log is a regular file of this user's, mode 0600, in a directory of this user's, mode

@@ -2,14 +2,14 @@
 //!
 //! The record has no field for file contents, command output, environment values or cgroup
 //! paths, so none can be logged by mistake. Every string it holds passes through
-//! [`crate::redact::redact`] before it is written ([`AuditRecord::redacted`]).
+//! [`spear_core::redact::redact`] before it is written ([`AuditRecord::redacted`]).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use spear_core::{CommandClass, RefusalRule, ToolStatus};
 
-use crate::redact::redact;
+use spear_core::redact::redact;
 
 /// What happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -35,7 +35,7 @@ pub fn plan(patch: &Patch, read: &mut ReadFile<'_>) -> Result<Vec<FileChange>, P
 }
 
 /// [`plan`], and also the notes the caller should pass on with its result: hunks whose added
-/// lines were re-indented with the file's own indentation characters ([`reindent`]).
+/// lines were re-indented with the file's own indentation characters (`reindent`).
 pub fn plan_noting(
     patch: &Patch,
     read: &mut ReadFile<'_>,

@@ -334,7 +334,7 @@ impl Prepared for CommandCall {
         request.class = class;
         request.stdin.clone_from(&self.stdin);
         if let Some(sink) = &cx.progress {
-            let tee: std::sync::Arc<dyn spear_runtime::OutputTee> =
+            let tee: std::sync::Arc<dyn spear_sandbox::OutputTee> =
                 std::sync::Arc::new(crate::progress::ProgressTee::new(sink.clone()));
             request.tee = Some(tee);
         }
