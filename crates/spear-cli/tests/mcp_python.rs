@@ -523,70 +523,84 @@ fn every_tool_in(flag: &str, writes: bool, asks: bool) {
             assert!(questions(entry, g).is_empty(), "{g:?}: asked about {entry}");
         }
         // The writes: each reports what it changed, or says how to get it done.
-        for (entry, path) in [
-            (write, "w.txt"),
-            (patch, "p.txt"),
-            (delete, "d.txt"),
-            (redirect, "t.txt"),
-        ] {
-            if writes {
-                assert_eq!(status(entry), "ok", "{g:?} {flag}: {entry}");
-                assert_eq!(
-                    entry["structured"]["changed_paths"],
-                    json!([path]),
-                    "{g:?}: {entry}"
-                );
-            } else {
-                assert_eq!(status(entry), "denied", "{g:?} {flag}: {entry}");
-                assert_eq!(entry["structured"]["changed_paths"], json!([]), "{entry}");
-                assert!(
-                    matches!(rule(entry), "mode_forbids" | "tool_not_in_mode"),
-                    "{g:?}: {entry}"
-                );
-                assert!(
-                    reason(entry).contains("--ask") || reason(entry).contains("--auto"),
-                    "{g:?}: the refusal says no way forward: {entry}"
-                );
-            }
-            let asked = questions(entry, g);
-            if asks {
-                assert_eq!(asked.len(), 1, "{g:?}: {entry}");
-            } else {
-                assert!(asked.is_empty(), "{g:?}: {entry}");
-            }
-        }
-        if asks {
-            assert!(
-                questions(write, g)[0].contains("write_file w.txt"),
-                "{write}"
-            );
-            assert!(
-                questions(patch, g)[0].contains("*** Add File: p.txt"),
-                "{patch}"
-            );
-            assert!(
-                questions(delete, g)[0].contains("delete_file d.txt"),
-                "{delete}"
-            );
-            assert!(
-                questions(redirect, g)[0].contains("\n\necho t > t.txt\n\n"),
-                "{redirect}"
-            );
-        }
-        let read_file = |name: &str| std::fs::read_to_string(server.file(name)).ok();
-        if writes {
-            assert_eq!(read_file("w.txt").as_deref(), Some("written\n"), "{g:?}");
-            assert_eq!(read_file("p.txt").as_deref(), Some("patched\n"), "{g:?}");
-            assert_eq!(read_file("t.txt").as_deref(), Some("t\n"), "{g:?}");
-            assert_eq!(read_file("d.txt"), None, "{g:?}");
-        } else {
-            for name in ["w.txt", "p.txt", "t.txt"] {
-                assert_eq!(read_file(name), None, "{g:?} {flag} wrote {name}");
-            }
-            assert_eq!(read_file("d.txt").as_deref(), Some("delete me\n"), "{g:?}");
-        }
+        check_writes([write, patch, delete, redirect], g, flag, writes, asks);
+        check_written_files(server, g, flag, writes);
         assert_no_process_with(token);
         assert_no_cgroup_of(run);
+    }
+}
+
+/// The answers to [`every_tool`]'s writes (`write_file`, `patch`, `delete_file`, a redirection):
+/// each changed its path, or was refused with a way forward; each was asked about when `asks`,
+/// the question naming the change.
+fn check_writes(entries: [&Value; 4], g: Generation, flag: &str, writes: bool, asks: bool) {
+    let [write, patch, delete, redirect] = entries;
+    for (entry, path) in [
+        (write, "w.txt"),
+        (patch, "p.txt"),
+        (delete, "d.txt"),
+        (redirect, "t.txt"),
+    ] {
+        if writes {
+            assert_eq!(status(entry), "ok", "{g:?} {flag}: {entry}");
+            assert_eq!(
+                entry["structured"]["changed_paths"],
+                json!([path]),
+                "{g:?}: {entry}"
+            );
+        } else {
+            assert_eq!(status(entry), "denied", "{g:?} {flag}: {entry}");
+            assert_eq!(entry["structured"]["changed_paths"], json!([]), "{entry}");
+            assert!(
+                matches!(rule(entry), "mode_forbids" | "tool_not_in_mode"),
+                "{g:?}: {entry}"
+            );
+            assert!(
+                reason(entry).contains("--ask") || reason(entry).contains("--auto"),
+                "{g:?}: the refusal says no way forward: {entry}"
+            );
+        }
+        let asked = questions(entry, g);
+        if asks {
+            assert_eq!(asked.len(), 1, "{g:?}: {entry}");
+        } else {
+            assert!(asked.is_empty(), "{g:?}: {entry}");
+        }
+    }
+    if asks {
+        assert!(
+            questions(write, g)[0].contains("write_file w.txt"),
+            "{write}"
+        );
+        assert!(
+            questions(patch, g)[0].contains("*** Add File: p.txt"),
+            "{patch}"
+        );
+        assert!(
+            questions(delete, g)[0].contains("delete_file d.txt"),
+            "{delete}"
+        );
+        assert!(
+            questions(redirect, g)[0].contains("\n\necho t > t.txt\n\n"),
+            "{redirect}"
+        );
+    }
+}
+
+/// The files [`every_tool`]'s writes name: written (and `d.txt` deleted) when the mode lets writes
+/// through, untouched otherwise.
+fn check_written_files(server: &Server, g: Generation, flag: &str, writes: bool) {
+    let read_file = |name: &str| std::fs::read_to_string(server.file(name)).ok();
+    if writes {
+        assert_eq!(read_file("w.txt").as_deref(), Some("written\n"), "{g:?}");
+        assert_eq!(read_file("p.txt").as_deref(), Some("patched\n"), "{g:?}");
+        assert_eq!(read_file("t.txt").as_deref(), Some("t\n"), "{g:?}");
+        assert_eq!(read_file("d.txt"), None, "{g:?}");
+    } else {
+        for name in ["w.txt", "p.txt", "t.txt"] {
+            assert_eq!(read_file(name), None, "{g:?} {flag} wrote {name}");
+        }
+        assert_eq!(read_file("d.txt").as_deref(), Some("delete me\n"), "{g:?}");
     }
 }
 

@@ -354,6 +354,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a table: one case per limit out of bounds, from a flag or the configuration"
+    )]
     fn out_of_bounds_is_an_error_naming_the_source_and_the_bounds() {
         let cases: Vec<(OperatorLimits, LimitFlags, &str, &str)> = vec![
             (

@@ -74,6 +74,10 @@ const HOOKS: &str =
     "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\thooksPath = .husky\n\tpager = less\n";
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table: one case per rewrite of .git/config, the inert ones then those that make git run code"
+)]
 fn inert_rewrites_pass_and_code_running_ones_are_refused() {
     use RefusalRule::ProtectedEntry as P;
     let with = |base: &str, extra: &str| format!("{base}{extra}");

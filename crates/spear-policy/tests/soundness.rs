@@ -283,13 +283,13 @@ struct Job {
     targets: Vec<String>,
 }
 
-#[test]
-fn read_only_changes_nothing_and_writes_stay_in_their_targets() {
+/// The tldr corpus's commands, with the placeholders substituted.
+fn corpus_commands() -> Vec<String> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/tldr-commands.jsonl"
     );
-    let commands: Vec<String> = std::fs::read_to_string(path)
+    std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|l| {
@@ -299,37 +299,46 @@ fn read_only_changes_nothing_and_writes_stay_in_their_targets() {
                     .unwrap(),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// The commands classified `READ_ONLY` or `WORKSPACE_MUTATING`, each with its write targets
+/// relative to the workspace.
+fn classify(commands: Vec<String>) -> Vec<Job> {
+    let l = lane();
+    commands
+        .into_iter()
+        .filter_map(|command| {
+            let a = l.policy.classify_script(&command, &l.ws);
+            let targets = a
+                .write_targets
+                .iter()
+                .map(|t| {
+                    t.strip_prefix(&l.ws)
+                        .unwrap_or(t)
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect();
+            matches!(
+                a.class,
+                CommandClass::ReadOnly | CommandClass::WorkspaceMutating
+            )
+            .then_some(Job {
+                command,
+                class: a.class,
+                targets,
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn read_only_changes_nothing_and_writes_stay_in_their_targets() {
+    let commands = corpus_commands();
     // Classify in one lane (the fixture paths differ per lane, so targets are kept relative);
     // run in two lanes, one per core.
-    let jobs: Vec<Job> = {
-        let l = lane();
-        commands
-            .into_iter()
-            .filter_map(|command| {
-                let a = l.policy.classify_script(&command, &l.ws);
-                let targets = a
-                    .write_targets
-                    .iter()
-                    .map(|t| {
-                        t.strip_prefix(&l.ws)
-                            .unwrap_or(t)
-                            .to_string_lossy()
-                            .into_owned()
-                    })
-                    .collect();
-                matches!(
-                    a.class,
-                    CommandClass::ReadOnly | CommandClass::WorkspaceMutating
-                )
-                .then_some(Job {
-                    command,
-                    class: a.class,
-                    targets,
-                })
-            })
-            .collect()
-    };
+    let jobs = classify(commands);
     let read_only = jobs
         .iter()
         .filter(|j| j.class == CommandClass::ReadOnly)

@@ -40,6 +40,10 @@ fn sha(path: &std::path::Path) -> Vec<u8> {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table: one expectation per red-team case of the sandbox and limits file"
+)]
 fn every_sandbox_and_limits_case() {
     let cases = sandbox_cases();
     assert!(

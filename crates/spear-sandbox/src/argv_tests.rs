@@ -247,6 +247,10 @@ fn the_command_follows_the_separator_verbatim() {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table: one case per spec the argv builder refuses, with the error expected"
+)]
 fn refusals() {
     type Edit = fn(&mut BwrapSpec);
     type Check = fn(&SpecError) -> bool;

@@ -382,6 +382,10 @@ mod tests {
     /// Each row: the host's variables, what the operator passes, and for each name the value
     /// expected inside (`None`: absent).
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a table: one row per host environment and operator passing, with the variables expected inside"
+    )]
     fn builder_table() {
         type Row = (
             &'static str,

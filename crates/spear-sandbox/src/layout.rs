@@ -554,6 +554,10 @@ mod tests {
 
     /// Each row: the host's trees, its variables, and the binds and exported variables expected.
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a table: one row per host layout of toolchain trees, with the binds and variables expected"
+    )]
     fn toolchain_trees_table() {
         type Row = (
             &'static str,

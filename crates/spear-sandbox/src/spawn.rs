@@ -349,22 +349,14 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
             exit = Some(Exit::Unknown);
             break;
         }
-        if stop == Stop::None && exit.is_none() {
-            let reason = if watch.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
-                Some(Stop::Cancelled)
-            } else if started.elapsed() >= watch.timeout {
-                Some(Stop::Timeout)
-            } else if out.out.total() > watch.flood_bytes || err.out.total() > watch.flood_bytes {
-                Some(Stop::Flood)
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                stop = reason;
-                kill_tree();
-                let _ = pidfd_send_signal(&running.pidfd, Signal::KILL);
-                kill_sent = Some(Instant::now());
-            }
+        if stop == Stop::None
+            && exit.is_none()
+            && let Some(reason) = stop_reason(watch, started, &out, &err)
+        {
+            stop = reason;
+            kill_tree();
+            let _ = pidfd_send_signal(&running.pidfd, Signal::KILL);
+            kill_sent = Some(Instant::now());
         }
 
         let wait = if exit.is_some() {
@@ -374,48 +366,20 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
         } else {
             watch.timeout.saturating_sub(started.elapsed())
         };
-        let wait = wait.min(Duration::from_millis(500));
-        let timespec = rustix::event::Timespec {
-            tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
-            tv_nsec: i64::from(wait.subsec_nanos()),
-        };
-        let mut fds = Vec::with_capacity(4);
-        fds.push(PollFd::new(&running.pidfd, PollFlags::IN));
-        let out_i = (!out.eof).then(|| {
-            fds.push(PollFd::new(&out.fd, PollFlags::IN));
-            fds.len() - 1
-        });
-        let err_i = (!err.eof).then(|| {
-            fds.push(PollFd::new(&err.fd, PollFlags::IN));
-            fds.len() - 1
-        });
-        let cancel_i = watch.cancel.as_ref().map(|c| {
-            fds.push(PollFd::new(&c.0.read, PollFlags::IN));
-            fds.len() - 1
-        });
-        match poll(&mut fds, Some(&timespec)) {
-            Ok(_) | Err(Errno::INTR) => {}
-            Err(e) => {
-                tracing::error!("poll failed while supervising a sandbox: {e}");
-                if stop == Stop::None {
-                    stop = Stop::Cancelled;
-                    kill_tree();
-                    let _ = pidfd_send_signal(&running.pidfd, Signal::KILL);
-                    kill_sent = Some(Instant::now());
-                }
+        let (ready, failed) = poll_once(&running.pidfd, &out, &err, watch, wait);
+        if let Some(e) = failed {
+            tracing::error!("poll failed while supervising a sandbox: {e}");
+            if stop == Stop::None {
+                stop = Stop::Cancelled;
+                kill_tree();
+                let _ = pidfd_send_signal(&running.pidfd, Signal::KILL);
+                kill_sent = Some(Instant::now());
             }
         }
         if let Some(tee) = &watch.tee {
             tee.tick(started.elapsed());
         }
-        let ready = |i: Option<usize>| i.is_some_and(|i| !fds[i].revents().is_empty());
-        let (pid_ready, out_ready, err_ready, cancel_ready) = (
-            !fds[0].revents().is_empty(),
-            ready(out_i),
-            ready(err_i),
-            ready(cancel_i),
-        );
-        drop(fds);
+        let (pid_ready, out_ready, err_ready, cancel_ready) = ready;
         if cancel_ready && let Some(c) = &watch.cancel {
             let mut buf = [0u8; 16];
             let _ = rustix::io::read(&c.0.read, &mut buf);
@@ -448,6 +412,64 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
         stderr: err.out.finish(),
         duration: started.elapsed(),
     }
+}
+
+/// Why the supervisor must stop the sandbox now, if it must: cancelled, out of time, or flooding
+/// its output (more than `flood_bytes` on a stream).
+fn stop_reason(watch: &Watch, started: Instant, out: &Stream, err: &Stream) -> Option<Stop> {
+    if watch.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+        Some(Stop::Cancelled)
+    } else if started.elapsed() >= watch.timeout {
+        Some(Stop::Timeout)
+    } else if out.out.total() > watch.flood_bytes || err.out.total() > watch.flood_bytes {
+        Some(Stop::Flood)
+    } else {
+        None
+    }
+}
+
+/// Polls the pidfd, the pipes not yet at end of file and the cancel token, for at most `wait`
+/// (and at most half a second, so the deadlines are checked often). Which have something to say,
+/// in that order (pidfd: the process exited; a pipe: data or closed; the token: written to), and
+/// the error, when the poll fails for another reason than a signal, for the caller to act on.
+fn poll_once(
+    pidfd: &OwnedFd,
+    out: &Stream,
+    err: &Stream,
+    watch: &Watch,
+    wait: Duration,
+) -> ((bool, bool, bool, bool), Option<Errno>) {
+    let wait = wait.min(Duration::from_millis(500));
+    let timespec = rustix::event::Timespec {
+        tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(wait.subsec_nanos()),
+    };
+    let mut fds = Vec::with_capacity(4);
+    fds.push(PollFd::new(pidfd, PollFlags::IN));
+    let out_i = (!out.eof).then(|| {
+        fds.push(PollFd::new(&out.fd, PollFlags::IN));
+        fds.len() - 1
+    });
+    let err_i = (!err.eof).then(|| {
+        fds.push(PollFd::new(&err.fd, PollFlags::IN));
+        fds.len() - 1
+    });
+    let cancel_i = watch.cancel.as_ref().map(|c| {
+        fds.push(PollFd::new(&c.0.read, PollFlags::IN));
+        fds.len() - 1
+    });
+    let failed = match poll(&mut fds, Some(&timespec)) {
+        Ok(_) | Err(Errno::INTR) => None,
+        Err(e) => Some(e),
+    };
+    let ready = |i: Option<usize>| i.is_some_and(|i| !fds[i].revents().is_empty());
+    let ready = (
+        !fds[0].revents().is_empty(),
+        ready(out_i),
+        ready(err_i),
+        ready(cancel_i),
+    );
+    (ready, failed)
 }
 
 /// Reaps the process behind `pidfd` if it has exited.

@@ -34,23 +34,14 @@ fn per_second(budget: Duration, mut f: impl FnMut(usize)) -> (f64, usize) {
     (rate, n)
 }
 
-fn main() {
-    let ms: u64 = std::env::var("SPEAR_BENCH_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
-    let budget = Duration::from_millis(ms);
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().canonicalize().unwrap();
-    let ws_dir = base.join("ws");
-    let state = base.join("state");
-    std::fs::create_dir_all(&ws_dir).unwrap();
-    let text: String = (0..100)
-        .map(|i| format!("line {i} of a small source file\n"))
-        .collect();
-    std::fs::write(ws_dir.join("file.txt"), &text).unwrap();
-
-    let workspace = Arc::new(Workspace::open(&WorkspaceConfig::new(&ws_dir)).unwrap());
+/// The workspace at `ws_dir`, a router in AUTO with every store on (under `state`) and one in SAFE
+/// with none.
+fn routers(
+    base: &std::path::Path,
+    ws_dir: &std::path::Path,
+    state: &std::path::Path,
+) -> (Arc<Workspace>, ToolRouter, ToolRouter) {
+    let workspace = Arc::new(Workspace::open(&WorkspaceConfig::new(ws_dir)).unwrap());
     let policy = Arc::new(CommandPolicy::new(
         Arc::clone(&workspace),
         PolicyConfig::new(Some(base.join("home"))),
@@ -81,6 +72,45 @@ fn main() {
         RouterStores::default(),
     )
     .unwrap();
+    (workspace, router, safe)
+}
+
+/// A workspace of some size: 2,000 files in 40 directories, each `text` with a header.
+fn fill_workspace(ws_dir: &std::path::Path, text: &str) {
+    for d in 0..40 {
+        let dir = ws_dir.join(format!("src/m{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..50 {
+            std::fs::write(dir.join(format!("f{f}.rs")), format!("// {d} {f}\n{text}")).unwrap();
+        }
+    }
+}
+
+/// A request for the bare runner: `script`, granted `caps`.
+fn runner_request(script: &str, caps: &[spear_core::Capability]) -> spear_runtime::CommandRequest {
+    spear_runtime::CommandRequest::new(
+        spear_runtime::CommandLine::Script(script.into()),
+        spear_core::ExecutionProfile::from_granted(spear_core::CapabilitySet::of(caps), Vec::new()),
+    )
+}
+
+fn main() {
+    let ms: u64 = std::env::var("SPEAR_BENCH_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let budget = Duration::from_millis(ms);
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let ws_dir = base.join("ws");
+    let state = base.join("state");
+    std::fs::create_dir_all(&ws_dir).unwrap();
+    let text: String = (0..100)
+        .map(|i| format!("line {i} of a small source file\n"))
+        .collect();
+    std::fs::write(ws_dir.join("file.txt"), &text).unwrap();
+
+    let (workspace, router, safe) = routers(&base, &ws_dir, &state);
     let fs = workspace.fs().unwrap();
 
     let (bare_read, _) = per_second(budget, |_| {
@@ -102,22 +132,9 @@ fn main() {
         );
         assert!(e.is_ok(), "{e:?}");
     });
-    // A workspace of some size: 2,000 files in 40 directories.
-    for d in 0..40 {
-        let dir = ws_dir.join(format!("src/m{d}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        for f in 0..50 {
-            std::fs::write(dir.join(format!("f{f}.rs")), format!("// {d} {f}\n{text}")).unwrap();
-        }
-    }
+    fill_workspace(&ws_dir, &text);
     let runner_only = CommandRunner::new(Arc::clone(&workspace), RunnerConfig::from_host());
-    let request = spear_runtime::CommandRequest::new(
-        spear_runtime::CommandLine::Script("true".into()),
-        spear_core::ExecutionProfile::from_granted(
-            spear_core::CapabilitySet::of(&[spear_core::Capability::FilesystemRead]),
-            Vec::new(),
-        ),
-    );
+    let request = runner_request("true", &[spear_core::Capability::FilesystemRead]);
     let (bare_run, _) = per_second(budget, |_| {
         assert_eq!(runner_only.run(&request).status, spear_core::ToolStatus::Ok);
     });
@@ -133,16 +150,13 @@ fn main() {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    let writable = spear_runtime::CommandRequest::new(
-        spear_runtime::CommandLine::Script("./noop.sh".into()),
-        spear_core::ExecutionProfile::from_granted(
-            spear_core::CapabilitySet::of(&[
-                spear_core::Capability::FilesystemRead,
-                spear_core::Capability::WorkspaceWrite,
-                spear_core::Capability::ShellComplex,
-            ]),
-            Vec::new(),
-        ),
+    let writable = runner_request(
+        "./noop.sh",
+        &[
+            spear_core::Capability::FilesystemRead,
+            spear_core::Capability::WorkspaceWrite,
+            spear_core::Capability::ShellComplex,
+        ],
     );
     let (bare_writable, _) = per_second(budget, |_| {
         assert_eq!(

@@ -153,84 +153,70 @@ const LAYOUT: &[&str] = &[
     "lib/.git",
 ];
 
-#[test]
-fn every_config_hook_and_redirect_is_refused_through_every_tool_and_command() {
-    let repos = Repos::new();
+/// `rel` cannot be written, patched or deleted through the file tools, nor written by a command
+/// the classifier cannot see into (the path known only at run time), directly or through a link.
+fn refused_through_every_tool(r: &spear_tools::ToolRouter, repos: &Repos, rel: &str) {
     let env = &repos.env;
-    env.write(
-        "w.py",
-        "import sys, os\np = sys.argv[1]\nos.makedirs(os.path.dirname(p) or '.', exist_ok=True)\nopen(p, 'w').write(open(sys.argv[2]).read())\n",
+    let payload = repos.payload(rel);
+    let before = std::fs::read(env.path(rel)).ok();
+    // The file tools.
+    let e = r.call("write_file", json!({"path": rel, "content": payload}));
+    assert_eq!(
+        e.result.status,
+        ToolStatus::Denied,
+        "write_file {rel}: {e:?}"
     );
-    let r = router(env, Opts::mode(Auto));
-    for rel in LAYOUT {
-        let payload = repos.payload(rel);
-        let before = std::fs::read(env.path(rel)).ok();
-        // The file tools.
-        let e = r.call("write_file", json!({"path": rel, "content": payload}));
+    let patch = if before.is_some() {
+        format!("*** Begin Patch\n*** Delete File: {rel}\n*** End Patch\n")
+    } else {
+        format!("*** Begin Patch\n*** Add File: {rel}\n+x\n*** End Patch\n")
+    };
+    let e = r.call("patch", json!({ "patch": patch }));
+    assert_ne!(e.result.status, ToolStatus::Ok, "patch {rel}: {e:?}");
+    if before.is_some() {
+        let e = r.call("delete_file", json!({ "path": rel }));
         assert_eq!(
             e.result.status,
             ToolStatus::Denied,
-            "write_file {rel}: {e:?}"
+            "delete_file {rel}: {e:?}"
         );
-        let patch = if before.is_some() {
-            format!("*** Begin Patch\n*** Delete File: {rel}\n*** End Patch\n")
-        } else {
-            format!("*** Begin Patch\n*** Add File: {rel}\n+x\n*** End Patch\n")
-        };
-        let e = r.call("patch", json!({ "patch": patch }));
-        assert_ne!(e.result.status, ToolStatus::Ok, "patch {rel}: {e:?}");
-        if before.is_some() {
-            let e = r.call("delete_file", json!({ "path": rel }));
-            assert_eq!(
-                e.result.status,
-                ToolStatus::Denied,
-                "delete_file {rel}: {e:?}"
-            );
-        }
-        // A command the classifier cannot see into (the path is known only at run time),
-        // directly and through a link.
-        env.write("p.txt", &payload);
-        env.write("t.txt", rel);
-        let e = r.call(
-            "terminal",
-            json!({"command": "python3 w.py \"$(cat t.txt)\" p.txt"}),
-        );
-        assert!(e.result.exit_code.is_some(), "it ran: {e:?}");
-        assert_eq!(
-            std::fs::read(env.path(rel)).ok(),
-            before,
-            "command {rel}: {e:?}"
-        );
-        let e = r.call(
-            "terminal",
-            json!({"command": "ln -sfn \"$PWD/$(cat t.txt)\" via-link && python3 w.py via-link p.txt; \
-                ln -sfn \"$(cat t.txt)\" rel-link; ln -sfn \"$PWD/$(cat t.txt)\" abs-link"}),
-        );
-        assert!(e.result.exit_code.is_some(), "it ran: {e:?}");
-        assert_eq!(
-            std::fs::read(env.path(rel)).ok(),
-            before,
-            "link {rel}: {e:?}"
-        );
-        for link in ["rel-link", "abs-link"] {
-            assert!(
-                std::fs::symlink_metadata(env.path(link)).is_err(),
-                "a link to {rel} is judged as {rel}: {e:?}"
-            );
-        }
     }
-    // Positive control: the same command writes an ordinary file.
-    env.write("t.txt", "ordinary.txt");
+    // A command the classifier cannot see into (the path is known only at run time),
+    // directly and through a link.
+    env.write("p.txt", &payload);
+    env.write("t.txt", rel);
     let e = r.call(
         "terminal",
         json!({"command": "python3 w.py \"$(cat t.txt)\" p.txt"}),
     );
-    assert!(env.path("ordinary.txt").exists(), "{e:?}");
-    repos.plant_evil_dir();
-    host_git_everywhere(&repos.everywhere());
-    assert!(!repos.canary.exists());
+    assert!(e.result.exit_code.is_some(), "it ran: {e:?}");
+    assert_eq!(
+        std::fs::read(env.path(rel)).ok(),
+        before,
+        "command {rel}: {e:?}"
+    );
+    let e = r.call(
+        "terminal",
+        json!({"command": "ln -sfn \"$PWD/$(cat t.txt)\" via-link && python3 w.py via-link p.txt; \
+            ln -sfn \"$(cat t.txt)\" rel-link; ln -sfn \"$PWD/$(cat t.txt)\" abs-link"}),
+    );
+    assert!(e.result.exit_code.is_some(), "it ran: {e:?}");
+    assert_eq!(
+        std::fs::read(env.path(rel)).ok(),
+        before,
+        "link {rel}: {e:?}"
+    );
+    for link in ["rel-link", "abs-link"] {
+        assert!(
+            std::fs::symlink_metadata(env.path(link)).is_err(),
+            "a link to {rel} is judged as {rel}: {e:?}"
+        );
+    }
+}
 
-    // Ordinary git work in the workspace goes on.
+/// Ordinary git work in the workspace (init, commit, branch, stash, merge, rebase, clone) runs
+/// and lands.
+fn ordinary_git_work_goes_on(r: &spear_tools::ToolRouter, env: &Env) {
     for cmd in [
         "git init -q fresh && cd fresh && echo a > a && git add a && git -c user.name=t -c user.email=t@t commit -qm a",
         "echo change >> README.md && git add README.md && git -c user.name=t -c user.email=t@t commit -qm change",
@@ -272,6 +258,33 @@ fn every_config_hook_and_redirect_is_refused_through_every_tool_and_command() {
         String::from_utf8_lossy(&remote.stdout).contains("fresh"),
         "{e:?}"
     );
+}
+
+#[test]
+fn every_config_hook_and_redirect_is_refused_through_every_tool_and_command() {
+    let repos = Repos::new();
+    let env = &repos.env;
+    env.write(
+        "w.py",
+        "import sys, os\np = sys.argv[1]\nos.makedirs(os.path.dirname(p) or '.', exist_ok=True)\nopen(p, 'w').write(open(sys.argv[2]).read())\n",
+    );
+    let r = router(env, Opts::mode(Auto));
+    for rel in LAYOUT {
+        refused_through_every_tool(&r, &repos, rel);
+    }
+    // Positive control: the same command writes an ordinary file.
+    env.write("t.txt", "ordinary.txt");
+    let e = r.call(
+        "terminal",
+        json!({"command": "python3 w.py \"$(cat t.txt)\" p.txt"}),
+    );
+    assert!(env.path("ordinary.txt").exists(), "{e:?}");
+    repos.plant_evil_dir();
+    host_git_everywhere(&repos.everywhere());
+    assert!(!repos.canary.exists());
+
+    // Ordinary git work in the workspace goes on.
+    ordinary_git_work_goes_on(&r, env);
     host_git_everywhere(&repos.everywhere());
     assert!(!repos.canary.exists());
 }

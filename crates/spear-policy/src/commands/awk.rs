@@ -40,78 +40,135 @@ pub(crate) const PROGRAMS: &[Programs] =
 
 /// Analyses the awk command line.
 pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
-    let (name, args) = (c.name, c.args);
-    let mut program: Option<String> = None;
-    let mut program_given = false;
-    let mut in_place = false;
-    let mut operands: Vec<Arg> = Vec::new();
+    let name = c.name;
+    let mut line = scan_command_line(a, c, cwd);
+    if !line.program_given {
+        if line.operands.is_empty() {
+            return;
+        }
+        let p = line.operands.remove(0);
+        match p.lit() {
+            Some(text) => line.program = Some(text.to_owned()),
+            None => {
+                a.complex(format!("{name} runs a program known only at run time"));
+            }
+        }
+    }
+    if let Some(text) = &line.program {
+        program_effects(a, name, text, cwd);
+    }
+    operand_effects(a, &line.operands, line.in_place, cwd);
+}
+
+/// What awk's command line says: the program (from `-e`, or the first operand), whether a file
+/// gives it, whether `-i inplace` rewrites the inputs, and the operands.
+#[derive(Default)]
+struct AwkLine {
+    /// The program text from `-e`/`--source`, or the first operand.
+    program: Option<String>,
+    /// Whether an option gave the program (`-e`, `-f`, `-E`), so the first operand is not it.
+    program_given: bool,
+    /// Whether `-i inplace` rewrites the input files.
+    in_place: bool,
+    /// The operands: input files, `var=value` assignments, the program when no option gave it.
+    operands: Vec<Arg>,
+}
+
+/// Reads awk's options and operands; an option that loads code or writes a file is judged as it
+/// is met.
+fn scan_command_line(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &Cwd) -> AwkLine {
+    let args = c.args;
+    let mut line = AwkLine::default();
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
         i += 1;
         let Some(t) = arg.lit() else {
-            if operands.is_empty() && !program_given && arg.could_be_option() {
+            if line.operands.is_empty() && !line.program_given && arg.could_be_option() {
                 a.complex(format!(
                     "`{}` is known only at run time and could be an awk option",
                     arg.display()
                 ));
             }
-            operands.push(arg.clone());
+            line.operands.push(arg.clone());
             continue;
         };
-        if !operands.is_empty()
-            || program_given && !t.starts_with('-')
+        if !line.operands.is_empty()
+            || line.program_given && !t.starts_with('-')
             || t == "-"
             || !t.starts_with('-')
         {
-            operands.push(arg.clone());
+            line.operands.push(arg.clone());
             continue;
         }
         if t == "--" {
-            operands.extend(args[i..].iter().cloned());
+            line.operands.extend(args[i..].iter().cloned());
             break;
         }
-        let (opt, attached) = if let Some(long) = t.strip_prefix("--") {
-            match long.split_once('=') {
-                Some((long_name, inline)) => (format!("--{long_name}"), Some(inline.to_owned())),
-                None => (t.to_owned(), None),
-            }
-        } else {
-            // `-X` and what is attached to it, split by characters: the option letter may be any
-            // character, not one byte.
-            let mut chars = t.chars();
-            let dash = chars.next().unwrap_or('-');
-            let letter = chars.next().map(String::from).unwrap_or_default();
-            let rest = chars.as_str();
-            (
-                format!("{dash}{letter}"),
-                (!rest.is_empty()).then(|| rest.to_owned()),
-            )
-        };
+        let (opt, attached) = split_option(t);
+        line.option(a, c, cwd, &opt, attached.as_deref(), &mut i);
+    }
+    line
+}
+
+/// An option word split into the option and the value attached to it: `--name=value`, `-Xvalue`.
+fn split_option(t: &str) -> (String, Option<String>) {
+    if let Some(long) = t.strip_prefix("--") {
+        match long.split_once('=') {
+            Some((long_name, inline)) => (format!("--{long_name}"), Some(inline.to_owned())),
+            None => (t.to_owned(), None),
+        }
+    } else {
+        // `-X` and what is attached to it, split by characters: the option letter may be any
+        // character, not one byte.
+        let mut chars = t.chars();
+        let dash = chars.next().unwrap_or('-');
+        let letter = chars.next().map(String::from).unwrap_or_default();
+        let rest = chars.as_str();
+        (
+            format!("{dash}{letter}"),
+            (!rest.is_empty()).then(|| rest.to_owned()),
+        )
+    }
+}
+
+impl AwkLine {
+    /// Applies the option `opt` (its value attached, or the argument at `i`, which it consumes):
+    /// one arm per awk option.
+    fn option(
+        &mut self,
+        a: &mut Analysis<'_>,
+        c: &Call<'_>,
+        cwd: &Cwd,
+        opt: &str,
+        attached: Option<&str>,
+        i: &mut usize,
+    ) {
+        let (name, args) = (c.name, c.args);
         let value = |i: &mut usize| {
-            attached.clone().map(Arg::Lit).or_else(|| {
+            attached.map(|v| Arg::Lit(v.to_owned())).or_else(|| {
                 *i += 1;
                 args.get(*i - 1).cloned()
             })
         };
-        match opt.as_str() {
+        match opt {
             "-F" | "--field-separator" | "-v" | "--assign" => {
-                let _ = value(&mut i);
+                let _ = value(i);
             }
             "-f" | "--file" | "-E" | "--exec" => {
-                program_given = true;
+                self.program_given = true;
                 a.complex(format!(
                     "`{name} {opt}` runs a program from a file spear does not read"
                 ));
-                if let Some(f) = value(&mut i) {
+                if let Some(f) = value(i) {
                     a.read_path(&f, cwd);
                 }
             }
             "-e" | "--source" => {
-                program_given = true;
-                match value(&mut i).as_ref().and_then(Arg::lit) {
+                self.program_given = true;
+                match value(i).as_ref().and_then(Arg::lit) {
                     Some(source) => {
-                        program = Some(program.map_or_else(
+                        self.program = Some(self.program.take().map_or_else(
                             || source.to_owned(),
                             |earlier| format!("{earlier}\n{source}"),
                         ));
@@ -119,24 +176,24 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
                     None => a.complex(format!("{name} runs a program known only at run time")),
                 }
             }
-            "-i" | "--include" => match value(&mut i).as_ref().and_then(Arg::lit) {
-                Some("inplace" | "inplace.awk") => in_place = true,
+            "-i" | "--include" => match value(i).as_ref().and_then(Arg::lit) {
+                Some("inplace" | "inplace.awk") => self.in_place = true,
                 _ => a.complex(format!(
                     "`{name} -i` includes a source file spear does not read"
                 )),
             },
             "-l" | "--load" => {
-                let _ = value(&mut i);
+                let _ = value(i);
                 a.complex(format!("`{name} -l` loads a compiled extension"));
             }
             // Optional attached file names: dump, pretty-print and profile output.
             "-d" | "--dump-variables" | "-o" | "--pretty-print" | "-p" | "--profile" => {
-                let default = match opt.as_str() {
+                let default = match opt {
                     "-d" | "--dump-variables" => "awkvars.out",
                     // `-o`/`--pretty-print` and `-p`/`--profile` share a default.
                     _ => "awkprof.out",
                 };
-                let file = attached.clone().unwrap_or_else(|| default.to_owned());
+                let file = attached.unwrap_or(default).to_owned();
                 a.write_path(&Arg::Lit(file), cwd, name);
             }
             // Flags that only change parsing, output or diagnostics.
@@ -175,52 +232,47 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
             | "-D"
             | "--debug" => {}
             // mawk's and gawk's `-W` carries implementation options, among them `exec FILE`.
-            _ => c.unknown_option(a, &opt),
+            _ => c.unknown_option(a, opt),
         }
     }
-    if !program_given {
-        if operands.is_empty() {
-            return;
-        }
-        let p = operands.remove(0);
-        match p.lit() {
-            Some(text) => program = Some(text.to_owned()),
-            None => {
-                a.complex(format!("{name} runs a program known only at run time"));
-            }
+}
+
+/// What the awk program text does: the commands it runs, the files it writes and reads.
+fn program_effects(a: &mut Analysis<'_>, name: &str, text: &str, cwd: &Cwd) {
+    let effects = parse_program(text);
+    if let Some(why) = &effects.unknown {
+        a.complex(format!("the {name} program {why}"));
+    }
+    if let Some(why) = &effects.runs {
+        a.complex(format!("the {name} program {why}"));
+    }
+    for cmd in &effects.system {
+        a.analyse_nested(cmd, cwd, "awk system()");
+    }
+    for w in &effects.writes {
+        if !matches!(w.as_str(), "/dev/stdout" | "/dev/stderr" | "-") {
+            a.write_path(&Arg::Lit(w.clone()), cwd, name);
         }
     }
-    if let Some(text) = program {
-        let effects = parse_program(&text);
-        if let Some(why) = &effects.unknown {
-            a.complex(format!("the {name} program {why}"));
-        }
-        if let Some(why) = &effects.runs {
-            a.complex(format!("the {name} program {why}"));
-        }
-        for cmd in &effects.system {
-            a.analyse_nested(cmd, cwd, "awk system()");
-        }
-        for w in &effects.writes {
-            if !matches!(w.as_str(), "/dev/stdout" | "/dev/stderr" | "-") {
-                a.write_path(&Arg::Lit(w.clone()), cwd, name);
-            }
-        }
-        for r in &effects.reads {
-            if !matches!(r.as_str(), "-" | "/dev/stdin") {
-                a.read_path(&Arg::Lit(r.clone()), cwd);
-            }
-        }
-        if effects.writes_unknown {
-            a.mutates(format!(
-                "the {name} program writes to a file named at run time"
-            ));
-            a.complex(format!(
-                "the {name} program writes to a file named at run time"
-            ));
+    for r in &effects.reads {
+        if !matches!(r.as_str(), "-" | "/dev/stdin") {
+            a.read_path(&Arg::Lit(r.clone()), cwd);
         }
     }
-    for op in &operands {
+    if effects.writes_unknown {
+        a.mutates(format!(
+            "the {name} program writes to a file named at run time"
+        ));
+        a.complex(format!(
+            "the {name} program writes to a file named at run time"
+        ));
+    }
+}
+
+/// The operands: `var=value` assigns, everything else is an input file (rewritten by `-i
+/// inplace`).
+fn operand_effects(a: &mut Analysis<'_>, operands: &[Arg], in_place: bool, cwd: &Cwd) {
+    for op in operands {
         // `var=value` operands assign; everything else is an input file.
         if op
             .lit()
@@ -333,56 +385,12 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, String> {
                 }
             }
             '"' => {
-                let mut out = String::new();
                 i += 1;
-                loop {
-                    match s.get(i) {
-                        None | Some('\n') => return Err("has an unterminated string".into()),
-                        Some('"') => {
-                            i += 1;
-                            break;
-                        }
-                        Some('\\') => {
-                            match s.get(i + 1) {
-                                Some('n') => out.push('\n'),
-                                Some('t') => out.push('\t'),
-                                Some(&e) => out.push(e),
-                                None => return Err("has an unterminated string".into()),
-                            }
-                            i += 2;
-                        }
-                        Some(&ch) => {
-                            out.push(ch);
-                            i += 1;
-                        }
-                    }
-                }
-                toks.push(Tok::Str(out));
+                toks.push(Tok::Str(string_literal(&s, &mut i)?));
             }
             '/' if regex_allowed(toks.last()) => {
                 i += 1;
-                let mut in_class = false;
-                loop {
-                    match s.get(i) {
-                        None | Some('\n') => {
-                            return Err("has an unterminated regular expression".into());
-                        }
-                        Some('\\') => i += 2,
-                        Some('[') => {
-                            in_class = true;
-                            i += 1;
-                        }
-                        Some(']') => {
-                            in_class = false;
-                            i += 1;
-                        }
-                        Some('/') if !in_class => {
-                            i += 1;
-                            break;
-                        }
-                        Some(_) => i += 1,
-                    }
-                }
+                skip_regex(&s, &mut i)?;
                 toks.push(Tok::Regex);
             }
             _ if c.is_ascii_alphabetic() || c == '_' => {
@@ -416,6 +424,63 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, String> {
         }
     }
     Ok(toks)
+}
+
+/// Reads a string literal after its opening quote, up to and past the closing one; `s[*i]` is the
+/// first character inside.
+fn string_literal(s: &[char], i: &mut usize) -> Result<String, String> {
+    let mut out = String::new();
+    loop {
+        match s.get(*i) {
+            None | Some('\n') => return Err("has an unterminated string".into()),
+            Some('"') => {
+                *i += 1;
+                break;
+            }
+            Some('\\') => {
+                match s.get(*i + 1) {
+                    Some('n') => out.push('\n'),
+                    Some('t') => out.push('\t'),
+                    Some(&e) => out.push(e),
+                    None => return Err("has an unterminated string".into()),
+                }
+                *i += 2;
+            }
+            Some(&ch) => {
+                out.push(ch);
+                *i += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Skips a regular expression after its opening `/`, up to and past the closing one (a `/` in a
+/// bracket expression does not close it).
+fn skip_regex(s: &[char], i: &mut usize) -> Result<(), String> {
+    let mut in_class = false;
+    loop {
+        match s.get(*i) {
+            None | Some('\n') => {
+                return Err("has an unterminated regular expression".into());
+            }
+            Some('\\') => *i += 2,
+            Some('[') => {
+                in_class = true;
+                *i += 1;
+            }
+            Some(']') => {
+                in_class = false;
+                *i += 1;
+            }
+            Some('/') if !in_class => {
+                *i += 1;
+                break;
+            }
+            Some(_) => *i += 1,
+        }
+    }
+    Ok(())
 }
 
 /// A `/` starts a regular expression where an operand is expected.

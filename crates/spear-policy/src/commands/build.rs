@@ -177,54 +177,57 @@ fn project_code(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
     }
 }
 
+/// cargo's global options (before the subcommand): the ones that take a value, then the flags.
+const CARGO_OPTIONS: OptionSpec = OptionSpec::gnu(
+    "ZCjpF",
+    &[
+        "config",
+        "color",
+        "manifest-path",
+        "target-dir",
+        "jobs",
+        "package",
+        "features",
+        "target",
+        "profile",
+        "bin",
+        "example",
+        "test",
+        "bench",
+        "message-format",
+        "lockfile-path",
+        "artifact-dir",
+        "out-dir",
+        "root",
+        "index",
+        "registry",
+        "git",
+        "branch",
+        "tag",
+        "rev",
+        "path",
+        "vers",
+        "version",
+        "exclude",
+        "explain",
+        "format-version",
+        "filter-platform",
+        "timings",
+        "depth",
+        "prefix",
+        "invert",
+        "edges",
+        "name",
+        "vcs",
+        "edition",
+        "rename",
+    ],
+    &["offline", "frozen", "locked", "check", "release", "list"],
+);
+
 /// cargo: its global options come before the subcommand; `--config` and `-Z` change what it runs.
 fn cargo(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
-    let spec = OptionSpec::gnu(
-        "ZCjpF",
-        &[
-            "config",
-            "color",
-            "manifest-path",
-            "target-dir",
-            "jobs",
-            "package",
-            "features",
-            "target",
-            "profile",
-            "bin",
-            "example",
-            "test",
-            "bench",
-            "message-format",
-            "lockfile-path",
-            "artifact-dir",
-            "out-dir",
-            "root",
-            "index",
-            "registry",
-            "git",
-            "branch",
-            "tag",
-            "rev",
-            "path",
-            "vers",
-            "version",
-            "exclude",
-            "explain",
-            "format-version",
-            "filter-platform",
-            "timings",
-            "depth",
-            "prefix",
-            "invert",
-            "edges",
-            "name",
-            "vcs",
-            "edition",
-            "rename",
-        ],
-        &["offline", "frozen", "locked", "check", "release", "list"],
-    );
+    let spec = CARGO_OPTIONS;
     let mut args = args;
     if args
         .first()
@@ -318,27 +321,27 @@ fn cargo(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     }
 }
 
+/// The global options of npm, pnpm and yarn that matter here.
+const NODE_PACKAGE_OPTIONS: OptionSpec = OptionSpec::gnu(
+    "C",
+    &[
+        "prefix",
+        "registry",
+        "cache",
+        "userconfig",
+        "globalconfig",
+        "workspace",
+        "filter",
+        "dir",
+        "cwd",
+    ],
+    &["global"],
+);
+
 /// npm, pnpm, yarn and bun: installing fetches and runs package scripts; running scripts runs
 /// project code; publishing changes a registry; global installs write outside the workspace.
 fn node_packages(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
-    let items = scan(
-        args,
-        &OptionSpec::gnu(
-            "C",
-            &[
-                "prefix",
-                "registry",
-                "cache",
-                "userconfig",
-                "globalconfig",
-                "workspace",
-                "filter",
-                "dir",
-                "cwd",
-            ],
-            &["global"],
-        ),
-    );
+    let items = scan(args, &NODE_PACKAGE_OPTIONS);
     let ops = operands(&items);
     let sub = ops
         .first()
@@ -788,6 +791,30 @@ fn go(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     }
 }
 
+/// The `rustc -C`/`-Z` keys (as prefixes) that make the compiler run or load other code.
+const RUSTC_CODE_LOADING: &[&str] = &[
+    "linker",
+    "link-arg",
+    "codegen-backend",
+    "llvm-args",
+    "profile-use",
+];
+
+/// The compiler options (as prefixes) that write side files beside the sources or the output.
+const SIDE_FILE_OPTIONS: &[&str] = &[
+    "-save-temps",
+    "-MD",
+    "-MMD",
+    "-MF",
+    "-fdump",
+    "-ftest-coverage",
+    "--coverage",
+    "-fprofile",
+    "-gsplit-dwarf",
+    "-fcallgraph-info",
+    "-fstack-usage",
+];
+
 /// Compilers write their output (`-o`, or beside the sources in the current directory); plugins,
 /// wrappers and response files change what they run.
 fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
@@ -834,17 +861,7 @@ fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
             // `rustc -C linker=PROG` and `-Z codegen-backend=LIB` run or load other code.
             "-C" | "-Z" if name == "rustc" => {
                 let value = args.get(i).and_then(Arg::lit).unwrap_or("");
-                if value.is_empty()
-                    || [
-                        "linker",
-                        "link-arg",
-                        "codegen-backend",
-                        "llvm-args",
-                        "profile-use",
-                    ]
-                    .iter()
-                    .any(|k| value.starts_with(k))
-                {
+                if value.is_empty() || RUSTC_CODE_LOADING.iter().any(|k| value.starts_with(k)) {
                     a.complex(format!(
                         "`{name} {t} {value}` makes the compiler run or load other code"
                     ));
@@ -879,22 +896,7 @@ fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
                 explicit_output = c_family;
             }
             _ if t.starts_with('-') => {
-                if [
-                    "-save-temps",
-                    "-MD",
-                    "-MMD",
-                    "-MF",
-                    "-fdump",
-                    "-ftest-coverage",
-                    "--coverage",
-                    "-fprofile",
-                    "-gsplit-dwarf",
-                    "-fcallgraph-info",
-                    "-fstack-usage",
-                ]
-                .iter()
-                .any(|p| t.starts_with(p))
-                {
+                if SIDE_FILE_OPTIONS.iter().any(|p| t.starts_with(p)) {
                     side_files = true;
                 }
                 if matches!(t, "-E" | "-fsyntax-only" | "-M" | "-MM" | "--print") {

@@ -533,11 +533,39 @@ const SUBCOMMAND_OPTIONS: OptionSpec = OptionSpec::gnu(
     ],
 );
 
+/// The options of `git archive`, which has short options with values of its own (`-o FILE`).
+const ARCHIVE_OPTIONS: OptionSpec = OptionSpec::gnu(
+    "o",
+    &[
+        "output",
+        "remote",
+        "exec",
+        "prefix",
+        "format",
+        "add-file",
+        "add-virtual-file",
+        "mtime",
+    ],
+    &[],
+);
+
 /// git: an option spear does not know could be one that runs a program or writes a file.
 pub(crate) const PROGRAMS: &[Programs] = &[Programs::complex(&["git"], analyse)];
 
-/// Analyses a git command line.
-pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+/// Where git's global options leave the command line.
+struct Globals {
+    /// The index of the subcommand in the arguments.
+    sub: usize,
+    /// The directory git runs in (`-C`).
+    dir: Cwd,
+    /// The repository named by `--git-dir` or `--work-tree`.
+    git_dir: Option<Arg>,
+}
+
+/// Reads git's global options, the ones before the subcommand. `None` when nothing is left to
+/// analyse: an argument known only at run time (judged complex here), `--version`/`--help`, or a
+/// `-C` without a directory.
+fn global_options(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &Cwd) -> Option<Globals> {
     let args = c.args;
     let mut dir = cwd.clone();
     let mut i = 0;
@@ -545,7 +573,7 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
     while let Some(arg) = args.get(i) {
         let Some(t) = arg.lit() else {
             a.complex(format!("`git {}` is known only at run time", arg.display()));
-            return;
+            return None;
         };
         if !t.starts_with('-') {
             break;
@@ -577,7 +605,7 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
                     crate::commands::builtins::change_dir(a, "cd", &[target], &mut moved);
                     dir = moved;
                 }
-                None => return,
+                None => return None,
             },
             "--git-dir" | "--work-tree" => {
                 if let Some(path) = value(&mut i) {
@@ -588,11 +616,29 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
             "--namespace" | "--super-prefix" | "--list-cmds" | "--attr-source" => {
                 let _ = value(&mut i);
             }
-            "--version" | "--help" | "-h" | "-v" => return,
+            "--version" | "--help" | "-h" | "-v" => return None,
             _ if GLOBAL_FLAGS.contains(&name) => {}
             _ => c.unknown_option(a, t),
         }
     }
+    Some(Globals {
+        sub: i,
+        dir,
+        git_dir,
+    })
+}
+
+/// Analyses a git command line.
+pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
+    let args = c.args;
+    let Some(Globals {
+        sub: i,
+        dir,
+        git_dir,
+    }) = global_options(a, c, cwd)
+    else {
+        return;
+    };
     let Some(sub_arg) = args.get(i) else { return };
     let Some(sub) = sub_arg.lit() else {
         a.complex("the git subcommand is known only at run time");
@@ -619,6 +665,19 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
     for out in values(&items, &["--output"]) {
         a.write_path(out, &dir, &format!("git {sub}"));
     }
+    subcommand(a, sub, rest, &items, &dir, &repo);
+}
+
+/// What the subcommand `sub` does, one arm per subcommand (or family): the capabilities it needs,
+/// the paths it reads and writes, and whether it runs other programs.
+fn subcommand(
+    a: &mut Analysis<'_>,
+    sub: &str,
+    rest: &[Arg],
+    items: &[Item],
+    dir: &Cwd,
+    repo: &Arg,
+) {
     match sub {
         _ if PUSHING.contains(&sub) => {
             a.needs(Capability::RemoteWrite);
@@ -631,56 +690,40 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
             a.complex(format!("`git {sub}` runs other programs"));
             a.mutates(format!("git {sub} may change the repository"));
         }
-        "config" => config(a, rest, &dir),
+        "config" => config(a, rest, dir),
         "branch" | "tag" | "stash" | "worktree" | "notes" | "reflog" | "remote" | "submodule" => {
-            listing_or_changing(a, sub, rest, &dir, &repo);
+            listing_or_changing(a, sub, rest, dir, repo);
         }
-        "rebase" if has(&items, &["-x"]) => {
+        "rebase" if has(items, &["-x"]) => {
             a.complex("`git rebase -x` runs a command after each commit");
-            a.write_path(&repo, &dir, "git rebase");
+            a.write_path(repo, dir, "git rebase");
         }
-        "grep" if has(&items, &["-O"]) => a.complex("`git grep -O` runs a pager"),
-        "cat-file" if has(&items, &["--filters", "--textconv"]) => {}
+        "grep" if has(items, &["-O"]) => a.complex("`git grep -O` runs a pager"),
+        "cat-file" if has(items, &["--filters", "--textconv"]) => {}
         "archive" => {
             // archive has short options with values of its own: -o FILE.
-            let items = scan(
-                rest,
-                &OptionSpec::gnu(
-                    "o",
-                    &[
-                        "output",
-                        "remote",
-                        "exec",
-                        "prefix",
-                        "format",
-                        "add-file",
-                        "add-virtual-file",
-                        "mtime",
-                    ],
-                    &[],
-                ),
-            );
+            let items = scan(rest, &ARCHIVE_OPTIONS);
             if values(&items, &["--remote"]).next().is_some() {
                 a.needs(Capability::Network);
             }
             for out in values(&items, &["-o", "--output"]) {
-                a.write_path(out, &dir, "git archive");
+                a.write_path(out, dir, "git archive");
             }
             for added in values(&items, &["--add-file"]) {
-                a.read_path(added, &dir);
+                a.read_path(added, dir);
             }
         }
-        "clone" => clone(a, rest, &dir),
+        "clone" => clone(a, rest, dir),
         // Since git 2.38 merge-tree writes the merged trees into the object store unless given
         // the three trees of the old `--trivial-merge` form.
         "merge-tree"
-            if !has(&items, &["--trivial-merge"])
-                && (has(&items, &["--write-tree"]) || operands(&items).len() < 3) =>
+            if !has(items, &["--trivial-merge"])
+                && (has(items, &["--write-tree"]) || operands(items).len() < 3) =>
         {
-            a.write_path(&repo, &dir, "git merge-tree");
+            a.write_path(repo, dir, "git merge-tree");
         }
-        "fsck" if has(&items, &["--lost-found"]) => {
-            a.write_path(&repo, &dir, "git fsck --lost-found");
+        "fsck" if has(items, &["--lost-found"]) => {
+            a.write_path(repo, dir, "git fsck --lost-found");
         }
         // `help -w` opens the page in the web browser git is configured with.
         "help" if rest.iter().any(|x| matches!(x.lit(), Some("-w" | "--web"))) => {
@@ -691,31 +734,31 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
         // Reads files named outside the repository: `blame --contents FILE`, `check-mailmap
         // --mailmap-file FILE`, `diff --no-index A B`.
         "blame" | "annotate" | "check-mailmap" | "diff" => {
-            for f in values(&items, &["--contents", "--mailmap-file"]) {
-                a.read_path(f, &dir);
+            for f in values(items, &["--contents", "--mailmap-file"]) {
+                a.read_path(f, dir);
             }
-            if sub == "diff" && has(&items, &["--no-index"]) {
-                for f in operands(&items) {
-                    a.read_path(&f, &dir);
+            if sub == "diff" && has(items, &["--no-index"]) {
+                for f in operands(items) {
+                    a.read_path(&f, dir);
                 }
             }
         }
         _ if FETCHING.contains(&sub) => {
-            remote_url_check(a, &operands(&items));
+            remote_url_check(a, &operands(items));
             a.needs(Capability::Network);
             if sub != "ls-remote" {
-                a.write_path(&repo, &dir, &format!("git {sub}"));
+                a.write_path(repo, dir, &format!("git {sub}"));
             }
         }
         _ if READ_ONLY.contains(&sub) => {}
         // `git clean -n` only lists what it would remove; `-i` asks and then removes.
-        "clean" if has(&items, &["-n", "--dry-run"]) && !has(&items, &["-i", "--interactive"]) => {}
+        "clean" if has(items, &["-n", "--dry-run"]) && !has(items, &["-i", "--interactive"]) => {}
         _ if MUTATING.contains(&sub) => {
-            a.write_path(&repo, &dir, &format!("git {sub}"));
+            a.write_path(repo, dir, &format!("git {sub}"));
             if matches!(sub, "rm" | "mv" | "checkout" | "restore") {
                 let after_dashdash = rest.iter().skip_while(|x| x.lit() != Some("--")).skip(1);
                 for path in after_dashdash {
-                    a.write_path(path, &dir, &format!("git {sub}"));
+                    a.write_path(path, dir, &format!("git {sub}"));
                 }
             }
         }

@@ -2,6 +2,8 @@
 //! `node -e`, `ruby -e`...) is also searched for the paths it names, each treated as a write target,
 //! so `python3 -c "open('/etc/x','w')"` is refused as a write outside the roots.
 
+use std::ops::ControlFlow;
+
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::{Call, Naming, Programs, build};
 use crate::shell::walk::Stdin;
@@ -36,24 +38,28 @@ fn interpret(a: &mut Analysis<'_>, call: &Call<'_>, cwd: &mut Cwd) {
     if version_only {
         return;
     }
-    let mut i = 0;
-    let mut program_seen = false;
-    // `-i[SUFFIX]` of perl and ruby: `None` when not editing in place.
-    let mut in_place: Option<String> = None;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
+    let mut scan = InterpreterScan {
+        name,
+        family,
+        args,
+        i: 0,
+        program_seen: false,
+        in_place: None,
+    };
+    while scan.i < args.len() {
+        let arg = &args[scan.i];
+        scan.i += 1;
         let Some(text) = arg.lit() else {
-            if program_seen {
+            if scan.program_seen {
                 continue;
             }
             a.complex(format!("{name} runs code known only at run time"));
             return;
         };
-        if program_seen || text == "-" || !text.starts_with('-') {
-            if program_seen {
+        if scan.program_seen || text == "-" || !text.starts_with('-') {
+            if scan.program_seen {
                 // Operands of the program: files it reads, or rewrites with `-i`.
-                if let Some(suffix) = &in_place {
+                if let Some(suffix) = &scan.in_place {
                     a.write_path(arg, cwd, &format!("{name} -i"));
                     crate::commands::backups::write_backup(
                         a,
@@ -72,39 +78,88 @@ fn interpret(a: &mut Analysis<'_>, call: &Call<'_>, cwd: &mut Cwd) {
             }
             a.complex(format!("`{name} {text}` runs a program from a file"));
             a.read_path(arg, cwd);
-            program_seen = true;
+            scan.program_seen = true;
             continue;
         }
-        if let Some(long) = text.strip_prefix("--") {
-            let (opt, inline) = match long.split_once('=') {
-                Some((o, v)) => (o, Some(v.to_owned())),
-                None => (long, None),
-            };
-            match (family, opt) {
-                ("node", "eval" | "print") => {
-                    let code = inline.or_else(|| {
-                        i += 1;
-                        args.get(i - 1).and_then(Arg::lit).map(str::to_owned)
-                    });
-                    inline_program(a, name, text, code.as_deref(), cwd);
-                    program_seen = true;
-                }
-                ("node", "check") => {
-                    for f in &args[i..] {
-                        a.read_path(f, cwd);
-                    }
-                    return;
-                }
-                ("node", "require" | "import" | "loader" | "experimental-loader")
-                    if inline.is_none() =>
-                {
-                    i += 1;
-                }
-                _ => {}
+        let flow = match text.strip_prefix("--") {
+            Some(long) => scan.long_option(a, text, long, cwd),
+            None => scan.short_options(a, text, cwd),
+        };
+        if flow.is_break() {
+            return;
+        }
+    }
+    if !scan.program_seen {
+        match stdin {
+            Stdin::Text(Some(code)) => {
+                a.complex(format!("{name} runs the program in its here-document"));
+                named_paths(a, name, code, cwd);
             }
-            continue;
+            _ => a.complex(format!("{name} runs a program read from its input")),
         }
-        // A bundle of short options, read letter by letter as the interpreter does.
+    }
+}
+
+/// Where the scan of an interpreter's arguments stands.
+struct InterpreterScan<'c> {
+    /// The interpreter as called.
+    name: &'c str,
+    /// Its family (`python`, `node`, `perl`...), which gives its options their meaning.
+    family: &'static str,
+    /// Its arguments.
+    args: &'c [Arg],
+    /// The index of the next argument.
+    i: usize,
+    /// Whether the program (inline or a file) has been met; what follows are its operands.
+    program_seen: bool,
+    /// `-i[SUFFIX]` of perl and ruby: `None` when not editing in place.
+    in_place: Option<String>,
+}
+
+impl InterpreterScan<'_> {
+    /// A long option `text` (`--opt` or `--opt=value`, `long` without the dashes). `Break` when
+    /// the analysis is over (`node --check` reads its operands and runs nothing).
+    fn long_option(
+        &mut self,
+        a: &mut Analysis<'_>,
+        text: &str,
+        long: &str,
+        cwd: &Cwd,
+    ) -> ControlFlow<()> {
+        let (name, family, args) = (self.name, self.family, self.args);
+        let (opt, inline) = match long.split_once('=') {
+            Some((o, v)) => (o, Some(v.to_owned())),
+            None => (long, None),
+        };
+        match (family, opt) {
+            ("node", "eval" | "print") => {
+                let code = inline.or_else(|| {
+                    self.i += 1;
+                    args.get(self.i - 1).and_then(Arg::lit).map(str::to_owned)
+                });
+                inline_program(a, name, text, code.as_deref(), cwd);
+                self.program_seen = true;
+            }
+            ("node", "check") => {
+                for f in &args[self.i..] {
+                    a.read_path(f, cwd);
+                }
+                return ControlFlow::Break(());
+            }
+            ("node", "require" | "import" | "loader" | "experimental-loader")
+                if inline.is_none() =>
+            {
+                self.i += 1;
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// A bundle of short options, read letter by letter as the interpreter does. `Break` when the
+    /// analysis is over (a module runs, or `-c` only checks syntax).
+    fn short_options(&mut self, a: &mut Analysis<'_>, text: &str, cwd: &Cwd) -> ControlFlow<()> {
+        let (name, family, args) = (self.name, self.family, self.args);
         let body: Vec<char> = text[1..].chars().collect();
         let mut pos = 0;
         while pos < body.len() {
@@ -121,18 +176,18 @@ fn interpret(a: &mut Analysis<'_>, call: &Call<'_>, cwd: &mut Cwd) {
             };
             match letter(family, flag) {
                 Letter::Code => {
-                    let code = next_value(&mut i);
+                    let code = next_value(&mut self.i);
                     inline_program(a, name, text, code.as_deref(), cwd);
-                    program_seen = true;
+                    self.program_seen = true;
                     break;
                 }
                 Letter::Module => {
-                    let module = next_value(&mut i).unwrap_or_default();
-                    python_module(a, name, &module, args.get(i..).unwrap_or(&[]), cwd);
-                    return;
+                    let module = next_value(&mut self.i).unwrap_or_default();
+                    python_module(a, name, &module, args.get(self.i..).unwrap_or(&[]), cwd);
+                    return ControlFlow::Break(());
                 }
                 Letter::InPlace => {
-                    in_place = Some(rest.clone());
+                    self.in_place = Some(rest.clone());
                     break;
                 }
                 Letter::Digits => {
@@ -142,16 +197,16 @@ fn interpret(a: &mut Analysis<'_>, call: &Call<'_>, cwd: &mut Cwd) {
                 }
                 Letter::Value => {
                     if rest.is_empty() && separate_value(family, flag) {
-                        i += 1;
+                        self.i += 1;
                     }
                     break;
                 }
                 Letter::Check => {
                     // `node -c FILE` checks syntax without running it.
-                    for f in &args[i..] {
+                    for f in &args[self.i..] {
                         a.read_path(f, cwd);
                     }
-                    return;
+                    return ControlFlow::Break(());
                 }
                 Letter::Flag => {
                     if family == "php" && flag == 'S' {
@@ -160,15 +215,7 @@ fn interpret(a: &mut Analysis<'_>, call: &Call<'_>, cwd: &mut Cwd) {
                 }
             }
         }
-    }
-    if !program_seen {
-        match stdin {
-            Stdin::Text(Some(code)) => {
-                a.complex(format!("{name} runs the program in its here-document"));
-                named_paths(a, name, code, cwd);
-            }
-            _ => a.complex(format!("{name} runs a program read from its input")),
-        }
+        ControlFlow::Continue(())
     }
 }
 

@@ -47,12 +47,7 @@ const LONG_FLAGS: &[&str] = &[
 /// Analyses the sed command line.
 pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
     let args = c.args;
-    let mut scripts: Vec<String> = Vec::new();
-    let mut script_given = false;
-    // `-i[SUFFIX]`: `None` when not editing in place; `Some("")` without a backup.
-    let mut in_place: Option<String> = None;
-    let mut sandbox = false;
-    let mut operands: Vec<Arg> = Vec::new();
+    let mut line = SedLine::default();
     let mut i = 0;
     let mut options_done = false;
     while i < args.len() {
@@ -65,77 +60,144 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
                     arg.display()
                 ));
             }
-            operands.push(arg.clone());
+            line.operands.push(arg.clone());
             continue;
         };
         if options_done || t == "-" || !t.starts_with('-') {
-            operands.push(arg.clone());
+            line.operands.push(arg.clone());
             continue;
         }
         if t == "--" {
             options_done = true;
             continue;
         }
-        if let Some(long) = t.strip_prefix("--") {
-            let (name, value) = match long.split_once('=') {
-                Some((key, val)) => (key, Some(val.to_owned())),
-                None => (long, None),
-            };
-            let take = |i: &mut usize| {
-                value.clone().or_else(|| {
-                    *i += 1;
-                    args.get(*i - 1).and_then(Arg::lit).map(str::to_owned)
-                })
-            };
-            match name {
-                _ if "expression".starts_with(name) && name.len() >= 2 => {
-                    match take(&mut i).inspect(|_| script_given = true) {
-                        Some(script) => scripts.push(script),
-                        None => a.complex("sed runs a script known only at run time"),
-                    }
-                }
-                _ if "file".starts_with(name) && name.len() >= 2 => {
-                    script_given = true;
-                    script_file(
-                        a,
-                        value.map(Arg::Lit).or_else(|| {
-                            i += 1;
-                            args.get(i - 1).cloned()
-                        }),
-                        cwd,
-                    );
-                }
-                _ if "in-place".starts_with(name) && name.len() >= 2 => {
-                    in_place = Some(value.clone().unwrap_or_default());
-                }
-                _ if "sandbox".starts_with(name) && name.len() >= 2 => sandbox = true,
-                _ if "line-length".starts_with(name) && name.len() >= 2 && value.is_none() => {
-                    i += 1;
-                }
-                _ if LONG_FLAGS
-                    .iter()
-                    .any(|f| f.starts_with(name) && name.len() >= 2) => {}
-                _ => c.unknown_option(a, t),
-            }
+        match t.strip_prefix("--") {
+            Some(long) => line.long_option(a, c, cwd, t, long, &mut i),
+            None => line.short_options(a, c, cwd, t, &mut i),
+        }
+    }
+    if !line.script_given && !line.operands.is_empty() {
+        let script = line.operands.remove(0);
+        match script.lit() {
+            Some(text) => line.scripts.push(text.to_owned()),
+            None => a.complex("sed runs a script known only at run time"),
+        }
+    }
+    let effects = parse_script(&line.scripts.join("\n"));
+    if !line.sandbox {
+        apply(a, &effects, cwd);
+    }
+    for op in &line.operands {
+        if op.lit() == Some("-") {
             continue;
         }
-        // A bundle of short options: -n -E -r -s -u -z -b flags; -e SCRIPT, -f FILE, -l N take a
-        // value (attached or next); -i takes an optional attached suffix and ends the bundle.
+        match &line.in_place {
+            Some(suffix) => {
+                a.write_path(op, cwd, "sed -i");
+                backups::write_backup(a, op, suffix, cwd, "sed -i");
+            }
+            None => a.read_path(op, cwd),
+        }
+    }
+}
+
+/// What sed's options say: the scripts, whether one was given by an option, in-place editing,
+/// `--sandbox`, and the operands.
+#[derive(Default)]
+struct SedLine {
+    /// The scripts of `-e`/`--expression` (or the first operand), in order.
+    scripts: Vec<String>,
+    /// Whether an option gave a script (`-e`, `-f`), so the first operand is an input file.
+    script_given: bool,
+    /// `-i[SUFFIX]`: `None` when not editing in place; `Some("")` without a backup.
+    in_place: Option<String>,
+    /// `--sandbox`: the script's `e`, `r` and `w` commands are refused by sed itself.
+    sandbox: bool,
+    /// The operands: the input files (after the script, when no option gave it).
+    operands: Vec<Arg>,
+}
+
+impl SedLine {
+    /// A long option `t` (`long` without the dashes; GNU's unique prefixes accepted); a value not
+    /// attached is the argument at `i`, which it consumes.
+    fn long_option(
+        &mut self,
+        a: &mut Analysis<'_>,
+        c: &Call<'_>,
+        cwd: &Cwd,
+        t: &str,
+        long: &str,
+        i: &mut usize,
+    ) {
+        let args = c.args;
+        let (name, value) = match long.split_once('=') {
+            Some((key, val)) => (key, Some(val.to_owned())),
+            None => (long, None),
+        };
+        let take = |i: &mut usize| {
+            value.clone().or_else(|| {
+                *i += 1;
+                args.get(*i - 1).and_then(Arg::lit).map(str::to_owned)
+            })
+        };
+        match name {
+            _ if "expression".starts_with(name) && name.len() >= 2 => {
+                match take(i).inspect(|_| self.script_given = true) {
+                    Some(script) => self.scripts.push(script),
+                    None => a.complex("sed runs a script known only at run time"),
+                }
+            }
+            _ if "file".starts_with(name) && name.len() >= 2 => {
+                self.script_given = true;
+                script_file(
+                    a,
+                    value.map(Arg::Lit).or_else(|| {
+                        *i += 1;
+                        args.get(*i - 1).cloned()
+                    }),
+                    cwd,
+                );
+            }
+            _ if "in-place".starts_with(name) && name.len() >= 2 => {
+                self.in_place = Some(value.clone().unwrap_or_default());
+            }
+            _ if "sandbox".starts_with(name) && name.len() >= 2 => self.sandbox = true,
+            _ if "line-length".starts_with(name) && name.len() >= 2 && value.is_none() => {
+                *i += 1;
+            }
+            _ if LONG_FLAGS
+                .iter()
+                .any(|f| f.starts_with(name) && name.len() >= 2) => {}
+            _ => c.unknown_option(a, t),
+        }
+    }
+
+    /// A bundle of short options: -n -E -r -s -u -z -b flags; -e SCRIPT, -f FILE, -l N take a
+    /// value (attached or next, at `i`); -i takes an optional attached suffix and ends the bundle.
+    fn short_options(
+        &mut self,
+        a: &mut Analysis<'_>,
+        c: &Call<'_>,
+        cwd: &Cwd,
+        t: &str,
+        i: &mut usize,
+    ) {
+        let args = c.args;
         let body = &t[1..];
         for (pos, flag) in body.char_indices() {
             let rest = &body[pos + flag.len_utf8()..];
             match flag {
                 'e' | 'f' | 'l' => {
                     let value = if rest.is_empty() {
-                        i += 1;
-                        args.get(i - 1).cloned()
+                        *i += 1;
+                        args.get(*i - 1).cloned()
                     } else {
                         Some(Arg::Lit(rest.to_owned()))
                     };
-                    script_given |= flag != 'l';
+                    self.script_given |= flag != 'l';
                     match flag {
                         'e' => match value.as_ref().and_then(Arg::lit) {
-                            Some(script) => scripts.push(script.to_owned()),
+                            Some(script) => self.scripts.push(script.to_owned()),
                             None => a.complex("sed runs a script known only at run time"),
                         },
                         'f' => script_file(a, value, cwd),
@@ -144,35 +206,12 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
                     break;
                 }
                 'i' => {
-                    in_place = Some(rest.to_owned());
+                    self.in_place = Some(rest.to_owned());
                     break;
                 }
                 'n' | 'E' | 'r' | 's' | 'u' | 'z' | 'b' => {}
                 _ => c.unknown_option(a, &format!("-{flag}")),
             }
-        }
-    }
-    if !script_given && !operands.is_empty() {
-        let script = operands.remove(0);
-        match script.lit() {
-            Some(text) => scripts.push(text.to_owned()),
-            None => a.complex("sed runs a script known only at run time"),
-        }
-    }
-    let effects = parse_script(&scripts.join("\n"));
-    if !sandbox {
-        apply(a, &effects, cwd);
-    }
-    for op in &operands {
-        if op.lit() == Some("-") {
-            continue;
-        }
-        match &in_place {
-            Some(suffix) => {
-                a.write_path(op, cwd, "sed -i");
-                backups::write_backup(a, op, suffix, cwd, "sed -i");
-            }
-            None => a.read_path(op, cwd),
         }
     }
 }

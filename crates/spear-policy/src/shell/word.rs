@@ -281,113 +281,14 @@ impl Analysis<'_> {
     /// indirection and prompt expansion evaluate text known only at run time.
     fn check_parameter(&mut self, expr: &ParameterExpr, cwd: &Cwd) {
         use ParameterExpr as P;
-        let (parameter, indirect, words): (Option<&Parameter>, bool, Vec<&str>) = match expr {
-            P::Parameter {
-                parameter,
-                indirect,
+        let (parameter, indirect, words) = parameter_parts(expr);
+        // A substring's offset and length are arithmetic.
+        if let P::Substring { offset, length, .. } = expr {
+            self.check_arithmetic(&offset.value, cwd);
+            if let Some(len) = length {
+                self.check_arithmetic(&len.value, cwd);
             }
-            | P::ParameterLength {
-                parameter,
-                indirect,
-            }
-            | P::Transform {
-                parameter,
-                indirect,
-                op: _,
-            } => (Some(parameter), *indirect, vec![]),
-            P::UseDefaultValues {
-                parameter,
-                indirect,
-                default_value: w,
-                ..
-            }
-            | P::AssignDefaultValues {
-                parameter,
-                indirect,
-                default_value: w,
-                ..
-            }
-            | P::IndicateErrorIfNullOrUnset {
-                parameter,
-                indirect,
-                error_message: w,
-                ..
-            }
-            | P::UseAlternativeValue {
-                parameter,
-                indirect,
-                alternative_value: w,
-                ..
-            }
-            | P::RemoveSmallestSuffixPattern {
-                parameter,
-                indirect,
-                pattern: w,
-            }
-            | P::RemoveLargestSuffixPattern {
-                parameter,
-                indirect,
-                pattern: w,
-            }
-            | P::RemoveSmallestPrefixPattern {
-                parameter,
-                indirect,
-                pattern: w,
-            }
-            | P::RemoveLargestPrefixPattern {
-                parameter,
-                indirect,
-                pattern: w,
-            }
-            | P::UppercaseFirstChar {
-                parameter,
-                indirect,
-                pattern: w,
-            }
-            | P::UppercasePattern {
-                parameter,
-                indirect,
-                pattern: w,
-            }
-            | P::LowercaseFirstChar {
-                parameter,
-                indirect,
-                pattern: w,
-            }
-            | P::LowercasePattern {
-                parameter,
-                indirect,
-                pattern: w,
-            } => (
-                Some(parameter),
-                *indirect,
-                w.iter().map(String::as_str).collect(),
-            ),
-            P::Substring {
-                parameter,
-                indirect,
-                offset,
-                length,
-            } => {
-                self.check_arithmetic(&offset.value, cwd);
-                if let Some(len) = length {
-                    self.check_arithmetic(&len.value, cwd);
-                }
-                (Some(parameter), *indirect, vec![])
-            }
-            P::ReplaceSubstring {
-                parameter,
-                indirect,
-                pattern,
-                replacement,
-                ..
-            } => {
-                let mut w = vec![pattern.as_str()];
-                w.extend(replacement.as_deref());
-                (Some(parameter), *indirect, w)
-            }
-            P::VariableNames { .. } | P::MemberKeys { .. } => (None, false, vec![]),
-        };
+        }
         if indirect {
             self.complex(
                 "an indirect expansion (${!name}) evaluates a name known only at run time",
@@ -440,6 +341,117 @@ impl Analysis<'_> {
             // The parser panicked (see `guarded`): what the word expands to is unknown.
             Err(_) => None,
         }
+    }
+}
+
+/// The parts of a parameter expansion that can run code: the parameter (its subscript is
+/// arithmetic), whether it is indirect, and the nested words (defaults, alternatives, patterns,
+/// replacements). One arm per form of expansion.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table: one arm per form of parameter expansion, naming the parts that can run code"
+)]
+fn parameter_parts(expr: &ParameterExpr) -> (Option<&Parameter>, bool, Vec<&str>) {
+    use ParameterExpr as P;
+    match expr {
+        P::Parameter {
+            parameter,
+            indirect,
+        }
+        | P::ParameterLength {
+            parameter,
+            indirect,
+        }
+        | P::Transform {
+            parameter,
+            indirect,
+            op: _,
+        }
+        | P::Substring {
+            parameter,
+            indirect,
+            ..
+        } => (Some(parameter), *indirect, vec![]),
+        P::UseDefaultValues {
+            parameter,
+            indirect,
+            default_value: w,
+            ..
+        }
+        | P::AssignDefaultValues {
+            parameter,
+            indirect,
+            default_value: w,
+            ..
+        }
+        | P::IndicateErrorIfNullOrUnset {
+            parameter,
+            indirect,
+            error_message: w,
+            ..
+        }
+        | P::UseAlternativeValue {
+            parameter,
+            indirect,
+            alternative_value: w,
+            ..
+        }
+        | P::RemoveSmallestSuffixPattern {
+            parameter,
+            indirect,
+            pattern: w,
+        }
+        | P::RemoveLargestSuffixPattern {
+            parameter,
+            indirect,
+            pattern: w,
+        }
+        | P::RemoveSmallestPrefixPattern {
+            parameter,
+            indirect,
+            pattern: w,
+        }
+        | P::RemoveLargestPrefixPattern {
+            parameter,
+            indirect,
+            pattern: w,
+        }
+        | P::UppercaseFirstChar {
+            parameter,
+            indirect,
+            pattern: w,
+        }
+        | P::UppercasePattern {
+            parameter,
+            indirect,
+            pattern: w,
+        }
+        | P::LowercaseFirstChar {
+            parameter,
+            indirect,
+            pattern: w,
+        }
+        | P::LowercasePattern {
+            parameter,
+            indirect,
+            pattern: w,
+        } => (
+            Some(parameter),
+            *indirect,
+            w.iter().map(String::as_str).collect(),
+        ),
+        P::ReplaceSubstring {
+            parameter,
+            indirect,
+            pattern,
+            replacement,
+            ..
+        } => {
+            let mut w = vec![pattern.as_str()];
+            w.extend(replacement.as_deref());
+            (Some(parameter), *indirect, w)
+        }
+        P::VariableNames { .. } | P::MemberKeys { .. } => (None, false, vec![]),
     }
 }
 

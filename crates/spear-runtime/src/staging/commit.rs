@@ -461,27 +461,7 @@ impl Planner<'_> {
         host_dir: bool,
     ) {
         if opaque && host_dir {
-            // What the host holds there and the layer does not was removed.
-            let loc = Location {
-                root,
-                rel: rel.to_path_buf(),
-            };
-            for name in self.host_names(&loc) {
-                if children.contains_key(&name) {
-                    continue;
-                }
-                let gone = Location {
-                    root,
-                    rel: rel.join(&name),
-                };
-                if let Ok(host) = self.host_meta(&gone) {
-                    self.out.push(Planned {
-                        loc: gone,
-                        op: Op::Remove,
-                        host,
-                    });
-                }
-            }
+            self.removed_by_opaque(root, rel, children);
         }
         for (name, staged) in children {
             let loc = Location {
@@ -496,95 +476,132 @@ impl Planner<'_> {
             } else {
                 None
             };
-            let host_kind = host.map(|m| m.kind);
-            match staged {
-                Staged::Whiteout => {
-                    if host.is_some() {
-                        self.out.push(Planned {
-                            loc,
-                            op: Op::Remove,
-                            host,
-                        });
-                    }
-                }
-                Staged::Special => self.special.push(self.ws.label(&loc)),
-                Staged::File { .. } => {
-                    if host_kind == Some(EntryKind::Dir) {
-                        self.out.push(Planned {
-                            loc: loc.clone(),
-                            op: Op::Remove,
-                            host,
-                        });
-                        self.out.push(Planned {
-                            loc,
-                            op: Op::File,
-                            host: None,
-                        });
-                    } else {
-                        self.out.push(Planned {
-                            loc,
-                            op: Op::File,
-                            host,
-                        });
-                    }
-                }
-                Staged::Symlink { target } => {
-                    let same = host_kind == Some(EntryKind::Symlink)
-                        && self.fs.link_target(&loc).as_deref() == Some(target.as_os_str());
-                    if same {
-                        continue;
-                    }
-                    if host_kind == Some(EntryKind::Dir) {
-                        self.out.push(Planned {
-                            loc: loc.clone(),
-                            op: Op::Remove,
-                            host,
-                        });
-                    }
+            self.entry(root, loc, host, staged);
+        }
+    }
+
+    /// What an opaque staged directory removed: the host's entries at `rel` the layer does not
+    /// hold.
+    fn removed_by_opaque(
+        &mut self,
+        root: usize,
+        rel: &Path,
+        children: &BTreeMap<OsString, Staged>,
+    ) {
+        // What the host holds there and the layer does not was removed.
+        let loc = Location {
+            root,
+            rel: rel.to_path_buf(),
+        };
+        for name in self.host_names(&loc) {
+            if children.contains_key(&name) {
+                continue;
+            }
+            let gone = Location {
+                root,
+                rel: rel.join(&name),
+            };
+            if let Ok(host) = self.host_meta(&gone) {
+                self.out.push(Planned {
+                    loc: gone,
+                    op: Op::Remove,
+                    host,
+                });
+            }
+        }
+    }
+
+    /// The changes for one staged entry at `loc` over what the host holds there (`host`), one arm
+    /// per kind of staged entry; a staged directory's children are planned below it.
+    fn entry(&mut self, root: usize, loc: Location, host: Option<EntryMeta>, staged: &Staged) {
+        let host_kind = host.map(|m| m.kind);
+        match staged {
+            Staged::Whiteout => {
+                if host.is_some() {
                     self.out.push(Planned {
                         loc,
-                        op: Op::Symlink(target.clone()),
-                        host: host.filter(|h| h.kind != EntryKind::Dir),
+                        op: Op::Remove,
+                        host,
                     });
                 }
-                Staged::Dir {
-                    mode,
-                    opaque,
-                    children,
-                } => {
-                    let child_rel = loc.rel.clone();
-                    match host_kind {
-                        Some(EntryKind::Dir) => {
-                            if host.is_some_and(|h| h.mode != *mode) {
-                                self.out.push(Planned {
-                                    loc,
-                                    op: Op::Mode(*mode),
-                                    host,
-                                });
-                            }
-                            self.dir(root, &child_rel, children, *opaque, true);
-                        }
-                        Some(_) => {
+            }
+            Staged::Special => self.special.push(self.ws.label(&loc)),
+            Staged::File { .. } => {
+                if host_kind == Some(EntryKind::Dir) {
+                    self.out.push(Planned {
+                        loc: loc.clone(),
+                        op: Op::Remove,
+                        host,
+                    });
+                    self.out.push(Planned {
+                        loc,
+                        op: Op::File,
+                        host: None,
+                    });
+                } else {
+                    self.out.push(Planned {
+                        loc,
+                        op: Op::File,
+                        host,
+                    });
+                }
+            }
+            Staged::Symlink { target } => {
+                let same = host_kind == Some(EntryKind::Symlink)
+                    && self.fs.link_target(&loc).as_deref() == Some(target.as_os_str());
+                if same {
+                    return;
+                }
+                if host_kind == Some(EntryKind::Dir) {
+                    self.out.push(Planned {
+                        loc: loc.clone(),
+                        op: Op::Remove,
+                        host,
+                    });
+                }
+                self.out.push(Planned {
+                    loc,
+                    op: Op::Symlink(target.clone()),
+                    host: host.filter(|h| h.kind != EntryKind::Dir),
+                });
+            }
+            Staged::Dir {
+                mode,
+                opaque,
+                children,
+            } => {
+                let child_rel = loc.rel.clone();
+                match host_kind {
+                    Some(EntryKind::Dir) => {
+                        if host.is_some_and(|h| h.mode != *mode) {
                             self.out.push(Planned {
-                                loc: loc.clone(),
-                                op: Op::Remove,
+                                loc,
+                                op: Op::Mode(*mode),
                                 host,
                             });
-                            self.out.push(Planned {
-                                loc,
-                                op: Op::Dir(*mode),
-                                host: None,
-                            });
-                            self.dir(root, &child_rel, children, *opaque, false);
                         }
-                        None => {
-                            self.out.push(Planned {
-                                loc,
-                                op: Op::Dir(*mode),
-                                host: None,
-                            });
-                            self.dir(root, &child_rel, children, *opaque, false);
-                        }
+                        self.dir(root, &child_rel, children, *opaque, true);
+                    }
+                    Some(_) => {
+                        self.out.push(Planned {
+                            loc: loc.clone(),
+                            op: Op::Remove,
+                            host,
+                        });
+                        self.out.push(Planned {
+                            loc,
+                            op: Op::Dir(*mode),
+                            host: None,
+                        });
+                        self.dir(root, &child_rel, children, *opaque, false);
+                    }
+                    None => {
+                        self.out.push(Planned {
+                            loc,
+                            op: Op::Dir(*mode),
+                            host: None,
+                        });
+                        self.dir(root, &child_rel, children, *opaque, false);
                     }
                 }
             }

@@ -147,6 +147,25 @@ impl<'a> Parser<'a, '_> {
             move_to = Some(check_path(raw, self.pos + 1, MOVE)?);
             self.pos += 1;
         }
+        let hunks = self.hunks()?;
+        if hunks.is_empty() && move_to.is_none() {
+            return Err(PatchError::syntax(
+                header_line,
+                format!(
+                    "'*** Update File: {path}' has no hunks: add '@@' hunks with the changes, or \
+                     remove the section"
+                ),
+            ));
+        }
+        Ok(FilePatch::Update {
+            path,
+            move_to,
+            hunks,
+        })
+    }
+
+    /// The hunks of an `*** Update File:` section, up to the next marker.
+    fn hunks(&mut self) -> Result<Vec<Hunk>, PatchError> {
         let mut hunks: Vec<Hunk> = Vec::new();
         // The hunk being read: open for more body lines until a '@@', an End of File or a marker.
         let mut open: Option<Hunk> = None;
@@ -186,13 +205,7 @@ impl<'a> Parser<'a, '_> {
                 .as_mut()
                 .filter(|h| line.starts_with("\\ ") && !h.lines.is_empty())
             {
-                // A unified diff's `\ No newline at end of file`, as models carry it over.
-                match h.lines.last() {
-                    Some(HunkLine::Add(_) | HunkLine::Context(_)) => h.final_newline = Some(false),
-                    _ if h.final_newline.is_none() => h.final_newline = Some(true),
-                    _ => {}
-                }
-                h.end_of_file = true;
+                no_newline_marker(h);
             } else if let Some(body) = body_line(line, true) {
                 if line.is_empty() && self.blank_run_ends_section(self.pos, is_body) {
                     // Blank lines before the next marker separate sections.
@@ -239,21 +252,19 @@ impl<'a> Parser<'a, '_> {
             }
             hunks.push(h);
         }
-        if hunks.is_empty() && move_to.is_none() {
-            return Err(PatchError::syntax(
-                header_line,
-                format!(
-                    "'*** Update File: {path}' has no hunks: add '@@' hunks with the changes, or \
-                     remove the section"
-                ),
-            ));
-        }
-        Ok(FilePatch::Update {
-            path,
-            move_to,
-            hunks,
-        })
+        Ok(hunks)
     }
+}
+
+/// A unified diff's `\ No newline at end of file`, as models carry it over: the hunk ends the
+/// file, and whether the file ends with a newline follows from the line before the marker.
+fn no_newline_marker(h: &mut Hunk) {
+    match h.lines.last() {
+        Some(HunkLine::Add(_) | HunkLine::Context(_)) => h.final_newline = Some(false),
+        _ if h.final_newline.is_none() => h.final_newline = Some(true),
+        _ => {}
+    }
+    h.end_of_file = true;
 }
 
 /// A hunk with nothing in it yet.

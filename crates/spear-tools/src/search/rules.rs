@@ -150,6 +150,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a table: one case per ignore rule and where it applies, with the verdict expected"
+    )]
     fn verdict_table() {
         use Verdict::{Ignore, None as No, Whitelist};
         let none = DirRules::default();

@@ -80,18 +80,10 @@ impl Prepared for PatchCall {
     fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
         // Every path the patch names, as written, to where the router resolved and checked it.
         let spelled: Vec<&str> = self.patch.paths();
-        let mut by_spelling: HashMap<&str, &ResolvedPath> = HashMap::new();
-        let mut by_entry: HashMap<&Location, &str> = HashMap::new();
-        for (s, r) in spelled.iter().zip(&paths.writes) {
-            // Attack (and accident): two spellings of one file (`a.txt`, `/workspace/a.txt`, a
-            // link) would be patched as two files, the second silently undoing the first.
-            if let Some(first) = by_entry.insert(&r.entry, s) {
-                return Outcome::of(crate::router::failed(format!(
-                    "the patch names one file twice, as `{first}` and as `{s}`; name it once, with one spelling"
-                )));
-            }
-            by_spelling.insert(s, r);
-        }
+        let by_spelling = match by_spelling(&spelled, paths) {
+            Ok(by_spelling) => by_spelling,
+            Err(refused) => return Outcome::of(refused),
+        };
         let locate = |path: &str| -> Result<ResolvedPath, String> {
             if let Some(r) = by_spelling.get(path) {
                 return Ok((*r).clone());
@@ -161,24 +153,7 @@ impl Prepared for PatchCall {
         }
 
         if let Err(failure) = apply_all(cx.fs, &steps, &originals) {
-            let label = cx.workspace.label(&failure.at);
-            let reason = if failure.stuck.is_empty() {
-                format!(
-                    "the patch could not be applied at {label} ({}); every file it had changed was put back, so nothing was changed",
-                    failure.error
-                )
-            } else {
-                format!(
-                    "the patch could not be applied at {label} ({}), and these files could not be put back: {}",
-                    failure.error,
-                    failure.stuck.join("; ")
-                )
-            };
-            let mut result = crate::router::failed(reason);
-            if !failure.stuck.is_empty() {
-                result.changed_paths = failure.done.iter().map(|l| cx.workspace.label(l)).collect();
-            }
-            return Outcome::of(result);
+            return Outcome::of(failure_result(cx, &failure));
         }
 
         let mut result = ToolResult::new(ToolStatus::Ok);
@@ -200,6 +175,51 @@ impl Prepared for PatchCall {
         result.changed_paths = labels;
         Outcome::of(result)
     }
+}
+
+/// Every path the patch names, as written (`spelled`, in the order of `paths.writes`), to where
+/// the router resolved and checked it; a patch that names one file under two spellings is
+/// refused.
+fn by_spelling<'p>(
+    spelled: &[&'p str],
+    paths: &'p Resolved,
+) -> Result<HashMap<&'p str, &'p ResolvedPath>, ToolResult> {
+    let mut by_spelling: HashMap<&str, &ResolvedPath> = HashMap::new();
+    let mut by_entry: HashMap<&Location, &str> = HashMap::new();
+    for (s, r) in spelled.iter().zip(&paths.writes) {
+        // Attack (and accident): two spellings of one file (`a.txt`, `/workspace/a.txt`, a
+        // link) would be patched as two files, the second silently undoing the first.
+        if let Some(first) = by_entry.insert(&r.entry, s) {
+            return Err(crate::router::failed(format!(
+                "the patch names one file twice, as `{first}` and as `{s}`; name it once, with one spelling"
+            )));
+        }
+        by_spelling.insert(s, r);
+    }
+    Ok(by_spelling)
+}
+
+/// The result of a patch that failed part way: where and why, and which files could not be put
+/// back (those are reported as changed).
+fn failure_result(cx: &CallContext<'_>, failure: &Failure) -> ToolResult {
+    let label = cx.workspace.label(&failure.at);
+    let reason = if failure.stuck.is_empty() {
+        format!(
+            "the patch could not be applied at {label} ({}); every file it had changed was put back, so nothing was changed",
+            failure.error
+        )
+    } else {
+        format!(
+            "the patch could not be applied at {label} ({}), and these files could not be put back: {}",
+            failure.error,
+            failure.stuck.join("; ")
+        )
+    };
+    let mut result = crate::router::failed(reason);
+    if !failure.stuck.is_empty() {
+        result.changed_paths = failure.done.iter().map(|l| cx.workspace.label(l)).collect();
+    }
+    result
 }
 
 /// What an entry held before the patch.

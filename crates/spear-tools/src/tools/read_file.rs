@@ -302,27 +302,12 @@ pub fn read_page(reader: impl Read, window: &Window) -> std::io::Result<Page> {
     let mut line: Vec<u8> = Vec::new();
     let mut line_cut = false;
     let mut eof = false;
-    let emit = |text: &mut String, n: u64, line: &[u8], cut: bool| {
-        let mut bytes = line;
-        if bytes.last() == Some(&b'\r') {
-            bytes = &bytes[..bytes.len() - 1];
-        }
-        let s = String::from_utf8_lossy(bytes);
-        let _ = write!(text, "{n:>6}\t");
-        if cut || s.chars().count() > MAX_LINE_CHARS {
-            text.extend(s.chars().take(MAX_LINE_CHARS));
-            text.push_str(" [... line cut]");
-        } else {
-            text.push_str(&s);
-        }
-        text.push('\n');
-    };
     while shown < window.count && text.len() < window.max_output {
         let buf = reader.fill_buf()?;
         if buf.is_empty() {
             eof = true;
             if partial {
-                emit(&mut text, line_no, &line, line_cut);
+                emit_line(&mut text, line_no, &line, line_cut);
                 shown += 1;
                 line_no += 1;
                 partial = false;
@@ -340,7 +325,7 @@ pub fn read_page(reader: impl Read, window: &Window) -> std::io::Result<Page> {
         reader.consume(used);
         partial = true;
         if ends.is_some() {
-            emit(&mut text, line_no, &line, line_cut);
+            emit_line(&mut text, line_no, &line, line_cut);
             shown += 1;
             line_no += 1;
             line.clear();
@@ -349,20 +334,55 @@ pub fn read_page(reader: impl Read, window: &Window) -> std::io::Result<Page> {
         }
     }
     // Count the rest.
-    let mut counted: u64 = 0;
-    let mut total = None;
-    if eof {
-        total = Some(Total::Exact(line_no - 1));
+    let total = if eof {
+        Total::Exact(line_no - 1)
+    } else {
+        count_rest(&mut reader, line_no, partial, window.count_budget)?
+    };
+    Ok(Page {
+        text,
+        first,
+        shown,
+        total,
+        unreached: false,
+    })
+}
+
+/// Writes line `n` of the page: its number, then its text without a final `\r`, cut at
+/// [`MAX_LINE_CHARS`] (or where reading it was cut, `cut`).
+fn emit_line(text: &mut String, n: u64, line: &[u8], cut: bool) {
+    let mut bytes = line;
+    if bytes.last() == Some(&b'\r') {
+        bytes = &bytes[..bytes.len() - 1];
     }
-    while total.is_none() {
+    let s = String::from_utf8_lossy(bytes);
+    let _ = write!(text, "{n:>6}\t");
+    if cut || s.chars().count() > MAX_LINE_CHARS {
+        text.extend(s.chars().take(MAX_LINE_CHARS));
+        text.push_str(" [... line cut]");
+    } else {
+        text.push_str(&s);
+    }
+    text.push('\n');
+}
+
+/// Counts the lines after the page, reading at most `budget` bytes: the exact total when the end
+/// is reached, a lower bound otherwise. `line_no` is the number of the line at the reader's
+/// position, `partial` whether bytes of it were read.
+fn count_rest(
+    reader: &mut impl BufRead,
+    mut line_no: u64,
+    mut partial: bool,
+    budget: u64,
+) -> std::io::Result<Total> {
+    let mut counted: u64 = 0;
+    loop {
         let buf = reader.fill_buf()?;
         if buf.is_empty() {
-            total = Some(Total::Exact(line_no - 1 + u64::from(partial)));
-            break;
+            return Ok(Total::Exact(line_no - 1 + u64::from(partial)));
         }
-        if counted >= window.count_budget {
-            total = Some(Total::AtLeast(line_no - 1 + u64::from(partial)));
-            break;
+        if counted >= budget {
+            return Ok(Total::AtLeast(line_no - 1 + u64::from(partial)));
         }
         let n = buf.len();
         #[allow(
@@ -375,13 +395,6 @@ pub fn read_page(reader: impl Read, window: &Window) -> std::io::Result<Page> {
         reader.consume(n);
         counted += n as u64;
     }
-    Ok(Page {
-        text,
-        first,
-        shown,
-        total: total.unwrap_or(Total::AtLeast(line_no - 1)),
-        unreached: false,
-    })
 }
 
 #[cfg(test)]

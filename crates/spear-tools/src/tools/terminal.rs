@@ -103,6 +103,26 @@ impl CommandText {
             CommandText::Argv(argv) => shell_words(argv),
         }
     }
+
+    /// The command classified by the policy as it would run in `cwd`, and the command line the
+    /// runner is given (a script with its pipelines rewritten by
+    /// [`spear_policy::tolerate_sigpipe`]).
+    fn assess(
+        &self,
+        cx: &CallContext<'_>,
+        cwd: &std::path::Path,
+    ) -> (spear_core::CommandAssessment, CommandLine) {
+        match self {
+            CommandText::Script(script) => (
+                cx.policy.classify_script(script, cwd),
+                CommandLine::Script(spear_policy::script_to_run(script)),
+            ),
+            CommandText::Argv(argv) => (
+                cx.policy.classify(argv, cwd),
+                CommandLine::Argv(argv.iter().map(std::ffi::OsString::from).collect()),
+            ),
+        }
+    }
 }
 
 /// The wall-clock limit a command call asks for.
@@ -264,16 +284,7 @@ impl Prepared for CommandCall {
             .clone()
             .unwrap_or_else(|| ws.launch_dir().to_path_buf());
         let command = self.text.as_shell();
-        let (assessment, line) = match &self.text {
-            CommandText::Script(script) => (
-                cx.policy.classify_script(script, &cwd),
-                CommandLine::Script(spear_policy::script_to_run(script)),
-            ),
-            CommandText::Argv(argv) => (
-                cx.policy.classify(argv, &cwd),
-                CommandLine::Argv(argv.iter().map(std::ffi::OsString::from).collect()),
-            ),
-        };
+        let (assessment, line) = self.text.assess(cx, &cwd);
         let summary = assessment.executable.clone();
         let class = Some(assessment.class);
         let with_class = |mut r: ToolResult| {
