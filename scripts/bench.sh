@@ -43,8 +43,12 @@ echo
 echo "== sandbox: spear exec --auto -- /bin/true, beside bare bwrap running /bin/true"
 cargo build --quiet --release -p spear-cli
 bench_ws=$(mktemp -d)
-trap 'rm -rf "$bench_ws"' EXIT
-"${pin[@]}" python3 scripts/bench_exec.py target/release/spear "$bench_ws" "${SPEAR_BENCH_RUNS:-100}"
+bench_state=$(mktemp -d)
+trap 'rm -rf "$bench_ws" "$bench_state"' EXIT
+# spear exec audits and checkpoints each call like a terminal call: into a state directory of the
+# benchmark's own, never the user's.
+XDG_STATE_HOME="$bench_state" "${pin[@]}" python3 scripts/bench_exec.py target/release/spear \
+    "$bench_ws" "${SPEAR_BENCH_RUNS:-100}"
 
 echo
 echo "== network path: a networked /bin/true beside a closed one, through CommandRunner"
