@@ -35,10 +35,14 @@ struct Run {
     args: usize,
 }
 
-/// What the analysis saw of the script's top level, for its summary.
+/// What the analysis saw of the script's top level, for its summary: the first command that runs
+/// a program, how many more do, and how many commands there were (only the first is kept whole:
+/// classification stays as fast as it was).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Runs {
-    programs: Vec<Run>,
+    first: Option<Run>,
+    /// Top-level commands after the first that run a program.
+    more: usize,
     /// Simple commands seen, including those that only assign.
     commands: usize,
     /// The script could not be parsed (or was refused before parsing).
@@ -53,10 +57,14 @@ impl Runs {
         let Some((program, args)) = program(words) else {
             return;
         };
-        self.programs.push(Run {
-            name: program.lit().map(str::to_owned),
-            args,
-        });
+        if self.first.is_some() {
+            self.more += 1;
+        } else {
+            self.first = Some(Run {
+                name: program.lit().map(str::to_owned),
+                args,
+            });
+        }
     }
 
     /// The script's top level could not be read.
@@ -66,7 +74,7 @@ impl Runs {
 
     /// The summary: `cargo (2 args) + 1 more`, `(empty)`, `(no program)` or `(not parsed)`.
     pub(crate) fn summary(&self) -> String {
-        let Some(first) = self.programs.first() else {
+        let Some(first) = &self.first else {
             return if self.unparsed {
                 "(not parsed)"
             } else if self.commands == 0 {
@@ -82,8 +90,8 @@ impl Runs {
         };
         let plural = if first.args == 1 { "" } else { "s" };
         let mut summary = format!("{name} ({} arg{plural})", first.args);
-        if self.programs.len() > 1 {
-            let _ = write!(summary, " + {} more", self.programs.len() - 1);
+        if self.more > 0 {
+            let _ = write!(summary, " + {} more", self.more);
         }
         summary
     }
