@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use spear_core::{Capability, CapabilitySet, CommandAssessment, CommandClass, Refusal};
 
 use crate::CommandPolicy;
+use crate::shell::word::Arg;
 
 /// Deepest nesting of `bash -c`, `$(...)`, `eval` and the like that is analysed. Deeper scripts are
 /// `SHELL_COMPLEX`, never `READ_ONLY`.
@@ -143,6 +144,14 @@ impl<'p> Analysis<'p> {
     /// Records that the command needs `cap` (network, or one that no mode grants).
     pub(crate) fn needs(&mut self, cap: Capability) {
         self.found.caps.insert(cap);
+    }
+
+    /// A wrapper runs `words` in place of the command it analyses: the executable summary names
+    /// that program when the wrapper is the script's first top-level command.
+    pub(crate) fn runs_in_place(&mut self, words: &[Arg]) {
+        if self.depth == 0 && self.substitutions == 0 {
+            self.found.runs.runs_in_place(words);
+        }
     }
 
     /// Records the name of a program that runs, for the reason line.

@@ -4,7 +4,8 @@
 //! decision can never disagree about what a command runs.
 //!
 //! The summary is `name (N args)` for the first simple command of the script's top level that
-//! runs a program (an `env` prefix with its options and assignments skipped), followed by
+//! runs a program (past an `env` prefix, as the `env` analyser itself reads its options and
+//! assignments), followed by
 //! `+ M more` when more top-level commands run programs. Commands inside `$(...)`, `bash -c` and
 //! the like are not counted: they are arguments of the command that runs them.
 //!
@@ -41,6 +42,9 @@ struct Run {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Runs {
     first: Option<Run>,
+    /// The last top-level command recorded is `first`: a wrapper analysing it (`env`) may still
+    /// name the program it runs in its place.
+    first_is_last: bool,
     /// Top-level commands after the first that run a program.
     more: usize,
     /// Simple commands seen, including those that only assign.
@@ -54,16 +58,24 @@ impl Runs {
     /// only assigns).
     pub(crate) fn command(&mut self, words: &[Arg]) {
         self.commands += 1;
-        let Some((program, args)) = program(words) else {
+        self.first_is_last = false;
+        let Some(program) = words.first() else {
             return;
         };
         if self.first.is_some() {
             self.more += 1;
         } else {
-            self.first = Some(Run {
-                name: program.lit().map(str::to_owned),
-                args,
-            });
+            self.first = Some(Run::of(program, words.len() - 1));
+            self.first_is_last = true;
+        }
+    }
+
+    /// The wrapper of the last top-level command (`env OPTIONS... PROGRAM ARGS...`) runs `words`
+    /// in its place, as the wrapper's own analyser read its options: when that command is the
+    /// first, the summary names the program it runs instead of the wrapper.
+    pub(crate) fn runs_in_place(&mut self, words: &[Arg]) {
+        if let (true, Some(program)) = (self.first_is_last, words.first()) {
+            self.first = Some(Run::of(program, words.len() - 1));
         }
     }
 
@@ -97,6 +109,15 @@ impl Runs {
     }
 }
 
+impl Run {
+    fn of(program: &Arg, args: usize) -> Run {
+        Run {
+            name: program.lit().map(str::to_owned),
+            args,
+        }
+    }
+}
+
 /// A plain name or path: nothing that could carry argument text.
 fn is_plain(name: &str) -> bool {
     !name.is_empty()
@@ -112,41 +133,6 @@ fn clamp(name: &str) -> String {
     let mut cut: String = name.chars().take(MAX_NAME_CHARS).collect();
     cut.push('…');
     cut
-}
-
-/// The program word of a command and how many arguments it gets, past an `env` prefix.
-fn program(words: &[Arg]) -> Option<(&Arg, usize)> {
-    let first = words.first()?;
-    let is_env = first
-        .lit()
-        .is_some_and(|w| w == "env" || w.ends_with("/env"));
-    if is_env && let Some(j) = after_env(words, 1) {
-        return Some((&words[j], words.len() - j - 1));
-    }
-    Some((first, words.len() - 1))
-}
-
-/// The index of the program an `env` runs, past its options and assignments; `None` when `env`
-/// runs nothing (it prints the environment) or takes its command as one string (`-S`).
-fn after_env(words: &[Arg], mut i: usize) -> Option<usize> {
-    while let Some(w) = words.get(i) {
-        let t = w.display();
-        match t {
-            "-i" | "-" | "--ignore-environment" | "-0" | "--null" | "-v" | "--debug" => i += 1,
-            "-u" | "--unset" | "-C" | "--chdir" => i += 2,
-            "--" => {
-                i += 1;
-                while words.get(i).is_some_and(|w| w.display().contains('=')) {
-                    i += 1;
-                }
-                return words.get(i).map(|_| i);
-            }
-            _ if t.starts_with("-S") || t.starts_with("--split-string") => return None,
-            _ if t.starts_with('-') || t.contains('=') => i += 1,
-            _ => return Some(i),
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -179,6 +165,12 @@ mod tests {
             ("/usr/bin/env FOO=bar python3 x.py", "python3 (1 arg)"),
             ("env", "env (0 args)"),
             ("env -S 'make all'", "env (2 args)"),
+            // `-a` takes a value: the program is `prog`, as the env analyser reads it.
+            ("env -a name prog x", "prog (1 arg)"),
+            ("env env make", "make (0 args)"),
+            // A wrapper inside a substitution or a later command names nothing.
+            ("env X=1 make; echo $(env cargo)", "make (0 args) + 1 more"),
+            ("make && env X=1 cargo", "make (0 args) + 1 more"),
             ("cargo build && cargo test", "cargo (1 arg) + 1 more"),
             (
                 "make; make install | tee log & echo done",

@@ -465,6 +465,7 @@ fn env(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd, stdin: &Stdin) {
         i += 1;
     }
     let rest = args.get(i..).unwrap_or(&[]).to_vec();
+    a.runs_in_place(&rest);
     run_inner(a, rest, &dir, stdin);
 }
 
