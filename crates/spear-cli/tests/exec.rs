@@ -11,12 +11,7 @@ use std::process::{Command, Output, Stdio};
 use support::Dirs;
 
 fn spear(args: &[&str], d: &Dirs) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spear"))
-        .args(args)
-        .current_dir(&d.ws)
-        .env("HOME", &d.home)
-        .env("XDG_STATE_HOME", &d.state)
-        .env_remove("XDG_CONFIG_HOME")
+    d.spear(args)
         .env("OPENAI_API_KEY", "sk-cli-secret-should-not-leak")
         .stdin(Stdio::null())
         .output()
@@ -212,12 +207,9 @@ fn cargo_test_runs_in_the_sandbox() {
 /// Runs `spear exec ARGS` on a pseudo-terminal (util-linux `script`), typing `answer`.
 fn on_a_terminal(args: &str, d: &Dirs, answer: &str) -> Output {
     let command = format!("{} exec {args}", env!("CARGO_BIN_EXE_spear"));
-    let mut child = Command::new("script")
+    let mut child = d
+        .command("script")
         .args(["-qec", &command, "/dev/null"])
-        .current_dir(&d.ws)
-        .env("HOME", &d.home)
-        .env("XDG_STATE_HOME", &d.state)
-        .env_remove("XDG_CONFIG_HOME")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -272,12 +264,7 @@ fn two_spear_processes_on_one_workspace_lose_nothing() {
     let d = dirs();
     std::fs::write(d.ws.join("shared.txt"), "start\n").unwrap();
     let start = |script: &str| {
-        Command::new(env!("CARGO_BIN_EXE_spear"))
-            .args(["exec", "--auto", "--json", "-c", script])
-            .current_dir(&d.ws)
-            .env("HOME", &d.home)
-            .env("XDG_STATE_HOME", &d.state)
-            .env_remove("XDG_CONFIG_HOME")
+        d.spear(&["exec", "--auto", "--json", "-c", script])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -8,7 +8,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 use support::Dirs;
@@ -16,12 +16,7 @@ use support::Dirs;
 const FILES: &[(&str, &str)] = &[("README.md", "readme\n"), ("gone.txt", "bye\n")];
 
 fn spear(d: &Dirs, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spear"))
-        .args(args)
-        .current_dir(&d.ws)
-        .env("HOME", &d.home)
-        .env("XDG_STATE_HOME", &d.state)
-        .env_remove("XDG_CONFIG_HOME")
+    d.spear(args)
         .stdin(Stdio::null())
         .output()
         .expect("spear runs")

@@ -15,13 +15,7 @@ use std::process::{Command, Output, Stdio};
 use support::Dirs;
 
 fn spear_cmd(args: &[&str], d: &Dirs) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_spear"));
-    cmd.args(args)
-        .current_dir(&d.ws)
-        .env("HOME", &d.home)
-        .env("XDG_STATE_HOME", &d.state)
-        .env_remove("XDG_CONFIG_HOME");
-    cmd
+    d.spear(args)
 }
 
 fn run_with_input(mut cmd: Command, input: &[u8]) -> Output {
@@ -49,14 +43,10 @@ fn code(out: &Output) -> i32 {
 
 /// `bash -c SCRIPT` (its `ulimit -f` counts 1024-byte blocks) with `$SPEAR` set to the binary, from the workspace, with the test's HOME.
 fn sh(script: &str, d: &Dirs) -> Output {
-    Command::new("/bin/bash")
+    d.command("/bin/bash")
         .arg("-c")
         .arg(script)
         .env("SPEAR", env!("CARGO_BIN_EXE_spear"))
-        .current_dir(&d.ws)
-        .env("HOME", &d.home)
-        .env("XDG_STATE_HOME", &d.state)
-        .env_remove("XDG_CONFIG_HOME")
         .stdin(Stdio::null())
         .output()
         .unwrap()

@@ -5,7 +5,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 use support::Dirs;
@@ -15,12 +15,7 @@ fn dirs() -> Dirs {
 }
 
 fn spear(d: &Dirs, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spear"))
-        .args(args)
-        .current_dir(&d.ws)
-        .env("HOME", &d.home)
-        .env("XDG_STATE_HOME", &d.state)
-        .env_remove("XDG_CONFIG_HOME")
+    d.spear(args)
         .stdin(Stdio::null())
         .output()
         .expect("spear runs")

@@ -63,6 +63,24 @@ impl Dirs {
         }
     }
 
+    /// `program` run from the workspace with HOME and the state directory here and no operator
+    /// configuration: nothing it does reaches the real HOME's spear state.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+        let mut cmd = std::process::Command::new(program);
+        cmd.current_dir(&self.ws)
+            .env("HOME", &self.home)
+            .env("XDG_STATE_HOME", &self.state)
+            .env_remove("XDG_CONFIG_HOME");
+        cmd
+    }
+
+    /// `spear ARGS` as [`Dirs::command`] runs it.
+    pub fn spear(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = self.command(env!("CARGO_BIN_EXE_spear"));
+        cmd.args(args);
+        cmd
+    }
+
     /// `name` beside the workspace.
     pub fn path(&self, name: &str) -> PathBuf {
         self.base.join(name)
