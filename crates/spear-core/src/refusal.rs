@@ -273,6 +273,39 @@ pub enum Refusal {
     },
 }
 
+/// The field of each variant that holds its subject: one list for [`Refusal::subject`] and
+/// `subject_mut` (the binding mode follows `$refusal`'s reference).
+macro_rules! subject_of {
+    ($refusal:expr) => {
+        match $refusal {
+            Refusal::ModeForbids { what, .. }
+            | Refusal::NetworkRemoved { what }
+            | Refusal::NoModeGrants { what, .. }
+            | Refusal::KernelOrDevice { what }
+            | Refusal::ProjectScope { what }
+            | Refusal::Declined { what }
+            | Refusal::NoConfirmer { what }
+            | Refusal::AwaitingConfirmation { what }
+            | Refusal::SandboxDown { what, .. }
+            | Refusal::TurnStopped { what, .. }
+            | Refusal::JobWriting { what, .. } => what,
+            Refusal::PrivilegeChange { program }
+            | Refusal::MountOrNamespace { program }
+            | Refusal::SystemPackages { program } => program,
+            Refusal::WriteOutsideRoots { path }
+            | Refusal::CredentialStore { path }
+            | Refusal::SandboxMountPoint { path }
+            | Refusal::GeneratedFile { path, .. }
+            | Refusal::SnapshotCopy { path, .. }
+            | Refusal::ProtectedEntry { path, .. }
+            | Refusal::Unverifiable { path, .. }
+            | Refusal::InvalidPath { path, .. } => path,
+            Refusal::ToolNotInMode { target, .. } => target,
+            Refusal::RequestStateRefused { tool, .. } | Refusal::NoAnswer { tool, .. } => tool,
+        }
+    };
+}
+
 impl Refusal {
     /// `what` needs `cap`, which `mode` does not grant but another mode does.
     pub fn mode_forbids(mode: ExecutionMode, cap: Capability, what: impl Into<String>) -> Self {
@@ -493,61 +526,11 @@ impl Refusal {
 
     /// What was refused, as the caller wrote it (a path, a program, a command, a tool).
     pub fn subject(&self) -> &str {
-        match self {
-            Refusal::ModeForbids { what, .. }
-            | Refusal::NetworkRemoved { what }
-            | Refusal::NoModeGrants { what, .. }
-            | Refusal::KernelOrDevice { what }
-            | Refusal::ProjectScope { what }
-            | Refusal::Declined { what }
-            | Refusal::NoConfirmer { what }
-            | Refusal::AwaitingConfirmation { what }
-            | Refusal::SandboxDown { what, .. }
-            | Refusal::TurnStopped { what, .. }
-            | Refusal::JobWriting { what, .. } => what,
-            Refusal::PrivilegeChange { program }
-            | Refusal::MountOrNamespace { program }
-            | Refusal::SystemPackages { program } => program,
-            Refusal::WriteOutsideRoots { path }
-            | Refusal::CredentialStore { path }
-            | Refusal::SandboxMountPoint { path }
-            | Refusal::GeneratedFile { path, .. }
-            | Refusal::SnapshotCopy { path, .. }
-            | Refusal::ProtectedEntry { path, .. }
-            | Refusal::Unverifiable { path, .. }
-            | Refusal::InvalidPath { path, .. } => path,
-            Refusal::ToolNotInMode { target, .. } => target,
-            Refusal::RequestStateRefused { tool, .. } | Refusal::NoAnswer { tool, .. } => tool,
-        }
+        subject_of!(self)
     }
 
     fn subject_mut(&mut self) -> &mut String {
-        match self {
-            Refusal::ModeForbids { what, .. }
-            | Refusal::NetworkRemoved { what }
-            | Refusal::NoModeGrants { what, .. }
-            | Refusal::KernelOrDevice { what }
-            | Refusal::ProjectScope { what }
-            | Refusal::Declined { what }
-            | Refusal::NoConfirmer { what }
-            | Refusal::AwaitingConfirmation { what }
-            | Refusal::SandboxDown { what, .. }
-            | Refusal::TurnStopped { what, .. }
-            | Refusal::JobWriting { what, .. } => what,
-            Refusal::PrivilegeChange { program }
-            | Refusal::MountOrNamespace { program }
-            | Refusal::SystemPackages { program } => program,
-            Refusal::WriteOutsideRoots { path }
-            | Refusal::CredentialStore { path }
-            | Refusal::SandboxMountPoint { path }
-            | Refusal::GeneratedFile { path, .. }
-            | Refusal::SnapshotCopy { path, .. }
-            | Refusal::ProtectedEntry { path, .. }
-            | Refusal::Unverifiable { path, .. }
-            | Refusal::InvalidPath { path, .. } => path,
-            Refusal::ToolNotInMode { target, .. } => target,
-            Refusal::RequestStateRefused { tool, .. } | Refusal::NoAnswer { tool, .. } => tool,
-        }
+        subject_of!(self)
     }
 
     /// The message for the model or the user: the rule, the subject, and what to do instead.
