@@ -308,8 +308,11 @@ impl ToolRouter {
     /// timeout) come in here, so no front end holds a gate of its own.
     pub fn run_command(&self, call: CommandCall, options: CallOptions) -> ToolResultEnvelope {
         let name = TerminalArgs::NAME;
-        for o in &self.observers {
-            o.before_call(name, &call.as_args());
+        if !self.observers.is_empty() {
+            let args = call.as_args();
+            for o in &self.observers {
+                o.before_call(name, &args);
+            }
         }
         let started = Instant::now();
         let record = self.new_record();
