@@ -36,6 +36,10 @@ pub struct Args {
     /// operator configuration. A name that changes how programs load code is refused.
     #[arg(long = "env", value_name = "NAME")]
     env: Vec<String>,
+    /// Run with a grant from `spear grant` (in ASK mode): it stands for the approval of exactly
+    /// the command it was issued for, in the directory it was issued for, once.
+    #[arg(long, value_name = "TOKEN", conflicts_with_all = ["safe", "auto"])]
+    grant: Option<String>,
     /// Run this program with these arguments, directly, without a shell.
     #[arg(last = true, value_name = "ARGV")]
     argv: Vec<String>,
@@ -51,9 +55,23 @@ pub fn run(args: &Args) -> Result<i32, String> {
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");
     }
+    let ask = args
+        .grant
+        .as_ref()
+        .map(|_| ModeArgs::ask(args.mode.no_network));
+    let presented = match &args.grant {
+        Some(token) => Some(spear_tools::PresentedGrant {
+            token: token.clone(),
+            authority: std::sync::Arc::new(
+                spear_runtime::grant::GrantAuthority::for_operator(&crate::state::state_dir()?)
+                    .map_err(|e| e.to_string())?,
+            ),
+        }),
+        None => None,
+    };
     let mut router = crate::session::open(&crate::session::SessionArgs {
         workspace: &args.workspace,
-        mode: &args.mode,
+        mode: ask.as_ref().unwrap_or(&args.mode),
         limits: &args.limits,
         role: spear_tools::Role::Implementation,
         session: None,
@@ -80,7 +98,11 @@ pub fn run(args: &Args) -> Result<i32, String> {
             return Ok(r.process_exit_code());
         }
     };
-    let envelope = router.run_command(call, spear_tools::CallOptions::default());
+    let options = spear_tools::CallOptions {
+        grant: presented,
+        ..spear_tools::CallOptions::default()
+    };
+    let envelope = router.run_command(call, options);
     print(&envelope.result, args.json, output_cap);
     Ok(envelope.result.process_exit_code())
 }

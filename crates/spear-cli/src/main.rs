@@ -5,6 +5,7 @@ mod classify;
 mod context;
 mod doctor;
 mod exec;
+mod grant;
 mod limit_args;
 mod mcp;
 mod mode_args;
@@ -42,6 +43,8 @@ enum Command {
     Audit(audit::Args),
     /// Restore the files the last turn changed, all or nothing.
     Undo(undo::Args),
+    /// Issue a grant for one exact command in one directory, for `spear exec --grant`.
+    Grant(grant::Args),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Mcp(args) => mcp::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Undo(args) => undo::run(&args),
+        Command::Grant(args) => grant::run(&args),
     };
     match result {
         Ok(code) => exit(code),

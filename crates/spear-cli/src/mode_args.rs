@@ -28,6 +28,15 @@ pub struct ModeArgs {
 }
 
 impl ModeArgs {
+    /// ASK, with or without the network: the mode of `spear grant` and `spear exec --grant`.
+    pub fn ask(no_network: bool) -> Self {
+        ModeArgs {
+            ask: true,
+            no_network,
+            ..ModeArgs::default()
+        }
+    }
+
     /// The selected mode.
     pub fn mode(&self) -> ExecutionMode {
         if self.auto {

@@ -16,6 +16,20 @@ pub fn dirs() -> Result<(Option<PathBuf>, Option<PathBuf>), String> {
     Ok((xdg, home))
 }
 
+/// spear's state directory: `$XDG_STATE_HOME/spear`, or `~/.local/state/spear`. It holds the
+/// grant key and the record of used grants; no sandbox and no file tool sees it.
+pub fn state_dir() -> Result<PathBuf, String> {
+    let (xdg, home) = dirs()?;
+    match (xdg, home) {
+        (Some(x), _) => Ok(x.join("spear")),
+        (None, Some(h)) => Ok(h.join(".local/state/spear")),
+        (None, None) => Err(
+            "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep its grant key"
+                .into(),
+        ),
+    }
+}
+
 /// The audit log's path.
 pub fn audit_path() -> Result<PathBuf, String> {
     let (xdg, home) = dirs()?;

@@ -9,6 +9,7 @@
 //!   tests all see the same words.
 
 mod assessment;
+pub mod authority;
 mod capability;
 mod change;
 mod class;

@@ -8,6 +8,7 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::authority::GrantError;
 use crate::{Capability, CapabilityPolicy, ExecutionMode};
 
 /// The rule behind a refusal.
@@ -67,6 +68,8 @@ pub enum RefusalRule {
     RequestStateRefused,
     /// A call came back with a `requestState` but no answer to the question.
     NoAnswer,
+    /// A command needs a grant, or came with one that does not hold for it.
+    GrantRefused,
 }
 
 impl RefusalRule {
@@ -98,6 +101,7 @@ impl RefusalRule {
             RefusalRule::InvalidPath => "invalid_path",
             RefusalRule::RequestStateRefused => "request_state_refused",
             RefusalRule::NoAnswer => "no_answer",
+            RefusalRule::GrantRefused => "grant_refused",
         }
     }
 }
@@ -271,6 +275,13 @@ pub enum Refusal {
         /// Where the answer belongs (`inputResponses.spear_confirm`).
         field: String,
     },
+    /// `what` was prepared, and the grant it needs is missing or does not hold for it.
+    GrantRefused {
+        /// The command.
+        what: String,
+        /// Which check failed.
+        error: GrantError,
+    },
 }
 
 /// The field of each variant that holds its subject: one list for [`Refusal::subject`] and
@@ -288,7 +299,8 @@ macro_rules! subject_of {
             | Refusal::AwaitingConfirmation { what }
             | Refusal::SandboxDown { what, .. }
             | Refusal::TurnStopped { what, .. }
-            | Refusal::JobWriting { what, .. } => what,
+            | Refusal::JobWriting { what, .. }
+            | Refusal::GrantRefused { what, .. } => what,
             Refusal::PrivilegeChange { program }
             | Refusal::MountOrNamespace { program }
             | Refusal::SystemPackages { program } => program,
@@ -486,6 +498,15 @@ impl Refusal {
         }
     }
 
+    /// `what` could not run under the grant it came with (or without one): `error` says which
+    /// check failed.
+    pub fn grant_refused(what: impl Into<String>, error: GrantError) -> Self {
+        Refusal::GrantRefused {
+            what: what.into(),
+            error,
+        }
+    }
+
     /// The rule behind this refusal.
     pub const fn rule(&self) -> RefusalRule {
         match self {
@@ -514,6 +535,7 @@ impl Refusal {
             Refusal::InvalidPath { .. } => RefusalRule::InvalidPath,
             Refusal::RequestStateRefused { .. } => RefusalRule::RequestStateRefused,
             Refusal::NoAnswer { .. } => RefusalRule::NoAnswer,
+            Refusal::GrantRefused { .. } => RefusalRule::GrantRefused,
         }
     }
 
@@ -683,6 +705,18 @@ impl Refusal {
                 "the call came back without an answer to spear's question ({field}); nothing \
                  ran. Call {tool} again without requestState to be asked afresh."
             ),
+            Refusal::GrantRefused { what, error } => {
+                let next = match error {
+                    GrantError::Denied { .. } => {
+                        "Do it another way, or ask the user to start spear in a mode that gives it"
+                    }
+                    GrantError::Required { .. } => {
+                        "Ask the user to approve it (in ASK mode, or with `spear approve`), or do it another way"
+                    }
+                    _ => "Nothing ran; the approval must be given again for exactly this command",
+                };
+                format!("`{what}` did not run: {error}. {next}.")
+            }
         }
     }
 }
@@ -778,6 +812,7 @@ mod tests {
             Refusal::invalid_path("SUBJ", "`SUBJ` is outside the workspace"),
             Refusal::request_state_refused("SUBJ", "OTHER"),
             Refusal::no_answer("SUBJ", "inputResponses.OTHER"),
+            Refusal::grant_refused("SUBJ", GrantError::Replayed),
         ]
     }
 

@@ -325,6 +325,7 @@ impl ServerHandler for SpearServer {
             cancel: Some(cancel),
             progress,
             confirmer: asker.confirmer,
+            ..CallOptions::default()
         };
         let server = self.clone();
         let call_args = args.clone();

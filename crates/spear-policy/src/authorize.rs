@@ -1,6 +1,7 @@
 //! Authorisation: what a mode grants a command, decided as a pure function, and the thin effect of
 //! asking a person when the mode says to.
 
+use spear_core::authority::{Access, AccessKind, AccessPolicy};
 use spear_core::{
     Capability, CapabilityPolicy, CapabilitySet, CommandAssessment, CommandClass, ExecutionMode,
     Grant, Refusal, ToolResult,
@@ -125,6 +126,23 @@ fn never(cap: Capability, policy: CapabilityPolicy, subject: String) -> Refusal 
     } else {
         Refusal::mode_forbids(policy.mode(), cap, subject)
     }
+}
+
+/// What the policy gives each kind of access for a call decided `decision` under `policy`, for
+/// the runtime to enforce before it spawns anything: a kind the mode never grants is denied; a
+/// call that needs confirming has every kind it uses gated (the approval's grant must cover
+/// them all); a call allowed outright has them allowed. Pure.
+pub fn access_for(decision: &Decision, policy: CapabilityPolicy) -> AccessPolicy {
+    let mut access = AccessPolicy::all_gated();
+    for kind in AccessKind::ALL {
+        let given = match (policy.grant(kind.capability()), decision) {
+            (Grant::Never, _) | (_, Decision::Deny(_)) => Access::Deny,
+            (_, Decision::Allow(caps)) if caps.contains(kind.capability()) => Access::Allow,
+            _ => Access::Gated,
+        };
+        access = access.with(kind, given);
+    }
+    access
 }
 
 /// Decides, and asks `confirmer` when the decision says to. The confirmer is never called for a

@@ -41,8 +41,8 @@ mod shell;
 mod target_policy;
 
 pub use authorize::{
-    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, authorize, decide,
-    make_visible,
+    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, access_for, authorize,
+    decide, make_visible,
 };
 pub use config::{
     ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorTargets,

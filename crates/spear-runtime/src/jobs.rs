@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use spear_sandbox::{CancelToken, OutputTee};
 
-use crate::{CommandRequest, CommandRunner, RunReport};
+use crate::{CommandRequest, CommandRunner, PreparedProcess, RunReport};
 
 /// Unread bytes kept per stream of a job.
 pub const DEFAULT_JOB_BUFFER: usize = 1 << 20;
@@ -290,30 +290,56 @@ impl Jobs {
     pub fn start(
         &self,
         runner: Arc<CommandRunner>,
-        mut request: CommandRequest,
+        request: CommandRequest,
         executable: &str,
         mark: u64,
+    ) -> Result<Arc<Job>, JobError> {
+        let writable = request.profile.workspace_write();
+        self.launch(writable, executable, mark, move |cancel, tee| {
+            let mut request = request;
+            as_job(&mut request, cancel, tee);
+            Box::new(move || runner.run_report(&request))
+        })
+    }
+
+    /// Starts a prepared command as a job, as [`Jobs::start`] does: the checks and the grant
+    /// were made when it was prepared, and nothing runs if it cannot start.
+    pub fn start_prepared(
+        &self,
+        prepared: PreparedProcess,
+        executable: &str,
+        mark: u64,
+    ) -> Result<Arc<Job>, JobError> {
+        let writable = prepared.request.profile.workspace_write();
+        self.launch(writable, executable, mark, move |cancel, tee| {
+            let mut prepared = prepared;
+            as_job(&mut prepared.request, cancel, tee);
+            Box::new(move || prepared.start())
+        })
+    }
+
+    fn launch(
+        &self,
+        writable: bool,
+        executable: &str,
+        mark: u64,
+        make: impl FnOnce(CancelToken, Arc<dyn OutputTee>) -> Box<dyn FnOnce() -> RunReport + Send>,
     ) -> Result<Arc<Job>, JobError> {
         let mut jobs = self.by_id.lock().unwrap_or_else(PoisonError::into_inner);
         if jobs.len() >= self.limit {
             return Err(JobError::TooMany(jobs.len()));
         }
         let id = format!("job-{}", self.next.fetch_add(1, Ordering::Relaxed));
-        let request_writable = request.profile.workspace_write();
         let cancel = CancelToken::new().map_err(JobError::Start)?;
         let output = Arc::new(JobOutput::new(self.buffer));
         let done: Arc<Mutex<Option<RunReport>>> = Arc::new(Mutex::new(None));
-        // No timeout of its own: a job ends when it ends, is killed, or the session ends.
-        request.timeout = Some(Duration::MAX);
-        request.flood_bytes = Some(u64::MAX);
-        request.cancel = Some(cancel.clone());
         let tee: Arc<dyn OutputTee> = output.clone();
-        request.tee = Some(tee);
+        let run = make(cancel.clone(), tee);
         let finished = Arc::clone(&done);
         let thread = std::thread::Builder::new()
             .name(format!("spear-{id}"))
             .spawn(move || {
-                let report = runner.run_report(&request);
+                let report = run();
                 *finished.lock().unwrap_or_else(PoisonError::into_inner) = Some(report);
             })
             .map_err(JobError::Start)?;
@@ -324,7 +350,7 @@ impl Jobs {
             output,
             done,
             thread: Mutex::new(Some(thread)),
-            writable: request_writable,
+            writable,
             mark,
             finishing: Mutex::new(()),
         });
@@ -398,6 +424,15 @@ impl Drop for Jobs {
     fn drop(&mut self) {
         self.kill_all();
     }
+}
+
+/// A job's own watch: no timeout (it ends when it ends, is killed, or the session ends), no flood
+/// limit, its cancellation and its output buffer.
+fn as_job(request: &mut CommandRequest, cancel: CancelToken, tee: Arc<dyn OutputTee>) {
+    request.timeout = Some(Duration::MAX);
+    request.flood_bytes = Some(u64::MAX);
+    request.cancel = Some(cancel);
+    request.tee = Some(tee);
 }
 
 #[cfg(test)]

@@ -17,9 +17,11 @@
 pub mod audit;
 pub mod checkpoint;
 mod evidence;
+pub mod grant;
 pub mod host_dirs;
 pub mod identity;
 mod jobs;
+mod prepared;
 pub mod refusals;
 pub mod result_store;
 mod runner;
@@ -28,6 +30,7 @@ pub mod staging;
 
 pub use evidence::{EVIDENCE_KEPT, Evidence, EvidenceLog, Verdict, verdict};
 pub use jobs::{DEFAULT_JOB_BUFFER, DEFAULT_MAX_JOBS, Job, JobError, JobRead, Jobs, Taken};
+pub use prepared::{GrantCheck, PrepareError, PrepareOptions, PreparedProcess};
 pub use runner::{
     CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
     ScratchMode, sandbox_view,

@@ -524,7 +524,7 @@ impl CommandRunner {
             sandbox_down: None,
             staged: None,
         };
-        let mut staging = match self.stage(&request.profile) {
+        let staging = match self.stage(&request.profile) {
             Ok(s) => s,
             Err(e) => return refused(e),
         };
@@ -532,6 +532,28 @@ impl CommandRunner {
             Ok(b) => b,
             Err(e) => return refused(e),
         };
+        self.execute(request, staging, builder.build())
+    }
+
+    /// Fresh layers for `profile` and the spec of `request` over them: what [`Self::prepare`]
+    /// compiles before anything is spawned.
+    pub(crate) fn compile(
+        &self,
+        request: &CommandRequest,
+    ) -> Result<(Option<Staging>, BwrapSpec), SpecError> {
+        let staging = self.stage(&request.profile)?;
+        let spec = self.spec_builder(request, staging.as_ref())?.build()?;
+        Ok((staging, spec))
+    }
+
+    /// Runs `request` in the sandbox of `spec` (a spec the sandbox refused is its refusal, as if
+    /// it had been handed the spec), its writes staged in `staging`.
+    pub(crate) fn execute(
+        &self,
+        request: &CommandRequest,
+        mut staging: Option<Staging>,
+        spec: Result<BwrapSpec, SpecError>,
+    ) -> RunReport {
         let timeout = request.timeout.unwrap_or(self.config.default_timeout);
         let watch = Watch {
             timeout,
@@ -541,15 +563,11 @@ impl CommandRunner {
             tee: request.tee.clone(),
             stdin: request.stdin.clone(),
         };
-        // A spec the sandbox refuses is its refusal, as if it had been handed the spec.
-        let outcome = builder
-            .build()
-            .map_err(SandboxError::Spec)
-            .and_then(|spec| {
-                tracing::debug!("sandbox spec built");
-                self.prepare_scratch(&spec);
-                self.sandbox.run(&spec, &watch)
-            });
+        let outcome = spec.map_err(SandboxError::Spec).and_then(|spec| {
+            tracing::debug!("sandbox spec built");
+            self.prepare_scratch(&spec);
+            self.sandbox.run(&spec, &watch)
+        });
         let mut sandbox_down = None;
         let result = match outcome {
             Ok(outcome) => {
@@ -576,13 +594,7 @@ impl CommandRunner {
             Err(e) => {
                 // A spec refusal (an unimplemented capability) or a broken network path is not the
                 // sandbox being down: closed commands still run confined.
-                if !matches!(
-                    e,
-                    SandboxError::Spec(_)
-                        | SandboxError::Network(_)
-                        | SandboxError::NetworkTool(..)
-                        | SandboxError::NetworkPoisoned
-                ) {
+                if e.means_sandbox_down() {
                     sandbox_down = Some(e.to_string());
                 }
                 failed(e.to_string())

@@ -109,6 +109,19 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
+    /// Whether this failure means the sandbox itself is missing or broken (a mechanism absent,
+    /// the preflight failed), as opposed to one command's spec refused or the network path
+    /// missing, after which closed commands still run confined.
+    pub fn means_sandbox_down(&self) -> bool {
+        !matches!(
+            self,
+            SandboxError::Spec(_)
+                | SandboxError::Network(_)
+                | SandboxError::NetworkTool(..)
+                | SandboxError::NetworkPoisoned
+        )
+    }
+
     /// Whether this failure is permanent for the life of the sandbox instance (not re-probed).
     pub fn is_terminal(&self) -> bool {
         matches!(

@@ -30,7 +30,9 @@ pub use confirm::confirmation_text;
 pub use envelope::ToolResultEnvelope;
 pub use exposure::{Role, ToolExposurePolicy, UnknownRole};
 pub use judge::{Committed, TargetJudge, commit_staged};
-pub use progress::{CallOptions, PROGRESS_INTERVAL, Progress, ProgressSink};
+pub use progress::{
+    CallOptions, IssueGrant, PROGRESS_INTERVAL, PresentedGrant, Progress, ProgressSink,
+};
 pub use registry::ToolRegistry;
 pub use router::{
     RouterConfig, RouterError, RouterStores, ToolObserver, ToolRouter, random_id,

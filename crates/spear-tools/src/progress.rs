@@ -32,6 +32,39 @@ pub struct CallOptions {
     /// Who is asked about this call in ASK, instead of the router's own confirmer: an MCP server
     /// asks through the client that made the call.
     pub confirmer: Option<Arc<dyn Confirmer + Send + Sync>>,
+    /// A grant an operator issued ahead of time (`spear grant`), presented with a command
+    /// (`spear exec --grant`): it stands for the approval of exactly the command it binds, and
+    /// nothing else.
+    pub grant: Option<PresentedGrant>,
+    /// Instead of running the command, issue an operator's grant for exactly it (`spear grant`):
+    /// the call goes through every gate a run would, and its result's stdout is the token.
+    pub issue_grant: Option<IssueGrant>,
+}
+
+/// What `spear grant` asks of a command call: a grant sealed by `authority`, valid for `ttl`.
+#[derive(Clone, Debug)]
+pub struct IssueGrant {
+    /// The operator's authority.
+    pub authority: Arc<spear_runtime::grant::GrantAuthority>,
+    /// How long the grant stays valid.
+    pub ttl: std::time::Duration,
+}
+
+/// A grant token and the authority that verifies it.
+#[derive(Clone)]
+pub struct PresentedGrant {
+    /// The token.
+    pub token: String,
+    /// The operator's authority (the per-user key and the shared ledger).
+    pub authority: Arc<spear_runtime::grant::GrantAuthority>,
+}
+
+impl std::fmt::Debug for PresentedGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PresentedGrant")
+            .field("authority", &self.authority)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -40,6 +73,8 @@ impl std::fmt::Debug for CallOptions {
             .field("cancel", &self.cancel.is_some())
             .field("progress", &self.progress.is_some())
             .field("confirmer", &self.confirmer.is_some())
+            .field("grant", &self.grant.is_some())
+            .field("issue_grant", &self.issue_grant)
             .finish()
     }
 }

@@ -74,6 +74,9 @@ pub enum RouterError {
         /// The root.
         root: std::path::PathBuf,
     },
+    /// No key for the session's grants (the kernel gave no randomness).
+    #[error("the session's grants cannot be sealed: {0}")]
+    Grants(String),
 }
 
 /// A turn id that cannot name a checkpoint.
@@ -151,6 +154,8 @@ pub struct ToolRouter {
     /// Held through every call that writes (a file tool, a command in a writable sandbox), so that
     /// the changes found around a command are that command's and checkpoints are taken in order.
     writing: Mutex<()>,
+    /// The grants of this session's approvals.
+    grants: spear_runtime::grant::GrantAuthority,
 }
 
 impl ToolRouter {
@@ -208,6 +213,8 @@ impl ToolRouter {
             jobs: spear_runtime::Jobs::default(),
             calls: std::sync::atomic::AtomicU64::new(0),
             writing: Mutex::new(()),
+            grants: spear_runtime::grant::GrantAuthority::for_session()
+                .map_err(|e| RouterError::Grants(e.to_string()))?,
         })
     }
 
@@ -526,6 +533,10 @@ impl ToolRouter {
             writing: &self.writing,
             background_jobs: self.config.background_jobs,
             call_seq,
+            execution: format!("{}:{call_seq}", self.session()),
+            grants: &self.grants,
+            presented: options.grant.as_ref(),
+            issue_grant: options.issue_grant.as_ref(),
         };
         prepared.run(&cx, resolved)
     }

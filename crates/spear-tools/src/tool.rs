@@ -102,6 +102,14 @@ pub struct CallContext<'a> {
     pub background_jobs: bool,
     /// This call's number in the session (calls are numbered from 1, in the order they start).
     pub call_seq: u64,
+    /// The execution id a grant minted for this call binds (the session and the call's number).
+    pub execution: String,
+    /// Mints and verifies the grants of this session's approvals (a key only this process has).
+    pub grants: &'a spear_runtime::grant::GrantAuthority,
+    /// The operator's grant presented with the call, if any.
+    pub presented: Option<&'a crate::PresentedGrant>,
+    /// Set by `spear grant`: issue a grant for the command instead of running it.
+    pub issue_grant: Option<&'a crate::IssueGrant>,
 }
 
 /// What a prepared call returns.

@@ -784,7 +784,7 @@ fn cancellation_and_progress() {
     let options = spear_tools::CallOptions {
         cancel: Some(cancel.clone()),
         progress: Some(Arc::new(move |p| sink_reports.lock().unwrap().push(p))),
-        confirmer: None,
+        ..spear_tools::CallOptions::default()
     };
     let call = {
         let r = Arc::clone(&r);

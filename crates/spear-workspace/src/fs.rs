@@ -32,7 +32,7 @@ const TEMP_ATTEMPTS: usize = 16;
 const READ_CHUNK: u64 = 1 << 20;
 
 /// The kind of a directory entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryKind {
     /// A regular file.
     File,
@@ -301,6 +301,10 @@ impl WorkspaceFs {
     }
 
     /// The fd of the root `loc` is in.
+    pub(crate) fn root_fd_of(&self, loc: &Location) -> Result<BorrowedFd<'_>, FsError> {
+        self.root_fd(loc)
+    }
+
     fn root_fd(&self, loc: &Location) -> Result<BorrowedFd<'_>, FsError> {
         self.root_fds.get(loc.root).map(AsFd::as_fd).ok_or_else(|| {
             self.io(

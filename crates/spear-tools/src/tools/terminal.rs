@@ -19,9 +19,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{Capability, ExecutionProfile, Refusal, ToolResult, ToolStatus};
 use spear_policy::{
-    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, authorize, decide,
+    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, access_for, authorize, decide,
 };
-use spear_runtime::{CommandLine, CommandRequest};
+use spear_runtime::grant::{GrantAuthority, SESSION_GRANT_TTL};
+use spear_runtime::{
+    CommandLine, CommandRequest, GrantCheck, PrepareError, PrepareOptions, PreparedProcess,
+};
 
 use crate::Effect;
 use crate::router::{failed, sandbox_down_refusal};
@@ -254,6 +257,77 @@ impl Confirmer for InSetting<'_> {
     }
 }
 
+/// The capabilities a call is given, and the grant (its token and who verifies it) that stands
+/// for its approval when it needed one.
+type Approved<'c> = (
+    spear_core::CapabilitySet,
+    Option<(String, &'c GrantAuthority)>,
+);
+
+impl CommandCall {
+    /// The capabilities the call is given and the grant that stands for its approval: an
+    /// operator's grant presented with it, or one minted for the person's answer (bound to what
+    /// was read before the question was asked); none when the mode allows it outright.
+    fn approve<'c>(
+        &self,
+        cx: &CallContext<'c>,
+        decision: &Decision,
+        assessment: &spear_core::CommandAssessment,
+        command: &str,
+        request_for: &dyn Fn(spear_core::CapabilitySet) -> CommandRequest,
+        targets: &[PathBuf],
+    ) -> Result<Approved<'c>, ToolResult> {
+        match (decision, cx.presented) {
+            // An operator's grant stands for the approval: nobody is asked, and the command runs
+            // only if the grant binds exactly it (checked when it is prepared).
+            (Decision::Confirm(caps), Some(presented)) => Ok((
+                *caps,
+                Some((presented.token.clone(), &*presented.authority)),
+            )),
+            (Decision::Confirm(caps), None) => {
+                // What an approval is given for, read before anyone is asked: a directory or
+                // target swapped while the person reads the question is not what was approved.
+                let asked = cx
+                    .runner
+                    .binding(&request_for(*caps), Some(cx.execution.clone()), targets)
+                    .map_err(|e| failed(e.to_string()))?;
+                let granted = self.ask(cx, assessment, command)?;
+                let token = cx
+                    .grants
+                    .issue(&asked, SESSION_GRANT_TTL, std::time::SystemTime::now())
+                    .map_err(|e| failed(e.to_string()))?;
+                Ok((granted, Some((token, cx.grants))))
+            }
+            _ => self.ask(cx, assessment, command).map(|caps| (caps, None)),
+        }
+    }
+
+    /// Authorises the call against the mode, asking the confirmer (with the command's setting
+    /// added to the question) when the decision says to; the refusal's result otherwise.
+    fn ask(
+        &self,
+        cx: &CallContext<'_>,
+        assessment: &spear_core::CommandAssessment,
+        command: &str,
+    ) -> Result<spear_core::CapabilitySet, ToolResult> {
+        let asker = cx.confirmer.map(|inner| InSetting {
+            inner,
+            setting: self.setting(cx),
+        });
+        match authorize(
+            assessment,
+            cx.capabilities,
+            command,
+            asker.as_ref().map(|a| a as &dyn Confirmer),
+        ) {
+            Authorization::Granted(caps) => Ok(caps),
+            refused => Err(refused
+                .refusal_result()
+                .unwrap_or_else(|| ToolResult::new(ToolStatus::Denied))),
+        }
+    }
+}
+
 impl Prepared for CommandCall {
     fn access(&self) -> Access {
         Access {
@@ -295,36 +369,42 @@ impl Prepared for CommandCall {
             }
         };
 
+        let decision = decide(&assessment, cx.capabilities, &command);
         // Attack: a command that found the sandbox down is followed by one that writes; nothing it
         // wrote could be checked, so it does not run. Decided before anyone is asked.
-        if let (Some(why), Decision::Allow(caps) | Decision::Confirm(caps)) = (
-            cx.sandbox_down(),
-            decide(&assessment, cx.capabilities, &command),
-        ) && caps.contains(Capability::WorkspaceWrite)
+        if let (Some(why), Decision::Allow(caps) | Decision::Confirm(caps)) =
+            (cx.sandbox_down(), &decision)
+            && caps.contains(Capability::WorkspaceWrite)
         {
             return with_class(ToolResult::denied(&sandbox_down_refusal(&summary, &why)));
         }
-        let asker = cx.confirmer.map(|inner| InSetting {
-            inner,
-            setting: self.setting(cx),
-        });
-        let granted = match authorize(
-            &assessment,
-            cx.capabilities,
-            &command,
-            asker.as_ref().map(|a| a as &dyn Confirmer),
-        ) {
-            Authorization::Granted(caps) => caps,
-            refused => {
-                return with_class(
-                    refused
-                        .refusal_result()
-                        .unwrap_or_else(|| ToolResult::new(ToolStatus::Denied)),
-                );
+        let access = access_for(&decision, cx.capabilities);
+        let targets = assessment.write_targets.clone();
+        let request_for = |caps: spear_core::CapabilitySet| {
+            let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone());
+            let mut request = CommandRequest::new(line.clone(), profile);
+            request.workdir.clone_from(&workdir);
+            request.timeout = timeout;
+            request.cancel.clone_from(&cx.cancel);
+            request.class = class;
+            request.stdin.clone_from(&self.stdin);
+            if let Some(sink) = &cx.progress {
+                let tee: std::sync::Arc<dyn spear_sandbox::OutputTee> =
+                    std::sync::Arc::new(crate::progress::ProgressTee::new(sink.clone()));
+                request.tee = Some(tee);
             }
+            request
         };
-        let profile = ExecutionProfile::from_granted(granted, assessment.host_reads.clone());
-        let watch = profile.workspace_write();
+        if let Some(issue) = cx.issue_grant {
+            return with_class(issue_grant(issue, &decision, cx, &request_for, &targets));
+        }
+        let (granted, grant) =
+            match self.approve(cx, &decision, &assessment, &command, &request_for, &targets) {
+                Ok(approved) => approved,
+                Err(refused) => return with_class(refused),
+            };
+        let request = request_for(granted);
+        let watch = request.profile.workspace_write();
         // Changes found around this command must be this command's: no other writer runs meanwhile.
         let writing = watch.then(|| {
             cx.writing
@@ -338,27 +418,25 @@ impl Prepared for CommandCall {
         if let (true, Some(why)) = (watch, cx.sandbox_down()) {
             return with_class(ToolResult::denied(&sandbox_down_refusal(&summary, &why)));
         }
-        let mut request = CommandRequest::new(line, profile);
-        request.workdir = workdir;
-        request.timeout = timeout;
-        request.cancel.clone_from(&cx.cancel);
-        request.class = class;
-        request.stdin.clone_from(&self.stdin);
-        if let Some(sink) = &cx.progress {
-            let tee: std::sync::Arc<dyn spear_sandbox::OutputTee> =
-                std::sync::Arc::new(crate::progress::ProgressTee::new(sink.clone()));
-            request.tee = Some(tee);
-        }
+        let prepared = match prepare(cx, request, access, grant.as_ref(), targets, &summary) {
+            Ok(p) => p,
+            Err((refused, sandbox_down)) => {
+                return Outcome {
+                    sandbox_down,
+                    ..with_class(refused)
+                };
+            }
+        };
 
         if self.background {
             drop(writing);
             return Outcome {
                 target: Some(summary.clone()),
-                ..start_job(cx, request, &summary, granted)
+                ..start_job(cx, prepared, &summary, granted)
             };
         }
 
-        let report = cx.runner.run_report(&request);
+        let report = prepared.start();
         let mut result = report.result;
         let committed = cx.commit(report.staged.as_ref(), &mut result);
         drop(writing);
@@ -373,6 +451,75 @@ impl Prepared for CommandCall {
             changes_unknown,
             job: None,
             ran_since: None,
+        }
+    }
+}
+
+/// Prepares `request` for this call (see [`spear_runtime::PreparedProcess`]): nothing is spawned
+/// when it fails, and a grant that does not hold is the refusal it is. A missing mechanism is the
+/// sandbox being down (the second value), as when a run finds it.
+fn prepare(
+    cx: &CallContext<'_>,
+    request: CommandRequest,
+    access: spear_core::authority::AccessPolicy,
+    grant: Option<&(String, &GrantAuthority)>,
+    targets: Vec<PathBuf>,
+    summary: &str,
+) -> Result<PreparedProcess, (ToolResult, Option<String>)> {
+    let options = PrepareOptions {
+        request,
+        execution: Some(cx.execution.clone()),
+        access,
+        grant: grant.map(|(token, authority)| GrantCheck { token, authority }),
+        targets,
+    };
+    cx.runner
+        .prepare(options, std::time::SystemTime::now())
+        .map_err(|e| match e {
+            PrepareError::Grant(e) => (
+                ToolResult::denied(&Refusal::grant_refused(summary, e)),
+                None,
+            ),
+            PrepareError::Sandbox(e) if e.means_sandbox_down() => {
+                let why = e.to_string();
+                (failed(why.clone()), Some(why))
+            }
+            e => (failed(e.to_string()), None),
+        })
+}
+
+/// `spear grant`: the grant an operator issues for the command as it would run now, bound to no
+/// execution (any later `spear exec --grant` of exactly it, in the same place, uses it once).
+/// Nothing runs. A command that runs without an approval in this mode needs no grant, and one
+/// the mode refuses gets none.
+fn issue_grant(
+    issue: &crate::IssueGrant,
+    decision: &Decision,
+    cx: &CallContext<'_>,
+    request_for: &dyn Fn(spear_core::CapabilitySet) -> CommandRequest,
+    targets: &[PathBuf],
+) -> ToolResult {
+    match decision {
+        Decision::Deny(refusal) => ToolResult::denied(refusal),
+        Decision::Allow(_) => failed(format!(
+            "this command runs without an approval in {} mode, so it needs no grant; run it with `spear exec`",
+            cx.capabilities.mode().as_str().to_uppercase()
+        )),
+        Decision::Confirm(caps) => {
+            let binding = match cx.runner.binding(&request_for(*caps), None, targets) {
+                Ok(b) => b,
+                Err(e) => return failed(e.to_string()),
+            };
+            match issue
+                .authority
+                .issue(&binding, issue.ttl, std::time::SystemTime::now())
+            {
+                Ok(token) => ToolResult {
+                    stdout: format!("{token}\n"),
+                    ..ToolResult::new(ToolStatus::Ok)
+                },
+                Err(e) => failed(e.to_string()),
+            }
         }
     }
 }
@@ -398,17 +545,12 @@ pub fn shell_words(argv: &[String]) -> String {
 /// read, and are judged and committed then.
 fn start_job(
     cx: &CallContext<'_>,
-    request: CommandRequest,
+    prepared: PreparedProcess,
     executable: &str,
     granted: spear_core::CapabilitySet,
 ) -> Outcome {
-    let class = request.class;
-    match cx.jobs.start(
-        std::sync::Arc::clone(cx.runner),
-        request,
-        executable,
-        cx.call_seq,
-    ) {
+    let class = prepared.request().class;
+    match cx.jobs.start_prepared(prepared, executable, cx.call_seq) {
         Ok(job) => {
             let mut result = ToolResult::new(ToolStatus::Ok);
             result.class = class;

@@ -1,0 +1,192 @@
+//! What a grant binds: everything about a prepared command that an approval was given for.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use spear_core::authority::GrantError;
+use spear_workspace::{EntryIdentity, EntryKind};
+
+/// Who minted a grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Issuer {
+    /// A person's answer inside a running server (sealed with the server's own key).
+    Session,
+    /// An operator ahead of time (`spear grant`, sealed with the per-user key).
+    Operator,
+}
+
+/// The network a command gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkRoute {
+    /// No network: a closed namespace.
+    Closed,
+    /// slirp4netns with the egress policy.
+    Filtered,
+}
+
+/// An entry's identity, as a grant records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// `file`, `dir`, `symlink` or `other`.
+    pub kind: char,
+}
+
+impl From<EntryIdentity> for Identity {
+    fn from(id: EntryIdentity) -> Self {
+        Identity {
+            dev: id.dev,
+            ino: id.ino,
+            kind: match id.kind {
+                EntryKind::File => 'f',
+                EntryKind::Dir => 'd',
+                EntryKind::Symlink => 'l',
+                EntryKind::Other => 'o',
+            },
+        }
+    }
+}
+
+/// One write target: its label and its identity (`None`: it did not exist).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetBinding {
+    /// The target as the workspace labels it.
+    pub label: String,
+    /// Its identity then.
+    pub identity: Option<Identity>,
+}
+
+/// Everything a grant is bound to. Two bindings are the same approval only if every field is
+/// equal, but for `execution`, which an operator's grant leaves open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Binding {
+    /// The execution (a session's call) the approval was for; `None` for an operator's grant,
+    /// which is for the command wherever it is run.
+    pub execution: Option<String>,
+    /// SHA-256 of the command exactly as it runs ([`command_digest`]), hex.
+    pub command: String,
+    /// The working directory's host path.
+    pub cwd: String,
+    /// Its identity (read without following links).
+    pub cwd_identity: Option<Identity>,
+    /// SHA-256 of the execution profile (capabilities, host paths, required guarantees), hex.
+    pub profile: String,
+    /// The network route.
+    pub network: NetworkRoute,
+    /// The guarantees the command requires, by name, sorted.
+    pub guarantees: Vec<String>,
+    /// The class the classifier gave it.
+    pub class: Option<String>,
+    /// The write targets and their identities.
+    pub targets: Vec<TargetBinding>,
+}
+
+/// The digest a grant binds for a command: the kind (argv or script) and every byte, each part
+/// length-prefixed so that no two commands share one (`["a b"]` is not `["a", "b"]`).
+pub fn command_digest(argv: Option<&[std::ffi::OsString]>, script: Option<&str>) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut h = Sha256::new();
+    match (argv, script) {
+        (Some(words), _) => {
+            h.update(b"argv\0");
+            for w in words {
+                h.update((w.len() as u64).to_le_bytes());
+                h.update(w.as_bytes());
+            }
+        }
+        (None, script) => {
+            let s = script.unwrap_or("");
+            h.update(b"script\0");
+            h.update((s.len() as u64).to_le_bytes());
+            h.update(s.as_bytes());
+        }
+    }
+    hex(&h.finalize())
+}
+
+/// Lowercase hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+impl Binding {
+    /// Whether `now` (what is about to run) is what this grant was approved for; the first
+    /// difference, as the failure it is.
+    pub fn check(&self, now: &Binding) -> Result<(), GrantError> {
+        if let Some(approved) = &self.execution
+            && now.execution.as_ref() != Some(approved)
+        {
+            return Err(GrantError::OtherExecution);
+        }
+        if self.command != now.command {
+            return Err(GrantError::OtherCommand);
+        }
+        if self.cwd != now.cwd {
+            return Err(GrantError::OtherDirectory {
+                why: format!("approved for {}, running in {}", self.cwd, now.cwd),
+            });
+        }
+        if self.cwd_identity != now.cwd_identity {
+            return Err(GrantError::OtherDirectory {
+                why: format!(
+                    "{} was replaced since the approval (another directory, or a link)",
+                    self.cwd
+                ),
+            });
+        }
+        if self.class != now.class {
+            return Err(GrantError::OtherProfile {
+                why: format!(
+                    "approved as {}, classified {} now",
+                    self.class.as_deref().unwrap_or("unclassified"),
+                    now.class.as_deref().unwrap_or("unclassified")
+                ),
+            });
+        }
+        if self.profile != now.profile {
+            return Err(GrantError::OtherProfile {
+                why: "other capabilities or host paths".into(),
+            });
+        }
+        if self.network != now.network {
+            return Err(GrantError::OtherProfile {
+                why: "another network route".into(),
+            });
+        }
+        if self.guarantees != now.guarantees {
+            return Err(GrantError::OtherProfile {
+                why: "other required guarantees".into(),
+            });
+        }
+        for target in &now.targets {
+            match self.targets.iter().find(|t| t.label == target.label) {
+                Some(approved) if approved.identity == target.identity => {}
+                _ => {
+                    return Err(GrantError::TargetChanged {
+                        target: target.label.clone(),
+                    });
+                }
+            }
+        }
+        if let Some(gone) = self
+            .targets
+            .iter()
+            .find(|t| !now.targets.iter().any(|n| n.label == t.label))
+        {
+            return Err(GrantError::TargetChanged {
+                target: gone.label.clone(),
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,299 @@
+//! Prepared processes: everything about a command is checked before a process exists.
+//!
+//! [`CommandRunner::prepare`] validates the command, its execution id and its working directory;
+//! checks the access the policy gives each kind the profile uses ([`AccessPolicy`]); captures the
+//! identity of the working directory and of every write target (through `openat2`, no link
+//! followed); compiles the sandbox spec; checks that the host has every mechanism it needs; and
+//! last, when a gated kind is used, verifies the grant against all of that and uses it up. A
+//! refusal at any step is an error and no child exists. The [`PreparedProcess`] it returns
+//! reports its effective access, starts at most once (`start` takes it), and is released
+//! idempotently (its staged layers go; nothing ran).
+//!
+//! Attack stopped: a gated command spawned on a confirmation that was for something else, or on
+//! none. The runner, not its caller, refuses to spawn it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use spear_core::authority::{
+    Access, AccessKind, AccessPolicy, Effective, EffectiveAccess, GrantError,
+};
+use spear_sandbox::{BwrapSpec, SandboxError, SpecError};
+use spear_workspace::Location;
+
+use crate::grant::{
+    Binding, GrantAuthority, GrantClaims, NetworkRoute, TargetBinding, command_digest,
+};
+use crate::runner::{CommandLine, CommandRequest, CommandRunner, RunReport};
+use crate::staging::Staging;
+
+/// A grant presented with a command, and the authority that verifies it.
+#[derive(Debug, Clone, Copy)]
+pub struct GrantCheck<'a> {
+    /// The token.
+    pub token: &'a str,
+    /// Who verifies it (the session's key, or the operator's).
+    pub authority: &'a GrantAuthority,
+}
+
+/// What [`CommandRunner::prepare`] is asked to prepare.
+#[derive(Debug)]
+pub struct PrepareOptions<'a> {
+    /// The command and its profile.
+    pub request: CommandRequest,
+    /// The execution this is (a session's call), bound by a grant minted for it.
+    pub execution: Option<String>,
+    /// What the policy gives each kind of access.
+    pub access: AccessPolicy,
+    /// The grant, when an approval produced one.
+    pub grant: Option<GrantCheck<'a>>,
+    /// Host paths of the files the command is known to write (identities bound by a grant).
+    pub targets: Vec<PathBuf>,
+}
+
+/// Why a command could not be prepared. In every case no process was created.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The command itself is unusable (empty, a NUL byte, a bad execution id).
+    #[error("the command cannot run: {0}")]
+    Invalid(String),
+    /// Its working directory is not in the workspace, or cannot be read.
+    #[error("the working directory {}: {why}", path.display())]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The access it needs is denied, or gated and not granted, or the grant does not hold.
+    #[error("{0}")]
+    Grant(#[from] GrantError),
+    /// The sandbox spec was refused (an unimplemented capability, an unbound directory...).
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// A mechanism the sandbox needs is missing.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+/// A command ready to start: checked, bound, and compiled, with no process yet.
+#[derive(Debug)]
+pub struct PreparedProcess {
+    runner: Arc<CommandRunner>,
+    pub(crate) request: CommandRequest,
+    staging: Option<Staging>,
+    spec: Option<BwrapSpec>,
+    effective: EffectiveAccess,
+    grant: Option<GrantClaims>,
+}
+
+impl PreparedProcess {
+    /// What it will really be given, per kind of access.
+    pub fn effective_access(&self) -> EffectiveAccess {
+        self.effective
+    }
+
+    /// The grant it was prepared with, once verified (and used up).
+    pub fn grant(&self) -> Option<&GrantClaims> {
+        self.grant.as_ref()
+    }
+
+    /// The request it will run.
+    pub fn request(&self) -> &CommandRequest {
+        &self.request
+    }
+
+    /// Whether it was released (it can no longer start).
+    pub fn is_released(&self) -> bool {
+        self.spec.is_none()
+    }
+
+    /// Gives up the prepared command: its staged layers are removed and it can never start.
+    /// Idempotent.
+    pub fn release(&mut self) {
+        self.spec = None;
+        self.staging = None;
+    }
+
+    /// Starts it, once (this takes it), and runs it to one report. A released process reports a
+    /// failure and spawns nothing.
+    pub fn start(mut self) -> RunReport {
+        let started = std::time::Instant::now();
+        let spec = self.spec.take().ok_or_else(|| {
+            SpecError::Staging("the prepared command was released; it cannot start".into())
+        });
+        let mut report = self
+            .runner
+            .execute(&self.request, self.staging.take(), spec);
+        report.result.class = self.request.class;
+        report.result.duration_ms =
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        report
+    }
+}
+
+impl CommandRunner {
+    /// Prepares `options.request` without creating any process (see the module's doc). The
+    /// grant, when one is needed, is checked last and used up only if everything else held.
+    pub fn prepare(
+        self: &Arc<Self>,
+        options: PrepareOptions<'_>,
+        now: SystemTime,
+    ) -> Result<PreparedProcess, PrepareError> {
+        let PrepareOptions {
+            request,
+            execution,
+            access,
+            grant,
+            targets,
+        } = options;
+        validate(&request, execution.as_deref())?;
+        let granted = request.profile.granted();
+        let mut effective = EffectiveAccess::none();
+        let mut gated = None;
+        for kind in AccessKind::used_by(granted) {
+            match access.get(kind) {
+                Access::Deny => return Err(GrantError::Denied { kind }.into()),
+                Access::Gated => {
+                    gated.get_or_insert(kind);
+                    effective = effective.with(kind, Effective::Granted);
+                }
+                Access::Allow => effective = effective.with(kind, Effective::Allowed),
+            }
+        }
+        if let (Some(kind), None) = (gated, grant) {
+            return Err(GrantError::Required { kind }.into());
+        }
+        let binding = gated
+            .map(|_| self.binding(&request, execution, &targets))
+            .transpose()?;
+        let (staging, spec) = self.compile(&request)?;
+        self.sandbox().check_mechanisms()?;
+        let claims = match (binding, grant) {
+            (Some(binding), Some(check)) => {
+                Some(check.authority.verify(check.token, &binding, now)?)
+            }
+            _ => None,
+        };
+        Ok(PreparedProcess {
+            runner: Arc::clone(self),
+            request,
+            staging,
+            spec: Some(spec),
+            effective,
+            grant: claims,
+        })
+    }
+
+    /// What a grant for `request` binds, read now: its command's digest, its working directory
+    /// and that directory's identity, its profile's fingerprint, its network route, its class,
+    /// and the identity of every target (read through `openat2`, no link followed).
+    pub fn binding(
+        &self,
+        request: &CommandRequest,
+        execution: Option<String>,
+        targets: &[PathBuf],
+    ) -> Result<Binding, PrepareError> {
+        let ws = self.workspace();
+        let cwd = request
+            .workdir
+            .clone()
+            .unwrap_or_else(|| ws.launch_dir().to_path_buf());
+        let fs = ws.fs().map_err(|e| PrepareError::Directory {
+            path: cwd.clone(),
+            why: e.to_string(),
+        })?;
+        let identity = |path: &PathBuf| -> Result<Option<crate::grant::Identity>, String> {
+            let loc: Location = ws
+                .locate(path)
+                .ok_or_else(|| format!("{} is in no root of the workspace", path.display()))?;
+            fs.identity(&loc)
+                .map(|id| id.map(Into::into))
+                .map_err(|e| e.to_string())
+        };
+        let cwd_identity = identity(&cwd).map_err(|why| PrepareError::Directory {
+            path: cwd.clone(),
+            why,
+        })?;
+        if cwd_identity.is_none() {
+            return Err(PrepareError::Directory {
+                path: cwd,
+                why: "it does not exist".into(),
+            });
+        }
+        let mut bound = Vec::with_capacity(targets.len());
+        for target in targets {
+            let label = ws
+                .locate(target)
+                .map_or_else(|| target.display().to_string(), |loc| ws.label(&loc));
+            // A target that cannot be read is one that changed: bound as what it is now, absent.
+            let id = identity(target).unwrap_or(None);
+            bound.push(TargetBinding {
+                label,
+                identity: id,
+            });
+        }
+        bound.sort_by(|a, b| a.label.cmp(&b.label));
+        bound.dedup_by(|a, b| a.label == b.label);
+        let (argv, script) = match &request.command {
+            CommandLine::Argv(argv) => (Some(argv.as_slice()), None),
+            CommandLine::Script(s) => (None, Some(s.as_str())),
+        };
+        Ok(Binding {
+            execution,
+            command: command_digest(argv, script),
+            cwd: cwd.display().to_string(),
+            cwd_identity,
+            profile: profile_fingerprint(&request.profile),
+            network: if request.profile.network() {
+                NetworkRoute::Filtered
+            } else {
+                NetworkRoute::Closed
+            },
+            guarantees: Vec::new(),
+            class: request.class.map(|c| c.as_str().to_owned()),
+            targets: bound,
+        })
+    }
+}
+
+/// The SHA-256 of a profile's JSON (its capabilities and host paths), hex.
+fn profile_fingerprint(profile: &spear_core::ExecutionProfile) -> String {
+    use sha2::Digest as _;
+    let json = serde_json::to_vec(profile).unwrap_or_default();
+    crate::grant::hex_digest(&sha2::Sha256::digest(json))
+}
+
+/// The command and execution id are usable: a program or script that is not empty and holds no
+/// NUL byte (execve would cut it: what ran would not be what was approved), and an execution id
+/// of printable ASCII.
+fn validate(request: &CommandRequest, execution: Option<&str>) -> Result<(), PrepareError> {
+    use std::os::unix::ffi::OsStrExt as _;
+    match &request.command {
+        CommandLine::Argv(argv) => {
+            if argv.first().is_none_or(|p| p.is_empty()) {
+                return Err(PrepareError::Invalid("no program to run".into()));
+            }
+            if argv.iter().any(|a| a.as_bytes().contains(&0)) {
+                return Err(PrepareError::Invalid("an argument holds a NUL byte".into()));
+            }
+        }
+        CommandLine::Script(s) => {
+            if s.trim().is_empty() {
+                return Err(PrepareError::Invalid("the script is empty".into()));
+            }
+            if s.contains('\0') {
+                return Err(PrepareError::Invalid("the script holds a NUL byte".into()));
+            }
+        }
+    }
+    if let Some(id) = execution
+        && (id.is_empty() || id.len() > 200 || !id.bytes().all(|b| b.is_ascii_graphic()))
+    {
+        return Err(PrepareError::Invalid(
+            "the execution id must be 1 to 200 printable ASCII characters".into(),
+        ));
+    }
+    Ok(())
+}
