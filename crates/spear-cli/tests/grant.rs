@@ -1,0 +1,176 @@
+//! `spear grant` and `spear exec --grant`: an operator's grant runs exactly its command, in
+//! exactly its directory, once; anything else it is shown for does not run (real bwrap).
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::process::{Output, Stdio};
+
+use serde_json::Value;
+use support::Dirs;
+
+fn spear(d: &Dirs, args: &[&str]) -> Output {
+    d.spear(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("spear runs")
+}
+
+/// `spear grant ARGS`: the token it prints.
+fn grant(d: &Dirs, args: &[&str]) -> String {
+    let mut words = vec!["grant"];
+    words.extend_from_slice(args);
+    let out = spear(d, &words);
+    assert!(
+        out.status.success(),
+        "spear grant {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(token.starts_with("spear-grant-1."), "{token}");
+    token
+}
+
+/// `spear exec --json --grant TOKEN -- ARGV`: its exit status and result.
+fn exec_granted(d: &Dirs, token: &str, argv: &[&str]) -> (i32, Value) {
+    let mut words = vec!["exec", "--json", "--grant", token, "--"];
+    words.extend_from_slice(argv);
+    let out = spear(d, &words);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap(), v)
+}
+
+fn refused_for(v: &Value, failure: &str) {
+    assert_eq!(v["status"], "denied", "{v}");
+    assert_eq!(v["rule"], "grant_refused", "{v}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(reason.contains(failure), "{failure}: {reason}");
+}
+
+#[test]
+fn a_grant_runs_exactly_its_command_once() {
+    let d = Dirs::with(&[("README.md", "hi\n")]);
+    // Positive control of the gate: without a grant (and with nobody to ask), ASK runs nothing.
+    let out = spear(
+        &d,
+        &["exec", "--ask", "--json", "--", "touch", "granted.txt"],
+    );
+    assert_eq!(out.status.code(), Some(126));
+    assert!(!d.ws.join("granted.txt").exists());
+
+    let token = grant(&d, &["--", "touch", "granted.txt"]);
+    // Shown for another command (one byte differs): refused, and the grant is not used up.
+    let (code, v) = exec_granted(&d, &token, &["touch", "granted.txd"]);
+    assert_eq!(code, 126);
+    refused_for(&v, "another command");
+    assert!(!d.ws.join("granted.txd").exists());
+    // Its own command runs, once.
+    let (code, v) = exec_granted(&d, &token, &["touch", "granted.txt"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["changed_paths"],
+        serde_json::json!(["granted.txt"]),
+        "{v}"
+    );
+    assert!(d.ws.join("granted.txt").exists());
+    std::fs::remove_file(d.ws.join("granted.txt")).unwrap();
+    let (code, v) = exec_granted(&d, &token, &["touch", "granted.txt"]);
+    assert_eq!(code, 126);
+    refused_for(&v, "already used");
+    assert!(!d.ws.join("granted.txt").exists());
+    // The key is the user's alone.
+    let mode = std::fs::metadata(d.state.join("spear/grant.key"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // The audit log records the refusals and the run.
+    let log = std::fs::read_to_string(d.state.join("spear/audit.jsonl")).unwrap();
+    assert_eq!(log.matches("\"grant_refused\"").count(), 2, "{log}");
+}
+
+#[test]
+fn a_grant_is_for_its_directory_and_dies_with_its_key() {
+    let d = Dirs::with(&[("README.md", "hi\n")]);
+    std::fs::create_dir(d.ws.join("sub")).unwrap();
+    let sub = d.ws.join("sub");
+    let token = grant(
+        &d,
+        &["--cwd", sub.to_str().unwrap(), "--", "touch", "x.txt"],
+    );
+    // Run from the workspace root, not from sub/: another directory.
+    let (code, v) = exec_granted(&d, &token, &["touch", "x.txt"]);
+    assert_eq!(code, 126);
+    refused_for(&v, "another working directory");
+    assert!(!d.ws.join("x.txt").exists() && !sub.join("x.txt").exists());
+
+    // Rotating the key voids it, even in its own directory.
+    let out = spear(&d, &["grant", "--rotate"]);
+    assert!(out.status.success());
+    let out = d
+        .spear(&["exec", "--json", "--grant", &token, "--", "touch", "x.txt"])
+        .current_dir(&sub)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    refused_for(&v, "does not verify");
+    assert!(!sub.join("x.txt").exists());
+
+    // Positive control: a grant made after the rotation runs there.
+    let token = grant(
+        &d,
+        &["--cwd", sub.to_str().unwrap(), "--", "touch", "x.txt"],
+    );
+    let out = d
+        .spear(&["exec", "--json", "--grant", &token, "--", "touch", "x.txt"])
+        .current_dir(&sub)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(sub.join("x.txt").exists());
+}
+
+#[test]
+fn no_grant_for_what_needs_none_or_what_the_mode_refuses() {
+    let d = Dirs::with(&[("README.md", "hi\n")]);
+    let out = spear(&d, &["grant", "--", "cat", "README.md"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("needs no grant"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = spear(&d, &["grant", "--", "sudo", "true"]);
+    assert_eq!(out.status.code(), Some(126));
+    assert!(out.stdout.is_empty());
+    // --grant is ASK's: it cannot be combined with another mode.
+    let out = spear(&d, &["exec", "--auto", "--grant", "x", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_state_directory_is_not_in_the_sandbox() {
+    let d = Dirs::with(&[("README.md", "hi\n")]);
+    let _ = grant(&d, &["--", "touch", "y.txt"]);
+    let key = d.state.join("spear/grant.key");
+    assert!(key.exists());
+    let script = format!("cat {} README.md", key.display());
+    let out = spear(&d, &["exec", "--auto", "--json", "-c", &script]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // README.md is read (positive control); the key is not there.
+    assert!(v["stdout"].as_str().unwrap().contains("hi"), "{v}");
+    assert!(
+        v["stderr"].as_str().unwrap().contains("No such file"),
+        "{v}"
+    );
+}
