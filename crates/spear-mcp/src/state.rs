@@ -2,26 +2,39 @@
 //! echoed by the client, and trusted only after it opens.
 //!
 //! Attack: a client (or a model steering one) forging or replaying the state to run something the
-//! user never approved. The state is sealed with HMAC-SHA256 under a key that never leaves this
-//! process; it is bound to the session, the tool and the exact arguments (a state minted for one
-//! call does not open for another); it expires; and each one opens once.
+//! user never approved. The state is sealed the way grants are ([`spear_runtime::grant`]: one
+//! HMAC-SHA256 sealing for every approval spear hands out, here in a domain of its own so that a
+//! state never passes for a grant), under a key that never leaves this process; it is bound to
+//! the session, the tool and the exact arguments (a state minted for one call does not open for
+//! another); it expires; and each one opens once. What the approval then lets run is a grant the
+//! router mints for exactly the prepared command, which the runner verifies before it spawns.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use spear_runtime::grant::GrantKey;
 
 /// How long the user has to answer.
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(15 * 60);
 
-/// What the state carries: which question was asked, and a nonce that makes it single-use.
+/// The sealing domain of request states (grants have their own).
+const DOMAIN: &[u8] = b"spear-mcp confirm v2";
+
+/// What a state opens to.
+const PREFIX: &str = "rs2.";
+
+/// What the state carries: which question was asked, what call it is bound to, until when, and
+/// a nonce that makes it single-use.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Sealed {
     nonce: String,
     question: String,
+    bound: String,
+    expires_at: u64,
 }
 
 /// Why a sealer could not be made, or an echoed state was refused.
@@ -32,7 +45,7 @@ pub enum StateError {
         "the requestState does not verify for this call (altered, expired, or minted for other arguments)"
     )]
     Invalid,
-    /// The key was refused (too short).
+    /// No key could be made (the kernel gave no randomness).
     #[error("cannot make a request-state key")]
     Key,
     /// Already used once, or kept past its time.
@@ -42,11 +55,11 @@ pub enum StateError {
 
 /// Seals and opens request states for one server process.
 pub struct StateSealer {
-    codec: RequestStateCodec,
+    key: GrantKey,
     /// The nonces of states sealed and not yet opened, with when. A state opens only if its
     /// nonce is here, and opening takes it out: so each opens once, and one whose nonce is gone
     /// (opened, or older than twice [`ANSWER_WITHIN`] on the monotonic clock) never opens, even
-    /// if the wall clock the codec's expiry reads steps back.
+    /// if the wall clock the expiry reads steps back.
     issued: Mutex<HashMap<String, Instant>>,
 }
 
@@ -56,20 +69,19 @@ impl std::fmt::Debug for StateSealer {
     }
 }
 
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 impl StateSealer {
     /// A sealer with a fresh 256-bit key from the kernel's random source. Fails closed: without
     /// randomness there is no key, and no server (Attack: a key guessed from the clock would let
     /// anyone seal an approval).
     pub fn new() -> Result<Self, StateError> {
-        let mut key = [0u8; 32];
-        let mut filled = 0;
-        while filled < key.len() {
-            filled +=
-                rustix::rand::getrandom(&mut key[filled..], rustix::rand::GetRandomFlags::empty())
-                    .map_err(|_| StateError::Key)?;
-        }
         Ok(StateSealer {
-            codec: RequestStateCodec::try_new(key.to_vec()).map_err(|_| StateError::Key)?,
+            key: GrantKey::random().map_err(|_| StateError::Key)?,
             issued: Mutex::new(HashMap::new()),
         })
     }
@@ -82,9 +94,15 @@ impl StateSealer {
         args: &serde_json::Value,
         digest: &[u8; 32],
     ) -> String {
+        let Ok(nonce) = spear_runtime::grant::nonce() else {
+            // No randomness: a state that can never open (its nonce was never issued).
+            return String::new();
+        };
         let sealed = Sealed {
-            nonce: spear_tools::random_id(),
+            nonce,
             question: hex(digest),
+            bound: hex(&binding(session, tool, args)),
+            expires_at: now_secs().saturating_add(ANSWER_WITHIN.as_secs()),
         };
         {
             let now = Instant::now();
@@ -93,13 +111,7 @@ impl StateSealer {
             issued.insert(sealed.nonce.clone(), now);
         }
         let payload = serde_json::to_vec(&sealed).unwrap_or_default();
-        let bound = binding(session, tool, args);
-        self.codec.seal_with(
-            &payload,
-            &SealOptions::new()
-                .associated_data(&bound)
-                .ttl(ANSWER_WITHIN),
-        )
+        format!("{PREFIX}{}", self.key.seal_payload(DOMAIN, &payload))
     }
 
     /// The digest of the question `state` was sealed for, if it opens for this very call and was
@@ -111,12 +123,15 @@ impl StateSealer {
         tool: &str,
         args: &serde_json::Value,
     ) -> Result<[u8; 32], StateError> {
-        let bound = binding(session, tool, args);
+        let body = state.strip_prefix(PREFIX).ok_or(StateError::Invalid)?;
         let payload = self
-            .codec
-            .open_with(state, &bound)
+            .key
+            .open_payload(DOMAIN, body)
             .map_err(|_| StateError::Invalid)?;
         let sealed: Sealed = serde_json::from_slice(&payload).map_err(|_| StateError::Invalid)?;
+        if sealed.bound != hex(&binding(session, tool, args)) || now_secs() >= sealed.expires_at {
+            return Err(StateError::Invalid);
+        }
         let digest = unhex(&sealed.question).ok_or(StateError::Invalid)?;
         let mut issued = self.issued.lock().unwrap_or_else(PoisonError::into_inner);
         if issued.remove(&sealed.nonce).is_none() {
@@ -127,15 +142,14 @@ impl StateSealer {
 }
 
 /// What a state is bound to: the session, the tool and a digest of the arguments.
-fn binding(session: &str, tool: &str, args: &serde_json::Value) -> Vec<u8> {
+fn binding(session: &str, tool: &str, args: &serde_json::Value) -> [u8; 32] {
     let args = serde_json::to_vec(args).unwrap_or_default();
-    let mut out = b"spear-mcp confirm v1\0".to_vec();
-    out.extend_from_slice(session.as_bytes());
-    out.push(0);
-    out.extend_from_slice(tool.as_bytes());
-    out.push(0);
-    out.extend_from_slice(&Sha256::digest(&args));
-    out
+    let mut h = Sha256::new();
+    for part in [session.as_bytes(), tool.as_bytes(), &Sha256::digest(&args)] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    h.finalize().into()
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -27,7 +27,7 @@ pub(crate) use binding::hex as hex_digest;
 pub use binding::{Binding, Identity, Issuer, NetworkRoute, TargetBinding, command_digest};
 pub use keyfile::{KEY_FILE, KeyFileError, rotate_user_key, user_key};
 pub use ledger::{FileLedger, LEDGER_FILE, MemoryLedger, NonceLedger};
-pub use seal::{GrantClaims, GrantKey};
+pub use seal::{GrantClaims, GrantKey, nonce};
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -17,7 +17,7 @@ const PREFIX: &str = "spear-grant-1.";
 
 /// What the MAC covers besides the claims: a domain of its own, so that no other message spear
 /// authenticates (a request state) can pass for a grant.
-const DOMAIN: &[u8] = b"spear grant v1\0";
+const DOMAIN: &[u8] = b"spear grant v1";
 
 /// What a grant says, once its MAC verifies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,8 +61,8 @@ fn random(buf: &mut [u8]) -> Result<(), GrantError> {
     Ok(())
 }
 
-/// A fresh nonce.
-pub(crate) fn nonce() -> Result<String, GrantError> {
+/// A fresh random 128-bit nonce, hex.
+pub fn nonce() -> Result<String, GrantError> {
     let mut n = [0u8; 16];
     random(&mut n)?;
     Ok(hex(&n))
@@ -91,37 +91,36 @@ impl GrantKey {
         hex(&Sha256::digest(self.0)[..6])
     }
 
-    fn mac(&self) -> Hmac<Sha256> {
+    fn mac(&self, domain: &[u8]) -> Hmac<Sha256> {
         // HMAC pads a key shorter than the hash's block with zeros: the 32-byte key, padded to
         // SHA-256's 64-byte block, is the same key.
         let mut block = [0u8; 64];
         block[..32].copy_from_slice(&self.0);
         let mut mac = <Hmac<Sha256> as KeyInit>::new(&block.into());
-        mac.update(DOMAIN);
+        mac.update(&(domain.len() as u64).to_le_bytes());
+        mac.update(domain);
         mac
     }
 
-    /// The token for `claims`.
-    pub fn seal(&self, claims: &GrantClaims) -> String {
-        let body = serde_json::to_vec(claims).unwrap_or_default();
-        let mut mac = self.mac();
-        mac.update(&body);
+    /// `payload` and its HMAC under this key, for `domain`, as `BODY.MAC` (base64url). The one
+    /// sealing of spear's approvals: grants, and the request states of input-required rounds,
+    /// each in a domain of its own so that neither can pass for the other.
+    pub fn seal_payload(&self, domain: &[u8], payload: &[u8]) -> String {
+        let mut mac = self.mac(domain);
+        mac.update(payload);
         let tag = mac.finalize().into_bytes();
         format!(
-            "{PREFIX}{}.{}",
-            URL_SAFE_NO_PAD.encode(&body),
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(payload),
             URL_SAFE_NO_PAD.encode(tag)
         )
     }
 
-    /// The claims of `token`, if its MAC verifies under this key (compared in constant time).
-    pub fn open(&self, token: &str) -> Result<GrantClaims, GrantError> {
+    /// The payload of `sealed`, if its HMAC for `domain` verifies under this key (compared in
+    /// constant time).
+    pub fn open_payload(&self, domain: &[u8], sealed: &str) -> Result<Vec<u8>, GrantError> {
         let malformed = |why: &str| GrantError::Malformed { why: why.into() };
-        let rest = token
-            .trim()
-            .strip_prefix(PREFIX)
-            .ok_or_else(|| malformed("it does not start with `spear-grant-1.`"))?;
-        let (body, tag) = rest
+        let (body, tag) = sealed
             .split_once('.')
             .ok_or_else(|| malformed("it has no MAC"))?;
         let body = URL_SAFE_NO_PAD
@@ -130,9 +129,26 @@ impl GrantKey {
         let tag = URL_SAFE_NO_PAD
             .decode(tag)
             .map_err(|_| malformed("its MAC is not base64url"))?;
-        let mut mac = self.mac();
+        let mut mac = self.mac(domain);
         mac.update(&body);
         mac.verify_slice(&tag).map_err(|_| GrantError::BadMac)?;
+        Ok(body)
+    }
+
+    /// The token for `claims`.
+    pub fn seal(&self, claims: &GrantClaims) -> String {
+        let body = serde_json::to_vec(claims).unwrap_or_default();
+        format!("{PREFIX}{}", self.seal_payload(DOMAIN, &body))
+    }
+
+    /// The claims of `token`, if its MAC verifies under this key.
+    pub fn open(&self, token: &str) -> Result<GrantClaims, GrantError> {
+        let malformed = |why: &str| GrantError::Malformed { why: why.into() };
+        let rest = token
+            .trim()
+            .strip_prefix(PREFIX)
+            .ok_or_else(|| malformed("it does not start with `spear-grant-1.`"))?;
+        let body = self.open_payload(DOMAIN, rest)?;
         let claims: GrantClaims =
             serde_json::from_slice(&body).map_err(|e| malformed(&format!("its claims: {e}")))?;
         if claims.version != VERSION {
