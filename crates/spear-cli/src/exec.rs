@@ -203,7 +203,7 @@ impl Confirmer for TerminalConfirmer {
             .collect();
         let _ = write!(
             writer,
-            "spear: this command needs confirmation ({}; {}).\n  capabilities: {}\n{}  command:\n    {}\nRun it? [y/N] ",
+            "spear: this command needs confirmation ({}; {}).\n  capabilities: {}\n{}  command:\n    {}\n{}Run it? [y/N] ",
             request.class,
             make_visible(&request.reason),
             caps.join(", "),
@@ -213,6 +213,9 @@ impl Confirmer for TerminalConfirmer {
                 .map(|s| format!("  runs: {}\n", make_visible(s)))
                 .unwrap_or_default(),
             spear_tools::confirmation_text(&request.command).replace('\n', "\n    "),
+            spear_tools::hidden_characters_warning(&request.command)
+                .map(|w| format!("  {w}\n"))
+                .unwrap_or_default(),
         );
         let _ = writer.flush();
         let mut answer = String::new();

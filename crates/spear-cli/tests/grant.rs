@@ -174,3 +174,100 @@ fn the_state_directory_is_not_in_the_sandbox() {
         "{v}"
     );
 }
+
+/// The red-team case `id`'s command, with `{CANARY}` made `canary`.
+fn case_command(id: &str, canary: &std::path::Path) -> String {
+    let cases = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/redteam/public-cases.jsonl"
+    ))
+    .unwrap();
+    let case: Value = cases
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|c| c["id"] == id)
+        .unwrap();
+    let input = &case["input"];
+    let command = input["command"].as_str().or(input.as_str()).unwrap();
+    command.replace("{CANARY}", canary.to_str().unwrap())
+}
+
+fn git_init(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let ok = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
+
+/// APR-04 (rule over-generalisation): an approval is for exactly one argv, never a prefix. A
+/// grant for `git stash` does not open for the same command with `-c core.fsmonitor=...` folded
+/// in; the over-general command is refused, the canary absent, the grant still good for its own.
+#[test]
+fn apr_04_a_grant_is_not_a_prefix_rule() {
+    let d = Dirs::with(&[("README.md", "hi\n")]);
+    git_init(&d.ws);
+    let canary = d.path("canary-apr04");
+    let attack = case_command("APR-04", &canary);
+    assert!(attack.contains("core.fsmonitor"), "{attack}");
+    // The case's command with `status` as the approved subcommand's stand-in: `git status`
+    // needs no approval in ASK, `git stash` does.
+    let attack = attack.replace(" status", " stash");
+    let token = grant(&d, &["--", "git", "stash"]);
+    let out = spear(&d, &["exec", "--json", "--grant", &token, "-c", &attack]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "denied", "{v}");
+    assert!(!canary.exists());
+    // The grant runs its own argv (positive control: git itself ran, and says there is nothing
+    // to stash yet).
+    let (_, v) = exec_granted(&d, &token, &["git", "stash"]);
+    assert!(v["rule"].is_null(), "{v}");
+    assert!(
+        v["stderr"].as_str().unwrap().contains("initial commit"),
+        "{v}"
+    );
+}
+
+/// APR-07 (cross-repository persistence): an approval given in repository A does not carry to
+/// repository B, whose configuration runs code.
+#[test]
+fn apr_07_a_grant_stays_in_its_repository() {
+    let d = Dirs::with(&[("README.md", "hi\n")]);
+    let (a, b) = (d.ws.join("a"), d.ws.join("b"));
+    git_init(&a);
+    git_init(&b);
+    let canary = d.path("canary-apr07");
+    let config = b.join(".git/config");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "[core]\n\tfsmonitor = touch {}\n",
+        canary.display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let token = grant(&d, &["--cwd", a.to_str().unwrap(), "--", "git", "stash"]);
+    let out = d
+        .spear(&["exec", "--json", "--grant", &token, "--", "git", "stash"])
+        .current_dir(&b)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    refused_for(&v, "another working directory");
+    assert!(!canary.exists());
+    // In A, where it was given, it runs (git itself ran: nothing to stash yet).
+    let out = d
+        .spear(&["exec", "--json", "--grant", &token, "--", "git", "stash"])
+        .current_dir(&a)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["rule"].is_null(), "{v}");
+    assert!(
+        v["stderr"].as_str().unwrap().contains("initial commit"),
+        "{v}"
+    );
+}

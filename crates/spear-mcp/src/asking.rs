@@ -63,8 +63,11 @@ pub fn question(request: &ConfirmRequest) -> String {
         .as_deref()
         .map(|s| format!("runs: {}\n", spear_tools::confirmation_text(s)))
         .unwrap_or_default();
+    let warning = spear_tools::hidden_characters_warning(&request.command)
+        .map(|w| format!("{w}\n\n"))
+        .unwrap_or_default();
     format!(
-        "spear (ASK mode) asks before this runs:\n\n{}\n\n{setting}class: {}\nwhy: {}\n\
+        "spear (ASK mode) asks before this runs:\n\n{}\n\n{warning}{setting}class: {}\nwhy: {}\n\
          capabilities: {}\n\nAccept to run exactly this; decline and nothing runs.",
         spear_tools::confirmation_text(&request.command),
         request.class.as_str(),
@@ -339,6 +342,7 @@ mod tests {
         assert!(!q.contains('\u{202e}'), "{q}");
         assert!(!q.contains('\r'), "{q}");
         assert!(q.contains("202e") || q.contains("202E"), "{q}");
+        assert!(q.contains("warning: the command holds invisible"), "{q}");
         assert!(!q.contains("sk-abcdefghijklmnopqrstuvwx"), "{q}");
         assert!(q.contains("class: WORKSPACE_MUTATING"), "{q}");
         assert!(q.contains("capabilities: workspace:write"), "{q}");

@@ -19,6 +19,15 @@ pub fn confirmation_text(command: &str) -> String {
     make_visible(&redact_plain_secrets(command))
 }
 
+/// The warning a confirmation adds when `command` holds characters it shows escaped (control,
+/// bidirectional, invisible): the person should read the escaped form, since that is what runs.
+/// Attack: APR-01, a right-to-left override that makes `; touch x #` read as harmless text.
+pub fn hidden_characters_warning(command: &str) -> Option<&'static str> {
+    (make_visible(command) != command).then_some(
+        "warning: the command holds invisible, bidirectional or control characters, shown escaped (\\u{...}); exactly these bytes run",
+    )
+}
+
 /// `text` with the redactor's replacements kept only where what they replace holds no shell
 /// syntax.
 fn redact_plain_secrets(text: &str) -> String {
@@ -83,5 +92,11 @@ mod tests {
         );
         // Nothing secret: unchanged.
         assert_eq!(confirmation_text("cargo test --all"), "cargo test --all");
+        // Hidden characters are warned of; plain text and line breaks are not.
+        assert!(hidden_characters_warning("echo \u{202e}x").is_some());
+        assert!(hidden_characters_warning("a\u{200b}b").is_some());
+        assert!(hidden_characters_warning(r"printf '\x1b'").is_none());
+        assert!(hidden_characters_warning("printf \u{1b}[8m").is_some());
+        assert!(hidden_characters_warning("make\nmake test").is_none());
     }
 }

@@ -26,7 +26,7 @@ mod tool;
 mod tools;
 mod turn;
 
-pub use confirm::confirmation_text;
+pub use confirm::{confirmation_text, hidden_characters_warning};
 pub use envelope::ToolResultEnvelope;
 pub use exposure::{Role, ToolExposurePolicy, UnknownRole};
 pub use judge::{Committed, TargetJudge, commit_staged};
