@@ -241,11 +241,11 @@ fn apr_07_a_grant_stays_in_its_repository() {
     git_init(&b);
     let canary = d.path("canary-apr07");
     let config = b.join(".git/config");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(&format!(
-        "[core]\n\tfsmonitor = touch {}\n",
+    let text = format!(
+        "{}[core]\n\tfsmonitor = touch {}\n",
+        std::fs::read_to_string(&config).unwrap(),
         canary.display()
-    ));
+    );
     std::fs::write(&config, text).unwrap();
     let token = grant(&d, &["--cwd", a.to_str().unwrap(), "--", "git", "stash"]);
     let out = d
