@@ -136,3 +136,28 @@ fn apr_01_the_approved_bytes_are_the_bytes_that_run() {
     assert!(out.contains('\u{202e}') && out.contains("touch"), "{out:?}");
     assert!(!canary.exists());
 }
+
+#[test]
+fn a_target_planted_while_the_person_reads_is_not_what_was_approved() {
+    let env = Env::new();
+    let (ws, outside) = (env.ws.clone(), env.outside.clone());
+    let (opts, _) = approving(move || {
+        std::os::unix::fs::symlink(outside.join("victim"), ws.join("t.txt")).unwrap();
+    });
+    let r = router(&env, opts);
+    let e = r.call("terminal", json!({"command": "echo x > t.txt"}));
+    assert_eq!(e.result.rule(), Some(RefusalRule::GrantRefused), "{e:?}");
+    assert!(
+        e.result
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("changed since the approval")
+    );
+    assert!(!env.outside.join("victim").exists());
+    assert!(
+        std::fs::symlink_metadata(env.path("t.txt"))
+            .unwrap()
+            .is_symlink()
+    );
+}
