@@ -830,11 +830,13 @@ fn hidden_character_questions() -> Vec<(Generation, String)> {
 #[test]
 fn ask_shows_the_command_with_control_and_bidi_characters_escaped() {
     for (g, q) in hidden_character_questions() {
-        // The command block: between the heading and the line of where it runs (or the class).
+        // The command block: between the heading and the warning of hidden characters (or the
+        // line of where it runs, or the class).
         let block = q
             .split_once("runs:\n\n")
             .and_then(|(_, rest)| {
-                rest.split_once("\n\nruns:")
+                rest.split_once("\n\nwarning:")
+                    .or_else(|| rest.split_once("\n\nruns:"))
                     .or_else(|| rest.split_once("\n\nclass:"))
             })
             .map_or_else(
