@@ -8,8 +8,9 @@
 //!   `--no-network`, cannot be written. The same rules are checked on every call ([`parse`],
 //!   [`check_in`]), since clients do not validate.
 //! - Only a person's answer grants an escalation, through the call's confirmer (an MCP
-//!   elicitation, an input-required round, a terminal prompt), and the approval covers that one
-//!   call: the session's capabilities never change. AUTO never approves one by itself.
+//!   elicitation, an input-required round, a terminal prompt); the approval becomes a grant bound
+//!   to that one call (the terminal's approve path; never an operator's presented grant), and the
+//!   session's capabilities never change. AUTO never approves one by itself.
 //! - Declined, dismissed, unanswerable or nobody to ask: each refuses with its own rule, and
 //!   nothing runs. A declined escalation is final for that command in that turn.
 //! - Each escalating call leaves a pair in the audit log: the request, with the reason

@@ -216,8 +216,8 @@ mod tests {
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
             keys.len(),
-            14,
-            "time session turn event tool target class capabilities status rule exit_code duration_ms changed_paths executable: {keys:?}"
+            15,
+            "time session turn event tool target class capabilities status rule exit_code duration_ms changed_paths executable reason: {keys:?}"
         );
         assert_eq!(v["event"], "repeated_refusal_stopped");
         assert_eq!(v["event"], AuditEvent::RepeatedRefusalStopped.as_str());
@@ -233,8 +233,9 @@ mod tests {
         record.capabilities = vec![secret.to_owned()];
         record.changed_paths = vec![secret.to_owned()];
         record.executable = Some(secret.to_owned());
+        record.reason = Some(format!("escalate sandbox to network: {secret}"));
         let line = serde_json::to_string(&record.redacted()).unwrap();
         assert!(!line.contains("0123456789"), "{line}");
-        assert_eq!(line.matches("[REDACTED]").count(), 7, "{line}");
+        assert_eq!(line.matches("[REDACTED]").count(), 8, "{line}");
     }
 }
