@@ -830,11 +830,13 @@ fn hidden_character_questions() -> Vec<(Generation, String)> {
 #[test]
 fn ask_shows_the_command_with_control_and_bidi_characters_escaped() {
     for (g, q) in hidden_character_questions() {
-        // The command block: between the heading and the line of where it runs (or the class).
+        // The command block: between the heading and the warning of hidden characters (or the
+        // line of where it runs, or the class).
         let block = q
             .split_once("runs:\n\n")
             .and_then(|(_, rest)| {
-                rest.split_once("\n\nruns:")
+                rest.split_once("\n\nwarning:")
+                    .or_else(|| rest.split_once("\n\nruns:"))
                     .or_else(|| rest.split_once("\n\nclass:"))
             })
             .map_or_else(
@@ -1104,5 +1106,323 @@ fn closing_the_client_ends_its_background_jobs() {
         assert_eq!(run["cgroups_after"], json!([]), "{g:?}");
         assert_no_process_with(token);
         assert_no_cgroup_of(run);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Justified escalation: a SAFE session's terminal may ask, with a justification, to run one call
+// with a wider sandbox; the user is asked through the client on either generation.
+
+const WHY: &str = "the task asks for the fixture file to be written";
+
+fn escalating(command: &str, caps: &[&str]) -> Value {
+    json!({"command": command, "sandbox_permissions": caps, "justification": WHY})
+}
+
+/// The audit log of a server's session (its own `XDG_STATE_HOME`), one record a line.
+fn audit_of(server: &Server) -> Vec<Value> {
+    std::fs::read_to_string(server.dirs.state.join("spear/audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The escalation records of a log: (event, rule, reason).
+fn escalation_records(log: &[Value]) -> Vec<(String, String, String)> {
+    log.iter()
+        .filter(|r| r["event"].as_str().unwrap().starts_with("escalation_"))
+        .map(|r| {
+            let text = |k: &str| r[k].as_str().unwrap_or("").to_owned();
+            (text("event"), text("rule"), text("reason"))
+        })
+        .collect()
+}
+
+/// The listed terminal tool of a run.
+fn terminal_tool(run: &Value) -> &Value {
+    run["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "terminal")
+        .unwrap()
+}
+
+/// Accepted: a real denial first, then the same command once with `workspace:write`; the user is
+/// asked (the question says it is an escalation and shows the justification), the write happens
+/// once, and the next write is refused again. The audit log holds the request and the approval.
+#[test]
+fn a_safe_escalation_accepted_writes_once_and_the_next_write_is_refused() {
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let calls = json!([
+        call("terminal", json!({"command": "echo once >> once.txt"})),
+        answered(
+            "terminal",
+            escalating("echo once >> once.txt", &["workspace:write"]),
+            "accept"
+        ),
+        call("terminal", json!({"command": "echo twice >> once.txt"})),
+        call("terminal", json!({"command": "echo twice > twice.txt"})),
+    ]);
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|s| s.run(&["--safe"], json!({"list": true, "calls": calls})))
+        .collect();
+    let out = client("calls", &runs);
+    let reason = format!("escalate sandbox to workspace:write: {WHY}");
+    for (server, run) in servers.iter().zip(&out) {
+        let g = server.generation;
+        // SAFE's terminal offers exactly what SAFE may be given once, and teaches the flow.
+        let terminal = terminal_tool(run);
+        let props = &terminal["inputSchema"]["properties"];
+        assert_eq!(
+            props["sandbox_permissions"]["items"]["enum"],
+            json!(["workspace:write", "network"]),
+            "{g:?}: {terminal}"
+        );
+        assert_eq!(props["justification"]["type"], "string", "{g:?}");
+        let description = terminal["description"].as_str().unwrap();
+        assert!(
+            description.contains("Never ask in advance"),
+            "{description}"
+        );
+        let r = results(run);
+        // The real denial: refused by the mode, nobody asked.
+        assert_eq!(
+            (status(&r[0]), rule(&r[0])),
+            ("denied", "mode_forbids"),
+            "{g:?}: {}",
+            r[0]
+        );
+        assert!(questions(&r[0], g).is_empty(), "{g:?}");
+        // The escalation: asked once, as an escalation, with the justification; it ran.
+        let e = &r[1];
+        assert_eq!(status(e), "ok", "{g:?}: {e}");
+        let asked = questions(e, g);
+        assert_eq!(asked.len(), 1, "{g:?}: {e}");
+        assert!(
+            asked[0].starts_with("spear asks to escalate the sandbox"),
+            "{asked:?}"
+        );
+        assert!(
+            asked[0].contains("with workspace:write beyond"),
+            "{asked:?}"
+        );
+        assert!(asked[0].contains(WHY), "{asked:?}");
+        assert!(
+            asked[0].contains("\n\necho once >> once.txt\n\n"),
+            "{asked:?}"
+        );
+        // The next writes are confined again, and nobody is asked.
+        for next in &r[2..] {
+            assert_eq!(
+                (status(next), rule(next)),
+                ("denied", "mode_forbids"),
+                "{g:?}: {next}"
+            );
+            assert!(questions(next, g).is_empty(), "{g:?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(server.file("once.txt")).unwrap(),
+            "once\n",
+            "{g:?}: written exactly once"
+        );
+        assert!(!server.file("twice.txt").exists(), "{g:?}");
+        // The audit pair: the request, then the approval, with the reason; modern's first
+        // round (the question handed to the client) is recorded as awaiting the answer.
+        let records = escalation_records(&audit_of(server));
+        let want: Vec<(&str, &str)> = match g {
+            Legacy => vec![("escalation_requested", ""), ("escalation_approved", "")],
+            Modern => vec![
+                ("escalation_requested", ""),
+                ("escalation_refused", "awaiting_confirmation"),
+                ("escalation_requested", ""),
+                ("escalation_approved", ""),
+            ],
+        };
+        let got: Vec<(&str, &str)> = records
+            .iter()
+            .map(|(e, r, _)| (e.as_str(), r.as_str()))
+            .collect();
+        assert_eq!(got, want, "{g:?}: {records:?}");
+        assert!(
+            records.iter().all(|(_, _, r)| *r == reason),
+            "{g:?}: {records:?}"
+        );
+    }
+}
+
+/// Declined, then the same escalation again (final for that command in this turn: refused at
+/// once, nobody asked), dismissed, and a client that cannot ask: each fails closed with its own
+/// rule, and nothing is written. A command that needs nothing wider still runs.
+#[test]
+fn a_safe_escalation_declined_or_cancelled_writes_nothing() {
+    let servers: Vec<(Server, bool)> = [
+        (Legacy, true),
+        (Modern, true),
+        (Legacy, false),
+        (Modern, false),
+    ]
+    .into_iter()
+    .map(|(g, asks)| (Server::new(g), asks))
+    .collect();
+    let asking = json!([
+        answered(
+            "terminal",
+            escalating("echo no > declined.txt", &["workspace:write"]),
+            "decline"
+        ),
+        answered(
+            "terminal",
+            escalating("echo no > declined.txt", &["workspace:write"]),
+            "accept"
+        ),
+        answered(
+            "terminal",
+            escalating("echo no > cancelled.txt", &["workspace:write"]),
+            "cancel"
+        ),
+        call("terminal", json!({"command": "echo fine"})),
+    ]);
+    let unasking = json!([
+        call(
+            "terminal",
+            escalating("echo no > unasked.txt", &["workspace:write"])
+        ),
+        call("terminal", json!({"command": "echo fine"})),
+    ]);
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|(s, asks)| {
+            if *asks {
+                s.run(&["--safe"], json!({"calls": asking}))
+            } else {
+                s.run(&["--safe"], json!({"answer": "none", "calls": unasking}))
+            }
+        })
+        .collect();
+    let out = client("calls", &runs);
+    for ((server, asks), run) in servers.iter().zip(&out) {
+        let g = server.generation;
+        let r = results(run);
+        let log = escalation_records(&audit_of(server));
+        let refused: Vec<&str> = log
+            .iter()
+            .filter(|(e, _, _)| e == "escalation_refused")
+            .map(|(_, rule, _)| rule.as_str())
+            .filter(|rule| *rule != "awaiting_confirmation")
+            .collect();
+        if *asks {
+            let want = [
+                ("denied", "escalation_declined", 1),
+                ("denied", "escalation_rejected_before", 0),
+                ("cancelled", "escalation_unanswered", 1),
+            ];
+            for (entry, (st, ru, asked)) in r.iter().zip(want) {
+                assert_eq!((status(entry), rule(entry)), (st, ru), "{g:?}: {entry}");
+                assert_eq!(questions(entry, g).len(), asked, "{g:?}: {entry}");
+                assert!(reason(entry).contains("nothing ran"), "{g:?}: {entry}");
+            }
+            assert_eq!((status(&r[3]), stdout(&r[3])), ("ok", "fine\n"), "{g:?}");
+            assert!(!server.file("declined.txt").exists(), "{g:?}");
+            assert!(!server.file("cancelled.txt").exists(), "{g:?}");
+            assert_eq!(
+                refused,
+                [
+                    "escalation_declined",
+                    "escalation_rejected_before",
+                    "escalation_unanswered"
+                ],
+                "{g:?}: {log:?}"
+            );
+        } else {
+            assert_eq!(
+                (status(&r[0]), rule(&r[0])),
+                ("cancelled", "escalation_unavailable"),
+                "{g:?}: {}",
+                r[0]
+            );
+            assert!(reason(&r[0]).contains("nobody could be asked"), "{}", r[0]);
+            assert_eq!((status(&r[1]), stdout(&r[1])), ("ok", "fine\n"), "{g:?}");
+            assert!(!server.file("unasked.txt").exists(), "{g:?}");
+            assert_eq!(refused, ["escalation_unavailable"], "{g:?}: {log:?}");
+        }
+    }
+}
+
+/// A request that widens nothing cannot be written: the schema refuses it (checked with the
+/// SDK's own jsonschema), and spear, since clients do not validate, answers it as invalid
+/// arguments and runs nothing; an AUTO session's terminal has no such field at all.
+#[test]
+fn a_non_widening_escalation_cannot_be_expressed() {
+    let servers: Vec<(Server, &str)> = [
+        (Legacy, "--safe"),
+        (Modern, "--safe"),
+        (Legacy, "--auto"),
+        (Modern, "--auto"),
+    ]
+    .into_iter()
+    .map(|(g, flag)| (Server::new(g), flag))
+    .collect();
+    let checked = |args: Value| {
+        let mut c = answered("terminal", args, "accept");
+        c["check_schema"] = json!(true);
+        c
+    };
+    let calls = json!([
+        checked(escalating("echo no > read.txt", &["filesystem:read"])),
+        checked(escalating("echo no > shell.txt", &["shell:complex"])),
+        checked(
+            json!({"command": "echo no > alone.txt", "sandbox_permissions": ["workspace:write"]})
+        ),
+        // Positive control: what the set holds is valid, asked about and runs.
+        checked(escalating("echo yes > yes.txt", &["workspace:write"])),
+    ]);
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|(s, flag)| s.run(&[flag], json!({"list": true, "calls": calls})))
+        .collect();
+    let out = client("calls", &runs);
+    for ((server, flag), run) in servers.iter().zip(&out) {
+        let g = server.generation;
+        let terminal = terminal_tool(run);
+        let props = &terminal["inputSchema"]["properties"];
+        let r = results(run);
+        if *flag == "--auto" {
+            assert!(
+                props.get("sandbox_permissions").is_none(),
+                "{g:?}: {terminal}"
+            );
+            assert!(props.get("justification").is_none(), "{g:?}: {terminal}");
+            let description = terminal["description"].as_str().unwrap();
+            assert!(
+                !description.contains("sandbox_permissions"),
+                "{description}"
+            );
+        }
+        for (entry, file) in r[..3].iter().zip(["read.txt", "shell.txt", "alone.txt"]) {
+            assert_eq!(entry["schema_valid"], false, "{g:?} {flag}: {entry}");
+            assert_eq!(status(entry), "failed", "{g:?} {flag}: {entry}");
+            assert!(
+                reason(entry).contains("invalid arguments for terminal"),
+                "{g:?} {flag}: {entry}"
+            );
+            assert!(questions(entry, g).is_empty(), "{g:?} {flag}");
+            assert!(!server.file(file).exists(), "{g:?} {flag}: {file}");
+        }
+        let control = &r[3];
+        if *flag == "--safe" {
+            assert_eq!(control["schema_valid"], true, "{g:?}: {control}");
+            assert_eq!(status(control), "ok", "{g:?}: {control}");
+            assert_eq!(questions(control, g).len(), 1, "{g:?}");
+            assert!(server.file("yes.txt").exists(), "{g:?}");
+        } else {
+            // AUTO: no such field, so even this is invalid, and nobody is asked.
+            assert_eq!(control["schema_valid"], false, "{g:?}: {control}");
+            assert_eq!(status(control), "failed", "{g:?}: {control}");
+            assert!(questions(control, g).is_empty(), "{g:?}");
+            assert!(!server.file("yes.txt").exists(), "{g:?}");
+        }
     }
 }

@@ -193,3 +193,30 @@ fn undo_refuses_a_conflict() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("README.md"));
     assert_eq!(read(&d.ws.join("README.md")), "by the user\n");
 }
+
+/// `spear tool terminal` takes the escalation fields where the session confines: without a
+/// terminal to ask on, a SAFE escalation is refused as nobody could be asked, and nothing is
+/// written; AUTO's terminal has no such field. A SAFE call without them runs (positive control).
+#[test]
+fn an_escalation_without_a_terminal_to_ask_on_writes_nothing() {
+    let d = dirs();
+    let escalating = r#"{"command": "echo no > canary.txt", "sandbox_permissions": ["workspace:write"], "justification": "the task writes the canary file"}"#;
+    let (code, v) = tool(&d, "terminal", escalating, &["--safe"]);
+    assert_eq!(
+        (code, v["status"].as_str(), v["rule"].as_str()),
+        (126, Some("cancelled"), Some("escalation_unavailable")),
+        "{v}"
+    );
+    let (_, v) = tool(&d, "terminal", escalating, &["--auto"]);
+    assert_eq!(v["status"], "failed", "{v}");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("takes no `sandbox_permissions`"),
+        "{v}"
+    );
+    assert!(!d.ws.join("canary.txt").exists());
+    let (code, v) = tool(&d, "terminal", r#"{"command": "echo fine"}"#, &["--safe"]);
+    assert_eq!((code, v["stdout"].as_str()), (0, Some("fine\n")), "{v}");
+}

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::authority::GrantError;
-use crate::{Capability, CapabilityPolicy, ExecutionMode};
+use crate::{Capability, CapabilityPolicy, CapabilitySet, ExecutionMode};
 
 /// The rule behind a refusal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -70,6 +70,16 @@ pub enum RefusalRule {
     NoAnswer,
     /// A command needs a grant, or came with one that does not hold for it.
     GrantRefused,
+    /// The user declined to run a command once with a wider sandbox than the session grants.
+    EscalationDeclined,
+    /// The question of an escalation was dismissed without a choice.
+    EscalationUnanswered,
+    /// An escalation needs the user's answer, and nobody could be asked.
+    EscalationUnavailable,
+    /// The user already declined an escalation of this command in this turn.
+    EscalationRejectedBefore,
+    /// An escalation asked for a command that needs nothing wider than the session grants.
+    EscalationNotNeeded,
 }
 
 impl RefusalRule {
@@ -102,6 +112,11 @@ impl RefusalRule {
             RefusalRule::RequestStateRefused => "request_state_refused",
             RefusalRule::NoAnswer => "no_answer",
             RefusalRule::GrantRefused => "grant_refused",
+            RefusalRule::EscalationDeclined => "escalation_declined",
+            RefusalRule::EscalationUnanswered => "escalation_unanswered",
+            RefusalRule::EscalationUnavailable => "escalation_unavailable",
+            RefusalRule::EscalationRejectedBefore => "escalation_rejected_before",
+            RefusalRule::EscalationNotNeeded => "escalation_not_needed",
         }
     }
 }
@@ -282,6 +297,41 @@ pub enum Refusal {
         /// Which check failed.
         error: GrantError,
     },
+    /// The user declined to run `what` once with `capabilities` added to the session's sandbox.
+    EscalationDeclined {
+        /// The command.
+        what: String,
+        /// What it asked for beyond the session.
+        capabilities: CapabilitySet,
+    },
+    /// The question whether `what` may run once with `capabilities` was dismissed without a
+    /// choice.
+    EscalationUnanswered {
+        /// The command.
+        what: String,
+        /// What it asked for beyond the session.
+        capabilities: CapabilitySet,
+    },
+    /// `what` asked to run once with `capabilities`, and nobody could be asked (a client without
+    /// elicitation, no terminal, a question the client could not put).
+    EscalationUnavailable {
+        /// The command.
+        what: String,
+        /// What it asked for beyond the session.
+        capabilities: CapabilitySet,
+    },
+    /// The user declined an escalation of `what` earlier in this turn; it is not asked again.
+    EscalationRejectedBefore {
+        /// The command.
+        what: String,
+    },
+    /// `what` asked for `capabilities`, and needs nothing the session does not grant already.
+    EscalationNotNeeded {
+        /// The command.
+        what: String,
+        /// What it asked for.
+        capabilities: CapabilitySet,
+    },
 }
 
 /// The field of each variant that holds its subject: one list for [`Refusal::subject`] and
@@ -301,6 +351,11 @@ macro_rules! subject_of {
             | Refusal::TurnStopped { what, .. }
             | Refusal::JobWriting { what, .. }
             | Refusal::GrantRefused { what, .. } => what,
+            Refusal::EscalationDeclined { what, .. }
+            | Refusal::EscalationUnanswered { what, .. }
+            | Refusal::EscalationUnavailable { what, .. }
+            | Refusal::EscalationRejectedBefore { what }
+            | Refusal::EscalationNotNeeded { what, .. } => what,
             Refusal::PrivilegeChange { program }
             | Refusal::MountOrNamespace { program }
             | Refusal::SystemPackages { program } => program,
@@ -507,6 +562,43 @@ impl Refusal {
         }
     }
 
+    /// The user declined to run `what` once with `capabilities` beyond the session's sandbox.
+    pub fn escalation_declined(what: impl Into<String>, capabilities: CapabilitySet) -> Self {
+        Refusal::EscalationDeclined {
+            what: what.into(),
+            capabilities,
+        }
+    }
+
+    /// The question whether `what` may run once with `capabilities` was dismissed.
+    pub fn escalation_unanswered(what: impl Into<String>, capabilities: CapabilitySet) -> Self {
+        Refusal::EscalationUnanswered {
+            what: what.into(),
+            capabilities,
+        }
+    }
+
+    /// `what` asked to run once with `capabilities`, and nobody could be asked.
+    pub fn escalation_unavailable(what: impl Into<String>, capabilities: CapabilitySet) -> Self {
+        Refusal::EscalationUnavailable {
+            what: what.into(),
+            capabilities,
+        }
+    }
+
+    /// The user declined an escalation of `what` earlier in this turn.
+    pub fn escalation_rejected_before(what: impl Into<String>) -> Self {
+        Refusal::EscalationRejectedBefore { what: what.into() }
+    }
+
+    /// `what` asked for `capabilities` and needs nothing beyond what the session grants.
+    pub fn escalation_not_needed(what: impl Into<String>, capabilities: CapabilitySet) -> Self {
+        Refusal::EscalationNotNeeded {
+            what: what.into(),
+            capabilities,
+        }
+    }
+
     /// The rule behind this refusal.
     pub const fn rule(&self) -> RefusalRule {
         match self {
@@ -536,6 +628,11 @@ impl Refusal {
             Refusal::RequestStateRefused { .. } => RefusalRule::RequestStateRefused,
             Refusal::NoAnswer { .. } => RefusalRule::NoAnswer,
             Refusal::GrantRefused { .. } => RefusalRule::GrantRefused,
+            Refusal::EscalationDeclined { .. } => RefusalRule::EscalationDeclined,
+            Refusal::EscalationUnanswered { .. } => RefusalRule::EscalationUnanswered,
+            Refusal::EscalationUnavailable { .. } => RefusalRule::EscalationUnavailable,
+            Refusal::EscalationRejectedBefore { .. } => RefusalRule::EscalationRejectedBefore,
+            Refusal::EscalationNotNeeded { .. } => RefusalRule::EscalationNotNeeded,
         }
     }
 
@@ -717,8 +814,59 @@ impl Refusal {
                 };
                 format!("`{what}` did not run: {error}. {next}.")
             }
+            Refusal::EscalationDeclined {
+                what: s,
+                capabilities,
+            } => format!(
+                "The user declined to run `{s}` with a wider sandbox ({}); nothing ran. This is \
+                 final for this command in this turn: do not ask again. Continue within the \
+                 session's sandbox, or ask the user what to do instead.",
+                names(*capabilities)
+            ),
+            Refusal::EscalationUnanswered {
+                what: s,
+                capabilities,
+            } => format!(
+                "Nobody answered whether `{s}` may run with a wider sandbox ({}): the question \
+                 was dismissed without a choice, and nothing ran. Continue within the session's \
+                 sandbox, or ask the user whether the step is needed.",
+                names(*capabilities)
+            ),
+            Refusal::EscalationUnavailable {
+                what: s,
+                capabilities,
+            } => format!(
+                "`{s}` asks to run with a wider sandbox ({}), which only the user can allow, and \
+                 nobody could be asked (a client without elicitation, no terminal, or the \
+                 question could not be put); nothing ran. Continue within the session's sandbox, \
+                 or ask the user to allow the step another way (another mode, or a client that \
+                 can ask them).",
+                names(*capabilities)
+            ),
+            Refusal::EscalationRejectedBefore { what: s } => format!(
+                "The user already declined to run `{s}` with a wider sandbox in this turn, so \
+                 spear does not ask again and nothing ran. Continue within the session's \
+                 sandbox, or ask the user what to do instead."
+            ),
+            Refusal::EscalationNotNeeded {
+                what: s,
+                capabilities,
+            } => format!(
+                "`{s}` needs nothing beyond what this session grants, so asking for {} widens \
+                 nothing and nothing ran. Call it without sandbox_permissions and justification; \
+                 ask for them only after it failed for lack of one of them.",
+                names(*capabilities)
+            ),
         }
     }
+}
+
+/// `caps` as a message names them: `workspace:write, network`.
+fn names(caps: CapabilitySet) -> String {
+    caps.iter()
+        .map(Capability::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl fmt::Display for Refusal {
@@ -784,6 +932,32 @@ mod tests {
         assert!(m.contains("no mode grants"), "{m}");
     }
 
+    fn write() -> CapabilitySet {
+        CapabilitySet::of(&[Capability::WorkspaceWrite])
+    }
+
+    /// Each escalation refusal says nothing ran, names what was asked for, and never sends the
+    /// model to ask again once the user said no.
+    #[test]
+    fn escalation_refusals_say_nothing_ran_and_what_to_do() {
+        let caps = CapabilitySet::of(&[Capability::WorkspaceWrite, Capability::Network]);
+        for r in [
+            Refusal::escalation_declined("touch a", caps),
+            Refusal::escalation_unanswered("touch a", caps),
+            Refusal::escalation_unavailable("touch a", caps),
+            Refusal::escalation_not_needed("touch a", caps),
+        ] {
+            let m = r.message();
+            assert!(m.contains("nothing ran"), "{m}");
+            assert!(m.contains("workspace:write, network"), "{m}");
+            assert!(!m.to_ascii_lowercase().contains("rerun"), "{m}");
+        }
+        let declined = Refusal::escalation_declined("touch a", caps).message();
+        assert!(declined.contains("do not ask again"), "{declined}");
+        let before = Refusal::escalation_rejected_before("touch a").message();
+        assert!(before.contains("already declined") && before.contains("nothing ran"));
+    }
+
     /// One of each rule, with `SUBJ` as its subject.
     fn one_of_each() -> Vec<Refusal> {
         vec![
@@ -813,6 +987,11 @@ mod tests {
             Refusal::request_state_refused("SUBJ", "OTHER"),
             Refusal::no_answer("SUBJ", "inputResponses.OTHER"),
             Refusal::grant_refused("SUBJ", GrantError::Replayed),
+            Refusal::escalation_declined("SUBJ", write()),
+            Refusal::escalation_unanswered("SUBJ", write()),
+            Refusal::escalation_unavailable("SUBJ", write()),
+            Refusal::escalation_rejected_before("SUBJ"),
+            Refusal::escalation_not_needed("SUBJ", write()),
         ]
     }
 

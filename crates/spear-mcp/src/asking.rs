@@ -47,6 +47,19 @@ pub fn request_digest(request: &ConfirmRequest) -> [u8; 32] {
         h.update(cap.as_str().as_bytes());
         h.update([0]);
     }
+    // Attack: an approval of one escalation (or of a plain ASK question) reused for another.
+    match &request.escalation {
+        None => h.update([0]),
+        Some(e) => {
+            h.update([1]);
+            for cap in e.capabilities.iter() {
+                h.update(cap.as_str().as_bytes());
+                h.update([0]);
+            }
+            h.update((e.justification.len() as u64).to_le_bytes());
+            h.update(e.justification.as_bytes());
+        }
+    }
     h.finalize().into()
 }
 
@@ -66,8 +79,24 @@ pub fn question(request: &ConfirmRequest) -> String {
     let warning = spear_tools::hidden_characters_warning(&request.command)
         .map(|w| format!("{w}\n\n"))
         .unwrap_or_default();
+    let head = match &request.escalation {
+        None => "spear (ASK mode) asks before this runs:".to_owned(),
+        Some(e) => {
+            let wider: Vec<&str> = e
+                .capabilities
+                .iter()
+                .map(spear_core::Capability::as_str)
+                .collect();
+            format!(
+                "spear asks to escalate the sandbox: the model asks to run this command once \
+                 with {} beyond what the session grants, saying: {}",
+                wider.join(", "),
+                spear_tools::confirmation_text(&e.justification)
+            )
+        }
+    };
     format!(
-        "spear (ASK mode) asks before this runs:\n\n{}\n\n{warning}{setting}class: {}\nwhy: {}\n\
+        "{head}\n\n{}\n\n{warning}{setting}class: {}\nwhy: {}\n\
          capabilities: {}\n\nAccept to run exactly this; decline and nothing runs.",
         spear_tools::confirmation_text(&request.command),
         request.class.as_str(),
@@ -112,7 +141,7 @@ pub fn input_request(request: &ConfirmRequest) -> Option<InputRequest> {
 }
 
 /// What the user's answer means. Only an accept approves, and only with the box left on (or no
-/// form sent back at all); a decline or a dismissal runs nothing. Attack: a client that sends
+/// form sent back at all); a decline or a dismissal (`cancel`: no choice made) runs nothing. Attack: a client that sends
 /// form values as text (`"false"`, `0`) turning the user's "off" into an approval: anything but
 /// `true` in the field declines.
 pub fn answer_of(result: &ElicitResult) -> Confirmation {
@@ -124,7 +153,8 @@ pub fn answer_of(result: &ElicitResult) -> Confirmation {
                 Some(_) => Confirmation::Declined,
             }
         }
-        // Decline, cancel, and whatever later versions add.
+        ElicitationAction::Cancel => Confirmation::Dismissed,
+        // Decline, and whatever later versions add.
         _ => Confirmation::Declined,
     }
 }
@@ -253,6 +283,7 @@ mod tests {
             capabilities: CapabilitySet::of(&[Capability::WorkspaceWrite]),
             reason: "it writes".to_owned(),
             setting: None,
+            escalation: None,
         }
     }
 
@@ -308,7 +339,12 @@ mod tests {
                 Some(json!({"approve": true})),
                 Confirmation::Declined,
             ),
-            (ElicitationAction::Cancel, None, Confirmation::Declined),
+            (ElicitationAction::Cancel, None, Confirmation::Dismissed),
+            (
+                ElicitationAction::Cancel,
+                Some(json!({"approve": true})),
+                Confirmation::Dismissed,
+            ),
         ] {
             assert_eq!(
                 answer_of(&result(action.clone(), content.clone())),
@@ -392,5 +428,49 @@ mod tests {
         let mut other_reason = asked.clone();
         other_reason.reason = "a redirection writes b".into();
         assert_ne!(request_digest(&other_reason), request_digest(&asked));
+        // An escalation is another question than the same command asked plainly, and each of
+        // its parts is part of the question.
+        let escalation = |caps: &[Capability], why: &str| {
+            let mut r = asked.clone();
+            r.escalation = Some(spear_policy::Escalation {
+                capabilities: CapabilitySet::of(caps),
+                justification: why.into(),
+            });
+            request_digest(&r)
+        };
+        let base = escalation(&[Capability::WorkspaceWrite], "the tests need it");
+        assert_ne!(base, request_digest(&asked));
+        assert_ne!(
+            base,
+            escalation(
+                &[Capability::WorkspaceWrite, Capability::Network],
+                "the tests need it"
+            )
+        );
+        assert_ne!(
+            base,
+            escalation(&[Capability::WorkspaceWrite], "the tests need iT")
+        );
+        assert_eq!(
+            base,
+            escalation(&[Capability::WorkspaceWrite], "the tests need it")
+        );
+    }
+
+    #[test]
+    fn an_escalation_question_says_so_and_shows_the_justification_made_visible() {
+        let mut asked = request("echo x > a.txt");
+        let q = question(&asked);
+        assert!(q.starts_with("spear (ASK mode) asks"), "{q}");
+        asked.escalation = Some(spear_policy::Escalation {
+            capabilities: CapabilitySet::of(&[Capability::WorkspaceWrite]),
+            justification: "write the fixture\u{202e}txt".into(),
+        });
+        let q = question(&asked);
+        assert!(q.starts_with("spear asks to escalate the sandbox"), "{q}");
+        assert!(q.contains("with workspace:write beyond"), "{q}");
+        assert!(q.contains("write the fixture"), "{q}");
+        assert!(!q.contains('\u{202e}'), "{q}");
+        assert!(q.contains("\n\necho x > a.txt\n\n"), "{q}");
     }
 }

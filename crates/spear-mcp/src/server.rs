@@ -149,7 +149,11 @@ impl SpearServer {
         args: &serde_json::Value,
         context: &RequestContext<RoleServer>,
     ) -> Result<Asker, ToolResult> {
-        if self.inner.router.mode() != ExecutionMode::Ask {
+        // ASK asks; a session that may escalate asks too, only about an escalation (SAFE's own
+        // decisions never ask, and AUTO's never ask either).
+        if self.inner.router.mode() != ExecutionMode::Ask
+            && self.inner.router.escalation_capabilities().is_empty()
+        {
             return Ok(Asker::default());
         }
         let can_ask = context

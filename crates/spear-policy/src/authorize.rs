@@ -32,6 +32,33 @@ pub struct ConfirmRequest {
     /// Where and how it runs, when the caller says (a command's working directory, whether it
     /// runs as a background job, its timeout): part of what is approved.
     pub setting: Option<String>,
+    /// When the call asks for more than the session grants: what beyond it, and the model's
+    /// reason. Part of what is approved; `capabilities` holds the whole profile either way.
+    pub escalation: Option<Escalation>,
+}
+
+/// A request to run one command once with capabilities beyond the session's: what it asks for
+/// and the model's justification. Attack: a model granting itself a wider sandbox; only a
+/// person's answer to exactly this request can (see [`decide_escalation`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalation {
+    /// The capabilities beyond what the session grants.
+    pub capabilities: CapabilitySet,
+    /// Why the model says the command needs them, as it wrote it.
+    pub justification: String,
+}
+
+impl Escalation {
+    /// The audit reason, and the first line of what the person is asked:
+    /// `escalate sandbox to workspace:write, network: <justification>`.
+    pub fn reason(&self) -> String {
+        let caps: Vec<&str> = self.capabilities.iter().map(Capability::as_str).collect();
+        format!(
+            "escalate sandbox to {}: {}",
+            caps.join(", "),
+            self.justification
+        )
+    }
 }
 
 /// A person's answer.
@@ -41,6 +68,8 @@ pub enum Confirmation {
     Approved,
     /// Do not run it.
     Declined,
+    /// The person dismissed the question without choosing (an MCP elicitation's `cancel`).
+    Dismissed,
     /// Nobody could be asked (no terminal, a client without elicitation).
     Unavailable,
     /// The question was handed to the client, whose answer comes with a later call (MCP's
@@ -166,10 +195,12 @@ pub fn authorize(
                 capabilities: caps,
                 reason: assessment.reason.clone(),
                 setting: None,
+                escalation: None,
             };
             match confirmer.confirm(&request) {
                 Confirmation::Approved => Authorization::Granted(caps),
-                Confirmation::Declined => {
+                // A dismissal is no approval: in ASK it counts as declining.
+                Confirmation::Declined | Confirmation::Dismissed => {
                     Authorization::Denied(Refusal::declined(summary(command)))
                 }
                 Confirmation::Unavailable => {
@@ -180,6 +211,160 @@ pub fn authorize(
                 }
             }
         }
+    }
+}
+
+/// The capabilities a call in a session under `policy` may ask to be given once, beyond what
+/// the session grants: each one the sandbox implements, some mode grants, and this policy never
+/// does, except the network when `--no-network` removed it (Attack: escalating past the
+/// operator's `--no-network`). Empty when the session can already be given everything a mode
+/// could (ASK confirms its own, AUTO grants them): then nothing can be asked for. Pure.
+pub fn escalation_capabilities(policy: CapabilityPolicy) -> CapabilitySet {
+    Capability::ALL
+        .into_iter()
+        .filter(|c| c.is_implemented_by_sandbox())
+        .filter(|c| policy.grant(*c) == Grant::Never)
+        .filter(|c| !CapabilityPolicy::modes_granting(*c).is_empty())
+        .filter(|c| !(*c == Capability::Network && policy.network_removed()))
+        .collect()
+}
+
+/// Decides what `policy` grants `assessment` when the model asked for `asked` beyond the
+/// session, before anyone is asked. Pure. Never `Allow`: only a person grants an escalation
+/// (Attack: AUTO, or a model, approving its own escalation).
+///
+/// - An escalation of a command whose escalation the user declined earlier in the turn
+///   (`declined_before`) denies without asking: a decline is final for that command in that turn
+///   (Attack: asking again and again until a tired user says yes).
+/// - A refusal in the assessment denies, as without escalation (no escalation reaches what no
+///   mode runs: privilege, credential stores, writes outside the roots).
+/// - A capability outside [`escalation_capabilities`] denies (a call that asks for one never
+///   gets here: its arguments are invalid).
+/// - A capability the command needs, that the session never grants and that was not asked for,
+///   denies as without escalation.
+/// - The profile is what the command needs; a `SHELL_COMPLEX` command, whose needs cannot be
+///   known before it runs, also gets what was asked. Nothing else asked for is given.
+/// - When that profile holds nothing beyond the session, the escalation is not needed: denied,
+///   with what to do instead.
+///
+/// `Confirm` holds the whole profile; [`escalation_request`] names what is beyond the session.
+pub fn decide_escalation(
+    assessment: &CommandAssessment,
+    policy: CapabilityPolicy,
+    asked: CapabilitySet,
+    command: &str,
+    declined_before: bool,
+) -> Decision {
+    let subject = summary(command);
+    if declined_before {
+        return Decision::Deny(Refusal::escalation_rejected_before(subject));
+    }
+    if let Some(r) = &assessment.refusal {
+        return Decision::Deny(r.clone());
+    }
+    let allowed = escalation_capabilities(policy);
+    if let Some(cap) = asked.iter().find(|c| !allowed.contains(*c)) {
+        return Decision::Deny(never(cap, policy, subject));
+    }
+    for cap in assessment.capabilities.iter() {
+        if policy.grant(cap) == Grant::Never && !asked.contains(cap) {
+            return Decision::Deny(never(cap, policy, subject));
+        }
+    }
+    let mut granted = assessment.capabilities;
+    if assessment.class == CommandClass::ShellComplex {
+        granted = granted.union(asked);
+        if policy.grant(Capability::WorkspaceWrite) == Grant::Yes {
+            granted.insert(Capability::WorkspaceWrite);
+        }
+    }
+    if beyond(granted, policy).is_empty() {
+        return Decision::Deny(Refusal::escalation_not_needed(subject, asked));
+    }
+    Decision::Confirm(granted)
+}
+
+/// The capabilities of `caps` that `policy` does not grant without asking.
+fn beyond(caps: CapabilitySet, policy: CapabilityPolicy) -> CapabilitySet {
+    caps.iter()
+        .filter(|c| policy.grant(*c) != Grant::Yes)
+        .collect()
+}
+
+/// The access an escalating command is prepared with, for the `decision` of
+/// [`decide_escalation`] under `policy`: every kind it was confirmed for is gated (it runs only
+/// with the grant the person's approval produces), every other kind the session never grants is
+/// denied; a denial denies everything. Pure. Attack: an escalation approved for one capability
+/// used for another.
+pub fn escalation_access(decision: &Decision, policy: CapabilityPolicy) -> AccessPolicy {
+    let mut access = AccessPolicy::all_gated();
+    for kind in AccessKind::ALL {
+        let cap = kind.capability();
+        let given = match decision {
+            Decision::Deny(_) => Access::Deny,
+            Decision::Allow(caps) | Decision::Confirm(caps)
+                if policy.grant(cap) == Grant::Never && !caps.contains(cap) =>
+            {
+                Access::Deny
+            }
+            Decision::Allow(_) | Decision::Confirm(_) => Access::Gated,
+        };
+        access = access.with(kind, given);
+    }
+    access
+}
+
+/// The question for an escalation [`decide_escalation`] confirmed with `granted`: the whole
+/// profile, and, as the escalation, what in it the session does not grant with the model's
+/// `justification`.
+pub fn escalation_request(
+    assessment: &CommandAssessment,
+    policy: CapabilityPolicy,
+    granted: CapabilitySet,
+    justification: &str,
+    command: &str,
+) -> ConfirmRequest {
+    let escalation = Escalation {
+        capabilities: beyond(granted, policy),
+        justification: justification.to_owned(),
+    };
+    ConfirmRequest {
+        command: command.to_owned(),
+        class: assessment.class,
+        capabilities: granted,
+        // Every confirmer shows the reason: the escalation and its justification come first.
+        reason: format!("{}; {}", escalation.reason(), assessment.reason),
+        setting: None,
+        escalation: Some(escalation),
+    }
+}
+
+/// Asks `confirmer` about the escalation `request` and maps the answer; each way it can fail
+/// has its own refusal, and only an approval grants (the request's whole profile).
+pub fn confirm_escalation(
+    request: &ConfirmRequest,
+    confirmer: Option<&dyn Confirmer>,
+) -> Authorization {
+    let subject = summary(&request.command);
+    let wider = request
+        .escalation
+        .as_ref()
+        .map_or(CapabilitySet::EMPTY, |e| e.capabilities);
+    let Some(confirmer) = confirmer else {
+        return Authorization::Cancelled(Refusal::escalation_unavailable(subject, wider));
+    };
+    match confirmer.confirm(request) {
+        Confirmation::Approved => Authorization::Granted(request.capabilities),
+        Confirmation::Declined => {
+            Authorization::Denied(Refusal::escalation_declined(subject, wider))
+        }
+        Confirmation::Dismissed => {
+            Authorization::Cancelled(Refusal::escalation_unanswered(subject, wider))
+        }
+        Confirmation::Unavailable => {
+            Authorization::Cancelled(Refusal::escalation_unavailable(subject, wider))
+        }
+        Confirmation::Deferred => Authorization::Cancelled(Refusal::awaiting_confirmation(subject)),
     }
 }
 

@@ -41,8 +41,9 @@ mod shell;
 mod target_policy;
 
 pub use authorize::{
-    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, access_for, authorize,
-    decide, make_visible,
+    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, Escalation, access_for,
+    authorize, confirm_escalation, decide, decide_escalation, escalation_access,
+    escalation_capabilities, escalation_request, make_visible,
 };
 pub use config::{
     ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorTargets,

@@ -46,6 +46,7 @@ fn record_with(text: &str) -> AuditRecord {
     r.duration_ms = Some(12);
     r.changed_paths = vec!["src/main.rs".to_owned(), text.to_owned()];
     r.executable = Some(text.to_owned());
+    r.reason = Some(text.to_owned());
     r
 }
 
@@ -503,7 +504,7 @@ fn ordinary_text_stays_readable() {
     assert_eq!(records.len(), plain.len());
     for (text, r) in plain.iter().zip(&records) {
         assert_eq!(redact(text), *text);
-        for field in ["session", "tool", "target", "executable"] {
+        for field in ["session", "tool", "target", "executable", "reason"] {
             assert_eq!(r[field], *text, "{field} of {text:?}");
         }
         assert_eq!(r["changed_paths"][1], *text);

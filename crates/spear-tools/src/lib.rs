@@ -13,6 +13,7 @@
 
 mod confirm;
 mod envelope;
+mod escalation;
 mod exposure;
 mod judge;
 pub mod patch;
@@ -28,6 +29,10 @@ mod turn;
 
 pub use confirm::{confirmation_text, hidden_characters_warning};
 pub use envelope::ToolResultEnvelope;
+pub use escalation::{
+    EscalationAsk, JUSTIFICATION_FIELD, JUSTIFICATION_MAX_CHARS, JUSTIFICATION_MIN_CHARS,
+    PERMISSIONS_FIELD,
+};
 pub use exposure::{Role, ToolExposurePolicy, UnknownRole};
 pub use judge::{Committed, TargetJudge, commit_staged};
 pub use progress::{

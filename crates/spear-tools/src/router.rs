@@ -23,7 +23,7 @@ use spear_core::{
     Capability, CapabilityPolicy, CapabilitySet, CommandAssessment, CommandClass, ExecutionMode,
     Refusal, RefusalRule, ToolResult, ToolStatus,
 };
-use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize};
+use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize, escalation_capabilities};
 use spear_runtime::audit::{AuditEvent, AuditLogger, AuditRecord};
 use spear_runtime::checkpoint::{CheckpointError, CheckpointStore, TurnCheckpoint};
 use spear_runtime::refusals::{REFUSAL_REPEATS_VAR, Repeat, repeats_from_env};
@@ -156,6 +156,9 @@ pub struct ToolRouter {
     writing: Mutex<()>,
     /// The grants of this session's approvals.
     grants: spear_runtime::grant::GrantAuthority,
+    /// The terminal's spec in this session, when it may ask for a wider sandbox: its schema has
+    /// `sandbox_permissions` with exactly what may be asked for (see `crate::escalation`).
+    terminal_spec: Option<ToolSpec>,
 }
 
 impl ToolRouter {
@@ -198,9 +201,20 @@ impl ToolRouter {
         }
         let fs = ws.fs()?;
         let turn = TurnState::new(random_id(), config.refusal_repeats);
+        let exposure = ToolExposurePolicy::new(config.role);
+        let terminal_spec = registry.get(TerminalArgs::NAME).and_then(|t| {
+            let spec = t.spec();
+            let allowed = escalation_capabilities(session_policy(
+                exposure,
+                spec,
+                config.mode,
+                config.no_network,
+            ));
+            (!allowed.is_empty()).then(|| crate::escalation::terminal_spec(spec, allowed))
+        });
         Ok(ToolRouter {
             registry,
-            exposure: ToolExposurePolicy::new(config.role),
+            exposure,
             policy,
             fs,
             runner,
@@ -215,6 +229,7 @@ impl ToolRouter {
             writing: Mutex::new(()),
             grants: spear_runtime::grant::GrantAuthority::for_session()
                 .map_err(|e| RouterError::Grants(e.to_string()))?,
+            terminal_spec,
         })
     }
 
@@ -251,11 +266,34 @@ impl ToolRouter {
 
     /// The specs the caller's role sees and the session's mode can run, by name (SAFE lists no
     /// tool that writes: see [`ToolExposurePolicy`](crate::ToolExposurePolicy)).
+    /// The terminal's is this session's: with `sandbox_permissions` where it may ask for a wider
+    /// sandbox ([`ToolRouter::escalation_capabilities`]).
     pub fn tools(&self) -> Vec<&ToolSpec> {
         self.registry
             .specs()
             .filter(|s| self.exposure.lists(s, self.config.mode))
+            .map(|s| match &self.terminal_spec {
+                Some(terminal) if s.name == terminal.name => terminal,
+                _ => s,
+            })
             .collect()
+    }
+
+    /// What a terminal call of this session may ask to be given once, beyond what the session
+    /// grants (with the user's approval); empty when it can ask for nothing, and then its
+    /// schema has no such field. A client that can ask the user must be offered to the calls
+    /// of a session where this is not empty.
+    pub fn escalation_capabilities(&self) -> CapabilitySet {
+        self.terminal_spec
+            .as_ref()
+            .map_or(CapabilitySet::EMPTY, |spec| {
+                escalation_capabilities(session_policy(
+                    self.exposure,
+                    spec,
+                    self.config.mode,
+                    self.config.no_network,
+                ))
+            })
     }
 
     /// Starts a new turn (`id`, or a new random one): refusal counts, evidence and a sandbox
@@ -465,12 +503,12 @@ impl ToolRouter {
                 spec.modes,
             )));
         }
-        let policy = CapabilityPolicy::for_mode(self.exposure.mode_for(spec, self.config.mode));
-        Ok(if self.config.no_network {
-            policy.without_network()
-        } else {
-            policy
-        })
+        Ok(session_policy(
+            self.exposure,
+            spec,
+            self.config.mode,
+            self.config.no_network,
+        ))
     }
 
     /// Steps 6 and 7 for a file tool: the target policy, ASK's question, then the write lock,
@@ -537,6 +575,8 @@ impl ToolRouter {
             grants: &self.grants,
             presented: options.grant.as_ref(),
             issue_grant: options.issue_grant.as_ref(),
+            audit: self.stores.audit.as_ref(),
+            session: &self.config.session,
         };
         prepared.run(&cx, resolved)
     }
@@ -910,6 +950,22 @@ struct CallRecord {
     ran_since: Option<u64>,
     /// The turn when the call started, and how many of its calls had changed something by then.
     started_in: (String, u64),
+}
+
+/// What a session in `mode` (with `--no-network` when `no_network`) grants `spec` for a caller of
+/// `exposure`'s role: the matrix of the mode the tool runs in for that role. Pure.
+pub(crate) fn session_policy(
+    exposure: ToolExposurePolicy,
+    spec: &ToolSpec,
+    mode: ExecutionMode,
+    no_network: bool,
+) -> CapabilityPolicy {
+    let policy = CapabilityPolicy::for_mode(exposure.mode_for(spec, mode));
+    if no_network {
+        policy.without_network()
+    } else {
+        policy
+    }
 }
 
 /// A call cancelled while it was asked about or waited for the write lock ends here, before it

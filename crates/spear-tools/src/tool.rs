@@ -110,6 +110,10 @@ pub struct CallContext<'a> {
     pub presented: Option<&'a crate::PresentedGrant>,
     /// Set by `spear grant`: issue a grant for the command instead of running it.
     pub issue_grant: Option<&'a crate::IssueGrant>,
+    /// The audit log, when there is one: an escalation records its request and its answer.
+    pub(crate) audit: Option<&'a spear_runtime::audit::AuditLogger>,
+    /// The session's id, for those records.
+    pub(crate) session: &'a str,
 }
 
 /// What a prepared call returns.
@@ -268,6 +272,13 @@ impl CallContext<'_> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .sandbox_down()
             .map(str::to_owned)
+    }
+
+    /// The session's current turn, locked.
+    pub(crate) fn lock_turn(&self) -> std::sync::MutexGuard<'_, crate::turn::TurnState> {
+        self.turn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Judges and commits what a command staged into this call's workspace, with its checkpoint

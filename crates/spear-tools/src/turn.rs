@@ -31,6 +31,9 @@ pub(crate) struct TurnState {
     pub(crate) stopped: Option<String>,
     /// Whether a command of the turn found the sandbox down.
     pub(crate) sandbox: SandboxMark,
+    /// The commands (`crate::escalation::command_key`) whose escalation the user declined in
+    /// this turn: each is refused again without asking.
+    pub(crate) rejected_escalations: std::collections::HashSet<String>,
 }
 
 impl TurnState {
@@ -44,6 +47,7 @@ impl TurnState {
             changes_done: 0,
             stopped: None,
             sandbox: SandboxMark::Up,
+            rejected_escalations: std::collections::HashSet::new(),
         }
     }
 

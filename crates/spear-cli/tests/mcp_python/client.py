@@ -18,6 +18,8 @@ Scenarios:
   argument stand for the last job id and output ref seen. Each call's answer to a confirmation
   ("accept", "accept_false", "decline", "cancel") is its own "answer", else the run's; a run
   with "answer": "none" declares no elicitation capability. "progress": true records progress.
+  "check_schema": true (with "list") records whether the call's arguments are valid against the
+  listed schema of its tool ("schema_valid", by the jsonschema the SDK depends on).
 - input_required (modern only): drives input-required rounds by hand with forged, replayed and
   foreign request states.
 - cancel: cancels a running terminal call from the client and watches its processes die.
@@ -37,6 +39,7 @@ import traceback
 from typing import Any
 
 import anyio
+import jsonschema
 import mcp.types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -251,7 +254,13 @@ async def scenario_calls(run: dict) -> dict:
 
             kw = {"progress_callback": on_progress} if step.get("progress") else {}
             started = time.monotonic()
+            valid = None
+            if step.get("check_schema"):
+                schema = next(t["inputSchema"] for t in out["tools"] if t["name"] == step["tool"])
+                valid = jsonschema.Draft202012Validator(schema).is_valid(args)
             entry = {"tool": step["tool"], "args": args, **await call(client, step["tool"], args, **kw)}
+            if valid is not None:
+                entry["schema_valid"] = valid
             entry["seconds"] = time.monotonic() - started
             entry["questions"] = list(asker.questions) if asker is not None else []
             if step.get("progress"):

@@ -21,6 +21,15 @@ pub enum AuditEvent {
     RepeatedRefusalStopped,
     /// A checkpoint was restored.
     Undo,
+    /// A command asked to run once with a wider sandbox than the session grants; `reason` says
+    /// to what and why (`escalate sandbox to workspace:write: ...`). Written before anyone is
+    /// asked, and followed by the answer's record.
+    EscalationRequested,
+    /// The user allowed that escalation, for that one call.
+    EscalationApproved,
+    /// The escalation was not allowed; `rule` says how (declined, unanswered, nobody to ask,
+    /// declined before, awaiting the answer, or refused by a rule before anyone was asked).
+    EscalationRefused,
 }
 
 impl AuditEvent {
@@ -30,6 +39,9 @@ impl AuditEvent {
             AuditEvent::ToolCall => "tool_call",
             AuditEvent::RepeatedRefusalStopped => "repeated_refusal_stopped",
             AuditEvent::Undo => "undo",
+            AuditEvent::EscalationRequested => "escalation_requested",
+            AuditEvent::EscalationApproved => "escalation_approved",
+            AuditEvent::EscalationRefused => "escalation_refused",
         }
     }
 }
@@ -67,6 +79,10 @@ pub struct AuditRecord {
     pub changed_paths: Vec<String>,
     /// The executable summary (`cargo (2 args)`), never the command line.
     pub executable: Option<String>,
+    /// Why, when the event has a reason of its own (an escalation's: `escalate sandbox to
+    /// workspace:write: <the model's justification>`).
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 impl AuditRecord {
@@ -87,6 +103,7 @@ impl AuditRecord {
             duration_ms: None,
             changed_paths: Vec::new(),
             executable: None,
+            reason: None,
         }
     }
 
@@ -110,6 +127,7 @@ impl AuditRecord {
             duration_ms: self.duration_ms,
             changed_paths: self.changed_paths.iter().map(r).collect(),
             executable: ro(&self.executable),
+            reason: ro(&self.reason),
         }
     }
 }
@@ -198,8 +216,8 @@ mod tests {
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
             keys.len(),
-            14,
-            "time session turn event tool target class capabilities status rule exit_code duration_ms changed_paths executable: {keys:?}"
+            15,
+            "time session turn event tool target class capabilities status rule exit_code duration_ms changed_paths executable reason: {keys:?}"
         );
         assert_eq!(v["event"], "repeated_refusal_stopped");
         assert_eq!(v["event"], AuditEvent::RepeatedRefusalStopped.as_str());
@@ -215,8 +233,9 @@ mod tests {
         record.capabilities = vec![secret.to_owned()];
         record.changed_paths = vec![secret.to_owned()];
         record.executable = Some(secret.to_owned());
+        record.reason = Some(format!("escalate sandbox to network: {secret}"));
         let line = serde_json::to_string(&record.redacted()).unwrap();
         assert!(!line.contains("0123456789"), "{line}");
-        assert_eq!(line.matches("[REDACTED]").count(), 7, "{line}");
+        assert_eq!(line.matches("[REDACTED]").count(), 8, "{line}");
     }
 }

@@ -19,7 +19,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{Capability, ExecutionProfile, Refusal, ToolResult, ToolStatus};
 use spear_policy::{
-    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, access_for, authorize, decide,
+    Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, access_for, authorize,
+    decide, escalation_access,
 };
 use spear_runtime::grant::{GrantAuthority, SESSION_GRANT_TTL};
 use spear_runtime::{
@@ -27,6 +28,7 @@ use spear_runtime::{
 };
 
 use crate::Effect;
+use crate::escalation::EscalationAsk;
 use crate::router::{failed, sandbox_down_refusal};
 use crate::spec::ALL_MODES;
 use crate::tool::{Access, CallContext, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
@@ -50,17 +52,49 @@ pub struct TerminalArgs {
     /// with the session.
     #[serde(default)]
     pub background: Option<bool>,
+    /// The capabilities to run this one call with beyond what the session grants. Published in
+    /// the schema only in a session that can be given something wider, with exactly those
+    /// values (see `crate::escalation`); everywhere else a call that names it is invalid.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub sandbox_permissions: Option<Vec<Capability>>,
+    /// Why the command needs `sandbox_permissions`, shown to the user who is asked; comes with
+    /// it, and only with it.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub justification: Option<String>,
 }
+
+/// The terminal's description; every session's starts with it.
+macro_rules! terminal_description {
+    () => {
+        "Run a bash script in spear's sandbox and return its output and exit code. What it \
+        may do depends on the mode: SAFE runs read-only commands, ASK asks before \
+        changes, AUTO runs them confined to the workspace. `timeout` is in seconds \
+        (default 180, at most 600); `workdir` is a directory of the workspace."
+    };
+}
+
+/// The terminal's description in a session whose schema has `sandbox_permissions`: the flow,
+/// taught only where it exists (a run confined first; one retry of the same command after a real
+/// denial; never asking in advance).
+pub(crate) const ESCALATING_DESCRIPTION: &str = concat!(
+    terminal_description!(),
+    " Run every command as it is first. Only if it was refused, or failed, because this \
+    session's sandbox lacks a capability (a write to the read-only workspace, the network), \
+    you may retry that same command once with `sandbox_permissions` naming the capabilities it \
+    lacks and a `justification` saying why the task needs them. The user is asked; if they \
+    allow it, that one call runs with the wider sandbox and every later call is confined again. \
+    Never ask in advance, never for a command that was not refused, and never again after the \
+    user declined."
+);
 
 /// The `terminal` tool.
 pub type Terminal = Typed<TerminalArgs>;
 
 impl ToolArgs for TerminalArgs {
     const NAME: &'static str = "terminal";
-    const DESCRIPTION: &'static str = "Run a bash script in spear's sandbox and return its output and exit code. What it \
-        may do depends on the mode: SAFE runs read-only commands, ASK asks before \
-        changes, AUTO runs them confined to the workspace. `timeout` is in seconds \
-        (default 180, at most 600); `workdir` is a directory of the workspace.";
+    const DESCRIPTION: &'static str = terminal_description!();
     const EFFECT: Effect = Effect::Run;
     const MODES: &'static [ExecutionMode] = ALL_MODES;
     const OPEN_WORLD: bool = true;
@@ -78,12 +112,14 @@ impl ToolArgs for TerminalArgs {
             Some(secs) => CommandTimeout::Asked(secs),
             None => CommandTimeout::ToolDefault,
         };
+        let escalation = crate::escalation::parse(self.sandbox_permissions, self.justification)?;
         Ok(Box::new(CommandCall {
             text: CommandText::Script(self.command),
             workdir: self.workdir,
             timeout,
             background: self.background == Some(true),
             stdin: None,
+            escalation,
         }))
     }
 }
@@ -156,6 +192,9 @@ pub struct CommandCall {
     /// The read end of a pipe the caller feeds, as the command's stdin (`/dev/null` when
     /// `None`). Never a terminal or a file: see `CommandRequest::stdin`.
     pub stdin: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    /// The wider sandbox this one call asks for, and why: the user is asked, and only their
+    /// approval gives it (see `crate::escalation`).
+    pub escalation: Option<EscalationAsk>,
 }
 
 impl CommandCall {
@@ -168,6 +207,7 @@ impl CommandCall {
             timeout: CommandTimeout::RunnerDefault,
             background: false,
             stdin: None,
+            escalation: None,
         }
     }
 
@@ -229,6 +269,9 @@ impl CommandCall {
     /// job only without a timeout and only where jobs outlive the call.
     fn check(&self, cx: &CallContext<'_>) -> Result<Option<Duration>, String> {
         let timeout = self.timeout(cx)?;
+        if let Some(ask) = &self.escalation {
+            crate::escalation::check_in(ask, cx.capabilities)?;
+        }
         if self.background && matches!(self.timeout, CommandTimeout::Asked(_)) {
             return Err(
                 "invalid arguments for terminal: a background job has no timeout; omit `timeout`, and stop the job with terminal_kill".into(),
@@ -279,8 +322,9 @@ impl CommandCall {
     ) -> Result<Approved<'c>, ToolResult> {
         match (decision, cx.presented) {
             // An operator's grant stands for the approval: nobody is asked, and the command runs
-            // only if the grant binds exactly it (checked when it is prepared).
-            (Decision::Confirm(caps), Some(presented)) => Ok((
+            // only if the grant binds exactly it (checked when it is prepared). Never for an
+            // escalation, which only the person asked now can allow.
+            (Decision::Confirm(caps), Some(presented)) if self.escalation.is_none() => Ok((
                 *caps,
                 Some((presented.token.clone(), &*presented.authority)),
             )),
@@ -291,22 +335,44 @@ impl CommandCall {
                     .runner
                     .binding(&request_for(*caps), Some(cx.execution.clone()), targets)
                     .map_err(|e| failed(e.to_string()))?;
-                let granted = self.ask(cx, assessment, command)?;
+                let granted = self.ask(cx, decision, assessment, command)?;
                 let token = cx
                     .grants
                     .issue(&asked, SESSION_GRANT_TTL, std::time::SystemTime::now())
                     .map_err(|e| failed(e.to_string()))?;
                 Ok((granted, Some((token, cx.grants))))
             }
-            _ => self.ask(cx, assessment, command).map(|caps| (caps, None)),
+            _ => self
+                .ask(cx, decision, assessment, command)
+                .map(|caps| (caps, None)),
         }
     }
 
+    /// What the mode decides for the call, and the access it is prepared with. An escalating
+    /// call is decided by its own rules (never allowed without asking).
+    fn decide(
+        &self,
+        cx: &CallContext<'_>,
+        assessment: &spear_core::CommandAssessment,
+        command: &str,
+    ) -> (Decision, spear_core::authority::AccessPolicy) {
+        if let Some(ask) = &self.escalation {
+            let decision = crate::escalation::decide(cx, ask, assessment, command);
+            let access = escalation_access(&decision, cx.capabilities);
+            return (decision, access);
+        }
+        let decision = decide(assessment, cx.capabilities, command);
+        let access = access_for(&decision, cx.capabilities);
+        (decision, access)
+    }
+
     /// Authorises the call against the mode, asking the confirmer (with the command's setting
-    /// added to the question) when the decision says to; the refusal's result otherwise.
+    /// added to the question) when the decision says to; the refusal's result otherwise. An
+    /// escalation (`decision` made by `crate::escalation::decide`) is asked about as one.
     fn ask(
         &self,
         cx: &CallContext<'_>,
+        decision: &Decision,
         assessment: &spear_core::CommandAssessment,
         command: &str,
     ) -> Result<spear_core::CapabilitySet, ToolResult> {
@@ -314,12 +380,15 @@ impl CommandCall {
             inner,
             setting: self.setting(cx),
         });
-        match authorize(
-            assessment,
-            cx.capabilities,
-            command,
-            asker.as_ref().map(|a| a as &dyn Confirmer),
-        ) {
+        let asker = asker.as_ref().map(|a| a as &dyn Confirmer);
+        let authorized = match (&self.escalation, decision) {
+            (Some(_), Decision::Deny(r)) => Authorization::Denied(r.clone()),
+            (Some(ask), Decision::Allow(caps) | Decision::Confirm(caps)) => {
+                crate::escalation::ask(cx, ask, assessment, command, *caps, asker)
+            }
+            (None, _) => authorize(assessment, cx.capabilities, command, asker),
+        };
+        match authorized {
             Authorization::Granted(caps) => Ok(caps),
             refused => Err(refused
                 .refusal_result()
@@ -369,7 +438,7 @@ impl Prepared for CommandCall {
             }
         };
 
-        let decision = decide(&assessment, cx.capabilities, &command);
+        let (decision, access) = self.decide(cx, &assessment, &command);
         // Attack: a command that found the sandbox down is followed by one that writes; nothing it
         // wrote could be checked, so it does not run. Decided before anyone is asked.
         if let (Some(why), Decision::Allow(caps) | Decision::Confirm(caps)) =
@@ -378,7 +447,6 @@ impl Prepared for CommandCall {
         {
             return with_class(ToolResult::denied(&sandbox_down_refusal(&summary, &why)));
         }
-        let access = access_for(&decision, cx.capabilities);
         let targets = assessment.write_targets.clone();
         let request_for = |caps: spear_core::CapabilitySet| {
             let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone());

@@ -75,6 +75,7 @@ pub struct Opts {
     pub bwrap: Option<PathBuf>,
     pub session: Option<String>,
     pub repeats: u32,
+    pub no_network: bool,
 }
 
 impl Opts {
@@ -87,6 +88,7 @@ impl Opts {
             bwrap: None,
             session: None,
             repeats: 5,
+            no_network: false,
         }
     }
 }
@@ -117,6 +119,7 @@ pub fn router(env: &Env, opts: Opts) -> ToolRouter {
     let mut rc = RouterConfig::new(opts.mode);
     rc.role = opts.role;
     rc.refusal_repeats = opts.repeats;
+    rc.no_network = opts.no_network;
     if let Some(s) = opts.session {
         rc.session = s;
     }
