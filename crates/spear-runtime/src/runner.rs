@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use spear_core::{
-    Capability, CapabilitySet, CommandClass, ExecutionProfile, SandboxView, ToolResult, ToolStatus,
+    Capability, CapabilitySet, CommandClass, ExecutionProfile, Guarantee, SandboxView, ToolResult,
+    ToolStatus,
 };
 use spear_sandbox::{
     Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, OutputTee, RunOutcome,
@@ -513,6 +514,7 @@ impl CommandRunner {
         let started = Instant::now();
         let mut report = self.run_inner(request);
         report.result.class = request.class;
+        unmet_after_run(&mut report.result, &request.profile);
         report.result.duration_ms =
             u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         report
@@ -631,6 +633,7 @@ impl CommandRunner {
     fn interpret(&self, outcome: &RunOutcome, timeout: Duration) -> ToolResult {
         let f = &outcome.finished;
         let mut result = ToolResult::new(ToolStatus::Failed);
+        result.guarantees = Some(outcome.guarantees);
         result.stdout.clone_from(&f.stdout.text);
         result.stderr.clone_from(&f.stderr.text);
         result.truncated = f.stdout.truncated || f.stderr.truncated;
@@ -743,6 +746,26 @@ fn failed(reason: String) -> ToolResult {
     ToolResult {
         reason: Some(reason),
         ..ToolResult::new(ToolStatus::Failed)
+    }
+}
+
+/// A command that ran without a guarantee its profile requires is a failure, whatever it printed
+/// (the sandbox refuses before spawning what the host cannot give; this is what the run itself
+/// lost, e.g. a tree whose end could not be confirmed). `target_policy` is judged after the
+/// runner, by its caller.
+fn unmet_after_run(result: &mut ToolResult, profile: &ExecutionProfile) {
+    let Some(g) = &result.guarantees else {
+        return;
+    };
+    let mut unmet = profile.required().unmet(g.enforced);
+    unmet.remove(Guarantee::TargetPolicy);
+    if !unmet.is_empty() {
+        result.status = ToolStatus::Failed;
+        let text = format!(
+            "the command ran without {}, which it requires",
+            unmet.names()
+        );
+        append_reason(result, &text);
     }
 }
 
