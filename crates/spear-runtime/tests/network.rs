@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{Fixture, networked, processes_with};
-use spear_core::{ExecutionProfile, ToolStatus};
+use spear_core::{ExecutionProfile, Guarantee, ToolStatus};
 
 const TEST_HOST: &str = "http://203.0.113.10:8080/";
 
@@ -177,10 +177,17 @@ fn networked_sandboxes_name_slirps_resolver_and_closed_ones_have_loopback_only()
     );
     assert!(r.stdout.contains("nameserver 10.0.2.3"), "{r:?}");
     assert!(r.stdout.contains("tap0"), "{r:?}");
+    // The guarantee bits say the same: filtered through slirp4netns, not closed.
+    let bits = r.guarantees.unwrap().enforced;
+    assert!(bits.contains(Guarantee::NetworkFiltered), "{bits:?}");
+    assert!(!bits.contains(Guarantee::NetworkClosed), "{bits:?}");
     let r = f.auto("ip -o link | cut -d: -f2; cat /etc/resolv.conf");
     assert!(!r.stdout.contains("tap0"), "{r:?}");
     assert!(r.stdout.contains("lo"), "{r:?}");
     assert!(!r.stdout.contains("nameserver"), "{r:?}");
+    let bits = r.guarantees.unwrap().enforced;
+    assert!(bits.contains(Guarantee::NetworkClosed), "{bits:?}");
+    assert!(!bits.contains(Guarantee::NetworkFiltered), "{bits:?}");
 }
 
 #[test]
