@@ -413,6 +413,10 @@ fn an_unconfirmed_teardown_poisons_the_network_for_good() {
         "{r:?}"
     );
     assert!(f.runner.sandbox().network_containment_failed());
+    // Its guarantees say so: the network was not filtered to the end (slirp4netns outlived it).
+    let bits = r.guarantees.unwrap().enforced;
+    assert!(!bits.contains(Guarantee::NetworkFiltered), "{bits:?}");
+    assert!(bits.contains(Guarantee::ProcessBoundary), "{bits:?}");
     // Every later networked request is refused, with nothing run...
     let r = f.run(networked(), "touch net-marker");
     assert_eq!(r.status, ToolStatus::Failed);
@@ -433,6 +437,12 @@ fn an_unconfirmed_teardown_poisons_the_network_for_good() {
     let r = healthy.run(networked(), "echo ran");
     assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
     assert!(!healthy.runner.sandbox().network_containment_failed());
+    assert!(
+        r.guarantees
+            .unwrap()
+            .enforced
+            .contains(Guarantee::NetworkFiltered)
+    );
 }
 
 #[test]
