@@ -775,3 +775,51 @@ fn append_reason(result: &mut ToolResult, text: &str) {
         None => text.to_owned(),
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Guarantee as G;
+    use spear_core::{GuaranteeSet, Guarantees};
+
+    #[test]
+    fn a_run_without_a_required_guarantee_fails() {
+        let profile = |bits: &[G]| {
+            ExecutionProfile::from_granted(CapabilitySet::of(&[Capability::FilesystemRead]), vec![])
+                .with_required(GuaranteeSet::of(bits))
+        };
+        let ran = |bits: &[G]| ToolResult {
+            guarantees: Some(Guarantees {
+                enforced: GuaranteeSet::of(bits),
+                limits: None,
+            }),
+            ..ToolResult::new(ToolStatus::Ok)
+        };
+        // (required, enforced, still ok)
+        let cases: [(&[G], &[G], bool); 6] = [
+            (&[], &[], true),
+            (&[G::ProcessBoundary], &[G::ProcessBoundary], true),
+            (&[G::ProcessBoundary], &[G::ReadBoundary], false),
+            (&[G::NetworkFiltered], &[G::NetworkClosed], true),
+            (&[G::ResourceLimits], &[G::NetworkClosed], false),
+            // Judged by the runner's caller, after it.
+            (&[G::TargetPolicy], &[], true),
+        ];
+        for (required, enforced, ok) in cases {
+            let mut r = ran(enforced);
+            unmet_after_run(&mut r, &profile(required));
+            assert_eq!(
+                r.status == ToolStatus::Ok,
+                ok,
+                "{required:?} {enforced:?}: {r:?}"
+            );
+            if !ok {
+                assert!(r.reason.unwrap().contains(required[0].as_str()));
+            }
+        }
+        // Nothing ran: nothing to say.
+        let mut r = ToolResult::new(ToolStatus::Failed);
+        unmet_after_run(&mut r, &profile(&[G::ResourceLimits]));
+        assert_eq!(r.reason, None);
+    }
+}

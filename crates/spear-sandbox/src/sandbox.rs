@@ -474,8 +474,11 @@ impl Sandbox {
         }
     }
 
-    /// Runs `spec` under `watch`: mechanisms checked, preflight ensured, a fresh cgroup, the tree
-    /// supervised and killed on timeout or cancellation, the cgroup removed.
+    /// Runs `spec` under `watch`: the guarantees its profile requires checked against what this
+    /// host can give (refused with [`SandboxError::GuaranteeUnavailable`] before anything, the
+    /// preflight included, is spawned), mechanisms checked, preflight ensured, a fresh cgroup, the
+    /// tree supervised and killed on timeout or cancellation, the cgroup removed; the outcome says
+    /// which guarantees the run really had ([`RunOutcome::guarantees`]).
     pub fn run(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
         build_argv(spec)?;
         self.check_required(spec)?;
