@@ -514,7 +514,6 @@ impl CommandRunner {
         let started = Instant::now();
         let mut report = self.run_inner(request);
         report.result.class = request.class;
-        unmet_after_run(&mut report.result, &request.profile);
         report.result.duration_ms =
             u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         report
@@ -603,6 +602,7 @@ impl CommandRunner {
             }
         };
         let mut result = result;
+        unmet_after_run(&mut result, &request.profile);
         if let Some(over) = self.scratch.as_ref().and_then(SessionScratch::enforce_cap) {
             append_reason(&mut result, &over);
         }

@@ -302,7 +302,9 @@ impl Sandbox {
     /// Refuses `spec` when its profile requires a guarantee this sandbox cannot give. Attack
     /// stopped: a command that must be limited (or filtered) running without it because the host
     /// lost the mechanism; checked before the preflight, so nothing at all is spawned.
-    fn check_required(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
+    /// [`Sandbox::run`] calls it first; a caller that prepares a command before running it can
+    /// call it then too.
+    pub fn check_required(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
         let host = |g: Guarantee| self.can_give(g);
         match guarantees::unmet_before_spawn(spec.profile.required(), spec.profile.network(), &host)
         {
