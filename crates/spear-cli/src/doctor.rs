@@ -33,6 +33,33 @@ struct Report<'a> {
     ready: bool,
     network: &'static str,
     mechanisms: Vec<Row<'a>>,
+    guarantees: Vec<GuaranteeRow>,
+}
+
+/// One guarantee bit and whether this host can give it: what gives it, or why not.
+#[derive(Serialize)]
+struct GuaranteeRow {
+    name: &'static str,
+    can_give: bool,
+    detail: String,
+}
+
+/// Every guarantee bit, as `sandbox` can give it on this host ([`Sandbox::can_give`]).
+fn guarantee_rows(sandbox: &Sandbox) -> Vec<GuaranteeRow> {
+    spear_core::Guarantee::ALL
+        .into_iter()
+        .map(|g| {
+            let (can_give, detail) = match sandbox.can_give(g) {
+                Ok(how) => (true, how),
+                Err(why) => (false, why),
+            };
+            GuaranteeRow {
+                name: g.as_str(),
+                can_give,
+                detail,
+            }
+        })
+        .collect()
 }
 
 /// Runs `spear doctor`; exit status 0 when every required mechanism is usable, 1 otherwise.
@@ -47,11 +74,13 @@ pub fn run(args: &Args) -> i32 {
         found.push(network_preflight());
     }
     let ready = found.iter().all(|m| m.usable || !m.required);
+    let guarantees = guarantee_rows(&sandbox);
     if args.json {
         let report = Report {
             ready,
             network: network_state(args, &found),
             mechanisms: found.iter().map(row).collect(),
+            guarantees,
         };
         match serde_json::to_string_pretty(&report) {
             Ok(text) => outln!("{text}"),
@@ -70,6 +99,11 @@ pub fn run(args: &Args) -> i32 {
             }
         }
         outln!("network: {}", network_state(args, &found));
+        outln!("guarantees this host can give (`[sandbox] require` may name them):");
+        for g in &guarantees {
+            let mark = if g.can_give { "yes" } else { "NO " };
+            outln!("  {mark} {:<21} {}", g.name, g.detail);
+        }
         outln!(
             "{}",
             if ready {

@@ -142,8 +142,165 @@ fn doctor_reports_every_mechanism() {
     ] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
+    // Every guarantee bit, and whether this host can give it; the confinement bits it gives
+    // (it is ready), with what gives them.
+    let rows = v["guarantees"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        spear_core::Guarantee::ALL.map(spear_core::Guarantee::as_str),
+        "{v:#}"
+    );
+    for g in rows {
+        assert!(g["can_give"].is_boolean() && g["detail"].is_string(), "{g}");
+    }
+    for name in ["process_boundary", "read_boundary", "network_closed"] {
+        let row = rows.iter().find(|g| g["name"] == name).unwrap();
+        assert_eq!(row["can_give"], true, "{row}");
+        assert!(
+            row["detail"].as_str().unwrap().contains("bubblewrap"),
+            "{row}"
+        );
+    }
     let out = spear(&["doctor"], &d);
     assert!(text(&out.stdout).contains("spear can confine commands"));
+    assert!(text(&out.stdout).contains("guarantees this host can give"));
+    for name in spear_core::Guarantee::ALL {
+        assert!(text(&out.stdout).contains(name.as_str()), "{name}");
+    }
+    // With the backend delegated, the host cannot give resource_limits, and doctor says why.
+    let out = d
+        .spear(&["doctor", "--json"])
+        .env("SPEAR_RESOURCE_CONTROL", "delegated")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = v["guarantees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "resource_limits")
+        .unwrap()
+        .clone();
+    assert_eq!(row["can_give"], false, "{row}");
+    assert!(
+        row["detail"].as_str().unwrap().contains("delegated"),
+        "{row}"
+    );
+}
+
+/// `spear exec --json` with the operator configuration `config` (none when `None`), the cgroup
+/// backend delegated or the host's, running `touch NAME`.
+fn exec_touch(d: &Dirs, config: Option<&Path>, delegated: bool, name: &str) -> serde_json::Value {
+    let script = format!("touch {name}");
+    let mut args = vec!["exec", "--auto", "--json"];
+    if let Some(c) = config {
+        args.extend(["--config", c.to_str().unwrap()]);
+    }
+    args.extend(["-c", &script]);
+    let mut cmd = d.spear(&args);
+    if delegated {
+        cmd.env("SPEAR_RESOURCE_CONTROL", "delegated");
+    } else {
+        cmd.env_remove("SPEAR_RESOURCE_CONTROL");
+    }
+    let out = cmd.stdin(Stdio::null()).output().unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {}", text(&out.stdout), text(&out.stderr)))
+}
+
+fn enforced(v: &serde_json::Value) -> Vec<&str> {
+    v["guarantees"]["enforced"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn an_operator_requirement_reaches_every_command() {
+    let d = dirs();
+    let config = d.path("config.toml");
+    std::fs::write(&config, "[sandbox]\nrequire = [\"resource_limits\"]\n").unwrap();
+    // Required, and the host (delegated) cannot give it: refused before anything is spawned.
+    let v = exec_touch(&d, Some(&config), true, "refused");
+    assert_eq!(v["status"], "failed", "{v:#}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("requires `resource_limits`") && reason.contains("`delegated`"),
+        "{reason}"
+    );
+    assert_eq!(v["guarantees"], serde_json::Value::Null);
+    assert!(!d.ws.join("refused").exists());
+    // Positive control: without the requirement the same host runs it, and says what it lacked.
+    let v = exec_touch(&d, None, true, "ran");
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert!(d.ws.join("ran").exists());
+    assert_eq!(v["guarantees"]["limits"], "delegated");
+    let bits = enforced(&v);
+    assert!(!bits.contains(&"resource_limits"), "{bits:?}");
+    for bit in [
+        "process_boundary",
+        "write_boundary",
+        "read_boundary",
+        "environment_scrubbed",
+        "network_closed",
+        "target_policy",
+    ] {
+        assert!(bits.contains(&bit), "{bit} in {bits:?}");
+    }
+    // With the host's own backend the requirement is met.
+    let v = exec_touch(&d, Some(&config), false, "limited");
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert!(d.ws.join("limited").exists());
+    assert!(enforced(&v).contains(&"resource_limits"), "{v:#}");
+    // An unknown name is a configuration error naming the known ones; nothing runs.
+    std::fs::write(&config, "[sandbox]\nrequire = [\"limits\"]\n").unwrap();
+    let out = d
+        .spear(&[
+            "exec",
+            "--auto",
+            "--config",
+            config.to_str().unwrap(),
+            "-c",
+            "touch bad",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("unknown guarantee \"limits\"")
+            && text(&out.stderr).contains("resource_limits"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!d.ws.join("bad").exists());
+}
+
+#[test]
+fn a_workspace_requirement_adds_to_the_operators() {
+    let d = dirs();
+    std::fs::create_dir_all(d.ws.join(".spear")).unwrap();
+    std::fs::write(
+        d.ws.join(".spear/policy.toml"),
+        "[sandbox]\nrequire = [\"resource_limits\"]\n",
+    )
+    .unwrap();
+    let v = exec_touch(&d, None, true, "refused");
+    assert_eq!(v["status"], "failed", "{v:#}");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("requires `resource_limits`")
+    );
+    assert!(!d.ws.join("refused").exists());
+    // Positive control: the host's backend gives it.
+    let v = exec_touch(&d, None, false, "ran");
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert!(d.ws.join("ran").exists());
 }
 
 /// The real agent workload: `cargo test` of a small crate in the workspace, offline, with its

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::{Capability, CapabilitySet};
+use crate::{Capability, CapabilitySet, GuaranteeSet};
 
 /// What the sandbox of one call may do: the capabilities `authorize` granted, and the host paths
 /// the command reads. The fields are private and the only constructor is
@@ -13,10 +13,15 @@ use crate::{Capability, CapabilitySet};
 ///
 /// A sandbox spec builder must refuse a profile that holds a capability the sandbox does not
 /// implement ([`ExecutionProfile::unimplemented`], [`Capability::is_implemented_by_sandbox`]).
+///
+/// A profile may also require guarantees ([`ExecutionProfile::with_required`]): the sandbox refuses
+/// it before spawning anything when the host cannot give one. Requirements only narrow: they never
+/// grant a capability, and no method removes one.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct ExecutionProfile {
     granted: CapabilitySet,
     host_read_paths: Vec<PathBuf>,
+    required: GuaranteeSet,
 }
 
 impl ExecutionProfile {
@@ -29,16 +34,32 @@ impl ExecutionProfile {
             } else {
                 Vec::new()
             },
+            required: GuaranteeSet::EMPTY,
         }
     }
 
-    /// The same profile without `cap` (and without host paths when `cap` is `host:read`): a
-    /// profile can only be narrowed, never widened.
+    /// The same profile also requiring `required` (on top of what it required already): a command
+    /// of it runs only where every one of them can be given. Adds requirements, never removes one,
+    /// and grants nothing.
+    #[must_use]
+    pub fn with_required(mut self, required: GuaranteeSet) -> Self {
+        self.required = self.required.union(required);
+        self
+    }
+
+    /// The guarantees a command of this profile requires.
+    pub const fn required(&self) -> GuaranteeSet {
+        self.required
+    }
+
+    /// The same profile without `cap` (and without host paths when `cap` is `host:read`), its
+    /// requirements kept: a profile can only be narrowed, never widened.
     #[must_use]
     pub fn without(&self, cap: Capability) -> Self {
         let mut granted = self.granted;
         granted.remove(cap);
         ExecutionProfile::from_granted(granted, self.host_read_paths.clone())
+            .with_required(self.required)
     }
 
     /// Every capability granted.
@@ -152,5 +173,30 @@ mod tests {
             p,
             "removing what is not there"
         );
+    }
+
+    #[test]
+    fn requirements_only_add_and_survive_narrowing() {
+        use crate::Guarantee as G;
+        let p = ExecutionProfile::from_granted(CapabilitySet::of(&[C::FilesystemRead]), Vec::new());
+        assert!(p.required().is_empty());
+        let p = p
+            .with_required(GuaranteeSet::of(&[G::ResourceLimits]))
+            .with_required(GuaranteeSet::of(&[G::NetworkFiltered]));
+        assert_eq!(
+            p.required(),
+            GuaranteeSet::of(&[G::ResourceLimits, G::NetworkFiltered])
+        );
+        assert_eq!(
+            p.granted(),
+            CapabilitySet::of(&[C::FilesystemRead]),
+            "grants nothing"
+        );
+        assert_eq!(
+            p.clone().with_required(GuaranteeSet::EMPTY).required(),
+            p.required(),
+            "requiring nothing removes nothing"
+        );
+        assert_eq!(p.without(C::FilesystemRead).required(), p.required());
     }
 }

@@ -5,7 +5,7 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{CommandClass, Refusal, RefusalRule};
+use crate::{CommandClass, Guarantees, Refusal, RefusalRule};
 
 /// How a tool call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -89,6 +89,11 @@ pub struct ToolResult {
     #[serde(rename = "rule", serialize_with = "serialize_rule", skip_deserializing)]
     #[schemars(with = "Option<RefusalRule>")]
     pub refusal: Option<Box<Refusal>>,
+    /// For a command the sandbox ran: what confined it, computed from what the sandbox really set
+    /// up, not from what was asked: `{"enforced": ["process_boundary", ...], "limits":
+    /// "cgroup-v1"}` (see [`Guarantees`]). `null` for every other tool and for a command refused
+    /// or failed before anything was set up.
+    pub guarantees: Option<Guarantees>,
 }
 
 /// A refusal as JSON shows it: its rule. (serde hands a field by reference, so the signature is
@@ -105,7 +110,7 @@ impl ToolResult {
     /// The keys of its JSON, every one always present (`null` when it does not apply): the
     /// documented interface of `--json`, of `spear tool` and of MCP results, held once here for
     /// every test that checks it.
-    pub const KEYS: [&'static str; 10] = [
+    pub const KEYS: [&'static str; 11] = [
         "status",
         "exit_code",
         "stdout",
@@ -116,6 +121,7 @@ impl ToolResult {
         "class",
         "duration_ms",
         "truncated",
+        "guarantees",
     ];
 
     /// A result with `status` and nothing else.
@@ -131,6 +137,7 @@ impl ToolResult {
             duration_ms: 0,
             truncated: false,
             refusal: None,
+            guarantees: None,
         }
     }
 
@@ -210,6 +217,7 @@ mod tests {
         assert_eq!(keys, documented);
         assert_eq!(json["status"], "invalid_path");
         assert_eq!(json["rule"], serde_json::Value::Null);
+        assert_eq!(json["guarantees"], serde_json::Value::Null);
         let denied = ToolResult::denied(&Refusal::credential_store("~/.ssh/id_rsa"));
         let json = serde_json::to_value(&denied).unwrap();
         assert_eq!(json["rule"], "credential_store");

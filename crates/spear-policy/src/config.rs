@@ -2,12 +2,13 @@
 //!
 //! Configuration that widens access comes from the operator: flags and
 //! `~/.config/spear/config.toml`. The workspace's own `.spear/policy.toml` may only add protected
-//! or generated paths; it has no key that could take one away.
+//! or generated paths, and guarantees every command requires; it has no key that could take one
+//! away.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use spear_core::SandboxView;
+use spear_core::{GuaranteeSet, SandboxView};
 
 use crate::target_policy::TargetRules;
 
@@ -28,6 +29,9 @@ use crate::target_policy::TargetRules;
 ///
 /// [limits]                           # see crate::limits for the keys and their bounds
 /// memory = "4G"
+///
+/// [sandbox]
+/// require = ["resource_limits"]      # guarantees every command must get, or it does not run
 /// ```
 // Not `Eq`: `[limits]` holds CPU and timeout values as floats.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -52,6 +56,21 @@ pub struct OperatorConfig {
     /// ([`crate::limits`]).
     #[serde(default)]
     pub limits: crate::limits::OperatorLimits,
+    /// `[sandbox]`: guarantees every command requires.
+    #[serde(default)]
+    pub sandbox: SandboxRequirements,
+}
+
+/// `[sandbox]` of the operator's configuration, and of the workspace's policy file (which can
+/// only add to the operator's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxRequirements {
+    /// Guarantees (`process_boundary`, `resource_limits`, `network_filtered`, ...) that every
+    /// command requires: one the host cannot give refuses the command before anything is
+    /// spawned. An unknown name is a configuration error that lists the known ones.
+    #[serde(default)]
+    pub require: GuaranteeSet,
 }
 
 /// `[env]` of the operator's configuration.
@@ -119,6 +138,9 @@ pub struct WorkspacePolicyFile {
     /// `[targets]`.
     #[serde(default)]
     pub targets: WorkspaceTargets,
+    /// `[sandbox]`: more guarantees every command requires (added to the operator's).
+    #[serde(default)]
+    pub sandbox: SandboxRequirements,
 }
 
 /// `[targets]` of the workspace's policy file.
@@ -242,6 +264,9 @@ pub struct PolicyConfig {
     /// What every sandbox shows of the host and keeps private: the runtime's view
     /// (`spear_runtime::sandbox_view`), or [`SandboxView::conservative`] until it is given.
     pub sandbox: SandboxView,
+    /// Guarantees every command requires: the operator's `[sandbox] require` and the workspace
+    /// file's, together (a workspace can add, never remove).
+    pub required: GuaranteeSet,
 }
 
 impl PolicyConfig {
@@ -252,6 +277,7 @@ impl PolicyConfig {
             home,
             named_paths: Vec::new(),
             targets: TargetRules::default(),
+            required: GuaranteeSet::EMPTY,
         }
     }
 
@@ -263,6 +289,7 @@ impl PolicyConfig {
         self.targets =
             self.targets
                 .adjusted(&t.protect, &t.unprotect, &t.generated, &t.not_generated);
+        self.required = self.required.union(operator.sandbox.require);
         self
     }
 
@@ -272,6 +299,7 @@ impl PolicyConfig {
         self.targets =
             self.targets
                 .adjusted(&file.targets.protect, &[], &file.targets.generated, &[]);
+        self.required = self.required.union(file.sandbox.require);
         self
     }
 }
@@ -319,6 +347,43 @@ mod tests {
                 .is_ok()
         );
         assert!(cfg.targets.check(Path::new(".idea/x.xml")).is_err());
+    }
+
+    #[test]
+    fn sandbox_requirements_only_add() {
+        use spear_core::Guarantee as G;
+        let op = OperatorConfig::parse(
+            "[sandbox]\nrequire = [\"resource_limits\", \"network_filtered\"]\n",
+            Path::new("c"),
+        )
+        .unwrap();
+        let cfg = PolicyConfig::new(None).with_operator(&op);
+        assert_eq!(
+            cfg.required,
+            GuaranteeSet::of(&[G::ResourceLimits, G::NetworkFiltered])
+        );
+        let e = OperatorConfig::parse("[sandbox]\nrequire = [\"limits\"]\n", Path::new("c"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown guarantee \"limits\"") && e.contains("process_boundary"),
+            "names the valid ones: {e}"
+        );
+        // The workspace adds; an empty list (or none) removes nothing of the operator's.
+        let ws = WorkspacePolicyFile::parse("[sandbox]\nrequire = []\n", Path::new("p")).unwrap();
+        assert_eq!(cfg.clone().with_workspace(&ws).required, cfg.required);
+        let ws = WorkspacePolicyFile::parse(
+            "[sandbox]\nrequire = [\"process_boundary\"]\n",
+            Path::new("p"),
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.with_workspace(&ws).required,
+            GuaranteeSet::of(&[G::ProcessBoundary, G::ResourceLimits, G::NetworkFiltered])
+        );
+        assert!(
+            WorkspacePolicyFile::parse("[sandbox]\nunrequire = [\"x\"]\n", Path::new("p")).is_err()
+        );
     }
 
     #[test]

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use spear_core::{
-    Capability, CapabilitySet, CommandClass, ExecutionProfile, SandboxView, ToolResult, ToolStatus,
+    Capability, CapabilitySet, CommandClass, ExecutionProfile, Guarantee, SandboxView, ToolResult,
+    ToolStatus,
 };
 use spear_sandbox::{
     Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, OutputTee, RunOutcome,
@@ -601,6 +602,7 @@ impl CommandRunner {
             }
         };
         let mut result = result;
+        unmet_after_run(&mut result, &request.profile);
         if let Some(over) = self.scratch.as_ref().and_then(SessionScratch::enforce_cap) {
             append_reason(&mut result, &over);
         }
@@ -631,6 +633,7 @@ impl CommandRunner {
     fn interpret(&self, outcome: &RunOutcome, timeout: Duration) -> ToolResult {
         let f = &outcome.finished;
         let mut result = ToolResult::new(ToolStatus::Failed);
+        result.guarantees = Some(outcome.guarantees);
         result.stdout.clone_from(&f.stdout.text);
         result.stderr.clone_from(&f.stderr.text);
         result.truncated = f.stdout.truncated || f.stderr.truncated;
@@ -746,9 +749,77 @@ fn failed(reason: String) -> ToolResult {
     }
 }
 
+/// A command that ran without a guarantee its profile requires is a failure, whatever it printed
+/// (the sandbox refuses before spawning what the host cannot give; this is what the run itself
+/// lost, e.g. a tree whose end could not be confirmed). `target_policy` is judged after the
+/// runner, by its caller.
+fn unmet_after_run(result: &mut ToolResult, profile: &ExecutionProfile) {
+    let Some(g) = &result.guarantees else {
+        return;
+    };
+    let mut unmet = profile.required().unmet(g.enforced);
+    unmet.remove(Guarantee::TargetPolicy);
+    if !unmet.is_empty() {
+        result.status = ToolStatus::Failed;
+        let text = format!(
+            "the command ran without {}, which it requires",
+            unmet.names()
+        );
+        append_reason(result, &text);
+    }
+}
+
 fn append_reason(result: &mut ToolResult, text: &str) {
     result.reason = Some(match result.reason.take() {
         Some(r) => format!("{r}; {text}"),
         None => text.to_owned(),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Guarantee as G;
+    use spear_core::{GuaranteeSet, Guarantees};
+
+    #[test]
+    fn a_run_without_a_required_guarantee_fails() {
+        let profile = |bits: &[G]| {
+            ExecutionProfile::from_granted(CapabilitySet::of(&[Capability::FilesystemRead]), vec![])
+                .with_required(GuaranteeSet::of(bits))
+        };
+        let ran = |bits: &[G]| ToolResult {
+            guarantees: Some(Guarantees {
+                enforced: GuaranteeSet::of(bits),
+                limits: None,
+            }),
+            ..ToolResult::new(ToolStatus::Ok)
+        };
+        // (required, enforced, still ok)
+        let cases: [(&[G], &[G], bool); 6] = [
+            (&[], &[], true),
+            (&[G::ProcessBoundary], &[G::ProcessBoundary], true),
+            (&[G::ProcessBoundary], &[G::ReadBoundary], false),
+            (&[G::NetworkFiltered], &[G::NetworkClosed], true),
+            (&[G::ResourceLimits], &[G::NetworkClosed], false),
+            // Judged by the runner's caller, after it.
+            (&[G::TargetPolicy], &[], true),
+        ];
+        for (required, enforced, ok) in cases {
+            let mut r = ran(enforced);
+            unmet_after_run(&mut r, &profile(required));
+            assert_eq!(
+                r.status == ToolStatus::Ok,
+                ok,
+                "{required:?} {enforced:?}: {r:?}"
+            );
+            if !ok {
+                assert!(r.reason.unwrap().contains(required[0].as_str()));
+            }
+        }
+        // Nothing ran: nothing to say.
+        let mut r = ToolResult::new(ToolStatus::Failed);
+        unmet_after_run(&mut r, &profile(&[G::ResourceLimits]));
+        assert_eq!(r.reason, None);
+    }
 }

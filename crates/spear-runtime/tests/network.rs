@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{Fixture, networked, processes_with};
-use spear_core::{ExecutionProfile, ToolStatus};
+use spear_core::{ExecutionProfile, Guarantee, ToolStatus};
 
 const TEST_HOST: &str = "http://203.0.113.10:8080/";
 
@@ -177,10 +177,17 @@ fn networked_sandboxes_name_slirps_resolver_and_closed_ones_have_loopback_only()
     );
     assert!(r.stdout.contains("nameserver 10.0.2.3"), "{r:?}");
     assert!(r.stdout.contains("tap0"), "{r:?}");
+    // The guarantee bits say the same: filtered through slirp4netns, not closed.
+    let bits = r.guarantees.unwrap().enforced;
+    assert!(bits.contains(Guarantee::NetworkFiltered), "{bits:?}");
+    assert!(!bits.contains(Guarantee::NetworkClosed), "{bits:?}");
     let r = f.auto("ip -o link | cut -d: -f2; cat /etc/resolv.conf");
     assert!(!r.stdout.contains("tap0"), "{r:?}");
     assert!(r.stdout.contains("lo"), "{r:?}");
     assert!(!r.stdout.contains("nameserver"), "{r:?}");
+    let bits = r.guarantees.unwrap().enforced;
+    assert!(bits.contains(Guarantee::NetworkClosed), "{bits:?}");
+    assert!(!bits.contains(Guarantee::NetworkFiltered), "{bits:?}");
 }
 
 #[test]
@@ -406,6 +413,10 @@ fn an_unconfirmed_teardown_poisons_the_network_for_good() {
         "{r:?}"
     );
     assert!(f.runner.sandbox().network_containment_failed());
+    // Its guarantees say so: the network was not filtered to the end (slirp4netns outlived it).
+    let bits = r.guarantees.unwrap().enforced;
+    assert!(!bits.contains(Guarantee::NetworkFiltered), "{bits:?}");
+    assert!(bits.contains(Guarantee::ProcessBoundary), "{bits:?}");
     // Every later networked request is refused, with nothing run...
     let r = f.run(networked(), "touch net-marker");
     assert_eq!(r.status, ToolStatus::Failed);
@@ -426,6 +437,12 @@ fn an_unconfirmed_teardown_poisons_the_network_for_good() {
     let r = healthy.run(networked(), "echo ran");
     assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
     assert!(!healthy.runner.sandbox().network_containment_failed());
+    assert!(
+        r.guarantees
+            .unwrap()
+            .enforced
+            .contains(Guarantee::NetworkFiltered)
+    );
 }
 
 #[test]

@@ -15,6 +15,10 @@
 //! - A spawned command is held through a pidfd from the moment it exists and is signalled only
 //!   through it. A timeout or a cancellation kills its whole tree (the PID namespace and the
 //!   cgroup); nothing of it outlives the call.
+//! - Every [`RunOutcome`] says which guarantees confined the run ([`spear_core::Guarantees`]),
+//!   computed from the options handed to bwrap and from what happened, never from what was asked;
+//!   a profile requiring a guarantee this host cannot give ([`Sandbox::can_give`]) is refused with
+//!   [`SandboxError::GuaranteeUnavailable`] before anything is spawned.
 //!
 //! This crate imports no spear crate but `spear-core`: it knows nothing of modes or policy.
 
@@ -23,6 +27,7 @@ mod builder;
 pub mod cgroup;
 mod env;
 mod etc_view;
+mod guarantees;
 mod layout;
 mod mechanisms;
 mod network;

@@ -12,11 +12,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use spear_core::Capability;
+use spear_core::{Capability, Guarantee, GuaranteeSet, Guarantees};
 
 use crate::ResourceLimits;
 use crate::argv::build_argv;
-use crate::cgroup::{CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, LimitsHit};
+use crate::cgroup::{
+    BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, LimitsHit,
+};
+use crate::guarantees::{self, NetworkPath, RunFacts};
 use crate::network::{self, NetworkConfig, Slirp};
 use crate::preflight_store::PreflightStore;
 use crate::seccomp::{self, SeccompError};
@@ -106,12 +109,25 @@ pub enum SandboxError {
         "network containment failed earlier in this session (slirp4netns could not be confirmed dead), so this sandbox refuses every networked command; run it without the network, or restart spear after checking for a leftover slirp4netns"
     )]
     NetworkPoisoned,
+    /// The profile requires a guarantee this host (or this sandbox's configuration) cannot give;
+    /// checked before anything is spawned, the preflight included.
+    #[error(
+        "this command requires `{guarantee}` ({what}), which this host cannot give: {why}; nothing ran",
+        what = .guarantee.description()
+    )]
+    GuaranteeUnavailable {
+        /// The guarantee.
+        guarantee: Guarantee,
+        /// Why it cannot be given.
+        why: String,
+    },
 }
 
 impl SandboxError {
     /// Whether this failure means the sandbox itself is missing or broken (a mechanism absent,
     /// the preflight failed), as opposed to one command's spec refused or the network path
-    /// missing, after which closed commands still run confined.
+    /// missing, or a required guarantee this host cannot give, after which commands that do not
+    /// need it still run confined.
     pub fn means_sandbox_down(&self) -> bool {
         !matches!(
             self,
@@ -119,6 +135,7 @@ impl SandboxError {
                 | SandboxError::Network(_)
                 | SandboxError::NetworkTool(..)
                 | SandboxError::NetworkPoisoned
+                | SandboxError::GuaranteeUnavailable { .. }
         )
     }
 
@@ -146,6 +163,9 @@ pub struct RunOutcome {
     pub setup_error: Option<String>,
     /// slirp4netns could not be confirmed dead; the sandbox's network is poisoned since.
     pub network_error: Option<String>,
+    /// What confined it, computed from the bwrap options handed to bwrap and from what happened
+    /// (the tree confirmed dead, the network attached and stopped, the cgroup's backend).
+    pub guarantees: Guarantees,
 }
 
 /// Preflight results cached per (working directory, writability): terminal failures too.
@@ -208,6 +228,89 @@ impl Sandbox {
     /// The cgroup backend, or why there is none.
     pub fn backend(&self) -> Result<&dyn CgroupBackend, &str> {
         self.backend.as_deref().map_err(String::as_str)
+    }
+
+    /// Whether this sandbox, on this host, can give `g` to a command, without running anything:
+    /// what gives it, or why it cannot. The confinement bits need bwrap and seccomp;
+    /// `network_filtered` needs the network path's tools (and no earlier containment failure);
+    /// `resource_limits` needs cgroup limits turned on and a backend that limits each command's
+    /// tree (not `delegated`). `target_policy` is not the sandbox's to give: its caller judges
+    /// what a command staged.
+    pub fn can_give(&self, g: Guarantee) -> Result<String, String> {
+        match g {
+            Guarantee::ProcessBoundary
+            | Guarantee::WriteBoundary
+            | Guarantee::ReadBoundary
+            | Guarantee::EnvironmentScrubbed
+            | Guarantee::NetworkClosed => self
+                .can_confine()
+                .map(|()| format!("bubblewrap at {} and seccomp", self.config.bwrap.display())),
+            Guarantee::NetworkFiltered => self.can_filter_network(),
+            Guarantee::ResourceLimits => self.can_limit(),
+            Guarantee::TargetPolicy => {
+                Ok("judged by spear's tools after each command, not by the sandbox".to_owned())
+            }
+        }
+    }
+
+    /// bwrap and seccomp are usable, and no terminal failure was seen.
+    fn can_confine(&self) -> Result<(), String> {
+        if let Some(e) = lock(&self.terminal).as_ref() {
+            return Err(e.to_string());
+        }
+        check_bwrap(&self.config.bwrap).map_err(|e| e.to_string())?;
+        seccomp::kernel_supports_seccomp().map_err(|e| e.to_string())
+    }
+
+    /// The network path's tools are there and its containment never failed.
+    fn can_filter_network(&self) -> Result<String, String> {
+        if self.network_poisoned.load(Ordering::SeqCst) {
+            return Err(SandboxError::NetworkPoisoned.to_string());
+        }
+        let net = &self.config.network;
+        for (tool, package) in [
+            (&net.slirp4netns, "slirp4netns"),
+            (&net.nsenter, "util-linux"),
+            (&net.nft, "nftables"),
+        ] {
+            if !tool.is_file() {
+                return Err(SandboxError::NetworkTool(tool.clone(), package).to_string());
+            }
+        }
+        Ok(format!(
+            "{} with the egress policy by {}",
+            net.slirp4netns.display(),
+            net.nft.display()
+        ))
+    }
+
+    /// Cgroup limits are on, and a backend limits each command's tree.
+    fn can_limit(&self) -> Result<String, String> {
+        if self.config.cgroup.is_none() {
+            return Err("cgroup limits are turned off in this sandbox's configuration".to_owned());
+        }
+        match &self.backend {
+            Err(why) => Err(format!("no cgroup backend ({why})")),
+            Ok(b) if !guarantees::backend(b.kind()).limits_the_tree() => Err(format!(
+                "the cgroup backend is `{}`: an outer runtime limits spear as a whole, and spear creates no cgroup per command",
+                b.kind()
+            )),
+            Ok(b) => Ok(format!("{}: {}", b.kind(), b.describe())),
+        }
+    }
+
+    /// Refuses `spec` when its profile requires a guarantee this sandbox cannot give. Attack
+    /// stopped: a command that must be limited (or filtered) running without it because the host
+    /// lost the mechanism; checked before the preflight, so nothing at all is spawned.
+    /// [`Sandbox::run`] calls it first; a caller that prepares a command before running it can
+    /// call it then too.
+    pub fn check_required(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
+        let host = |g: Guarantee| self.can_give(g);
+        match guarantees::unmet_before_spawn(spec.profile.required(), spec.profile.network(), &host)
+        {
+            Some((guarantee, why)) => Err(SandboxError::GuaranteeUnavailable { guarantee, why }),
+            None => Ok(()),
+        }
     }
 
     /// Checks every mechanism a command needs, without running anything: the bwrap binary,
@@ -373,10 +476,14 @@ impl Sandbox {
         }
     }
 
-    /// Runs `spec` under `watch`: mechanisms checked, preflight ensured, a fresh cgroup, the tree
-    /// supervised and killed on timeout or cancellation, the cgroup removed.
+    /// Runs `spec` under `watch`: the guarantees its profile requires checked against what this
+    /// host can give (refused with [`SandboxError::GuaranteeUnavailable`] before anything, the
+    /// preflight included, is spawned), mechanisms checked, preflight ensured, a fresh cgroup, the
+    /// tree supervised and killed on timeout or cancellation, the cgroup removed; the outcome says
+    /// which guarantees the run really had ([`RunOutcome::guarantees`]).
     pub fn run(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
         build_argv(spec)?;
+        self.check_required(spec)?;
         self.ensure(spec)?;
         if spec.profile.network() {
             self.ensure_network(spec)?;
@@ -396,6 +503,7 @@ impl Sandbox {
     /// owned fds.
     fn run_unchecked(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
         let inputs = self.prepare(spec)?;
+        let argv_bits = inputs.guarantees;
         let cgroup = self.create_cgroup()?;
         let (running, network) = self.spawn(inputs, cgroup.as_ref(), watch)?;
         tracing::debug!("sandbox spawned");
@@ -408,7 +516,7 @@ impl Sandbox {
             },
         };
         let finished = supervise(running, watch, &kill);
-        Ok(self.collect(finished, slirp, cgroup))
+        Ok(self.collect(finished, slirp, cgroup, argv_bits))
     }
 
     /// Phase 1: what the command needs before it has a cgroup, each checked: the argv (the spec
@@ -436,7 +544,9 @@ impl Sandbox {
         check_bwrap(&self.config.bwrap)?;
         let seccomp = seccomp::program_fd()?;
         tracing::debug!("seccomp program ready");
+        let guarantees = guarantees::from_argv(spec, &argv.options);
         Ok(Inputs {
+            guarantees,
             command: argv.command,
             options,
             stage,
@@ -555,7 +665,9 @@ impl Sandbox {
         finished: Finished,
         slirp: Option<Slirp>,
         cgroup: Option<CommandCgroup>,
+        argv_bits: GuaranteeSet,
     ) -> RunOutcome {
+        let network_attached = slirp.is_some();
         let network_error = slirp
             .map(|s| network::stop_slirp(&s))
             .and_then(Result::err)
@@ -568,22 +680,41 @@ impl Sandbox {
             .as_ref()
             .map(CommandCgroup::limits_hit)
             .unwrap_or_default();
+        let backend: Option<BackendKind> = cgroup.as_ref().map(CommandCgroup::kind);
         let cleanup_error = cgroup
             .and_then(|cg| cg.remove().err())
             .map(|e| e.to_string());
         let setup_error = setup_failure(&finished);
+        let guarantees = guarantees::after_run(
+            argv_bits,
+            RunFacts {
+                tree_dead: finished.exit != Exit::Unknown && cleanup_error.is_none(),
+                network: match (network_attached, &network_error) {
+                    (false, _) => NetworkPath::NotAttached,
+                    (true, None) => NetworkPath::Stopped,
+                    (true, Some(_)) => NetworkPath::NotStopped,
+                },
+                // A spawned child set its rlimits before exec (a failure fails the spawn).
+                rlimits: true,
+                cgroup: backend,
+            },
+        );
         RunOutcome {
             finished,
             limits_hit,
             cleanup_error,
             setup_error,
             network_error,
+            guarantees,
         }
     }
 }
 
 /// What [`Sandbox::prepare`] makes for one command.
 struct Inputs {
+    /// The guarantees its bwrap options give ([`guarantees::from_argv`]), before the run confirms
+    /// its candidates.
+    guarantees: GuaranteeSet,
     /// What runs after bwrap's `--`: the network hold, if any, then the command.
     command: Vec<OsString>,
     /// bwrap's options ([`options_fd`]).

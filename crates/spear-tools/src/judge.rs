@@ -60,6 +60,7 @@ pub fn commit_staged(
     result: &mut ToolResult,
 ) -> Committed {
     let Some(staging) = staged else {
+        mark_target_policy(result, false);
         return Committed {
             captured: Vec::new(),
             unknown: false,
@@ -68,8 +69,22 @@ pub fn commit_staged(
     let judge = TargetJudge::new(policy);
     let report = staging.commit(ws, fs, &judge, store, tracked);
     report.apply_to(result);
+    mark_target_policy(result, report.unreadable.is_none());
     Committed {
         unknown: report.unreadable.is_some(),
         captured: report.captured,
+    }
+}
+
+/// Adds `target_policy` to the guarantees of a command the sandbox ran, when it holds: every
+/// staged change was read and judged (`judged`), or nothing was staged and the sandbox's write
+/// boundary held, so no write of it could reach the workspace (its roots were read-only, or what
+/// it staged was discarded unjudged). A result of nothing run has no guarantees to add to.
+fn mark_target_policy(result: &mut ToolResult, judged: bool) {
+    use spear_core::Guarantee;
+    if let Some(g) = result.guarantees.as_mut()
+        && (judged || g.enforced.contains(Guarantee::WriteBoundary))
+    {
+        g.enforced.insert(Guarantee::TargetPolicy);
     }
 }

@@ -188,6 +188,31 @@ fn request_scope_gate() {
 }
 
 #[test]
+fn a_command_reports_its_guarantees_and_target_policy_when_its_writes_were_judged() {
+    use spear_core::Guarantee;
+    let env = Env::new();
+    let bits = |e: &ToolResultEnvelope| e.result.guarantees.unwrap().enforced;
+    // SAFE: the roots are read-only, so no write of it can reach the workspace.
+    let r = router(&env, Opts::mode(Safe));
+    let e = r.call("terminal", json!({"command": "cat README.md"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    let safe = bits(&e);
+    assert!(safe.contains(Guarantee::TargetPolicy) && safe.contains(Guarantee::WriteBoundary));
+    // AUTO: a writable command's staged changes are judged before they land.
+    let r = router(&env, Opts::mode(Auto));
+    let e = r.call("terminal", json!({"command": "echo hi > judged.txt"}));
+    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    assert!(bits(&e).contains(Guarantee::TargetPolicy), "{e:?}");
+    assert_eq!(env.read("judged.txt").as_deref(), Some("hi\n"));
+    // Not a command: no guarantees at all; a refused command neither.
+    let e = r.call("read_file", json!({"path": "README.md"}));
+    assert_eq!(e.result.guarantees, None);
+    let e = r.call("terminal", json!({"command": "sudo true"}));
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    assert_eq!(e.result.guarantees, None);
+}
+
+#[test]
 fn target_policy_gate_attaches_to_the_file() {
     let env = Env::new();
     env.write("generated/out.rs", "// generated\n");

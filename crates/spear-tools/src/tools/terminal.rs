@@ -449,7 +449,10 @@ impl Prepared for CommandCall {
         }
         let targets = assessment.write_targets.clone();
         let request_for = |caps: spear_core::CapabilitySet| {
-            let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone());
+            // What the operator (and the workspace's policy file) requires of every command: it
+            // only narrows where the command may run, and grants nothing.
+            let profile = ExecutionProfile::from_granted(caps, assessment.host_reads.clone())
+                .with_required(cx.policy.config().required);
             let mut request = CommandRequest::new(line.clone(), profile);
             request.workdir.clone_from(&workdir);
             request.timeout = timeout;
