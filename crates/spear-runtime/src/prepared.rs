@@ -3,7 +3,8 @@
 //! [`CommandRunner::prepare`] validates the command, its execution id and its working directory;
 //! checks the access the policy gives each kind the profile uses ([`AccessPolicy`]); captures the
 //! identity of the working directory and of every write target (through `openat2`, no link
-//! followed); compiles the sandbox spec; checks that the host has every mechanism it needs; and
+//! followed); compiles the sandbox spec; checks that the host has every mechanism it needs and
+//! can give every guarantee the profile requires; and
 //! last, when a gated kind is used, verifies the grant against all of that and uses it up. A
 //! refusal at any step is an error and no child exists. The [`PreparedProcess`] it returns
 //! reports its effective access, starts at most once (`start` takes it), and is released
@@ -170,6 +171,20 @@ impl CommandRunner {
             .transpose()?;
         let (staging, spec) = self.compile(&request)?;
         self.sandbox().check_mechanisms()?;
+        // Every guarantee the profile requires (its own, the operator's) must be one this host
+        // gives; for a command that came with a grant, that is the grant's failure, since the
+        // grant binds the bits it was approved with.
+        match self.sandbox().check_required(&spec) {
+            Ok(()) => {}
+            Err(SandboxError::GuaranteeUnavailable { guarantee, why }) if binding.is_some() => {
+                return Err(GrantError::GuaranteeUnavailable {
+                    guarantee: guarantee.as_str().to_owned(),
+                    why,
+                }
+                .into());
+            }
+            Err(e) => return Err(e.into()),
+        }
         let claims = match (binding, grant) {
             (Some(binding), Some(check)) => {
                 Some(check.authority.verify(check.token, &binding, now)?)
@@ -251,7 +266,12 @@ impl CommandRunner {
             } else {
                 NetworkRoute::Closed
             },
-            guarantees: Vec::new(),
+            guarantees: request
+                .profile
+                .required()
+                .iter()
+                .map(|g| g.as_str().to_owned())
+                .collect(),
             class: request.class.map(|c| c.as_str().to_owned()),
             targets: bound,
         })

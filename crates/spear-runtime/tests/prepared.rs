@@ -47,6 +47,10 @@ struct Case {
 
 impl Case {
     fn new() -> Case {
+        Case::with(|_| {})
+    }
+
+    fn with(edit: impl FnOnce(&mut spear_sandbox::SandboxConfig)) -> Case {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().canonicalize().unwrap();
         let ws = base.join("ws");
@@ -59,6 +63,7 @@ impl Case {
         config.host_env = vec![("PATH".into(), "/usr/bin:/bin".into())];
         config.staging = vec![base.join("staging")];
         config.default_timeout = Duration::from_secs(30);
+        edit(&mut config.sandbox);
         let spawner = Arc::new(CountingSpawner::default());
         let backend = spear_sandbox::cgroup::detect().map_err(|e| e.to_string());
         let sandbox = Sandbox::with_parts(config.sandbox.clone(), backend, spawner.clone());
@@ -402,4 +407,44 @@ fn an_invalid_command_or_directory_is_refused_before_anything() {
         "{outside:?}"
     );
     assert_eq!(c.launches(), 0);
+}
+
+/// A grant binds the guarantees its command requires; on a host that cannot give one, the grant
+/// fails naming it, and nothing is spawned. Approved without the requirement, the same command
+/// with it is another sandbox.
+#[test]
+fn a_grant_needs_the_guarantees_it_binds() {
+    use spear_core::{Guarantee, GuaranteeSet};
+    // Limits off: this sandbox gives no resource limits.
+    let c = Case::with(|s| s.cgroup = None);
+    let requiring = |mut r: CommandRequest| {
+        r.profile = r
+            .profile
+            .with_required(GuaranteeSet::of(&[Guarantee::ResourceLimits]));
+        r
+    };
+    let request = requiring(c.request("touch sub/limited", ""));
+    let token = c.approve(&request, "s:1", &[]);
+    let e = grant_error(c.prepare(request, "s:1", Some(&token), vec![], SystemTime::now()));
+    assert_eq!(e.as_str(), "guarantee_unavailable", "{e}");
+    assert!(e.to_string().contains("resource_limits"), "{e}");
+    assert_eq!(c.launches(), 0);
+    assert!(!c.exists("sub/limited"));
+    // Approved without a requirement (one every host gives), shown with it: another sandbox.
+    let plain = c.request("touch sub/limited", "");
+    let token = c.approve(&plain, "s:1", &[]);
+    let mut required = c.request("touch sub/limited", "");
+    required.profile = required
+        .profile
+        .with_required(GuaranteeSet::of(&[Guarantee::EnvironmentScrubbed]));
+    let e = grant_error(c.prepare(required, "s:1", Some(&token), vec![], SystemTime::now()));
+    assert_eq!(e.as_str(), "other_profile", "{e}");
+    assert_eq!(c.launches(), 0);
+    assert!(!c.exists("sub/limited"));
+    // Positive control: the grant for the plain command runs it.
+    let prepared = c
+        .prepare(plain, "s:1", Some(&token), vec![], SystemTime::now())
+        .unwrap();
+    assert_eq!(c.start(prepared).status, ToolStatus::Ok);
+    assert!(c.exists("sub/limited"));
 }
