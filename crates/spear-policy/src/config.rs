@@ -242,6 +242,9 @@ pub struct PolicyConfig {
     /// What every sandbox shows of the host and keeps private: the runtime's view
     /// (`spear_runtime::sandbox_view`), or [`SandboxView::conservative`] until it is given.
     pub sandbox: SandboxView,
+    /// spear's own state directory (audit log, checkpoints, the `spear approve` sockets): no
+    /// command may read or search in it, whatever the mode and whatever the operator named.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl PolicyConfig {
@@ -252,6 +255,7 @@ impl PolicyConfig {
             home,
             named_paths: Vec::new(),
             targets: TargetRules::default(),
+            state_dir: None,
         }
     }
 
