@@ -36,15 +36,6 @@ pub struct Args {
 /// How often the servers are asked again while `--wait` waits.
 const POLL: Duration = Duration::from_millis(100);
 
-/// spear's state directory for this process (`$XDG_STATE_HOME/spear` or
-/// `~/.local/state/spear`), or `None` when there is none.
-pub fn state_dir() -> Option<PathBuf> {
-    spear_runtime::host_dirs::host_spear_state_dir()
-        .map_err(|e| eprintln!("spear: {e}"))
-        .ok()
-        .flatten()
-}
-
 /// Lists, allows or refuses; returns the exit status.
 pub fn run(args: &Args) -> Result<i32, String> {
     if let Some(id) = &args.id
@@ -55,9 +46,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
             spear_policy::make_visible(id)
         ));
     }
-    let dir = socket_dir(&state_dir().ok_or(
-        "neither XDG_STATE_HOME nor HOME is set, so spear has no state directory to find servers in",
-    )?);
+    let dir = socket_dir(&crate::state::state_dir()?);
     let deadline = Instant::now() + Duration::from_secs(args.wait);
     let pending = loop {
         let pending = pending_in(&dir);

@@ -91,9 +91,12 @@ fn approval_channel(
     Option<spear_mcp::server::ApprovalWait>,
 ) {
     use spear_mcp::approvals::{ApprovalChannel, Approvals, socket_dir};
-    let Some(state) = crate::approve::state_dir() else {
-        eprintln!("spear mcp: no state directory, so no `spear approve` channel");
-        return (None, None);
+    let state = match crate::state::state_dir() {
+        Ok(state) => state,
+        Err(e) => {
+            eprintln!("spear mcp: no `spear approve` channel: {e}");
+            return (None, None);
+        }
     };
     let approvals = Approvals::new(session);
     match ApprovalChannel::open(&socket_dir(&state), std::sync::Arc::clone(&approvals)) {
