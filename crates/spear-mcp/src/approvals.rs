@@ -633,6 +633,7 @@ mod tests {
             capabilities: CapabilitySet::of(&[Capability::WorkspaceWrite]),
             reason: "it writes".to_owned(),
             setting: None,
+            escalation: None,
         }
     }
 
