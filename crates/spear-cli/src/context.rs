@@ -125,6 +125,7 @@ impl Context {
         // The runner's configuration comes first: the policy judges paths by what the sandboxes
         // that configuration builds will show.
         let mut runner = build_runner_config(&operator.network.allow)?;
+        config.state_dir.clone_from(&runner.state_dir);
         runner.env_pass = operator
             .env
             .pass

@@ -1,5 +1,6 @@
 //! The `spear` command line. It holds no policy: every decision is a call into the library crates.
 
+mod approve;
 mod audit;
 mod classify;
 mod context;
@@ -39,6 +40,9 @@ enum Command {
     Tool(tool::Args),
     /// Serve the tools over MCP on stdin and stdout, for an agent that starts spear itself.
     Mcp(mcp::Args),
+    /// List the ASK confirmations running `spear mcp` servers wait on, and allow or refuse one
+    /// (for clients that cannot ask the user). Run it in another terminal.
+    Approve(approve::Args),
     /// Print the audit log.
     Audit(audit::Args),
     /// Restore the files the last turn changed, all or nothing.
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => Ok(doctor::run(&args)),
         Command::Tool(args) => tool::run(&args),
         Command::Mcp(args) => mcp::run(&args),
+        Command::Approve(args) => approve::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Undo(args) => undo::run(&args),
         Command::Grant(args) => grant::run(&args),

@@ -27,6 +27,10 @@ pub struct Args {
     /// operator configuration. A name that changes how programs load code is refused.
     #[arg(long = "env", value_name = "NAME")]
     env: Vec<String>,
+    /// In ASK, how long a call whose client cannot ask the user (no elicitation) waits for
+    /// `spear approve` in another terminal before it is cancelled and nothing runs.
+    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    approval_wait: u64,
 }
 
 /// Serves until the client closes stdin or a signal arrives. stdout carries only protocol
@@ -59,11 +63,61 @@ pub fn run(args: &Args) -> Result<i32, String> {
             router.session()
         )
     );
-    let server =
-        spear_mcp::server::SpearServer::new(router, std::time::Duration::from_secs(args.turn_gap))
-            .map_err(|e| e.to_string())?;
-    spear_mcp::stdio::run_stdio(server).map_err(|e| e.to_string())?;
+    let (channel, approvals) = if args.mode.mode() == ExecutionMode::Ask {
+        approval_channel(router.session(), args.approval_wait)
+    } else {
+        (None, None)
+    };
+    let server = spear_mcp::server::SpearServer::with_approvals(
+        router,
+        std::time::Duration::from_secs(args.turn_gap),
+        approvals,
+    )
+    .map_err(|e| e.to_string())?;
+    let outcome = spear_mcp::stdio::run_stdio(server).map_err(|e| e.to_string());
+    // The socket goes with the server.
+    drop(channel);
+    outcome?;
     Ok(0)
+}
+
+/// The approval channel of an ASK server, in spear's state directory: without one (no state
+/// directory, one that is not private), what a client cannot ask about is cancelled, as before.
+fn approval_channel(
+    session: &str,
+    wait: u64,
+) -> (
+    Option<spear_mcp::approvals::ApprovalChannel>,
+    Option<spear_mcp::server::ApprovalWait>,
+) {
+    use spear_mcp::approvals::{ApprovalChannel, Approvals, socket_dir};
+    let state = match crate::state::state_dir() {
+        Ok(state) => state,
+        Err(e) => {
+            eprintln!("spear mcp: no `spear approve` channel: {e}");
+            return (None, None);
+        }
+    };
+    let approvals = Approvals::new(session);
+    match ApprovalChannel::open(&socket_dir(&state), std::sync::Arc::clone(&approvals)) {
+        Ok(channel) => {
+            eprintln!(
+                "spear mcp: a client that cannot ask the user waits up to {wait} s for `spear approve` in another terminal ({})",
+                channel.path().display()
+            );
+            (
+                Some(channel),
+                Some(spear_mcp::server::ApprovalWait {
+                    approvals,
+                    wait: std::time::Duration::from_secs(wait),
+                }),
+            )
+        }
+        Err(e) => {
+            eprintln!("spear mcp: no `spear approve` channel: {e}");
+            (None, None)
+        }
+    }
 }
 
 /// The one line the server writes at start: the mode, how to get the other two, and the rest of

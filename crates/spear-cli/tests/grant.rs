@@ -167,12 +167,13 @@ fn the_state_directory_is_not_in_the_sandbox() {
     let script = format!("cat {} README.md", key.display());
     let out = spear(&d, &["exec", "--auto", "--json", "-c", &script]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    // README.md is read (positive control); the key is not there.
+    // Naming the key is refused before anything runs: nothing is read.
+    assert_eq!(v["rule"], "spear_state", "{v}");
+    assert_eq!(v["stdout"], "", "{v}");
+    // Positive control: README.md alone is read.
+    let out = spear(&d, &["exec", "--auto", "--json", "-c", "cat README.md"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["stdout"].as_str().unwrap().contains("hi"), "{v}");
-    assert!(
-        v["stderr"].as_str().unwrap().contains("No such file"),
-        "{v}"
-    );
 }
 
 /// The red-team case `id`'s command, with `{CANARY}` made `canary`.

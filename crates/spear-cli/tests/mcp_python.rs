@@ -763,7 +763,7 @@ fn ask_runs_what_was_accepted_and_nothing_that_was_declined() {
 }
 
 #[test]
-fn ask_without_an_elicitation_capability_is_cancelled_and_runs_nothing() {
+fn ask_without_an_elicitation_capability_waits_for_spear_approve_then_is_cancelled() {
     let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
     let calls = json!([
         call("terminal", json!({"command": "echo no > unasked.txt"})),
@@ -776,15 +776,21 @@ fn ask_without_an_elicitation_capability_is_cancelled_and_runs_nothing() {
     ]);
     let runs: Vec<Value> = servers
         .iter()
-        .map(|s| s.run(&["--ask"], json!({"answer": "none", "calls": calls})))
+        .map(|s| {
+            s.run(
+                &["--ask", "--approval-wait", "1"],
+                json!({"answer": "none", "calls": calls}),
+            )
+        })
         .collect();
     let out = client("calls", &runs);
     for (server, run) in servers.iter().zip(&out) {
         let g = server.generation;
         let r = results(run);
         for (entry, file) in [(&r[0], "unasked.txt"), (&r[1], "unasked_w.txt")] {
+            // Nobody ran `spear approve` within the wait.
             assert_eq!(status(entry), "cancelled", "{g:?}: {entry}");
-            assert_eq!(rule(entry), "no_confirmer", "{g:?}: {entry}");
+            assert_eq!(rule(entry), "unapproved", "{g:?}: {entry}");
             assert!(!server.file(file).exists(), "{g:?}: {file} was written");
         }
         assert_eq!((status(&r[2]), stdout(&r[2])), ("ok", "fine\n"), "{g:?}");

@@ -255,7 +255,16 @@ async fn a_tool_outside_the_view_is_an_error_result() {
 
 /// An ASK write, answered by `user`, in `generation`: what the file and the result say.
 async fn ask_write(user: User, generation: Generation) -> (Value, bool, Vec<String>) {
-    let s = Session::start(&["--ask"], user.clone(), generation).await;
+    ask_write_with(&["--ask"], user, generation).await
+}
+
+/// [`ask_write`] with the server's `flags`.
+async fn ask_write_with(
+    flags: &[&str],
+    user: User,
+    generation: Generation,
+) -> (Value, bool, Vec<String>) {
+    let s = Session::start(flags, user.clone(), generation).await;
     let r = s
         .call("write_file", json!({"path": "w.txt", "content": "asked\n"}))
         .await;
@@ -297,8 +306,11 @@ async fn ask_writes_nothing_when_the_user_declines_in_both_generations() {
 #[tokio::test]
 async fn ask_without_a_way_to_ask_runs_nothing() {
     for generation in [Generation::Initialize, Generation::Discover] {
-        let (e, written, asked) = ask_write(User::mute(), generation).await;
+        // Nobody runs `spear approve` within the wait (tests/mcp_approve.rs has someone who does).
+        let (e, written, asked) =
+            ask_write_with(&["--ask", "--approval-wait", "1"], User::mute(), generation).await;
         assert_eq!(e["status"], "cancelled", "{generation:?}: {e}");
+        assert_eq!(e["rule"], "unapproved", "{generation:?}: {e}");
         assert!(!written, "{generation:?}: written without asking");
         assert!(asked.is_empty());
         assert!(

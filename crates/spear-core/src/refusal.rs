@@ -49,6 +49,10 @@ pub enum RefusalRule {
     Declined,
     /// Nobody could be asked.
     NoConfirmer,
+    /// The question waited for `spear approve` and nobody answered it in time.
+    Unapproved,
+    /// A path inside spear's own state directory (audit log, checkpoints, the approval channel).
+    SpearState,
     /// The question went to the client; the call is made again with the answer.
     AwaitingConfirmation,
     /// A command found the sandbox missing or broken earlier in the turn; nothing written since
@@ -103,6 +107,8 @@ impl RefusalRule {
             RefusalRule::Unverifiable => "unverifiable",
             RefusalRule::Declined => "declined",
             RefusalRule::NoConfirmer => "no_confirmer",
+            RefusalRule::Unapproved => "unapproved",
+            RefusalRule::SpearState => "spear_state",
             RefusalRule::AwaitingConfirmation => "awaiting_confirmation",
             RefusalRule::SandboxDown => "sandbox_down",
             RefusalRule::TurnStopped => "turn_stopped",
@@ -231,6 +237,18 @@ pub enum Refusal {
         /// The command or call.
         what: String,
     },
+    /// `what` waited `wait_secs` for an answer through `spear approve`, and none came.
+    Unapproved {
+        /// The command or call.
+        what: String,
+        /// How long it waited, in seconds.
+        wait_secs: u64,
+    },
+    /// `path` lies inside spear's own state directory.
+    SpearState {
+        /// The path as the caller wrote it.
+        path: String,
+    },
     /// `what` waits for a confirmation the client is asking for.
     AwaitingConfirmation {
         /// The command or call.
@@ -346,6 +364,7 @@ macro_rules! subject_of {
             | Refusal::ProjectScope { what }
             | Refusal::Declined { what }
             | Refusal::NoConfirmer { what }
+            | Refusal::Unapproved { what, .. }
             | Refusal::AwaitingConfirmation { what }
             | Refusal::SandboxDown { what, .. }
             | Refusal::TurnStopped { what, .. }
@@ -361,6 +380,7 @@ macro_rules! subject_of {
             | Refusal::SystemPackages { program } => program,
             Refusal::WriteOutsideRoots { path }
             | Refusal::CredentialStore { path }
+            | Refusal::SpearState { path }
             | Refusal::SandboxMountPoint { path }
             | Refusal::GeneratedFile { path, .. }
             | Refusal::SnapshotCopy { path, .. }
@@ -482,6 +502,19 @@ impl Refusal {
     /// `what` needed a confirmation and nobody could be asked.
     pub fn no_confirmer(what: impl Into<String>) -> Self {
         Refusal::NoConfirmer { what: what.into() }
+    }
+
+    /// `what` waited `wait_secs` for an answer through `spear approve`, and none came.
+    pub fn unapproved(what: impl Into<String>, wait_secs: u64) -> Self {
+        Refusal::Unapproved {
+            what: what.into(),
+            wait_secs,
+        }
+    }
+
+    /// `path` lies inside spear's own state directory.
+    pub fn spear_state(path: impl Into<String>) -> Self {
+        Refusal::SpearState { path: path.into() }
     }
 
     /// `what` needs a confirmation that the client is asking for; it runs when the call comes back
@@ -619,6 +652,8 @@ impl Refusal {
             Refusal::Unverifiable { .. } => RefusalRule::Unverifiable,
             Refusal::Declined { .. } => RefusalRule::Declined,
             Refusal::NoConfirmer { .. } => RefusalRule::NoConfirmer,
+            Refusal::Unapproved { .. } => RefusalRule::Unapproved,
+            Refusal::SpearState { .. } => RefusalRule::SpearState,
             Refusal::AwaitingConfirmation { .. } => RefusalRule::AwaitingConfirmation,
             Refusal::SandboxDown { .. } => RefusalRule::SandboxDown,
             Refusal::TurnStopped { .. } => RefusalRule::TurnStopped,
@@ -754,6 +789,16 @@ impl Refusal {
                 "`{s}` needs confirmation in ASK mode, and nobody could be asked. Ask the user to \
                  run spear in AUTO mode (--auto), or from a client that can ask them (an MCP \
                  client with elicitation)."
+            ),
+            Refusal::Unapproved { what: s, wait_secs } => format!(
+                "`{s}` needs confirmation in ASK mode; it waited {wait_secs} s for the user to \
+                 approve it and nobody did, so nothing ran. Ask the user to run `spear approve` \
+                 in another terminal (it lists what waits and approves it), then call again."
+            ),
+            Refusal::SpearState { path: s } => format!(
+                "`{s}` is inside spear's own state directory (its audit log, checkpoints and \
+                 approval channel), which no tool reads or writes in any mode. Ask the user if \
+                 you need something from it."
             ),
             Refusal::AwaitingConfirmation { what: s } => format!(
                 "`{s}` waits for the user's confirmation, asked through the client; it runs only \
@@ -914,6 +959,8 @@ mod tests {
             Refusal::mode_forbids(ExecutionMode::Ask, Capability::Network, "x"),
             Refusal::network_removed("x"),
             Refusal::no_confirmer("x"),
+            Refusal::unapproved("x", 300),
+            Refusal::spear_state("x"),
         ];
         for r in &all {
             let m = r.message();
@@ -978,6 +1025,8 @@ mod tests {
             Refusal::unverifiable("SUBJ", "OTHER"),
             Refusal::declined("SUBJ"),
             Refusal::no_confirmer("SUBJ"),
+            Refusal::unapproved("SUBJ", 7),
+            Refusal::spear_state("SUBJ"),
             Refusal::awaiting_confirmation("SUBJ"),
             Refusal::sandbox_down("SUBJ", "OTHER"),
             Refusal::turn_stopped("SUBJ", "OTHER"),

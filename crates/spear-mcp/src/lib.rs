@@ -2,6 +2,7 @@
 //!
 //! - [`catalog`]: tool specs and envelopes in MCP's words (pure).
 //! - [`asking`]: ASK confirmations through the client (elicitation, input-required results).
+//! - [`approvals`]: ASK confirmations through `spear approve`, for clients that cannot ask.
 //! - [`state`]: the sealed request state of an input-required exchange.
 //! - [`server`]: the `ServerHandler`.
 //! - [`intake`]: the framing in front of rmcp's stdio transport, which answers every malformed
@@ -12,6 +13,7 @@
 //!
 //! stdout carries only protocol messages; logs go to stderr through `tracing`.
 
+pub mod approvals;
 pub mod asking;
 pub mod catalog;
 pub mod eof;

@@ -23,6 +23,7 @@ use spear_sandbox::CancelToken;
 use spear_tools::{CallOptions, Progress, ProgressSink, ToolResultEnvelope, ToolRouter};
 use tokio::runtime::Handle;
 
+use crate::approvals::{ApprovalConfirmer, Approvals};
 use crate::asking::{
     self, BoundConfirmer, CONFIRM_KEY, CaptureConfirmer, ElicitConfirmer, FixedAnswer,
 };
@@ -48,6 +49,17 @@ struct Inner {
     tools: Vec<Tool>,
     sealer: StateSealer,
     next_call: AtomicU64,
+    /// Where a call asks when its client cannot: the approval channel (`spear approve`).
+    approvals: Option<ApprovalWait>,
+}
+
+/// The approval channel's registry, and how long a call waits on it.
+#[derive(Clone)]
+pub struct ApprovalWait {
+    /// The registry the channel serves.
+    pub approvals: Arc<Approvals>,
+    /// The longest wait of one call.
+    pub wait: Duration,
 }
 
 /// The calls running now (so that a server going away can stop them), and when the last one
@@ -62,6 +74,16 @@ impl SpearServer {
     /// A server for `router`'s session and role. A new turn begins when a call comes after
     /// `turn_gap` with no call running (see `begins_turn`).
     pub fn new(router: ToolRouter, turn_gap: Duration) -> Result<Self, crate::state::StateError> {
+        Self::with_approvals(router, turn_gap, None)
+    }
+
+    /// As [`SpearServer::new`]; in ASK, a call whose client cannot ask its user waits on
+    /// `approvals` (answered with `spear approve`) instead of being cancelled at once.
+    pub fn with_approvals(
+        router: ToolRouter,
+        turn_gap: Duration,
+        approvals: Option<ApprovalWait>,
+    ) -> Result<Self, crate::state::StateError> {
         let output_schema = Arc::new(catalog::as_object(&spear_tools::output_schema()));
         let tools = router
             .tools()
@@ -77,12 +99,16 @@ impl SpearServer {
                 tools,
                 sealer: StateSealer::new()?,
                 next_call: AtomicU64::new(0),
+                approvals,
             }),
         })
     }
 
     /// Cancels every call still running: each one's process tree is killed and the call ends.
     pub fn cancel_running(&self) {
+        if let Some(a) = &self.inner.approvals {
+            a.approvals.close();
+        }
         for token in self.lock_calls().running.values() {
             token.cancel();
         }
@@ -174,7 +200,7 @@ impl SpearServer {
                     continues_turn: false,
                 }
             } else {
-                Asker::default()
+                self.approval_asker(request, context)
             });
         }
         let capture = Arc::new(CaptureConfirmer::default());
@@ -186,7 +212,7 @@ impl SpearServer {
                     continues_turn: false,
                 }
             } else {
-                Asker::default()
+                self.approval_asker(request, context)
             });
         };
         let approved = self
@@ -220,6 +246,31 @@ impl SpearServer {
             capture: Some(capture),
             continues_turn: true,
         })
+    }
+}
+
+impl SpearServer {
+    /// The asker of a call whose client can ask nothing: the approval channel when there is one,
+    /// else nobody (what needs asking is cancelled).
+    fn approval_asker(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Asker {
+        let Some(a) = &self.inner.approvals else {
+            return Asker::default();
+        };
+        Asker {
+            confirmer: Some(Arc::new(ApprovalConfirmer {
+                approvals: Arc::clone(&a.approvals),
+                tool: request.name.to_string(),
+                wait: a.wait,
+                cancelled: context.ct.clone(),
+                runtime: Handle::current(),
+            })),
+            capture: None,
+            continues_turn: false,
+        }
     }
 }
 

@@ -82,6 +82,13 @@ pub enum Confirmation {
 pub trait Confirmer {
     /// Shows `request` and returns the answer. Must show the command exactly as it will run.
     fn confirm(&self, request: &ConfirmRequest) -> Confirmation;
+
+    /// The refusal of `what` when [`Confirmer::confirm`] answered [`Confirmation::Unavailable`]:
+    /// by default that nobody could be asked; a confirmer that asked and got no answer in time
+    /// says how the user answers it.
+    fn unanswered(&self, what: String) -> Refusal {
+        Refusal::no_confirmer(what)
+    }
 }
 
 /// The outcome of [`authorize`].
@@ -204,7 +211,7 @@ pub fn authorize(
                     Authorization::Denied(Refusal::declined(summary(command)))
                 }
                 Confirmation::Unavailable => {
-                    Authorization::Cancelled(Refusal::no_confirmer(summary(command)))
+                    Authorization::Cancelled(confirmer.unanswered(summary(command)))
                 }
                 Confirmation::Deferred => {
                     Authorization::Cancelled(Refusal::awaiting_confirmation(summary(command)))

@@ -267,6 +267,9 @@ pub struct PolicyConfig {
     /// Guarantees every command requires: the operator's `[sandbox] require` and the workspace
     /// file's, together (a workspace can add, never remove).
     pub required: GuaranteeSet,
+    /// spear's own state directory (audit log, checkpoints, the `spear approve` sockets): no
+    /// command may read or search in it, whatever the mode and whatever the operator named.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl PolicyConfig {
@@ -278,6 +281,7 @@ impl PolicyConfig {
             named_paths: Vec::new(),
             targets: TargetRules::default(),
             required: GuaranteeSet::EMPTY,
+            state_dir: None,
         }
     }
 

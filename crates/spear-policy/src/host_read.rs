@@ -8,7 +8,9 @@
 //!   ...), also under a shown toolchain tree: attack stopped, key and token theft;
 //! - another project: a host path under the home directory that the sandbox does not show and that
 //!   exists on the host (`~/other-checkout/x`), unless the operator named it;
-//! - device nodes other than the standard ones: raw disks and memory.
+//! - device nodes other than the standard ones: raw disks and memory;
+//! - spear's own state directory (its audit log, checkpoints, and the `spear approve` sockets,
+//!   through which a command could otherwise approve its own pending calls).
 //!
 //! A mount point of the sandbox and its ancestors (`/`, `/etc`, `/home`, a root's parents) are
 //! never bound: reading one reads the sandbox's own view of it, which needs nothing.
@@ -66,6 +68,8 @@ pub(crate) struct HostView {
     /// Mount points and all their ancestors.
     reserved: HashSet<PathBuf>,
     exists: Exists,
+    /// spear's state directory, never read.
+    state: Option<PathBuf>,
 }
 
 impl HostView {
@@ -108,7 +112,15 @@ impl HostView {
             named,
             reserved,
             exists,
+            state: None,
         }
+    }
+
+    /// The same view, refusing every path inside spear's state directory `state`.
+    #[must_use]
+    pub(crate) fn hiding(mut self, state: Option<PathBuf>) -> Self {
+        self.state = state;
+        self
     }
 
     /// What the sandbox shows and keeps private.
@@ -120,6 +132,9 @@ impl HostView {
     pub(crate) fn vet(&self, path: &Path, shown: &str) -> HostRead {
         if is_credential_store(path) {
             return HostRead::Refused(Refusal::credential_store(shown));
+        }
+        if self.state.as_ref().is_some_and(|s| path.starts_with(s)) {
+            return HostRead::Refused(Refusal::spear_state(shown));
         }
         if path.starts_with("/dev") {
             // `/dev` and `/dev/shm` themselves are the sandbox's own (listing them binds nothing).
@@ -237,6 +252,36 @@ mod tests {
             HostRead::Visible => Ok(false),
             HostRead::Needs => Ok(true),
             HostRead::Refused(r) => Err(r.rule()),
+        }
+    }
+
+    /// spear's state directory is refused even inside a path the operator named, for reads and
+    /// searches; what is beside it stays as it was.
+    #[test]
+    fn the_state_directory_is_never_read() {
+        let v = view().hiding(Some("/opt/data/state/spear".into()));
+        for (path, refused) in [
+            ("/opt/data/state/spear", true),
+            ("/opt/data/state/spear/audit.jsonl", true),
+            ("/opt/data/state/spear/approve/12.sock", true),
+            // Positive controls: beside it, and a name that only starts the same.
+            ("/opt/data/state/other", false),
+            ("/opt/data/state/spearx", false),
+            ("/opt/data/x.csv", false),
+        ] {
+            for got in [
+                v.vet(Path::new(path), path),
+                v.vet_search(Path::new(path), path),
+            ] {
+                match got {
+                    HostRead::Refused(r) => {
+                        assert!(refused, "{path}: {r:?}");
+                        assert_eq!(r.rule(), RefusalRule::SpearState, "{path}");
+                        assert_eq!(r.subject(), path);
+                    }
+                    other => assert!(!refused, "{path}: {other:?}"),
+                }
+            }
         }
     }
 

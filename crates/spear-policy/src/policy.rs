@@ -34,7 +34,8 @@ impl CommandPolicy {
                 .iter()
                 .map(|r| r.host_path().to_path_buf()),
         );
-        let host_view = HostView::new(config.sandbox.clone(), config.named_paths.clone(), &points);
+        let host_view = HostView::new(config.sandbox.clone(), config.named_paths.clone(), &points)
+            .hiding(config.state_dir.clone());
         CommandPolicy {
             workspace,
             config,

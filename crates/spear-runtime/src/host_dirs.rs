@@ -122,6 +122,22 @@ fn xdg(name: &'static str) -> Result<Option<PathBuf>, HostDirError> {
     host_dir(name, value.as_deref(), false)
 }
 
+/// spear's state directory (audit log, checkpoints, stored outputs, staging, the approval
+/// sockets) for these values of `XDG_STATE_HOME` and `HOME`: `$XDG_STATE_HOME/spear`, else
+/// `$HOME/.local/state/spear`; `None` when neither is absolute. Pure.
+pub fn spear_state_dir(xdg_state_home: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+    crate::checkpoint::state_base(xdg_state_home, home).map(|b| b.join("spear"))
+}
+
+/// This process's spear state directory ([`spear_state_dir`] of [`host_xdg_state_home`] and
+/// [`host_home`]).
+pub fn host_spear_state_dir() -> Result<Option<PathBuf>, HostDirError> {
+    Ok(spear_state_dir(
+        host_xdg_state_home()?.as_deref(),
+        host_home()?.as_deref(),
+    ))
+}
+
 /// Whether `path` is already in the normal form [`host_dir`] returns for a plain spelling.
 pub fn is_plain(path: &Path) -> bool {
     matches!(spelling(Some(path.as_os_str())), Spelling::Plain(_))
@@ -184,6 +200,24 @@ mod tests {
             host_dir("HOME", Some(OsStr::new(&spelled)), true).unwrap(),
             Some(real.join("a"))
         );
+    }
+
+    #[test]
+    fn the_state_directory() {
+        let p = |s: &str| Some(PathBuf::from(s));
+        for (xdg, home, want) in [
+            (p("/x"), p("/h"), p("/x/spear")),
+            (None, p("/h"), p("/h/.local/state/spear")),
+            (p("rel"), p("/h"), p("/h/.local/state/spear")),
+            (None, None, None),
+            (None, p("rel"), None),
+        ] {
+            assert_eq!(
+                spear_state_dir(xdg.as_deref(), home.as_deref()),
+                want,
+                "{xdg:?} {home:?}"
+            );
+        }
     }
 
     #[test]

@@ -21,6 +21,38 @@ use crate::identity::GitIdentity;
 use crate::scratch::{DEFAULT_SESSION_CAP, SessionScratch};
 use crate::staging::{Staging, default_bases, sweep_stale};
 
+/// The masks that keep spear's state directory `state` out of a sandbox that binds `bound`: the
+/// state directory itself where a bound path holds it, and a bound path itself where it lies
+/// inside the state directory. What does not exist on the host (`exists` says `None`) needs no
+/// mask. Pure but for `exists`.
+pub fn state_masks(
+    state: &Path,
+    bound: &[PathBuf],
+    exists: &dyn Fn(&Path) -> Option<bool>,
+) -> Vec<Mask> {
+    let mut hidden: Vec<&Path> = Vec::new();
+    for b in bound {
+        let path = if b.starts_with(state) {
+            b.as_path()
+        } else if state.starts_with(b) {
+            state
+        } else {
+            continue;
+        };
+        if !hidden.contains(&path) {
+            hidden.push(path);
+        }
+    }
+    hidden
+        .into_iter()
+        .filter_map(|p| match exists(p) {
+            Some(true) => Some(Mask::Dir(p.to_path_buf())),
+            Some(false) => Some(Mask::File(p.to_path_buf())),
+            None => None,
+        })
+        .collect()
+}
+
 /// The default wall-clock limit of a command.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45);
 
@@ -53,6 +85,9 @@ pub struct RunnerConfig {
     pub git_identity: GitIdentity,
     /// Host variables the operator passes into every sandbox.
     pub env_pass: Vec<EnvPass>,
+    /// spear's state directory ([`crate::host_dirs::spear_state_dir`]), never shown in a sandbox:
+    /// masked wherever a bound path or root would show it or a part of it.
+    pub state_dir: Option<PathBuf>,
 }
 
 /// Where a command's `/tmp`, `/var/tmp` and home come from.
@@ -84,6 +119,7 @@ impl RunnerConfig {
             None
         });
         let staging = default_bases(xdg_state.as_deref(), Some(&home));
+        let state_dir = crate::host_dirs::spear_state_dir(xdg_state.as_deref(), Some(&home));
         let git_identity = GitIdentity::from_host(&host_env, &home);
         RunnerConfig {
             sandbox: SandboxConfig::default(),
@@ -98,6 +134,7 @@ impl RunnerConfig {
             session_cap: DEFAULT_SESSION_CAP,
             git_identity,
             env_pass: Vec::new(),
+            state_dir,
         }
     }
 }
@@ -436,6 +473,21 @@ impl CommandRunner {
                     Mask::File(_) => Mask::File(inside),
                     Mask::Dir(_) => Mask::Dir(inside),
                 });
+            }
+        }
+        if let Some(state) = &self.config.state_dir {
+            // Attack: a command reading spear's audit log, or connecting to the approval socket
+            // to approve its own pending calls, through a bound path that shows the state
+            // directory.
+            masks.extend(state_masks(state, &bound, &host_entry));
+            for mask in state_masks(state, &root_hosts, &host_entry) {
+                if let Some(loc) = ws.locate(mask.path()) {
+                    let inside = ws.mount_path(&loc);
+                    masks.push(match mask {
+                        Mask::File(_) => Mask::File(inside),
+                        Mask::Dir(_) => Mask::Dir(inside),
+                    });
+                }
             }
         }
         let mut env = sandbox_env(spear_sandbox::EnvInputs {
@@ -821,5 +873,44 @@ mod tests {
         let mut r = ToolResult::new(ToolStatus::Failed);
         unmet_after_run(&mut r, &profile(&[G::ResourceLimits]));
         assert_eq!(r.reason, None);
+    }
+
+    #[test]
+    fn the_state_directory_is_masked_wherever_a_bind_shows_it() {
+        let p = PathBuf::from;
+        let state = p("/h/.local/state/spear");
+        // What the fake host holds: the state directory and its socket.
+        let exists = |q: &Path| -> Option<bool> {
+            match q.to_str() {
+                Some("/h/.local/state/spear" | "/h/.local/state/spear/approve") => Some(true),
+                Some("/h/.local/state/spear/audit.jsonl") => Some(false),
+                _ => None,
+            }
+        };
+        for (bound, want) in [
+            // A bind holding it: the state directory is masked.
+            (vec![p("/h/.local")], vec![Mask::Dir(state.clone())]),
+            (vec![p("/h")], vec![Mask::Dir(state.clone())]),
+            // The state directory itself, or a part of it, bound: that bind is masked.
+            (vec![state.clone()], vec![Mask::Dir(state.clone())]),
+            (
+                vec![state.join("approve"), state.join("audit.jsonl")],
+                vec![
+                    Mask::Dir(state.join("approve")),
+                    Mask::File(state.join("audit.jsonl")),
+                ],
+            ),
+            // Two binds holding it: one mask.
+            (
+                vec![p("/h"), p("/h/.local")],
+                vec![Mask::Dir(state.clone())],
+            ),
+            // Positive controls: binds beside it, and a part that does not exist, mask nothing.
+            (vec![p("/h/.local/share"), p("/usr")], vec![]),
+            (vec![p("/h/.local/state/spearx")], vec![]),
+            (vec![state.join("none")], vec![]),
+        ] {
+            assert_eq!(state_masks(&state, &bound, &exists), want, "{bound:?}");
+        }
     }
 }

@@ -77,6 +77,52 @@ pub enum RouterError {
     /// No key for the session's grants (the kernel gave no randomness).
     #[error("the session's grants cannot be sealed: {0}")]
     Grants(String),
+    /// A root lies inside spear's state directory.
+    #[error(
+        "the workspace root `{}` lies inside spear's state directory `{}` (its audit log, checkpoints and approval channel), which no sandbox and no tool may see; start spear in a project directory instead",
+        .root.display(),
+        .state.display()
+    )]
+    RootInState {
+        /// The root.
+        root: std::path::PathBuf,
+        /// The state directory.
+        state: std::path::PathBuf,
+    },
+}
+
+impl RouterError {
+    /// spear's state directory holds, or lies inside, `root`.
+    fn state_overlaps(state: &std::path::Path, root: &std::path::Path) -> Option<Self> {
+        if root.starts_with(state) {
+            Some(RouterError::RootInState {
+                root: root.to_path_buf(),
+                state: state.to_path_buf(),
+            })
+        } else if state.starts_with(root) {
+            Some(RouterError::StateInRoot {
+                path: state.to_path_buf(),
+                root: root.to_path_buf(),
+            })
+        } else {
+            None
+        }
+    }
+}
+
+/// spear's state directory as spelled and as the kernel resolves it (a link in its path), so that
+/// either spelling of a path inside it is recognised.
+fn state_dirs(state: Option<&std::path::Path>) -> Vec<std::path::PathBuf> {
+    let Some(state) = state else {
+        return Vec::new();
+    };
+    let mut dirs = vec![state.to_path_buf()];
+    if let Ok(real) = std::fs::canonicalize(state)
+        && real != state
+    {
+        dirs.push(real);
+    }
+    dirs
 }
 
 /// A turn id that cannot name a checkpoint.
@@ -197,6 +243,18 @@ impl ToolRouter {
                     path: dir,
                     root: root.host_path().to_path_buf(),
                 });
+            }
+        }
+        // Attack: a root inside spear's state directory (`--workspace ~/.local/state/spear`)
+        // would give the tools and the sandbox the audit log and the approval socket, through
+        // which a command could approve its own pending calls; one holding it, the same.
+        let states = state_dirs(runner.config().state_dir.as_deref());
+        for root in ws.roots() {
+            if let Some(e) = states
+                .iter()
+                .find_map(|s| RouterError::state_overlaps(s, root.host_path()))
+            {
+                return Err(e);
             }
         }
         let fs = ws.fs()?;
@@ -650,9 +708,16 @@ impl ToolRouter {
         };
         // Attack: a project's own credential files (`.npmrc`, a deploy key) read or rewritten by
         // a file tool; commands naming them are refused by the classifier, and so are the tools.
+        // And spear's own state (the audit log, the approval socket): no root may hold it (see
+        // `ToolRouter::new`), and no path a tool names may lie in it.
+        let states = state_dirs(self.runner.config().state_dir.as_deref());
         for r in resolved.reads.iter().chain(&resolved.writes) {
             for loc in [&r.entry, &r.target] {
-                if names_credential_store(&ws.host_path(loc).to_string_lossy()) {
+                let host = ws.host_path(loc);
+                if states.iter().any(|s| host.starts_with(s)) {
+                    return Err(ToolResult::denied(&Refusal::spear_state(ws.label(loc))));
+                }
+                if names_credential_store(&host.to_string_lossy()) {
                     return Err(ToolResult::denied(&Refusal::credential_store(
                         ws.label(loc),
                     )));

@@ -298,6 +298,10 @@ impl Confirmer for InSetting<'_> {
         request.setting = Some(self.setting.clone());
         self.inner.confirm(&request)
     }
+
+    fn unanswered(&self, what: String) -> spear_core::Refusal {
+        self.inner.unanswered(what)
+    }
 }
 
 /// The capabilities a call is given, and the grant (its token and who verifies it) that stands
