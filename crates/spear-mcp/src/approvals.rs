@@ -634,6 +634,7 @@ mod tests {
             reason: "it writes".to_owned(),
             setting: None,
             escalation: None,
+            bound: None,
         }
     }
 

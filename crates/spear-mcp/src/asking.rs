@@ -60,6 +60,16 @@ pub fn request_digest(request: &ConfirmRequest) -> [u8; 32] {
             h.update(e.justification.as_bytes());
         }
     }
+    // Attack: an answer given for the command in one place reused after the place changed (a
+    // directory swapped for a link between the input-required round and its answer).
+    match &request.bound {
+        None => h.update([0]),
+        Some(b) => {
+            h.update([1]);
+            h.update((b.len() as u64).to_le_bytes());
+            h.update(b.as_bytes());
+        }
+    }
     h.finalize().into()
 }
 
@@ -284,6 +294,7 @@ mod tests {
             reason: "it writes".to_owned(),
             setting: None,
             escalation: None,
+            bound: None,
         }
     }
 
@@ -428,6 +439,12 @@ mod tests {
         let mut other_reason = asked.clone();
         other_reason.reason = "a redirection writes b".into();
         assert_ne!(request_digest(&other_reason), request_digest(&asked));
+        let mut bound = asked.clone();
+        bound.bound = Some("place-1".into());
+        let mut moved = asked.clone();
+        moved.bound = Some("place-2".into());
+        assert_ne!(request_digest(&bound), request_digest(&asked));
+        assert_ne!(request_digest(&bound), request_digest(&moved));
         // An escalation is another question than the same command asked plainly, and each of
         // its parts is part of the question.
         let escalation = |caps: &[Capability], why: &str| {

@@ -35,6 +35,12 @@ pub struct ConfirmRequest {
     /// When the call asks for more than the session grants: what beyond it, and the model's
     /// reason. Part of what is approved; `capabilities` holds the whole profile either way.
     pub escalation: Option<Escalation>,
+    /// A digest of what the approval will be bound to on the host, read when the question is
+    /// asked (the working directory's and the write targets' identities, the profile): part of
+    /// what is approved, so that an answer given for the command in one place does not approve
+    /// it in a place that changed since (a directory swapped between an input-required round
+    /// and its answer is another question).
+    pub bound: Option<String>,
 }
 
 /// A request to run one command once with capabilities beyond the session's: what it asks for
@@ -203,6 +209,7 @@ pub fn authorize(
                 reason: assessment.reason.clone(),
                 setting: None,
                 escalation: None,
+                bound: None,
             };
             match confirmer.confirm(&request) {
                 Confirmation::Approved => Authorization::Granted(caps),
@@ -343,6 +350,7 @@ pub fn escalation_request(
         reason: format!("{}; {}", escalation.reason(), assessment.reason),
         setting: None,
         escalation: Some(escalation),
+        bound: None,
     }
 }
 

@@ -161,3 +161,46 @@ fn a_target_planted_while_the_person_reads_is_not_what_was_approved() {
             .is_symlink()
     );
 }
+
+/// Declines, and keeps what each question was bound to.
+struct RecordBound(Arc<Mutex<Vec<Option<String>>>>);
+
+impl Confirmer for RecordBound {
+    fn confirm(&self, request: &ConfirmRequest) -> Confirmation {
+        self.0.lock().unwrap().push(request.bound.clone());
+        Confirmation::Declined
+    }
+}
+
+/// The question is bound to the place as it was read when it was asked, so an answer (an
+/// input-required round's, carried in its sealed state) given for the command in `sub` does not
+/// approve the same command after `sub` was swapped for a link: that is another question.
+#[test]
+fn a_question_is_bound_to_the_place_it_was_asked_about() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path("sub")).unwrap();
+    std::fs::create_dir_all(env.path("other")).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut opts = Opts::mode(Ask);
+    opts.confirmer = Some(Box::new(RecordBound(Arc::clone(&seen))));
+    let r = router(&env, opts);
+    let call = || {
+        r.call(
+            "terminal",
+            json!({"command": "touch made.txt", "workdir": "sub"}),
+        )
+    };
+    call();
+    call();
+    std::fs::rename(env.path("sub"), env.path("sub.old")).unwrap();
+    std::os::unix::fs::symlink("other", env.path("sub")).unwrap();
+    call();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3);
+    assert!(seen[0].is_some());
+    // The same place: the same question (an earlier answer would still be the answer).
+    assert_eq!(seen[0], seen[1]);
+    // Swapped: another question.
+    assert_ne!(seen[0], seen[2]);
+    assert!(!env.path("other/made.txt").exists() && !env.path("sub.old/made.txt").exists());
+}

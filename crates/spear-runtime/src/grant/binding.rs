@@ -120,6 +120,17 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 impl Binding {
+    /// A digest of everything bound but the execution: what a question shows a person is
+    /// approved for, across the rounds of one exchange (each round is another execution).
+    pub fn place(&self) -> String {
+        use sha2::Digest as _;
+        let mut open = self.clone();
+        open.execution = None;
+        hex(&Sha256::digest(
+            serde_json::to_vec(&open).unwrap_or_default(),
+        ))
+    }
+
     /// Whether `now` (what is about to run) is what this grant was approved for; the first
     /// difference, as the failure it is.
     pub fn check(&self, now: &Binding) -> Result<(), GrantError> {

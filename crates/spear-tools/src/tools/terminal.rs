@@ -290,12 +290,14 @@ impl CommandCall {
 struct InSetting<'a> {
     inner: &'a dyn Confirmer,
     setting: String,
+    bound: Option<String>,
 }
 
 impl Confirmer for InSetting<'_> {
     fn confirm(&self, request: &ConfirmRequest) -> Confirmation {
         let mut request = request.clone();
         request.setting = Some(self.setting.clone());
+        request.bound.clone_from(&self.bound);
         self.inner.confirm(&request)
     }
 
@@ -339,7 +341,7 @@ impl CommandCall {
                     .runner
                     .binding(&request_for(*caps), Some(cx.execution.clone()), targets)
                     .map_err(|e| failed(e.to_string()))?;
-                let granted = self.ask(cx, decision, assessment, command)?;
+                let granted = self.ask(cx, decision, assessment, command, Some(asked.place()))?;
                 let token = cx
                     .grants
                     .issue(&asked, SESSION_GRANT_TTL, std::time::SystemTime::now())
@@ -347,7 +349,7 @@ impl CommandCall {
                 Ok((granted, Some((token, cx.grants))))
             }
             _ => self
-                .ask(cx, decision, assessment, command)
+                .ask(cx, decision, assessment, command, None)
                 .map(|caps| (caps, None)),
         }
     }
@@ -379,10 +381,12 @@ impl CommandCall {
         decision: &Decision,
         assessment: &spear_core::CommandAssessment,
         command: &str,
+        bound: Option<String>,
     ) -> Result<spear_core::CapabilitySet, ToolResult> {
         let asker = cx.confirmer.map(|inner| InSetting {
             inner,
             setting: self.setting(cx),
+            bound,
         });
         let asker = asker.as_ref().map(|a| a as &dyn Confirmer);
         let authorized = match (&self.escalation, decision) {
