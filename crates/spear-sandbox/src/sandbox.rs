@@ -262,21 +262,28 @@ impl Sandbox {
         seccomp::kernel_supports_seccomp().map_err(|e| e.to_string())
     }
 
+    /// The first tool of the network path (slirp4netns, nsenter, nft) that is not there.
+    fn missing_network_tool(&self) -> Option<SandboxError> {
+        let net = &self.config.network;
+        [
+            (&net.slirp4netns, "slirp4netns"),
+            (&net.nsenter, "util-linux"),
+            (&net.nft, "nftables"),
+        ]
+        .into_iter()
+        .find(|(tool, _)| !tool.is_file())
+        .map(|(tool, package)| SandboxError::NetworkTool(tool.clone(), package))
+    }
+
     /// The network path's tools are there and its containment never failed.
     fn can_filter_network(&self) -> Result<String, String> {
         if self.network_poisoned.load(Ordering::SeqCst) {
             return Err(SandboxError::NetworkPoisoned.to_string());
         }
-        let net = &self.config.network;
-        for (tool, package) in [
-            (&net.slirp4netns, "slirp4netns"),
-            (&net.nsenter, "util-linux"),
-            (&net.nft, "nftables"),
-        ] {
-            if !tool.is_file() {
-                return Err(SandboxError::NetworkTool(tool.clone(), package).to_string());
-            }
+        if let Some(missing) = self.missing_network_tool() {
+            return Err(missing.to_string());
         }
+        let net = &self.config.network;
         Ok(format!(
             "{} with the egress policy by {}",
             net.slirp4netns.display(),
@@ -390,24 +397,16 @@ impl Sandbox {
         if let Some(cached) = lock(&self.network_preflight).get(&key) {
             return cached.clone().map_err(|e| clone_error(&e));
         }
-        let net = &self.config.network;
-        for (tool, package) in [
-            (&net.slirp4netns, "slirp4netns"),
-            (&net.nsenter, "util-linux"),
-            (&net.nft, "nftables"),
-        ] {
-            if !tool.is_file() {
-                let e = SandboxError::NetworkTool(tool.clone(), package);
-                lock(&self.network_preflight).insert(key, Err(Arc::new(clone_error(&e))));
-                return Err(e);
-            }
+        if let Some(e) = self.missing_network_tool() {
+            lock(&self.network_preflight).insert(key, Err(Arc::new(clone_error(&e))));
+            return Err(e);
         }
         let store = self
             .config
             .persist_preflight
             .then(PreflightStore::for_user)
             .flatten();
-        let store_key = PreflightStore::key(&net.slirp4netns, &spec.cwd, true);
+        let store_key = PreflightStore::key(&self.config.network.slirp4netns, &spec.cwd, true);
         if let (Some(store), Some(k)) = (&store, &store_key)
             && store.contains(&format!("net-{k}"))
         {

@@ -47,7 +47,7 @@ pub fn user_key(state_dir: &Path) -> Result<GrantKey, KeyFileError> {
     make_dir(state_dir).map_err(io)?;
     match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nofollow())
+        .custom_flags(super::nofollow())
         .open(&path)
     {
         Ok(mut file) => {
@@ -159,9 +159,4 @@ fn make_dir(dir: &Path) -> std::io::Result<()> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
-}
-
-/// `O_NOFOLLOW`: the key is never read through a link.
-fn nofollow() -> i32 {
-    i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0)
 }

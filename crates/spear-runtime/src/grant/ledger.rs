@@ -62,7 +62,7 @@ impl NonceLedger for FileLedger {
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .custom_flags(libc_nofollow())
+            .custom_flags(super::nofollow())
             .open(&self.path)
             .map_err(fail)?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
@@ -98,9 +98,4 @@ impl NonceLedger for FileLedger {
         file.sync_data().map_err(fail)?;
         Ok(())
     }
-}
-
-/// `O_NOFOLLOW`: the ledger is never a link planted to make spear rewrite another file.
-fn libc_nofollow() -> i32 {
-    i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0)
 }

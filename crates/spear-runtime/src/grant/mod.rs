@@ -134,6 +134,12 @@ impl GrantAuthority {
     }
 }
 
+/// `O_NOFOLLOW`, for the key and the ledger: neither is ever read or rewritten through a link
+/// planted to make spear use another file.
+fn nofollow() -> i32 {
+    i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0)
+}
+
 /// Seconds since the epoch (0 before it).
 fn secs(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
