@@ -206,27 +206,32 @@ pub fn check(addr: IpAddr, own: &[IpAddr]) -> Result<(), Refused> {
         why,
         embedded,
     };
-    if own.contains(&addr) {
-        return Err(refused(Denied::HostOwn, None));
-    }
+    // The named ranges first (their rule says more than "own"), the host's own addresses last.
     match addr {
-        IpAddr::V4(v4) => check_v4(v4).map_or(Ok(()), |why| Err(refused(why, None))),
+        IpAddr::V4(v4) => {
+            if let Some(why) = check_v4(v4) {
+                return Err(refused(why, None));
+            }
+        }
         IpAddr::V6(v6) => {
             let bits = u128::from(v6);
             if let Some((_, _, why)) = V6.iter().find(|(net, len, _)| in_v6(bits, *net, *len)) {
                 return Err(refused(*why, None));
             }
             for v4 in embedded(v6) {
-                if own.contains(&IpAddr::V4(v4)) {
-                    return Err(refused(Denied::HostOwn, Some(v4)));
-                }
                 if let Some(why) = check_v4(v4) {
                     return Err(refused(why, Some(v4)));
                 }
+                if own.contains(&IpAddr::V4(v4)) {
+                    return Err(refused(Denied::HostOwn, Some(v4)));
+                }
             }
-            Ok(())
         }
     }
+    if own.contains(&addr) {
+        return Err(refused(Denied::HostOwn, None));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -239,7 +244,7 @@ mod tests {
         check(
             text.parse().unwrap(),
             &[
-                "192.0.2.77".parse().unwrap(),
+                "93.184.216.77".parse().unwrap(),
                 "2a01:4f8::7".parse().unwrap(),
             ],
         )
@@ -319,7 +324,10 @@ mod tests {
             ("2001:0:5db8:d70e::80ff:fffe", Err(Loopback)),
             // The host's own addresses, directly and embedded.
             ("2a01:4f8::7", Err(HostOwn)),
-            ("::ffff:192.0.2.77", Err(HostOwn)),
+            ("::ffff:93.184.216.77", Err(HostOwn)),
+            ("93.184.216.77", Err(HostOwn)),
+            // A named rule says more than "own": it is reported first.
+            ("::ffff:192.0.2.1", Err(Documentation)),
         ] {
             assert_eq!(judge(addr), want, "{addr}");
         }
