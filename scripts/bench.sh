@@ -19,6 +19,9 @@
 # - search_files: spear's search engine against `rg -n --no-heading` on the same tree
 #   (SPEAR_BENCH_TREE, default ~/.cargo/registry/src), interleaved; the ratio of medians per
 #   pattern, with both match counts. Not pinned: both search with all cores.
+# - fetch_url: `Fetcher::fetch` of a page of the test network's public.test (scripts/test-host.sh;
+#   needs root) beside a bare reqwest GET of it, interleaved; the ratio of medians, and a raw TCP
+#   GET as the floor.
 # - ordinary work: 400+ commands coding agents run every day (testdata/ordinary_work/commands.txt)
 #   and a seeded sample of ../shared/corpora/agent-commands.jsonl, each run in a fresh copy of a
 #   real project (Django, sympy, astropy, the itoa crate, the calc fixture) with plain bash and
@@ -71,6 +74,15 @@ echo
 echo "== search_files: spear's search engine beside rg -n --no-heading on the same tree"
 SPEAR_BENCH_TREE="${SPEAR_BENCH_TREE:-$HOME/.cargo/registry/src}" \
     cargo bench --quiet -p spear-tools --bench search
+
+echo
+echo "== fetch_url: the guarded fetch of a test-network page beside a bare reqwest GET of it"
+if [ "$(id -u)" -eq 0 ]; then
+    cargo bench --quiet -p spear-web --bench fetch --no-run
+    "${pin[@]}" scripts/test-host.sh run cargo bench --quiet --offline -p spear-web --bench fetch
+else
+    echo "not measured: the test network (scripts/test-host.sh) needs root"
+fi
 
 echo
 echo "== ordinary work: agent commands through spear exec (AUTO, SAFE) beside plain bash, in copies of real projects"

@@ -126,6 +126,12 @@ const V6: &[(u128, u8, Denied)] = &[
         32,
         Denied::Documentation,
     ),
+    // The second documentation prefix (RFC 9637).
+    (
+        0x3fff_0000_0000_0000_0000_0000_0000_0000,
+        20,
+        Denied::Documentation,
+    ),
     (
         0xfc00_0000_0000_0000_0000_0000_0000_0000,
         7,
@@ -218,7 +224,15 @@ pub fn check(addr: IpAddr, own: &[IpAddr]) -> Result<(), Refused> {
             if let Some((_, _, why)) = V6.iter().find(|(net, len, _)| in_v6(bits, *net, *len)) {
                 return Err(refused(*why, None));
             }
-            for v4 in embedded(v6) {
+            let carried = embedded(v6);
+            // Outside 2000::/3 nothing is global unicast: what is not denied above by name
+            // (loopback, ULA, link-local, multicast, NAT64) is unallocated or special-purpose,
+            // except the forms that carry an IPv4 address, judged by what they carry.
+            let mapped_or_compatible = bits >> 32 == 0 || bits >> 32 == 0xffff;
+            if bits >> 125 != 1 && !mapped_or_compatible {
+                return Err(refused(Denied::Reserved, None));
+            }
+            for v4 in carried {
                 if let Some(why) = check_v4(v4) {
                     return Err(refused(why, Some(v4)));
                 }
@@ -322,6 +336,12 @@ mod tests {
             ("2001:0:c0a8:101::a247:28f1", Err(Private)),
             // Teredo: a public server, client 127.0.0.1 inverted (0x80fffffe).
             ("2001:0:5db8:d70e::80ff:fffe", Err(Loopback)),
+            // Outside global unicast (2000::/3): reserved, unless it carries IPv4.
+            ("4000::1", Err(Reserved)),
+            ("5f00::1", Err(Reserved)),
+            ("::ffff:0:808:808", Err(Reserved)),
+            ("3fff::1", Err(Documentation)),
+            ("::ffff:8.8.8.8", Ok(())),
             // The host's own addresses, directly and embedded.
             ("2a01:4f8::7", Err(HostOwn)),
             ("::ffff:93.184.216.77", Err(HostOwn)),
