@@ -142,7 +142,8 @@ pub enum FetchError {
     Target(#[from] TargetError),
     /// The host is, or resolves to, an address that is refused.
     #[error(
-        "{host} is not fetched: {refused}. fetch_url connects only to public addresses (not this host, its networks or a cloud metadata service)"
+        "{} fetch_url connects only to public addresses (not this host, its networks or a cloud metadata service)",
+        refused_text(host, refused)
     )]
     Refused {
         /// The host as the URL named it.
@@ -221,6 +222,22 @@ pub enum FetchError {
     /// The client could not be set up (no runtime, no TLS configuration).
     #[error("the fetch could not start: {0}")]
     Setup(String),
+}
+
+/// "`host` resolves to `addr`, which is ..." for a name, "`addr` is ..." for a literal.
+fn refused_text(host: &str, refused: &Refused) -> String {
+    if host == refused.addr.to_string() {
+        format!("{refused}, so it is not fetched.")
+    } else {
+        let embedded = refused
+            .embedded
+            .map(|v4| format!(" (it embeds {v4})"))
+            .unwrap_or_default();
+        format!(
+            "{host} resolves to {}, which is {}{embedded}, so it is not fetched.",
+            refused.addr, refused.why
+        )
+    }
 }
 
 /// Fetches URLs. Cheap to share; every fetch resolves and connects anew.
