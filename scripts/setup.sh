@@ -7,12 +7,13 @@
 #   and gawk (the classifier's tests use them as oracles), gcc and g++ (crates that build C and
 #   C++, such as libFuzzer for the fuzz targets; the seccomp tests compile their probes), python3,
 #   git, procps and curl (programs the sandbox tests run inside the sandbox), ripgrep (the
-#   search_files benchmark compares spear's search with rg on the same tree).
+#   search_files benchmark compares spear's search with rg on the same tree), openssl (the test
+#   network's web hosts make their test CA and certificates with it).
 # - A Rust toolchain with rustfmt and clippy (the machine's rustup).
 # - An unprivileged user, spear-test, that the security tests also run as.
 set -euo pipefail
 
-packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc g++ libc6-dev bash coreutils findutils python3 git procps curl ripgrep)
+packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc g++ libc6-dev bash coreutils findutils python3 git procps curl ripgrep openssl)
 test_user=spear-test
 
 say() { printf 'setup: %s\n' "$*"; }
