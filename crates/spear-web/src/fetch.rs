@@ -673,10 +673,18 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// Whether `e` or one of its sources is a `T`. An `io::Error` wrapping one (as TLS streams return
+/// rustls' errors) counts: its `source()` skips the error it wraps, so that is looked at too.
 fn has_source<T: std::error::Error + 'static>(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut source = Some(e);
     while let Some(s) = source {
         if s.is::<T>() {
+            return true;
+        }
+        let wrapped = s
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref);
+        if wrapped.is_some_and(|inner| has_source::<T>(inner)) {
             return true;
         }
         source = s.source();
