@@ -174,6 +174,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def redirect(self, to, status=302):
+        # Header values are ASCII: anything else is sent percent-encoded (as UTF-8).
+        to = urllib.parse.quote(to, safe="".join(chr(c) for c in range(0x21, 0x7F)))
         body = f"redirect to {to}\n".encode()
         self.respond(status, "text/plain", body, [("Location", to)])
 
@@ -193,6 +195,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.route()
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, TimeoutError, OSError):
             self.close_connection = True
+        except (KeyError, ValueError) as e:
+            # A path asked for wrongly (/redirect without to=, /status/x): say so.
+            self.respond(400, "text/plain", f"bad request: {e!r}\n".encode())
 
     def route(self):
         url = urllib.parse.urlsplit(self.path)
