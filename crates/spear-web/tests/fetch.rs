@@ -236,6 +236,7 @@ red_team_cases! {
 
 #[test]
 fn every_fetch_url_case_of_the_red_team_file_has_a_test() {
+    setup();
     let in_file: BTreeSet<String> = red_team_cases().into_iter().map(|c| c.id).collect();
     let driven: BTreeSet<String> = DRIVEN.iter().map(|s| (*s).to_owned()).collect();
     assert!(in_file.len() >= 12, "{in_file:?}");
