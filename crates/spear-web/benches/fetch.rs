@@ -47,6 +47,8 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(200);
+    // The baseline's reqwest has no TLS provider of its own (spear-web brings ring): install it.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let fetcher = Fetcher::new(WebConfig::default()).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -381,8 +381,9 @@ impl Fetcher {
             let location = response
                 .headers()
                 .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
+                // Raw UTF-8 is read as UTF-8 (as browsers do; the URL parser percent-encodes it);
+                // other bytes become U+FFFD, which the parser encodes too.
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
             drop(response);
             let Some(location) = location else {
                 return Err(FetchError::NoLocation {
