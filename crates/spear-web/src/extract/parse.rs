@@ -10,14 +10,14 @@
 //! are never dropped, so their content never turns into visible text; they cannot nest, so they
 //! cannot deepen the tree. Pages under the cap parse exactly as html5ever parses them.
 //!
-//! The depth is the insertion point's depth in the tree (each node's depth cached when it is
-//! inserted), which follows the stack of open elements within a small factor (foster parenting
-//! places some elements shallower than the stack); that keeps the stack, and so each start
-//! tag's scan, within a constant bound.
+//! The depth is the insertion point's depth in the tree, which follows the stack of open
+//! elements within a small factor (foster parenting places some elements shallower than the
+//! stack); that keeps the stack, and so each start tag's scan, within a constant bound. After
+//! end tags the depth is the last insertion's until the next one (so near the cap a start tag
+//! may be dropped one insertion early, never late by more than that).
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 use ego_tree::NodeId;
 use html5ever::interface::{ElementFlags, NodeOrText, QuirksMode, TreeSink};
@@ -36,7 +36,7 @@ pub(crate) const MAX_DEPTH: u32 = 512;
 pub(crate) fn parse_document(html: &str) -> Html {
     let sink = DepthSink {
         inner: HtmlTreeSink::new(Html::new_document()),
-        depths: RefCell::new(HashMap::new()),
+        chain: RefCell::new(Vec::new()),
         current: Cell::new(0),
     };
     let builder = TreeBuilder::new(sink, TreeBuilderOpts::default());
@@ -123,35 +123,58 @@ impl TokenSink for Capped {
     }
 }
 
-/// scraper's sink, noting the depth of each node it inserts and of the last insertion point.
+/// scraper's sink, following the depth of the insertion point.
+///
+/// `chain` is the path from the document down to the last inserted element (its ancestors
+/// first). An insertion under an element on the path cuts the path there and extends it, which
+/// is O(1) amortised; an insertion elsewhere (foster parenting, a reparented node) rebuilds the
+/// path from the tree, at most [`MAX_DEPTH`] + 1 steps.
 struct DepthSink {
     inner: HtmlTreeSink,
-    depths: RefCell<HashMap<NodeId, u32>>,
-    /// The depth of the last insertion point's children.
+    chain: RefCell<Vec<NodeId>>,
+    /// The depth of the last inserted element (or of the parent of the last inserted text).
     current: Cell<u32>,
 }
 
 impl DepthSink {
-    /// A node's depth: cached, else counted up the tree (at most [`MAX_DEPTH`] steps).
-    fn depth(&self, node: NodeId) -> u32 {
-        if let Some(depth) = self.depths.borrow().get(&node) {
-            return *depth;
+    /// Cuts the path at `parent` (rebuilt from the tree when it is not on the path), then adds
+    /// `child` below it when it is an element or other node.
+    fn inserting(&self, parent: NodeId, child: &NodeOrText<NodeId>) {
+        let mut chain = self.chain.borrow_mut();
+        if parent == self.inner.get_document() {
+            chain.clear();
+        } else if let Some(at) = chain.iter().rposition(|id| *id == parent) {
+            chain.truncate(at + 1);
+        } else {
+            chain.clear();
+            let html = self.inner.0.borrow();
+            if let Some(node) = html.tree.get(parent) {
+                chain.extend(
+                    node.ancestors()
+                        .take(MAX_DEPTH as usize)
+                        .filter(|a| a.parent().is_some())
+                        .map(|a| a.id()),
+                );
+                chain.reverse();
+                chain.push(parent);
+            }
         }
-        let html = self.inner.0.borrow();
-        let depth = html.tree.get(node).map_or(0, |n| {
-            let steps = n.ancestors().take(MAX_DEPTH as usize + 1).count();
-            u32::try_from(steps).unwrap_or(MAX_DEPTH)
-        });
-        self.depths.borrow_mut().insert(node, depth);
-        depth
+        if let NodeOrText::AppendNode(id) = child {
+            chain.push(*id);
+        }
+        self.current
+            .set(u32::try_from(chain.len()).unwrap_or(u32::MAX));
     }
 
-    /// Children are being inserted at `depth`.
-    fn inserting(&self, depth: u32, child: &NodeOrText<NodeId>) {
-        self.current.set(depth);
-        if let NodeOrText::AppendNode(id) = child {
-            self.depths.borrow_mut().insert(*id, depth);
-        }
+    /// The parent `node` has in the tree now.
+    fn parent_of(&self, node: NodeId) -> Option<NodeId> {
+        self.inner
+            .0
+            .borrow()
+            .tree
+            .get(node)
+            .and_then(|n| n.parent())
+            .map(|p| p.id())
     }
 }
 
@@ -189,7 +212,7 @@ impl TreeSink for DepthSink {
     }
 
     fn append(&self, parent: &NodeId, child: NodeOrText<NodeId>) {
-        self.inserting(self.depth(*parent) + 1, &child);
+        self.inserting(*parent, &child);
         self.inner.append(parent, child);
     }
 
@@ -199,9 +222,9 @@ impl TreeSink for DepthSink {
         prev_element: &NodeId,
         child: NodeOrText<NodeId>,
     ) {
-        // Into the element's parent (same depth as the element) or into `prev_element`.
-        let depth = self.depth(*element).max(self.depth(*prev_element) + 1);
-        self.inserting(depth, &child);
+        // Into the element's parent when it has one, else into `prev_element`.
+        let parent = self.parent_of(*element).unwrap_or(*prev_element);
+        self.inserting(parent, &child);
         self.inner
             .append_based_on_parent_node(element, prev_element, child);
     }
@@ -237,7 +260,9 @@ impl TreeSink for DepthSink {
     }
 
     fn append_before_sibling(&self, sibling: &NodeId, new_node: NodeOrText<NodeId>) {
-        self.inserting(self.depth(*sibling), &new_node);
+        if let Some(parent) = self.parent_of(*sibling) {
+            self.inserting(parent, &new_node);
+        }
         self.inner.append_before_sibling(sibling, new_node);
     }
 
@@ -259,8 +284,7 @@ impl TreeSink for DepthSink {
     }
 
     fn reparent_children(&self, node: &NodeId, new_parent: &NodeId) {
-        // The moved children's cached depths go stale by the difference; the adoption agency
-        // algorithm, which does this, moves them by a bounded number of levels.
+        // The path may now be wrong below `node`; the next insertion elsewhere rebuilds it.
         self.inner.reparent_children(node, new_parent);
     }
 
