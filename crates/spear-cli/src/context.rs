@@ -48,6 +48,14 @@ pub enum ContextError {
     /// An entry of `[env] pass` or an `--env` name is refused.
     #[error("in [env] pass of the operator configuration or --env: {0}")]
     EnvPass(String),
+    /// `[web]` cannot be used.
+    #[error("in {file}: {error}")]
+    Web {
+        /// The configuration file.
+        file: String,
+        /// The key and what is wrong with it.
+        error: spear_policy::web::WebConfigError,
+    },
 }
 
 /// The workspace and the policy for one invocation.
@@ -57,6 +65,8 @@ pub struct Context {
     runner: spear_runtime::RunnerConfig,
     /// The operator's `[limits]`, unchecked, and the file it came from (for errors).
     operator_limits: (OperatorLimits, String),
+    /// The operator's `[web]`, checked.
+    pub web: spear_policy::web::WebSettings,
 }
 
 impl Context {
@@ -92,6 +102,11 @@ impl Context {
             &operator_limits.1,
             &LimitFlags::default(),
         )?;
+        // So is a `[web]` table that cannot be used.
+        let web = operator.web.settings().map_err(|error| ContextError::Web {
+            file: operator_limits.1.clone(),
+            error,
+        })?;
         let launch = match &args.workspace {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(ContextError::Cwd)?,
@@ -139,6 +154,7 @@ impl Context {
             policy: CommandPolicy::new(Arc::new(workspace), config),
             runner,
             operator_limits,
+            web,
         })
     }
 }

@@ -14,9 +14,13 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Report as a session with `--no-network` would run: the network path unused.
+    /// Report as a session with `--no-network` would run: the network path unused, the web pair
+    /// withdrawn.
     #[arg(long)]
     no_network: bool,
+    /// The operator configuration file (default: ~/.config/spear/config.toml), for the web pair.
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -34,6 +38,7 @@ struct Report<'a> {
     network: &'static str,
     mechanisms: Vec<Row<'a>>,
     guarantees: Vec<GuaranteeRow>,
+    web: spear_tools::WebReport,
 }
 
 /// One guarantee bit and whether this host can give it: what gives it, or why not.
@@ -75,12 +80,14 @@ pub fn run(args: &Args) -> i32 {
     }
     let ready = found.iter().all(|m| m.usable || !m.required);
     let guarantees = guarantee_rows(&sandbox);
+    let (web, config_path) = web_report(args);
     if args.json {
         let report = Report {
             ready,
             network: network_state(args, &found),
             mechanisms: found.iter().map(row).collect(),
             guarantees,
+            web,
         };
         match serde_json::to_string_pretty(&report) {
             Ok(text) => outln!("{text}"),
@@ -104,6 +111,7 @@ pub fn run(args: &Args) -> i32 {
             let mark = if g.can_give { "yes" } else { "NO " };
             outln!("  {mark} {:<21} {}", g.name, g.detail);
         }
+        print_web(&web, config_path.as_deref());
         outln!(
             "{}",
             if ready {
@@ -128,6 +136,76 @@ fn network_state(args: &Args, found: &[Mechanism]) -> &'static str {
         "on where the mode grants it (AUTO; ASK after confirmation; never in SAFE)"
     } else {
         "unavailable: networked commands fail (see the network path line)"
+    }
+}
+
+/// The web pair as a session would have it: the operator's `[web]` (a configuration that cannot
+/// be read or used is reported here, not fatal), one fetcher built from it, `--no-network`. Also
+/// the configuration file's path, for the advice.
+fn web_report(args: &Args) -> (spear_tools::WebReport, Option<String>) {
+    let path = args.config.clone().or_else(|| {
+        let home = spear_runtime::host_dirs::host_home().ok().flatten();
+        let xdg = spear_runtime::host_dirs::host_xdg_config_home()
+            .ok()
+            .flatten();
+        spear_policy::OperatorConfig::default_path(xdg.as_deref(), home.as_deref())
+    });
+    let shown = path.as_ref().map(|p| p.display().to_string());
+    let settings = match &path {
+        Some(p) => spear_policy::OperatorConfig::load(p)
+            .map_err(|e| e.to_string())
+            .and_then(|c| {
+                c.web
+                    .settings()
+                    .map_err(|e| format!("in {}: {e}", p.display()))
+            }),
+        None => Ok(spear_policy::web::WebSettings::default()),
+    };
+    let report = match settings {
+        Ok(s) => spear_tools::WebPair::from_settings(&s).report(args.no_network),
+        Err(e) => spear_tools::WebReport {
+            state: "unavailable",
+            detail: format!("the operator configuration cannot be used, so no session opens: {e}"),
+            trusted_certificates: None,
+            ports: Vec::new(),
+            search: None,
+            search_problem: None,
+            add_search: None,
+        },
+    };
+    (report, shown)
+}
+
+/// The web pair's lines of the text report.
+fn print_web(web: &spear_tools::WebReport, config: Option<&str>) {
+    outln!("web pair (fetch_url, search_internet): {}", web.state);
+    outln!("  {}", web.detail);
+    if let Some(n) = web.trusted_certificates {
+        outln!("  trusted certificates: {n}");
+    }
+    if !web.ports.is_empty() {
+        let ports: Vec<String> = web.ports.iter().map(ToString::to_string).collect();
+        outln!("  ports besides 80 and 443: {}", ports.join(", "));
+    }
+    if let Some(s) = &web.search {
+        let key = match (&s.key_env, s.key_set) {
+            (Some(var), Some(true)) => format!(", its key in {var} (set)"),
+            (Some(var), _) => format!(", its key in {var}, which is NOT SET: searches fail"),
+            (None, _) => String::new(),
+        };
+        outln!("  search_internet: {} at {}{key}", s.backend, s.endpoint);
+    }
+    if let Some(problem) = &web.search_problem {
+        outln!("  search_internet: not offered: {problem}");
+    }
+    if let Some(snippet) = web.add_search {
+        outln!(
+            "  search_internet: not offered, no search backend; to add one, put this in {}:",
+            config.unwrap_or("~/.config/spear/config.toml")
+        );
+        for line in snippet.lines() {
+            outln!("    {line}");
+        }
     }
 }
 

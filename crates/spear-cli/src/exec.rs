@@ -79,6 +79,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
         session_scratch: false,
         env: &args.env,
         whole_output: true,
+        web: false,
     })?;
     router.set_confirmer(Box::new(TerminalConfirmer));
     let output_cap = router.runner_config().output_cap;

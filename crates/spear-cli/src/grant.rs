@@ -80,6 +80,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
         session_scratch: false,
         env: &[],
         whole_output: true,
+        web: false,
     })?;
     let options = spear_tools::CallOptions {
         issue_grant: Some(IssueGrant {

@@ -46,6 +46,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
         session_scratch: true,
         env: &args.env,
         whole_output: false,
+        web: true,
     })?;
     let root = router
         .workspace()

@@ -11,6 +11,8 @@ use crate::limit_args::LimitArgs;
 use crate::mode_args::ModeArgs;
 
 /// What a session is opened with.
+// Each bool is one independent choice of the subcommand that opens the session.
+#[allow(clippy::struct_excessive_bools)]
 pub struct SessionArgs<'a> {
     /// The workspace flags.
     pub workspace: &'a WorkspaceArgs,
@@ -33,6 +35,9 @@ pub struct SessionArgs<'a> {
     /// output goes to a person or a pipe), instead of cut to the tools' preview with the rest in
     /// the result store (a model's context).
     pub whole_output: bool,
+    /// Whether the session offers the web pair as the operator's `[web]` says (a session that
+    /// runs only a command, `spear exec` or `spear grant`, builds no fetcher).
+    pub web: bool,
 }
 
 /// Opens a router over the workspace with every store on and no confirmer set.
@@ -43,8 +48,17 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
         .limits(&args.limits.flags())
         .map_err(|e| e.to_string())?;
     let mut config = ctx.runner_config(&limits);
+    let mut router_config_web = spear_tools::WebPair::off();
     if args.session_scratch {
         config.scratch = spear_runtime::ScratchMode::Session;
+    }
+    if args.web {
+        // One fetcher for the session; one that cannot be set up leaves the pair withdrawn (and
+        // `spear doctor` says why), not the session unopened.
+        router_config_web = spear_tools::WebPair::from_settings(&ctx.web);
+        if let Some(why) = router_config_web.unavailable() {
+            tracing::warn!("the web pair is not offered: {why}");
+        }
     }
     let policy = Arc::new(ctx.policy);
     let runner = Arc::new(CommandRunner::new(policy.shared_workspace(), config));
@@ -52,6 +66,7 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
     router_config.no_network = args.mode.no_network;
     router_config.role = args.role;
     router_config.background_jobs = args.background_jobs;
+    router_config.web = router_config_web;
     if let Some(t) = limits.timeout_secs {
         // The operator's default timeout is the terminal's default, and never above what a call
         // may ask for.

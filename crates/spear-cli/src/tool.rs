@@ -11,7 +11,8 @@ use crate::mode_args::ModeArgs;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The tool: `read_file`, `search_files`, `write_file`, `patch`, `delete_file`, `terminal`,
-    /// `read_output`.
+    /// `read_output`, and the web pair's `fetch_url` and `search_internet` (as `[web]` of the
+    /// operator configuration offers them; `--no-network` withdraws them).
     #[arg(value_name = "NAME")]
     name: String,
     /// Its arguments, as one JSON object.
@@ -55,6 +56,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
         session_scratch: false,
         env: &[],
         whole_output: false,
+        web: true,
     })?;
     router.set_confirmer(Box::new(crate::exec::TerminalConfirmer));
     if let Some(turn) = &args.turn {

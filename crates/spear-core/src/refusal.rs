@@ -84,6 +84,8 @@ pub enum RefusalRule {
     EscalationRejectedBefore,
     /// An escalation asked for a command that needs nothing wider than the session grants.
     EscalationNotNeeded,
+    /// `fetch_url`'s URL guard or address policy refused a URL, a redirect or an address.
+    WebRefused,
 }
 
 impl RefusalRule {
@@ -123,6 +125,7 @@ impl RefusalRule {
             RefusalRule::EscalationUnavailable => "escalation_unavailable",
             RefusalRule::EscalationRejectedBefore => "escalation_rejected_before",
             RefusalRule::EscalationNotNeeded => "escalation_not_needed",
+            RefusalRule::WebRefused => "web_refused",
         }
     }
 }
@@ -350,6 +353,15 @@ pub enum Refusal {
         /// What it asked for.
         capabilities: CapabilitySet,
     },
+    /// `fetch_url` refused `url` (a scheme, userinfo, a port, a redirect from https to http, or
+    /// an address of the host, its networks or a metadata service); `why` names the rule and
+    /// the address.
+    WebRefused {
+        /// The URL, its query redacted.
+        url: String,
+        /// The guard's account: the rule and the address.
+        why: String,
+    },
 }
 
 /// The field of each variant that holds its subject: one list for [`Refusal::subject`] and
@@ -388,6 +400,7 @@ macro_rules! subject_of {
             | Refusal::Unverifiable { path, .. }
             | Refusal::InvalidPath { path, .. } => path,
             Refusal::ToolNotInMode { target, .. } => target,
+            Refusal::WebRefused { url, .. } => url,
             Refusal::RequestStateRefused { tool, .. } | Refusal::NoAnswer { tool, .. } => tool,
         }
     };
@@ -632,6 +645,14 @@ impl Refusal {
         }
     }
 
+    /// `fetch_url` refused `url` for `why` (the guard's account, naming the rule and the address).
+    pub fn web_refused(url: impl Into<String>, why: impl Into<String>) -> Self {
+        Refusal::WebRefused {
+            url: url.into(),
+            why: why.into(),
+        }
+    }
+
     /// The rule behind this refusal.
     pub const fn rule(&self) -> RefusalRule {
         match self {
@@ -668,6 +689,7 @@ impl Refusal {
             Refusal::EscalationUnavailable { .. } => RefusalRule::EscalationUnavailable,
             Refusal::EscalationRejectedBefore { .. } => RefusalRule::EscalationRejectedBefore,
             Refusal::EscalationNotNeeded { .. } => RefusalRule::EscalationNotNeeded,
+            Refusal::WebRefused { .. } => RefusalRule::WebRefused,
         }
     }
 
@@ -902,6 +924,10 @@ impl Refusal {
                  ask for them only after it failed for lack of one of them.",
                 names(*capabilities)
             ),
+            Refusal::WebRefused { url, why } => format!(
+                "fetch_url refused `{url}`: {why}. No mode fetches it; nothing was connected to \
+                 or written. Read a public page instead."
+            ),
         }
     }
 }
@@ -1041,6 +1067,7 @@ mod tests {
             Refusal::escalation_unavailable("SUBJ", write()),
             Refusal::escalation_rejected_before("SUBJ"),
             Refusal::escalation_not_needed("SUBJ", write()),
+            Refusal::web_refused("SUBJ", "OTHER"),
         ]
     }
 

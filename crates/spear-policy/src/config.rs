@@ -32,6 +32,14 @@ use crate::target_policy::TargetRules;
 ///
 /// [sandbox]
 /// require = ["resource_limits"]      # guarantees every command must get, or it does not run
+///
+/// [web]                              # see crate::web for every key
+/// enabled = true                     # fetch_url and search_internet (the default)
+/// ports = [8080]                     # ports fetch_url may use besides 80 and 443
+///
+/// [web.search]                       # search_internet's backend: searxng, brave or bing
+/// backend = "searxng"
+/// url = "http://127.0.0.1:8888"
 /// ```
 // Not `Eq`: `[limits]` holds CPU and timeout values as floats.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -59,6 +67,10 @@ pub struct OperatorConfig {
     /// `[sandbox]`: guarantees every command requires.
     #[serde(default)]
     pub sandbox: SandboxRequirements,
+    /// `[web]`: the web pair (`fetch_url`, `search_internet`) and its search backend
+    /// ([`crate::web`]).
+    #[serde(default)]
+    pub web: crate::web::OperatorWeb,
 }
 
 /// `[sandbox]` of the operator's configuration, and of the workspace's policy file (which can

@@ -39,6 +39,7 @@ mod paths;
 mod policy;
 mod shell;
 mod target_policy;
+pub mod web;
 
 pub use authorize::{
     Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, Escalation, access_for,

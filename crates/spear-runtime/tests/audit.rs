@@ -47,6 +47,11 @@ fn record_with(text: &str) -> AuditRecord {
     r.changed_paths = vec!["src/main.rs".to_owned(), text.to_owned()];
     r.executable = Some(text.to_owned());
     r.reason = Some(text.to_owned());
+    r.web = Some(spear_runtime::audit::WebAudit {
+        url: text.to_owned(),
+        connected: Some(text.to_owned()),
+        ..Default::default()
+    });
     r
 }
 
@@ -509,6 +514,8 @@ fn ordinary_text_stays_readable() {
         }
         assert_eq!(r["changed_paths"][1], *text);
         assert_eq!(r["capabilities"][1], *text);
+        assert_eq!(r["web"]["url"], *text);
+        assert_eq!(r["web"]["connected"], *text);
         assert_eq!(r["event"], "tool_call");
         assert_eq!(r["class"], "SHELL_COMPLEX");
         assert_eq!(r["status"], "ok");

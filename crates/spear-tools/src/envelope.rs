@@ -25,6 +25,10 @@ pub struct ToolResultEnvelope {
     /// The background job this call started or reported on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<crate::JobState>,
+    /// For `fetch_url` and `search_internet`: the answer's URL, status, type and what to pass to
+    /// read on, or the search results, as data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web: Option<crate::WebDetail>,
 }
 
 impl ToolResultEnvelope {
@@ -37,6 +41,7 @@ impl ToolResultEnvelope {
             stderr_ref: None,
             turn_stopped: false,
             job: None,
+            web: None,
         }
     }
 

@@ -26,6 +26,7 @@ mod spec;
 mod tool;
 mod tools;
 mod turn;
+mod web;
 
 pub use confirm::{confirmation_text, hidden_characters_warning};
 pub use envelope::ToolResultEnvelope;
@@ -33,7 +34,7 @@ pub use escalation::{
     EscalationAsk, JUSTIFICATION_FIELD, JUSTIFICATION_MAX_CHARS, JUSTIFICATION_MIN_CHARS,
     PERMISSIONS_FIELD,
 };
-pub use exposure::{Role, ToolExposurePolicy, UnknownRole};
+pub use exposure::{PairState, Role, ToolExposurePolicy, UnknownRole, WebExposure, Withdrawn};
 pub use judge::{Committed, TargetJudge, commit_staged};
 pub use progress::{
     CallOptions, IssueGrant, PROGRESS_INTERVAL, PresentedGrant, Progress, ProgressSink,
@@ -43,9 +44,12 @@ pub use router::{
     RouterConfig, RouterError, RouterStores, ToolObserver, ToolRouter, random_id,
     sandbox_down_refusal,
 };
-pub use spec::{ALL_MODES, Annotations, Effect, ToolSpec, WRITING_MODES, output_schema};
+pub use spec::{ALL_MODES, Annotations, Effect, ToolSpec, WRITING_MODES, WebTool, output_schema};
 pub use tool::{
     Access, CallContext, JobPhase, JobState, Outcome, Prepared, Resolved, Tool, ToolLimits,
     parse_args,
 };
 pub use tools::terminal::{CommandCall, CommandText, CommandTimeout, shell_words};
+pub use web::{
+    ADD_SEARCH, NextSlice, SearchHit, SearchReport, WebDetail, WebPair, WebReport, redact_url,
+};

@@ -25,7 +25,9 @@ impl ToolRegistry {
 
     /// The coding tools: `read_file`, `search_files`, `write_file`, `patch`, `delete_file`,
     /// `terminal` with `terminal_output` and `terminal_kill` for its background jobs, and
-    /// `read_output` (the rest of an output the preview cut).
+    /// `read_output` (the rest of an output the preview cut); and the web pair, `fetch_url` and
+    /// `search_internet`, which a session lists only where it has the web (see
+    /// [`crate::ToolExposurePolicy::withdrawn`]).
     pub fn coding() -> Self {
         let mut r = ToolRegistry::new();
         r.register(Arc::new(crate::tools::read_file::ReadFile::new()));
@@ -37,6 +39,10 @@ impl ToolRegistry {
         r.register(Arc::new(crate::tools::terminal_job::TerminalOutput::new()));
         r.register(Arc::new(crate::tools::terminal_job::TerminalKill::new()));
         r.register(Arc::new(crate::tools::read_output::ReadOutput::new()));
+        r.register(Arc::new(crate::tools::fetch_url::FetchUrl::new()));
+        r.register(Arc::new(
+            crate::tools::search_internet::SearchInternet::new(),
+        ));
         r
     }
 

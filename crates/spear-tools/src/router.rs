@@ -36,7 +36,8 @@ use crate::tools::terminal::TerminalArgs;
 use crate::turn::{SandboxMark, TurnState};
 use crate::{
     Access, CallContext, CallOptions, CommandCall, Effect, Outcome, Resolved, Role,
-    ToolExposurePolicy, ToolLimits, ToolRegistry, ToolResultEnvelope, ToolSpec, preview,
+    ToolExposurePolicy, ToolLimits, ToolRegistry, ToolResultEnvelope, ToolSpec, WebDetail, WebPair,
+    Withdrawn, preview,
 };
 
 /// Watches calls; the router tells it before and after each one.
@@ -147,6 +148,10 @@ pub struct RouterConfig {
     /// Whether commands may run as background jobs. A client that makes one call and exits (the
     /// CLI) turns them off: its jobs would die with it at once.
     pub background_jobs: bool,
+    /// The web pair (`fetch_url`, `search_internet`): one fetcher for the session, built from the
+    /// operator's `[web]` ([`WebPair::from_settings`]). [`WebPair::off`] by default: a router
+    /// offers the web only when it is given one. `no_network` withdraws it whatever it holds.
+    pub web: WebPair,
 }
 
 impl RouterConfig {
@@ -161,6 +166,7 @@ impl RouterConfig {
             limits: ToolLimits::default(),
             refusal_repeats: repeats_from_env(std::env::var(REFUSAL_REPEATS_VAR).ok().as_deref()),
             background_jobs: true,
+            web: WebPair::off(),
         }
     }
 }
@@ -259,7 +265,8 @@ impl ToolRouter {
         }
         let fs = ws.fs()?;
         let turn = TurnState::new(random_id(), config.refusal_repeats);
-        let exposure = ToolExposurePolicy::new(config.role);
+        let exposure =
+            ToolExposurePolicy::new(config.role).with_web(config.web.exposure(config.no_network));
         let terminal_spec = registry.get(TerminalArgs::NAME).and_then(|t| {
             let spec = t.spec();
             let allowed = escalation_capabilities(session_policy(
@@ -468,6 +475,20 @@ impl ToolRouter {
                 names.join(", ")
             )));
         };
+        // A tool of the web pair this session lacks by its configuration is a tool it does not
+        // have; under --no-network the call is refused once its arguments are read (`admit`).
+        if let Some(why) = self
+            .exposure
+            .withdrawn(tool.spec())
+            .filter(|w| *w != Withdrawn::NoNetwork)
+        {
+            let names: Vec<&str> = self.tools().iter().map(|s| s.name).collect();
+            return Err(failed(format!(
+                "{}; the tools are: {}",
+                why.reason(name, self.config.web.unavailable()),
+                names.join(", ")
+            )));
+        }
         if let Some(stopped) = self.lock_turn().stopped.clone() {
             return Err(ToolResult::denied(&Refusal::turn_stopped(name, stopped)));
         }
@@ -500,12 +521,13 @@ impl ToolRouter {
         options: CallOptions,
         mut record: CallRecord,
     ) -> (ToolResultEnvelope, CallRecord) {
-        let (result, job) = match self.gate_and_run(spec, prepared, options, &mut record) {
+        let (result, job, web) = match self.gate_and_run(spec, prepared, options, &mut record) {
             Ok(done) => done,
-            Err(refused) => (refused, None),
+            Err(refused) => (refused, None, None),
         };
         let mut envelope = ToolResultEnvelope::new(spec.name, result);
         envelope.job = job;
+        envelope.web = web;
         (envelope, record)
     }
 
@@ -517,10 +539,15 @@ impl ToolRouter {
         prepared: Box<dyn crate::Prepared>,
         options: CallOptions,
         record: &mut CallRecord,
-    ) -> Result<(ToolResult, Option<crate::JobState>), ToolResult> {
+    ) -> Result<Settled, ToolResult> {
         record.target = Some(prepared.target());
-        let capabilities = self.admit(spec, &prepared.target())?;
-        let resolved = self.resolve(&prepared.access())?;
+        let access = prepared.access();
+        // A call that names paths to write is gated as a write whatever its tool's effect
+        // (`fetch_url`'s `save_as`): the target policy, SAFE's refusal, ASK's question, the
+        // checkpoint, all before it runs.
+        let writes = !access.writes.is_empty() || !access.removes.is_empty();
+        let capabilities = self.admit(spec, &prepared.target(), writes)?;
+        let resolved = self.resolve(&access)?;
         if let Some(label) = resolved
             .writes
             .first()
@@ -552,7 +579,18 @@ impl ToolRouter {
     /// Step 4: the tool's execution modes. A tool not listed in this mode (see
     /// `crate::exposure`) is refused after its arguments are read, so that refusals of different
     /// targets are told apart by the repeat tracker. Returns what the mode grants.
-    fn admit(&self, spec: &ToolSpec, target: &str) -> Result<CapabilityPolicy, ToolResult> {
+    fn admit(
+        &self,
+        spec: &ToolSpec,
+        target: &str,
+        writes: bool,
+    ) -> Result<CapabilityPolicy, ToolResult> {
+        if self.exposure.withdrawn(spec) == Some(Withdrawn::NoNetwork) {
+            return Err(ToolResult::denied(&Refusal::network_removed(format!(
+                "{} {target}",
+                spec.name
+            ))));
+        }
         if !self.exposure.acts_in(spec, self.config.mode) {
             return Err(ToolResult::denied(&Refusal::tool_not_in_mode(
                 spec.name,
@@ -561,9 +599,10 @@ impl ToolRouter {
                 spec.modes,
             )));
         }
-        Ok(session_policy(
+        Ok(call_policy(
             self.exposure,
             spec,
+            writes,
             self.config.mode,
             self.config.no_network,
         ))
@@ -583,7 +622,7 @@ impl ToolRouter {
         asker: Option<&(dyn Confirmer + Send + Sync)>,
         record: &mut CallRecord,
     ) -> Result<Option<MutexGuard<'_, ()>>, ToolResult> {
-        if spec.effect != Effect::Write {
+        if spec.effect != Effect::Write && resolved.writes.is_empty() {
             return Ok(None);
         }
         if let Some(result) = self.gate_writes(spec.name, resolved) {
@@ -635,6 +674,7 @@ impl ToolRouter {
             issue_grant: options.issue_grant.as_ref(),
             audit: self.stores.audit.as_ref(),
             session: &self.config.session,
+            web: &self.config.web,
         };
         prepared.run(&cx, resolved)
     }
@@ -649,7 +689,7 @@ impl ToolRouter {
         not_kept: &[String],
         mut writing: Option<MutexGuard<'r, ()>>,
         record: &mut CallRecord,
-    ) -> (ToolResult, Option<crate::JobState>) {
+    ) -> Settled {
         if let Some(target) = &outcome.target {
             record.target = Some(target.clone());
         }
@@ -659,6 +699,7 @@ impl ToolRouter {
         record.ran.clone_from(&outcome.ran);
         record.changes_unknown = outcome.changes_unknown;
         record.ran_since = outcome.ran_since;
+        record.web.clone_from(&outcome.web_audit);
         if let Some(down) = &outcome.sandbox_down {
             self.lock_turn().sandbox = SandboxMark::Down(down.clone());
         }
@@ -684,7 +725,7 @@ impl ToolRouter {
             );
         }
         drop(writing);
-        (result, outcome.job)
+        (result, outcome.job, outcome.web)
     }
 
     /// Request scope: every path resolves inside the roots.
@@ -980,6 +1021,7 @@ impl ToolRouter {
         entry.duration_ms = Some(result.duration_ms);
         entry.changed_paths.clone_from(&result.changed_paths);
         entry.executable.clone_from(&record.ran);
+        entry.web.clone_from(&record.web);
         if let Err(e) = logger.log(&entry) {
             tracing::error!("the audit record could not be written: {e}");
         }
@@ -1015,7 +1057,13 @@ struct CallRecord {
     ran_since: Option<u64>,
     /// The turn when the call started, and how many of its calls had changed something by then.
     started_in: (String, u64),
+    /// What a call of the web pair fetched or was refused.
+    web: Option<spear_runtime::audit::WebAudit>,
 }
+
+/// A call's end: its result, the background job it started or reported on, and what the web
+/// pair adds for the client.
+type Settled = (ToolResult, Option<crate::JobState>, Option<WebDetail>);
 
 /// What a session in `mode` (with `--no-network` when `no_network`) grants `spec` for a caller of
 /// `exposure`'s role: the matrix of the mode the tool runs in for that role. Pure.
@@ -1025,7 +1073,20 @@ pub(crate) fn session_policy(
     mode: ExecutionMode,
     no_network: bool,
 ) -> CapabilityPolicy {
-    let policy = CapabilityPolicy::for_mode(exposure.mode_for(spec, mode));
+    call_policy(exposure, spec, false, mode, no_network)
+}
+
+/// What a session grants one call of `spec` that writes the paths it names when `writes`: the
+/// matrix of the mode the call runs in for the caller's role
+/// ([`ToolExposurePolicy::mode_for_call`]). Pure.
+pub(crate) fn call_policy(
+    exposure: ToolExposurePolicy,
+    spec: &ToolSpec,
+    writes: bool,
+    mode: ExecutionMode,
+    no_network: bool,
+) -> CapabilityPolicy {
+    let policy = CapabilityPolicy::for_mode(exposure.mode_for_call(spec, writes, mode));
     if no_network {
         policy.without_network()
     } else {

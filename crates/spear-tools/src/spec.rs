@@ -33,6 +33,19 @@ pub struct ToolSpec {
     pub modes: &'static [ExecutionMode],
     /// Hints for clients (MCP tool annotations).
     pub annotations: Annotations,
+    /// Which tool of the web pair it is, if it is one: offered only where the session has the
+    /// web (see [`crate::ToolExposurePolicy::withdrawn`]).
+    pub web: Option<WebTool>,
+}
+
+/// The tools of the web pair, which run in spear's own process and reach the internet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WebTool {
+    /// `fetch_url`: needs the web pair.
+    Fetch,
+    /// `search_internet`: needs the web pair and a search backend.
+    Search,
 }
 
 /// What a client may assume about a tool, as MCP's tool annotations say it.
@@ -72,6 +85,7 @@ impl ToolSpec {
                 idempotent,
                 open_world,
             },
+            web: None,
         }
     }
 }

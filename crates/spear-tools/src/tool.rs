@@ -114,6 +114,8 @@ pub struct CallContext<'a> {
     pub(crate) audit: Option<&'a spear_runtime::audit::AuditLogger>,
     /// The session's id, for those records.
     pub(crate) session: &'a str,
+    /// The session's web pair (its fetcher and search backend, or why it has none).
+    pub web: &'a crate::WebPair,
 }
 
 /// What a prepared call returns.
@@ -141,6 +143,11 @@ pub struct Outcome {
     /// For the end of a background job: the number of the call that started it. Its run verifies
     /// the turn only if nothing changed after that call.
     pub ran_since: Option<u64>,
+    /// For a call of the web pair: what the client is given besides the text (the envelope's
+    /// `web`).
+    pub web: Option<crate::web::WebDetail>,
+    /// For a call of the web pair: what the audit record says it fetched or was refused.
+    pub web_audit: Option<spear_runtime::audit::WebAudit>,
 }
 
 /// A background job as a result reports it.
@@ -209,6 +216,8 @@ impl Outcome {
             changes_unknown: false,
             job: None,
             ran_since: None,
+            web: None,
+            web_audit: None,
         }
     }
 }
@@ -253,6 +262,13 @@ pub trait ToolArgs: DeserializeOwned + JsonSchema + 'static {
     const IDEMPOTENT: bool = false;
     /// It may reach beyond the workspace (the network).
     const OPEN_WORLD: bool = false;
+    /// A tool of [`Effect::Read`] whose calls may name a path to write ([`Access::writes`], as
+    /// `fetch_url`'s `save_as` does): such a call is gated, checkpointed and run as a write (the
+    /// target policy, the mode's authorisation, SAFE's refusal), and the tool is not published as
+    /// read-only.
+    const WRITES_WHEN_ASKED: bool = false;
+    /// Which tool of the web pair it is, if it is one.
+    const WEB: Option<crate::WebTool> = None;
 
     /// Checks what the schema cannot (ranges, empty strings) and makes the call.
     fn validate(self) -> Result<Box<dyn Prepared>, String>;
@@ -303,15 +319,22 @@ impl CallContext<'_> {
 impl<A: ToolArgs> Typed<A> {
     /// The tool.
     pub fn new() -> Self {
+        let mut spec = ToolSpec::new::<A>(
+            A::NAME,
+            A::DESCRIPTION,
+            A::EFFECT,
+            A::MODES,
+            A::IDEMPOTENT,
+            A::OPEN_WORLD,
+        );
+        if A::WRITES_WHEN_ASKED {
+            // A client must not take it for read-only: a call may replace a file.
+            spec.annotations.read_only = false;
+            spec.annotations.destructive = true;
+        }
+        spec.web = A::WEB;
         Typed {
-            spec: ToolSpec::new::<A>(
-                A::NAME,
-                A::DESCRIPTION,
-                A::EFFECT,
-                A::MODES,
-                A::IDEMPOTENT,
-                A::OPEN_WORLD,
-            ),
+            spec,
             args: PhantomData,
         }
     }

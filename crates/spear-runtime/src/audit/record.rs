@@ -83,6 +83,79 @@ pub struct AuditRecord {
     /// workspace:write: <the model's justification>`).
     #[serde(default)]
     pub reason: Option<String>,
+    /// What a call of the web pair fetched or was refused ([`WebAudit`]); `null` for every other
+    /// tool.
+    #[serde(default)]
+    pub web: Option<WebAudit>,
+}
+
+/// A fetch (or search) as the audit log records it: where it went and what came back, never
+/// what it read. URLs have their query values redacted before they get here (`key=REDACTED`),
+/// a search's query is not recorded (only its length), and an API key has no field.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebAudit {
+    /// The URL asked for (query redacted). For a search: the backend's name.
+    pub url: String,
+    /// The URL that answered, after redirects (query redacted), when one did.
+    pub final_url: Option<String>,
+    /// The address connected to last (`93.184.216.34:443`), when a connection was made.
+    pub connected: Option<String>,
+    /// The HTTP status of the answer.
+    pub http_status: Option<u16>,
+    /// Bytes of the body read (after decompression).
+    pub bytes: Option<u64>,
+    /// Whether the body went on past the cap and was cut there.
+    pub cut: bool,
+    /// The redirects followed, in order.
+    pub hops: Vec<WebHop>,
+    /// For a refusal: the rule of the guard that refused (`loopback`, `private`, `metadata`,
+    /// `port`, `scheme`, `userinfo`, `downgrade`, ...).
+    pub refused: Option<String>,
+    /// For a refused address: the address.
+    pub address: Option<String>,
+    /// For a search: how many results came back.
+    pub results: Option<u64>,
+    /// For a search: the query's length in characters (the query itself is not recorded).
+    pub query_chars: Option<u64>,
+}
+
+/// One redirect a fetch followed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebHop {
+    /// The URL that redirected (query redacted).
+    pub url: String,
+    /// Its status (301, 302, ...).
+    pub status: u16,
+    /// The address it was fetched from.
+    pub connected: String,
+}
+
+impl WebAudit {
+    fn redacted(&self) -> WebAudit {
+        let r = |s: &String| redact(s).into_owned();
+        let ro = |s: &Option<String>| s.as_ref().map(r);
+        WebAudit {
+            url: r(&self.url),
+            final_url: ro(&self.final_url),
+            connected: ro(&self.connected),
+            http_status: self.http_status,
+            bytes: self.bytes,
+            cut: self.cut,
+            hops: self
+                .hops
+                .iter()
+                .map(|h| WebHop {
+                    url: r(&h.url),
+                    status: h.status,
+                    connected: r(&h.connected),
+                })
+                .collect(),
+            refused: ro(&self.refused),
+            address: ro(&self.address),
+            results: self.results,
+            query_chars: self.query_chars,
+        }
+    }
 }
 
 impl AuditRecord {
@@ -104,6 +177,7 @@ impl AuditRecord {
             changed_paths: Vec::new(),
             executable: None,
             reason: None,
+            web: None,
         }
     }
 
@@ -128,6 +202,7 @@ impl AuditRecord {
             changed_paths: self.changed_paths.iter().map(r).collect(),
             executable: ro(&self.executable),
             reason: ro(&self.reason),
+            web: self.web.as_ref().map(WebAudit::redacted),
         }
     }
 }
@@ -216,8 +291,8 @@ mod tests {
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
             keys.len(),
-            15,
-            "time session turn event tool target class capabilities status rule exit_code duration_ms changed_paths executable reason: {keys:?}"
+            16,
+            "time session turn event tool target class capabilities status rule exit_code duration_ms changed_paths executable reason web: {keys:?}"
         );
         assert_eq!(v["event"], "repeated_refusal_stopped");
         assert_eq!(v["event"], AuditEvent::RepeatedRefusalStopped.as_str());
@@ -234,8 +309,21 @@ mod tests {
         record.changed_paths = vec![secret.to_owned()];
         record.executable = Some(secret.to_owned());
         record.reason = Some(format!("escalate sandbox to network: {secret}"));
+        record.web = Some(WebAudit {
+            url: secret.to_owned(),
+            final_url: Some(secret.to_owned()),
+            connected: Some(secret.to_owned()),
+            hops: vec![WebHop {
+                url: secret.to_owned(),
+                status: 301,
+                connected: secret.to_owned(),
+            }],
+            refused: Some(secret.to_owned()),
+            address: Some(secret.to_owned()),
+            ..WebAudit::default()
+        });
         let line = serde_json::to_string(&record.redacted()).unwrap();
         assert!(!line.contains("0123456789"), "{line}");
-        assert_eq!(line.matches("[REDACTED]").count(), 8, "{line}");
+        assert_eq!(line.matches("[REDACTED]").count(), 15, "{line}");
     }
 }

@@ -1,11 +1,13 @@
-//! The coding tools. Every path goes through `Workspace::resolve` (in the router) and then through
+//! The coding tools and the web pair. Every path goes through `Workspace::resolve` (in the router) and then through
 //! `WorkspaceFs`, which opens beneath a root's directory fd.
 
 pub mod delete_file;
+pub mod fetch_url;
 pub mod patch;
 pub mod read_file;
 pub mod read_output;
 pub mod search_files;
+pub mod search_internet;
 pub mod terminal;
 pub mod terminal_job;
 pub mod write_file;

@@ -530,6 +530,8 @@ impl Prepared for CommandCall {
             changes_unknown,
             job: None,
             ran_since: None,
+            web: None,
+            web_audit: None,
         }
     }
 }
