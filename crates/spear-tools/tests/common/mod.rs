@@ -76,6 +76,7 @@ pub struct Opts {
     pub session: Option<String>,
     pub repeats: u32,
     pub no_network: bool,
+    pub web: spear_tools::WebPair,
 }
 
 impl Opts {
@@ -89,6 +90,7 @@ impl Opts {
             session: None,
             repeats: 5,
             no_network: false,
+            web: spear_tools::WebPair::off(),
         }
     }
 }
@@ -120,6 +122,7 @@ pub fn router(env: &Env, opts: Opts) -> ToolRouter {
     rc.role = opts.role;
     rc.refusal_repeats = opts.repeats;
     rc.no_network = opts.no_network;
+    rc.web = opts.web;
     if let Some(s) = opts.session {
         rc.session = s;
     }
