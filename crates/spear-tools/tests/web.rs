@@ -333,7 +333,7 @@ fn searches_are_audited_without_the_query_or_a_key() {
     );
 }
 
-/// The published specs: both open-world; `fetch_url` not read-only (save_as writes), the search
+/// The published specs: both open-world; `fetch_url` not read-only (`save_as` writes), the search
 /// read-only.
 #[test]
 fn the_specs_say_what_the_tools_may_do() {
