@@ -419,7 +419,11 @@ fn tools_are_listed_per_role_with_schemas_and_every_annotation() {
             let read_only = READ_ONLY_TOOLS.contains(&name);
             assert_eq!(a["readOnlyHint"], read_only, "{g:?} {name}: {t}");
             assert_eq!(a["destructiveHint"], !read_only, "{g:?} {name}: {t}");
-            assert_eq!(a["openWorldHint"], name == "terminal", "{g:?} {name}: {t}");
+            assert_eq!(
+                a["openWorldHint"],
+                ["terminal", "fetch_url"].contains(&name),
+                "{g:?} {name}: {t}"
+            );
         }
         // A writing tool the role does not list cannot be called either; implementation's can.
         let w = &results(run)[0];

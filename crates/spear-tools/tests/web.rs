@@ -303,7 +303,10 @@ fn refusals_name_the_rule_and_the_address() {
     }
     let log = std::fs::read_to_string(env.audit_path()).unwrap();
     assert!(!log.contains("s3cret"), "{log}");
-    assert!(log.contains("?token="), "the name is kept, its value not: {log}");
+    assert!(
+        log.contains("?token="),
+        "the name is kept, its value not: {log}"
+    );
 }
 
 /// A search's query is not recorded (metadata only: its length), nor is an API key; a backend

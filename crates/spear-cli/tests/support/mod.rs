@@ -5,9 +5,11 @@
 
 use std::path::PathBuf;
 
-/// The tools the default role (implementation) sees in ASK and AUTO, sorted by name.
-pub const TOOLS: [&str; 9] = [
+/// The tools the default role (implementation) sees in ASK and AUTO, sorted by name (with no
+/// operator configuration: the web pair on, no search backend).
+pub const TOOLS: [&str; 10] = [
     "delete_file",
+    "fetch_url",
     "patch",
     "read_file",
     "read_output",
@@ -18,8 +20,10 @@ pub const TOOLS: [&str; 9] = [
     "write_file",
 ];
 
-/// The tools a session in SAFE lists for the default role: none that writes.
-pub const SAFE_TOOLS: [&str; 6] = [
+/// The tools a session in SAFE lists for the default role: none that writes (`fetch_url` reads
+/// there; its `save_as` is refused).
+pub const SAFE_TOOLS: [&str; 7] = [
+    "fetch_url",
     "read_file",
     "read_output",
     "search_files",
