@@ -10,6 +10,11 @@
 //!   beneath a root's directory fd; nothing is opened by name from `/`.
 //! - A refusal attaches to the file, not the tool: a path `write_file` may not write, `patch`,
 //!   `delete_file` and every command in the terminal may not either.
+//! - The web pair (`fetch_url`, `search_internet`) is listed only where the session has the web
+//!   (`[web] enabled`, not `--no-network`; a search backend for the search), never by a request's
+//!   wording; every fetch goes through the session's one `spear_web::Fetcher` and its checks, and a
+//!   call that names a path to write (`save_as`) passes every gate of a file write before
+//!   anything is fetched.
 
 mod confirm;
 mod envelope;
