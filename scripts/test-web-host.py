@@ -35,6 +35,9 @@ the same paths on each:
   /bomb              Content-Encoding: gzip, chunked, no Content-Length: a gzip stream of zeros
                      made on the fly (about 1 KB of gzip per MB), inflating to 4 GiB (&gib=N)
   /big               100 MiB of "a" with Content-Length (&mib=N; &length=0: chunked, no length)
+  /searxng/search    a SearXNG instance's JSON answer (the searxng backend, url
+                     http://public.test/searxng): for ?q=Q&format=json, the results of searxng()
+                     echoing Q; without format=json, 403 as SearXNG answers when JSON is off
 
 The HTTPS servers answer with server.pem, but 93.184.216.36 (untrusted.test) with untrusted.pem.
 The TLS handshake happens in the connection's own thread, so a stalled client stalls nobody.
@@ -119,6 +122,23 @@ def png():
 
 PDF = pdf()
 PNG = png()
+
+
+def searxng(query):
+    """A SearXNG JSON answer for `query`: markup in a title and a snippet (made plain by spear),
+    two results whose url is not http(s) (dropped by spear), and two that are."""
+    return {
+        "query": query,
+        "number_of_results": 4,
+        "results": [
+            {"title": f"First <b>result</b> for {query}", "url": "http://public.test/html",
+             "content": f"A snippet about <em>{query}</em> &amp; more", "engine": "test"},
+            {"title": "A script", "url": "javascript:alert(1)", "content": "never shown"},
+            {"title": "A local file", "url": "file:///etc/passwd", "content": "never shown"},
+            {"title": f"Second result for {query}", "url": "https://second.test/text",
+             "content": "", "engine": "test"},
+        ],
+    }
 
 
 def openssl(*args):
@@ -238,6 +258,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
             ctype = q.get("ct") or mimetypes.guess_type(name)[0] or "application/octet-stream"
             self.respond(200, ctype, body)
+        elif path == "/searxng/search":
+            if q.get("format") != "json":
+                self.respond(403, "text/html", b"<h1>403 Forbidden</h1>\n")
+                return
+            body = json.dumps(searxng(q["q"])).encode()
+            self.respond(200, "application/json", body)
         elif path == "/redirect":
             self.redirect(q["to"], int(q.get("status", "302")))
         elif path == "/r":

@@ -13,23 +13,7 @@ use std::process::Stdio;
 
 use mcp_client::{Generation, Session, User, envelope, within};
 use serde_json::{Value, json};
-use support::Dirs;
-
-/// An operator configuration with `text`, in a directory of its own; `--config` names it.
-struct Config {
-    _dir: tempfile::TempDir,
-    path: String,
-}
-
-fn config(text: &str) -> Config {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("config.toml");
-    std::fs::write(&path, text).unwrap();
-    Config {
-        path: path.to_str().unwrap().to_owned(),
-        _dir: dir,
-    }
-}
+use support::{Config, Dirs, config};
 
 const SEARXNG: &str = "[web.search]\nbackend = \"searxng\"\nurl = \"http://127.0.0.1:9\"\n";
 

@@ -7,8 +7,8 @@
 mod common;
 
 use common::{Answer, Env, Opts, router};
-use serde_json::{Value, json};
-use spear_core::ExecutionMode::{self, Ask, Auto, Safe};
+use serde_json::json;
+use spear_core::ExecutionMode::{Ask, Auto, Safe};
 use spear_core::{RefusalRule, ToolStatus};
 use spear_policy::Confirmation;
 use spear_policy::web::{SearchSettings, WebSettings};
@@ -31,12 +31,6 @@ fn web_with_search() -> WebPair {
     })
 }
 
-fn opts(mode: ExecutionMode, web: WebPair) -> Opts {
-    let mut o = Opts::mode(mode);
-    o.web = web;
-    o
-}
-
 fn listed(r: &spear_tools::ToolRouter) -> Vec<&'static str> {
     r.tools()
         .iter()
@@ -47,15 +41,6 @@ fn listed(r: &spear_tools::ToolRouter) -> Vec<&'static str> {
 
 fn rule(e: &ToolResultEnvelope) -> Option<RefusalRule> {
     e.result.rule()
-}
-
-/// The audit records written so far, as JSON.
-fn audit(env: &Env) -> Vec<Value> {
-    std::fs::read_to_string(env.audit_path())
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// A URL whose host cannot resolve, on a port the guard refuses: a call that reaches the fetch is
@@ -78,7 +63,7 @@ fn the_pair_is_listed_where_the_session_has_the_web() {
                 (web_on(), true, &[][..]),
                 (web_with_search(), true, &[][..]),
             ] {
-                let mut o = opts(mode, web);
+                let mut o = Opts::web(mode, web);
                 o.role = role;
                 o.no_network = no_network;
                 let r = router(&env, o);
@@ -92,7 +77,7 @@ fn the_pair_is_listed_where_the_session_has_the_web() {
 fn a_withdrawn_tool_is_answered_by_why() {
     let env = Env::new();
     // --no-network: refused after its arguments are read, as a tool not in the mode is.
-    let mut o = opts(Auto, web_with_search());
+    let mut o = Opts::web(Auto, web_with_search());
     o.no_network = true;
     let r = router(&env, o);
     for (tool, args) in [
@@ -112,7 +97,7 @@ fn a_withdrawn_tool_is_answered_by_why() {
     let e = r.call("fetch_url", json!({"url": "x", "pages": "0"}));
     assert_eq!(e.result.status, ToolStatus::Failed, "{e:?}");
     // The operator turned it off: a tool this session does not have, and where it would come from.
-    let r = router(&env, opts(Auto, WebPair::off()));
+    let r = router(&env, Opts::web(Auto, WebPair::off()));
     let e = r.call("fetch_url", json!({"url": "https://docs.rs/"}));
     assert_eq!(e.result.status, ToolStatus::Failed, "{e:?}");
     assert_eq!(rule(&e), None);
@@ -124,7 +109,7 @@ fn a_withdrawn_tool_is_answered_by_why() {
         "not listed as a tool: {reason}"
     );
     // No search backend.
-    let r = router(&env, opts(Safe, web_on()));
+    let r = router(&env, Opts::web(Safe, web_on()));
     let e = r.call("search_internet", json!({"query": "serde"}));
     assert_eq!(e.result.status, ToolStatus::Failed, "{e:?}");
     let reason = e.result.reason.unwrap();
@@ -137,7 +122,7 @@ fn a_withdrawn_tool_is_answered_by_why() {
 #[test]
 fn safe_refuses_save_as_before_anything_is_fetched() {
     let env = Env::new();
-    let r = router(&env, opts(Safe, web_on()));
+    let r = router(&env, Opts::web(Safe, web_on()));
     let e = r.call("fetch_url", json!({"url": UNFETCHABLE, "save_as": "x.bin"}));
     assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
     assert_eq!(rule(&e), Some(RefusalRule::ModeForbids), "{e:?}");
@@ -151,7 +136,7 @@ fn safe_refuses_save_as_before_anything_is_fetched() {
     let e = r.call("fetch_url", json!({"url": UNFETCHABLE}));
     assert_eq!(rule(&e), Some(RefusalRule::WebRefused), "{e:?}");
     assert!(e.result.reason.unwrap().contains("port 6379"));
-    let log = audit(&env);
+    let log = env.audit();
     assert_eq!(log.len(), 2);
     assert_eq!(log[0]["rule"], "mode_forbids");
     assert_eq!(log[0]["target"], "x.bin");
@@ -171,7 +156,7 @@ fn safe_refuses_save_as_before_anything_is_fetched() {
 fn ask_confirms_save_as_showing_the_url_and_the_target() {
     let env = Env::new();
     let (no, seen) = Answer::new(Confirmation::Declined);
-    let mut o = opts(Ask, web_on());
+    let mut o = Opts::web(Ask, web_on());
     o.confirmer = Some(no);
     let r = router(&env, o);
     let e = r.call(
@@ -188,7 +173,7 @@ fn ask_confirms_save_as_showing_the_url_and_the_target() {
     assert!(!env.path("docs").exists());
     // Approved, the fetch runs (and here refuses the port): nothing is written.
     let (yes, seen) = Answer::new(Confirmation::Approved);
-    let mut o = opts(Ask, web_on());
+    let mut o = Opts::web(Ask, web_on());
     o.confirmer = Some(yes);
     let r = router(&env, o);
     let e = r.call(
@@ -228,7 +213,7 @@ fn ask_confirms_save_as_showing_the_url_and_the_target() {
 fn read_only_roles_read_and_cannot_save() {
     let env = Env::new();
     for role in [Role::Planning, Role::Explorer, Role::Reviewer] {
-        let mut o = opts(Auto, web_on());
+        let mut o = Opts::web(Auto, web_on());
         o.role = role;
         let r = router(&env, o);
         assert_eq!(listed(&r), ["fetch_url"], "{role}");
@@ -246,7 +231,7 @@ fn read_only_roles_read_and_cannot_save() {
 #[test]
 fn refusals_name_the_rule_and_the_address() {
     let env = Env::new();
-    let r = router(&env, opts(Safe, web_on()));
+    let r = router(&env, Opts::web(Safe, web_on()));
     for (url, refused, address, words) in [
         (
             "http://127.0.0.1:80/?token=s3cret",
@@ -292,7 +277,7 @@ fn refusals_name_the_rule_and_the_address() {
         }
         let text = serde_json::to_string(&e).unwrap();
         assert!(!text.contains("s3cret"), "{text}");
-        let log = audit(&env);
+        let log = env.audit();
         let last = log.last().unwrap();
         assert_eq!(last["tool"], "fetch_url");
         assert_eq!(last["status"], "denied");
@@ -314,7 +299,7 @@ fn refusals_name_the_rule_and_the_address() {
 #[test]
 fn searches_are_audited_without_the_query_or_a_key() {
     let env = Env::new();
-    let r = router(&env, opts(Safe, web_with_search()));
+    let r = router(&env, Opts::web(Safe, web_with_search()));
     let e = r.call(
         "search_internet",
         json!({"query": "my private project codename"}),
@@ -327,7 +312,7 @@ fn searches_are_audited_without_the_query_or_a_key() {
     );
     let log = std::fs::read_to_string(env.audit_path()).unwrap();
     assert!(!log.contains("codename"), "{log}");
-    let last = audit(&env).pop().unwrap();
+    let last = env.audit().pop().unwrap();
     assert_eq!(last["target"], "a query of 27 characters");
     assert_eq!(last["web"]["query_chars"], 27);
     assert_eq!(
@@ -341,7 +326,7 @@ fn searches_are_audited_without_the_query_or_a_key() {
 #[test]
 fn the_specs_say_what_the_tools_may_do() {
     let env = Env::new();
-    let r = router(&env, opts(Auto, web_with_search()));
+    let r = router(&env, Opts::web(Auto, web_with_search()));
     let spec = |name: &str| *r.tools().iter().find(|s| s.name == name).unwrap();
     let fetch = spec("fetch_url").annotations;
     assert!(fetch.open_world && !fetch.read_only && fetch.destructive);

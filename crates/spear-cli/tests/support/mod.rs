@@ -110,3 +110,22 @@ impl Dirs {
         std::fs::read_to_string(self.base.join("server.log")).unwrap_or_default()
     }
 }
+
+/// An operator configuration file, in a directory of its own (removed when dropped); `--config`
+/// names it.
+pub struct Config {
+    _dir: tempfile::TempDir,
+    /// The file.
+    pub path: String,
+}
+
+/// An operator configuration reading `text`.
+pub fn config(text: &str) -> Config {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, text).unwrap();
+    Config {
+        path: path.to_str().unwrap().to_owned(),
+        _dir: dir,
+    }
+}

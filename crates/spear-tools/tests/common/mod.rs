@@ -64,6 +64,23 @@ impl Env {
     pub fn checkpoints(&self) -> CheckpointStore {
         CheckpointStore::open(&self.state.join("checkpoints")).unwrap()
     }
+
+    /// The audit records written so far, as JSON.
+    pub fn audit(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.audit_path())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// Undoes the last turn through the checkpoint store, as `spear undo` does.
+    pub fn undo_last(&self) -> spear_runtime::checkpoint::UndoReport {
+        let ws = Workspace::open(&WorkspaceConfig::new(&self.ws)).unwrap();
+        self.checkpoints()
+            .undo_last(&ws, &ws.fs().unwrap())
+            .unwrap()
+    }
 }
 
 /// Options of a router under test.
@@ -91,6 +108,14 @@ impl Opts {
             repeats: 5,
             no_network: false,
             web: spear_tools::WebPair::off(),
+        }
+    }
+
+    /// [`Opts::mode`] with the web pair `web`.
+    pub fn web(mode: ExecutionMode, web: spear_tools::WebPair) -> Self {
+        Opts {
+            web,
+            ..Opts::mode(mode)
         }
     }
 }
