@@ -155,6 +155,36 @@ fn an_html_page_reads_as_text() {
     assert_eq!(last["web"]["http_status"], 200, "{last}");
 }
 
+/// A relative link is shown resolved against the URL that answered (after redirects), so that a
+/// model can fetch it as shown; and fetching it works.
+#[test]
+fn links_are_shown_resolved_against_the_page() {
+    let env = setup();
+    let r = router(&env, Opts::web(Safe, pair(&[])));
+    for (url, link) in [
+        (
+            "http://public.test/html".to_owned(),
+            "http://public.test/text",
+        ),
+        (
+            testnet::redirect("http://public.test", "http://second.test/html", 302),
+            "http://second.test/text",
+        ),
+    ] {
+        let e = fetch(&r, json!({"url": url}));
+        ok(&e);
+        let shown = format!("a link [{link}]");
+        assert!(
+            e.result.stdout.contains(&shown),
+            "{shown}: {}",
+            e.result.stdout
+        );
+        let e = fetch(&r, json!({"url": link}));
+        ok(&e);
+        assert!(e.result.stdout.contains("plain text, caf\u{e9}"), "{e:?}");
+    }
+}
+
 /// A 35-page PDF read from the start in slices of a small `max_chars`, each call passing what the
 /// previous result named: every page once, in order, the text of each under its own header; the
 /// last slice names no continuation.

@@ -251,7 +251,13 @@ impl FetchCall {
                 READ_CAP >> 20
             );
         }
-        let doc = spear_web::extract::extract(f.content_type.as_deref(), &f.body);
+        // Relative links are shown resolved against the URL that answered (after redirects), so
+        // that a model can fetch a link as it is shown.
+        let doc = spear_web::extract::extract_with_base(
+            f.content_type.as_deref(),
+            &f.body,
+            Some(f.target.url()),
+        );
         if !(200..300).contains(&f.status) {
             // An error page often says what went wrong: a short slice of it comes along.
             if let Ok(Document::Text { text: page, .. }) = &doc {
