@@ -5,11 +5,13 @@
 //! `spear tool fetch_url` with `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY` naming a counting
 //! listener in its environment fetches directly (the proxy sees nothing); a redirect to a refused
 //! address is denied and audited with the rule and the address; `spear mcp` driven by rmcp's client
-//! lists `fetch_url` as open-world and fetches, saves and searches through the test network.
+//! lists `fetch_url` as open-world and fetches, saves and searches through the test network, and
+//! driven by the Python MCP SDK (both protocol generations) lists it so and fetches.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod mcp_client;
+mod python_client;
 mod support;
 #[path = "../../spear-web/tests/common/testnet.rs"]
 mod testnet;
@@ -17,6 +19,7 @@ mod testnet;
 use std::process::Stdio;
 
 use mcp_client::{Generation, Session, User, envelope, within};
+use python_client::{BOTH, Server};
 use serde_json::{Value, json};
 use support::{Dirs, config};
 use testnet::{Counter, PRIVATE, WEB_HOST_BODY};
@@ -177,4 +180,42 @@ async fn mcp_fetches_saves_and_searches_through_the_test_network() {
     assert_eq!(hits[0]["title"], "First result for spear", "{e}");
     assert_eq!(hits[0]["url"], "http://public.test/html", "{e}");
     s.stop().await;
+}
+
+/// `spear mcp` driven by the Python MCP SDK on both protocol generations: `fetch_url` listed with
+/// `openWorldHint`, and a page of the test network read through it.
+#[test]
+fn the_python_sdk_lists_fetch_url_open_world_and_fetches() {
+    testnet::require_test_network();
+    let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
+    let runs: Vec<Value> = servers
+        .iter()
+        .map(|s| {
+            s.run(
+                &["--safe"],
+                json!({
+                    "list": true,
+                    "calls": [python_client::call("fetch_url", json!({"url": "http://public.test/html"}))],
+                }),
+            )
+        })
+        .collect();
+    let out = python_client::client("calls", &runs);
+    for (server, run) in servers.iter().zip(&out) {
+        let g = server.generation;
+        let tool = run["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "fetch_url")
+            .unwrap_or_else(|| panic!("{g:?}: fetch_url not listed: {run}"));
+        assert_eq!(tool["annotations"]["openWorldHint"], true, "{g:?}: {tool}");
+        let entry = &python_client::results(run)[0];
+        let e = python_client::envelope(entry, "fetch_url");
+        assert_eq!(e["status"], "ok", "{g:?}: {e}");
+        assert_eq!(e["web"]["http_status"], 200, "{g:?}: {e}");
+        let text = python_client::stdout(entry);
+        assert!(text.contains("## Second heading"), "{g:?}: {text}");
+        assert!(!text.contains("script text"), "{g:?}: {text}");
+    }
 }
