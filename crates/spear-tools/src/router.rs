@@ -514,6 +514,8 @@ impl ToolRouter {
     }
 
     /// Steps 4 to 9, for a call whose arguments are valid.
+    // The options are the call's own: they end with it.
+    #[allow(clippy::needless_pass_by_value)]
     fn route_prepared(
         &self,
         spec: &ToolSpec,
@@ -521,7 +523,7 @@ impl ToolRouter {
         options: CallOptions,
         mut record: CallRecord,
     ) -> (ToolResultEnvelope, CallRecord) {
-        let (result, job, web) = match self.gate_and_run(spec, prepared, options, &mut record) {
+        let (result, job, web) = match self.gate_and_run(spec, prepared, &options, &mut record) {
             Ok(done) => done,
             Err(refused) => (refused, None, None),
         };
@@ -537,7 +539,7 @@ impl ToolRouter {
         &self,
         spec: &ToolSpec,
         prepared: Box<dyn crate::Prepared>,
-        options: CallOptions,
+        options: &CallOptions,
         record: &mut CallRecord,
     ) -> Result<Settled, ToolResult> {
         record.target = Some(prepared.target());
@@ -555,17 +557,20 @@ impl ToolRouter {
         {
             record.target = Some(label);
         }
+        let mut prepared = prepared;
+        let cx = self.context(capabilities, options, record.seq);
         let writing = self.gate_file_write(
             spec,
-            &*prepared,
+            &mut *prepared,
             &resolved,
             capabilities,
             options.confirmer.as_deref(),
+            &cx,
             record,
         )?;
-        not_cancelled(&options)?;
+        not_cancelled(options)?;
         let (turn_checkpoint, not_kept) = self.checkpoint_before(&resolved)?;
-        let outcome = self.run_prepared(prepared, &resolved, capabilities, options, record.seq);
+        let outcome = prepared.run(&cx, &resolved);
         Ok(self.settle(
             outcome,
             &resolved,
@@ -613,13 +618,15 @@ impl ToolRouter {
     /// under the lock: a command running meanwhile may have found the sandbox down or changed a
     /// header). A command takes the lock itself, only when it runs writable (read-only commands
     /// run side by side): `None`.
+    #[allow(clippy::too_many_arguments)]
     fn gate_file_write(
         &self,
         spec: &ToolSpec,
-        prepared: &dyn crate::Prepared,
+        prepared: &mut dyn crate::Prepared,
         resolved: &Resolved,
         capabilities: CapabilityPolicy,
         asker: Option<&(dyn Confirmer + Send + Sync)>,
+        cx: &CallContext<'_>,
         record: &mut CallRecord,
     ) -> Result<Option<MutexGuard<'_, ()>>, ToolResult> {
         if spec.effect != Effect::Write && resolved.writes.is_empty() {
@@ -629,6 +636,8 @@ impl ToolRouter {
             return Err(result);
         }
         record.granted = self.authorize_write(spec, prepared, capabilities, asker)?;
+        // Authorised: the slow part (a download) now, before the lock every write waits for.
+        prepared.before_writing(cx);
         let writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(result) = self.gate_writes(spec.name, resolved) {
             return Err(result);
@@ -636,21 +645,19 @@ impl ToolRouter {
         Ok(Some(writing))
     }
 
-    /// Step 9: the call, with what it may use.
-    fn run_prepared(
-        &self,
-        prepared: Box<dyn crate::Prepared>,
-        resolved: &Resolved,
+    /// What a call may use while it runs (step 9).
+    fn context<'a>(
+        &'a self,
         capabilities: CapabilityPolicy,
-        options: CallOptions,
+        options: &'a CallOptions,
         call_seq: u64,
-    ) -> Outcome {
+    ) -> CallContext<'a> {
         let confirmer = options
             .confirmer
             .as_deref()
             .map(|c| c as &dyn Confirmer)
             .or_else(|| self.confirmer.as_deref().map(|c| c as &dyn Confirmer));
-        let cx = CallContext {
+        CallContext {
             workspace: self.workspace(),
             policy: &self.policy,
             fs: &self.fs,
@@ -658,8 +665,8 @@ impl ToolRouter {
             jobs: &self.jobs,
             capabilities,
             confirmer,
-            cancel: options.cancel,
-            progress: options.progress,
+            cancel: options.cancel.clone(),
+            progress: options.progress.clone(),
             limits: self.config.limits,
             turn: &self.turn,
             tracked: &self.tracked,
@@ -675,8 +682,7 @@ impl ToolRouter {
             audit: self.stores.audit.as_ref(),
             session: &self.config.session,
             web: &self.config.web,
-        };
-        prepared.run(&cx, resolved)
+        }
     }
 
     /// After the call: what the audit record needs, the sandbox mark, and the checkpoint of what

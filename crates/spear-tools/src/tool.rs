@@ -242,6 +242,12 @@ pub trait Prepared: Send {
     /// Exactly what it will do, for a confirmation in ASK.
     fn describe(&self) -> String;
 
+    /// Slow work a write needs before it takes the session's write lock: run once the call is
+    /// authorised (after ASK's answer), only for a call that writes, and kept for
+    /// [`Prepared::run`]. `fetch_url`'s download for `save_as` happens here, so a slow server
+    /// holds up no other write of the session. Default: nothing.
+    fn before_writing(&mut self, _cx: &CallContext<'_>) {}
+
     /// Runs it. `paths` is [`Prepared::access`] resolved, in the same order.
     fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome;
 }

@@ -579,3 +579,45 @@ fn search_internet_reads_a_searxng_answer() {
         "{e:?}"
     );
 }
+
+#[test]
+fn a_slow_download_holds_up_no_other_write() {
+    let env = setup();
+    let mut slow = settings(&[]);
+    slow.timeout = Some(Duration::from_secs(4));
+    let r = router(&env, Opts::web(Auto, WebPair::from_settings(&slow)));
+    let started = std::time::Instant::now();
+    let (download, written) = std::thread::scope(|s| {
+        // One byte a second: the download lasts until the fetch's 4 s limit.
+        let download = s.spawn(|| {
+            let e = fetch(
+                &r,
+                json!({"url": "http://public.test/slow/body", "save_as": "slow.bin"}),
+            );
+            (e, started.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let e = r.call(
+            "write_file",
+            json!({"path": "other.txt", "content": "written meanwhile\n"}),
+        );
+        let written = (e, started.elapsed());
+        (download.join().unwrap(), written)
+    });
+    let ((slow_e, slow_took), (write_e, write_took)) = (download, written);
+    assert_eq!(write_e.result.status, ToolStatus::Ok, "{write_e:?}");
+    assert_eq!(
+        env.read("other.txt").as_deref(),
+        Some("written meanwhile\n")
+    );
+    // The write did not wait for the download: it finished well before the download ended.
+    assert!(
+        write_took < Duration::from_secs(2),
+        "write_file waited {write_took:?} behind a download"
+    );
+    // Positive control: the download really was still running then, and ended at its limit,
+    // writing nothing.
+    assert!(slow_took >= Duration::from_secs(4), "{slow_took:?}");
+    assert_eq!(slow_e.result.status, ToolStatus::Timeout, "{slow_e:?}");
+    assert!(!env.path("slow.bin").exists());
+}

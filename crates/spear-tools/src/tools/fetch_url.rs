@@ -10,9 +10,10 @@
 //!
 //! `save_as` names a workspace path ([`Access::writes`]): the router gates that call as it gates
 //! `write_file` (request scope, the target policy, SAFE's refusal, ASK's question, checkpoint,
-//! undo), all before anything is fetched; only then is the body fetched (at most
-//! [`spear_web::SAVE_CAP`]; a larger one is refused and nothing is written) and written with the
-//! same atomic replace `write_file` uses.
+//! undo), all before anything is fetched. Once authorised the body is fetched (at most
+//! [`spear_web::SAVE_CAP`]; a larger one is refused and nothing is written) before the session's
+//! write lock is taken ([`Prepared::before_writing`]), so a slow server holds up no other write;
+//! then it is checkpointed and written with the same atomic replace `write_file` uses.
 
 use std::fmt::Write as _;
 
@@ -117,6 +118,7 @@ impl ToolArgs for FetchUrlArgs {
             pages,
             offset: self.offset,
             max_chars,
+            downloaded: None,
         }))
     }
 }
@@ -128,6 +130,8 @@ struct FetchCall {
     pages: Option<PageRange>,
     offset: Option<usize>,
     max_chars: usize,
+    /// A `save_as` download made before the write lock ([`Prepared::before_writing`]).
+    downloaded: Option<Download>,
 }
 
 impl Prepared for FetchCall {
@@ -155,22 +159,26 @@ impl Prepared for FetchCall {
         }
     }
 
-    fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
+    fn before_writing(&mut self, cx: &CallContext<'_>) {
+        if self.save_as.is_some() && self.downloaded.is_none() && cx.web.fetcher().is_some() {
+            self.downloaded = Some(self.download(cx));
+        }
+    }
+
+    fn run(mut self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
         let asked = self.target();
-        let Some(client) = cx.web.fetcher() else {
+        if cx.web.fetcher().is_none() {
             return Outcome::of(crate::router::failed(
                 "fetch_url has no fetcher in this session".into(),
             ));
+        }
+        let answer = match self.downloaded.take() {
+            Some(answer) => answer,
+            None => self.download(cx),
         };
-        let cap = if self.save_as.is_some() {
-            SAVE_CAP
-        } else {
-            READ_CAP
-        };
-        let answer = {
-            let client = client.clone();
-            let url = self.url.clone();
-            cancellable(cx.cancel.as_ref(), move || client.fetch(&url, cap))
+        let answer = match answer {
+            Download::Cancelled => None,
+            Download::Done(answer) => Some(*answer),
         };
         let fetched = match answer {
             None => {
@@ -196,6 +204,35 @@ impl Prepared for FetchCall {
             web: Some(detail),
             web_audit: Some(audit),
             ..Outcome::of(result)
+        }
+    }
+}
+
+/// What a fetch came to.
+enum Download {
+    /// The call was cancelled while it ran.
+    Cancelled,
+    /// Its answer.
+    Done(Box<Result<Fetched, spear_web::FetchError>>),
+}
+
+impl FetchCall {
+    /// The fetch (at most [`SAVE_CAP`] for `save_as`, [`READ_CAP`] to read).
+    fn download(&self, cx: &CallContext<'_>) -> Download {
+        let Some(client) = cx.web.fetcher().cloned() else {
+            return Download::Done(Box::new(Err(spear_web::FetchError::Setup(
+                "this session has no fetcher".into(),
+            ))));
+        };
+        let cap = if self.save_as.is_some() {
+            SAVE_CAP
+        } else {
+            READ_CAP
+        };
+        let url = self.url.clone();
+        match cancellable(cx.cancel.as_ref(), move || client.fetch(&url, cap)) {
+            Some(answer) => Download::Done(Box::new(answer)),
+            None => Download::Cancelled,
         }
     }
 }
