@@ -209,8 +209,12 @@ mod seccomp_under_bwrap {
     fn the_command_and_the_sandbox_init_both_run_under_the_filter() {
         // Seccomp_filters counts the filters a process runs under; bwrap's pid 1 in the sandbox
         // (the reaper) must carry it too, or a process could ptrace it and make unfiltered
-        // syscalls.
-        let script = "grep ^Seccomp_filters: /proc/self/status /proc/1/status";
+        // syscalls. bwrap's pid 1 loads its filter just after it forks the command, so the
+        // command can look first: it waits (at most 2 s) for pid 1 to have as many as itself.
+        let script = "n() { sed -n 's/^Seccomp_filters:[[:space:]]*//p' \"$1\"; }; \
+            i=0; while [ \"$(n /proc/1/status)\" -lt \"$(n /proc/self/status)\" ] && [ $i -lt 200 ]; \
+            do sleep 0.01; i=$((i+1)); done; \
+            grep ^Seccomp_filters: /proc/self/status /proc/1/status";
         let count = |filtered| {
             let output = sandbox(filtered, Caps::Dropped, &["sh", "-c", script]);
             assert!(output.status.success(), "{}", describe(&output));
