@@ -252,21 +252,8 @@ fn backend_of(settings: &SearchSettings) -> Result<Backend, String> {
 }
 
 /// `text` as results and the audit log write a URL: the query values redacted, the fragment and
-/// any user name or password dropped. Text that does not parse is cut at its query.
-pub fn redact_url(text: &str) -> String {
-    if let Ok(mut url) = url::Url::parse(text.trim()) {
-        let _ = url.set_username("");
-        let _ = url.set_password(None);
-        return spear_web::target::redact(&url);
-    }
-    let t = text.trim();
-    let cut = t.find(['?', '#', '@']).unwrap_or(t.len());
-    let mut out: String = t[..cut].chars().take(200).collect();
-    if cut < t.len() {
-        out.push_str("...");
-    }
-    out
-}
+/// any user name or password dropped (spear-web's one redaction).
+pub use spear_web::target::redact_text as redact_url;
 
 /// What a call of the web pair gives the client besides its text: the envelope's `web`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -358,7 +345,7 @@ pub(crate) fn fetch_failure(asked: &str, e: &FetchError) -> (ToolResult, WebAudi
         FetchError::Downgrade { .. } => Some("downgrade"),
         FetchError::Refused { refused, .. } => {
             audit.address = Some(refused.addr.to_string());
-            Some(denied_name(refused.why))
+            Some(refused.why.as_str())
         }
         _ => None,
     };
@@ -377,27 +364,6 @@ pub(crate) fn fetch_failure(asked: &str, e: &FetchError) -> (ToolResult, WebAudi
         }
     };
     (result, audit)
-}
-
-/// The stable name of an address rule, as the audit log records it.
-fn denied_name(why: spear_web::address::Denied) -> &'static str {
-    use spear_web::address::Denied;
-    match why {
-        Denied::Metadata => "metadata",
-        Denied::Loopback => "loopback",
-        Denied::Unspecified => "unspecified",
-        Denied::Private => "private",
-        Denied::SharedAddressSpace => "shared_address_space",
-        Denied::LinkLocal => "link_local",
-        Denied::UniqueLocal => "unique_local",
-        Denied::Multicast => "multicast",
-        Denied::Broadcast => "broadcast",
-        Denied::Documentation => "documentation",
-        Denied::Benchmarking => "benchmarking",
-        Denied::Reserved => "reserved",
-        Denied::Nat64 => "nat64",
-        Denied::HostOwn => "host_own",
-    }
 }
 
 /// Runs `work` on a thread of its own and waits for it, giving up when `cancel` is cancelled (the
@@ -440,7 +406,7 @@ mod tests {
             redact_url("https://u:pw@api.example/v1?key=s3cret#x"),
             "https://api.example/v1?key=REDACTED"
         );
-        assert_eq!(redact_url("not a url?token=s3cret"), "not a url...");
+        assert_eq!(redact_url("not a url?token=s3cret"), "not a url?REDACTED");
         assert_eq!(redact_url("ftp://x@y/z"), "ftp://y/z");
     }
 

@@ -55,6 +55,28 @@ pub enum Denied {
     HostOwn,
 }
 
+impl Denied {
+    /// The rule's stable name, as the audit log records it (`loopback`, `host_own`, ...).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Denied::Metadata => "metadata",
+            Denied::Loopback => "loopback",
+            Denied::Unspecified => "unspecified",
+            Denied::Private => "private",
+            Denied::SharedAddressSpace => "shared_address_space",
+            Denied::LinkLocal => "link_local",
+            Denied::UniqueLocal => "unique_local",
+            Denied::Multicast => "multicast",
+            Denied::Broadcast => "broadcast",
+            Denied::Documentation => "documentation",
+            Denied::Benchmarking => "benchmarking",
+            Denied::Reserved => "reserved",
+            Denied::Nat64 => "nat64",
+            Denied::HostOwn => "host_own",
+        }
+    }
+}
+
 /// A refusal of `addr` for `why`; `embedded` is the IPv4 address judged inside an IPv6 one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{addr} is {why}{}", embedded.map(|v4| format!(" (it embeds {v4})")).unwrap_or_default())]

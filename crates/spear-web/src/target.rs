@@ -164,10 +164,13 @@ impl Target {
     }
 }
 
-/// `url` with each query value replaced by `REDACTED` (names kept: they say what was asked).
+/// `url` with each query value replaced by `REDACTED` (names kept: they say what was asked), and
+/// no user name, password or fragment.
 pub fn redact(url: &Url) -> String {
     let mut url = url.clone();
     url.set_fragment(None);
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
     if let Some(query) = url.query().map(str::to_owned) {
         let redacted: Vec<String> = query
             .split('&')
@@ -182,10 +185,19 @@ pub fn redact(url: &Url) -> String {
     url.to_string()
 }
 
-/// `text` cut at its query, for a URL that did not parse.
+/// Any text naming a URL, as logs and results write it: [`redact`] when it parses, else cut at
+/// its query, fragment or userinfo.
+pub fn redact_text(text: &str) -> String {
+    match Url::parse(text.trim()) {
+        Ok(url) => redact(&url),
+        Err(_) => redact_str(text),
+    }
+}
+
+/// `text` cut at its query, fragment or userinfo, for a URL that did not parse.
 fn redact_str(text: &str) -> String {
     let text = text.trim();
-    let cut = text.find(['?', '#']).unwrap_or(text.len());
+    let cut = text.find(['?', '#', '@']).unwrap_or(text.len());
     let mut out: String = text[..cut].chars().take(200).collect();
     if cut < text.len() {
         out.push_str("?REDACTED");
@@ -288,6 +300,12 @@ mod tests {
             "https://api.example/v1?key=REDACTED&q=REDACTED&REDACTED"
         );
         assert!(!t.url().as_str().contains("frag"));
+        // Userinfo never reaches a log either (Target refuses it; redact drops it wherever from).
+        assert_eq!(
+            redact_text("https://u:pw@api.example/v1?key=s3cret#x"),
+            "https://api.example/v1?key=REDACTED"
+        );
+        assert_eq!(redact_text("no url?token=s3cret"), "no url?REDACTED");
         let e = Target::parse("nope://x?token=s3cret", &[])
             .unwrap_err()
             .to_string();
