@@ -13,7 +13,9 @@
 # - mcp: read_file and `terminal true` (SAFE) through `spear mcp` (release, stdio, one rmcp client)
 #   against the same call made in process through the router, interleaved in blocks; calls per
 #   second, median and p99 round trip, the ratio; and the server's VmRSS after 1,000 calls.
-#   Client and server share the pinned core.
+#   Client and server share the pinned core. Then the session ratio: `terminal true` through one
+#   in-process router (the session's /tmp and home kept) beside bare bwrap running /bin/true,
+#   interleaved; the ratio of medians (aim: at most 1.0x).
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
 # - search_files: spear's search engine against `rg -n --no-heading` on the same tree
@@ -66,7 +68,7 @@ echo "== writable commands: terminal touch a in workspaces of 1,000, 10,000 and 
 "${pin[@]}" cargo bench --quiet -p spear-tools --bench writable
 
 echo
-echo "== mcp: read_file and terminal true (SAFE) through spear mcp and one rmcp client, beside the in-process router"
+echo "== mcp: read_file and terminal true (SAFE) through spear mcp and one rmcp client, beside the in-process router; the session ratio"
 cargo bench --quiet -p spear-cli --bench mcp --no-run
 "${pin[@]}" cargo bench --quiet -p spear-cli --bench mcp
 

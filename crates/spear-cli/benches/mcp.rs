@@ -105,6 +105,48 @@ async fn time_both(
     (Timing::of(mcp, mcp_time), Timing::of(bare, bare_time))
 }
 
+/// The session ratio: `terminal true` through one router (the session's: its `/tmp` and home kept
+/// between commands) beside bare bwrap starting `/bin/true`, interleaved one by one for `budget`;
+/// the medians.
+fn session_against_bwrap(budget: Duration, router: &ToolRouter) -> (Duration, Duration) {
+    let bare = [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "/bin/true",
+    ];
+    let run_true = json!({"command": "true"});
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let started = Instant::now();
+    while started.elapsed() < budget * 2 {
+        let t = Instant::now();
+        let e = router.call("terminal", run_true.clone());
+        ours.push(t.elapsed());
+        assert!(e.is_ok(), "{e:?}");
+        let t = Instant::now();
+        let status = std::process::Command::new("bwrap")
+            .args(bare)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        theirs.push(t.elapsed());
+        assert!(status.success());
+    }
+    (
+        Timing::of(ours, budget).median,
+        Timing::of(theirs, budget).median,
+    )
+}
+
 /// One rmcp client of one `spear mcp` process.
 struct Client {
     service: RunningService<RoleClient, ()>,
@@ -169,6 +211,8 @@ fn in_process_router(ws_dir: &Path, base: &Path) -> ToolRouter {
     ));
     let mut runner_config = RunnerConfig::from_host();
     runner_config.home = base.join("home");
+    // As in `spear mcp`: the session's /tmp and home are kept between its commands.
+    runner_config.scratch = spear_runtime::ScratchMode::Session;
     let runner = Arc::new(CommandRunner::new(workspace, runner_config));
     let config = RouterConfig::new(ExecutionMode::Safe);
     let stores = RouterStores {
@@ -219,6 +263,7 @@ fn main() {
         runtime.block_on(time_both(budget, &client, &router, "read_file", &read));
     let (mcp_true, bare_true) =
         runtime.block_on(time_both(budget, &client, &router, "terminal", &run_true));
+    let (session, bwrap) = session_against_bwrap(budget, &router);
     let rss_end = client.memory("VmRSS");
     let hwm = client.memory("VmHWM");
     runtime
@@ -241,6 +286,12 @@ fn main() {
             micros(mcp.median) - micros(bare.median),
         );
     }
+    println!(
+        "session: terminal true (SAFE) through one router: median {:.2} ms   bare bwrap /bin/true: median {:.2} ms   ratio {:.2}x (aim: at most 1.0x)",
+        micros(session) / 1e3,
+        micros(bwrap) / 1e3,
+        session.as_secs_f64() / bwrap.as_secs_f64(),
+    );
     println!(
         "spear mcp resident memory: {rss_start:.1} MiB after the handshake, {rss_after:.1} MiB after {CALLS_FOR_MEMORY} calls (half read_file, half terminal), {rss_end:.1} MiB at the end (peak {hwm:.1} MiB)"
     );

@@ -149,6 +149,10 @@ impl Context {
             .map(|p| spear_sandbox::EnvPass::parse(p))
             .collect::<Result<_, _>>()
             .map_err(|e| ContextError::EnvPass(e.to_string()))?;
+        // One look at the host, for the policy's view and for the runner's mounts alike.
+        runner.discovered = Some(std::sync::Arc::new(spear_runtime::HostOffer::discover(
+            &workspace, &runner,
+        )));
         config.sandbox = spear_runtime::sandbox_view(&workspace, &runner);
         Ok(Context {
             policy: CommandPolicy::new(Arc::new(workspace), config),

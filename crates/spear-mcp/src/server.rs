@@ -66,7 +66,9 @@ pub struct ApprovalWait {
 /// ended: what the turn clock reads.
 #[derive(Default)]
 struct Calls {
-    running: HashMap<u64, CancelToken>,
+    /// Each with its cancel token; a quick call, run on the event loop, has none (nothing can
+    /// reach it while it runs).
+    running: HashMap<u64, Option<CancelToken>>,
     idle_since: Option<Instant>,
 }
 
@@ -109,14 +111,14 @@ impl SpearServer {
         if let Some(a) = &self.inner.approvals {
             a.approvals.close();
         }
-        for token in self.lock_calls().running.values() {
+        for token in self.lock_calls().running.values().flatten() {
             token.cancel();
         }
     }
 
     /// Counts call `id` in, beginning a new turn first when the session was idle for the gap,
     /// unless the call `continues` a turn (the answer to a question that turn asked).
-    fn call_starts(&self, id: u64, cancel: CancelToken, continues: bool) {
+    fn call_starts(&self, id: u64, cancel: Option<CancelToken>, continues: bool) {
         let mut calls = self.lock_calls();
         if !continues
             && begins_turn(
@@ -358,10 +360,22 @@ impl ServerHandler for SpearServer {
                 return Ok(CallToolResponse::Complete(catalog::call_result(&envelope)));
             }
         };
+        let id = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
+        if asker.confirmer.is_none() && self.inner.router.is_quick(&name) {
+            // A quick call (read_file, read_output) runs here, on the event loop: handing it to a
+            // thread of its own and back costs more than the call (two thread switches, a cancel
+            // pipe and a watcher task), and nothing it does waits.
+            self.call_starts(id, None, asker.continues_turn);
+            let envelope = self
+                .inner
+                .router
+                .call_with(&name, args, CallOptions::default());
+            self.call_ends(id);
+            return Ok(CallToolResponse::Complete(catalog::call_result(&envelope)));
+        }
         let cancel = CancelToken::new().map_err(|e| {
             McpError::internal_error(format!("cannot make a cancel token: {e}"), None)
         })?;
-        let id = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
         // notifications/cancelled (or the server going away) cancels the token rmcp gave the call.
         let bridge = {
             let ct = context.ct.clone();
@@ -375,7 +389,7 @@ impl ServerHandler for SpearServer {
             .meta
             .get_progress_token()
             .map(|token| progress_sink(context.peer.clone(), token, Handle::current()));
-        self.call_starts(id, cancel.clone(), asker.continues_turn);
+        self.call_starts(id, Some(cancel.clone()), asker.continues_turn);
         let options = CallOptions {
             cancel: Some(cancel),
             progress,

@@ -32,6 +32,6 @@ pub use evidence::{EVIDENCE_KEPT, Evidence, EvidenceLog, Verdict, verdict};
 pub use jobs::{DEFAULT_JOB_BUFFER, DEFAULT_MAX_JOBS, Job, JobError, JobRead, Jobs, Taken};
 pub use prepared::{GrantCheck, PrepareError, PrepareOptions, PreparedProcess};
 pub use runner::{
-    CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, RunReport, RunnerConfig,
-    ScratchMode, sandbox_view,
+    CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, HostOffer, RunReport,
+    RunnerConfig, ScratchMode, sandbox_view,
 };

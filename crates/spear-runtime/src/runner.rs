@@ -10,9 +10,9 @@ use spear_core::{
     ToolStatus,
 };
 use spear_sandbox::{
-    Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, OutputTee, RunOutcome,
-    Sandbox, SandboxConfig, SandboxError, SpecBuilder, SpecError, Stop, SystemDir, TmpfsSizes,
-    ToolchainInputs, Toolchains, Watch, credential_masks, etc_entries, host_entry, host_list,
+    Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, ListCache, Mask, OutputTee,
+    RunOutcome, Sandbox, SandboxConfig, SandboxError, SpecBuilder, SpecError, Stop, SystemDir,
+    TmpfsSizes, ToolchainInputs, Toolchains, Watch, credential_masks, etc_entries, host_entry,
     prepare_etc_view, sandbox_env, system_dirs, toolchains, user_private_dir,
 };
 use spear_workspace::Workspace;
@@ -88,6 +88,51 @@ pub struct RunnerConfig {
     /// spear's state directory ([`crate::host_dirs::spear_state_dir`]), never shown in a sandbox:
     /// masked wherever a bound path or root would show it or a part of it.
     pub state_dir: Option<PathBuf>,
+    /// What the host offers every sandbox, when a front end has looked already (to compute the
+    /// policy's view with [`sandbox_view`]): a runner made with it mounts exactly what that view
+    /// described, and does not look again. `None`: the runner looks when it is made.
+    pub discovered: Option<Arc<HostOffer>>,
+}
+
+/// What the host offers a sandbox over a workspace: its system directories, curated `/etc`
+/// entries, and toolchains, as seen once ([`HostOffer::discover`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostOffer {
+    /// The workspace roots (host paths) it was discovered for: toolchains inside them are left out.
+    roots: Vec<PathBuf>,
+    system: Vec<SystemDir>,
+    etc: Vec<PathBuf>,
+    toolchains: Toolchains,
+}
+
+impl HostOffer {
+    /// Looks at the host: system directories, `/etc`, and the toolchains of `config`'s
+    /// environment that lie outside `workspace`'s roots.
+    pub fn discover(workspace: &Workspace, config: &RunnerConfig) -> Self {
+        HostOffer {
+            roots: root_hosts(workspace),
+            system: system_dirs(Path::new("/")),
+            etc: etc_entries(Path::new("/etc")),
+            toolchains: host_toolchains(workspace, config),
+        }
+    }
+
+    /// `config`'s offer when it was discovered for `workspace`'s roots, else a fresh look.
+    fn for_runner(workspace: &Workspace, config: &RunnerConfig) -> Self {
+        match &config.discovered {
+            Some(offer) if offer.roots == root_hosts(workspace) => (**offer).clone(),
+            _ => HostOffer::discover(workspace, config),
+        }
+    }
+}
+
+/// The host paths of `workspace`'s roots.
+fn root_hosts(workspace: &Workspace) -> Vec<PathBuf> {
+    workspace
+        .roots()
+        .iter()
+        .map(|r| r.host_path().to_path_buf())
+        .collect()
 }
 
 /// Where a command's `/tmp`, `/var/tmp` and home come from.
@@ -135,6 +180,7 @@ impl RunnerConfig {
             git_identity,
             env_pass: Vec::new(),
             state_dir,
+            discovered: None,
         }
     }
 }
@@ -224,11 +270,7 @@ struct HostView {
 /// The toolchain directories and PATH of every sandbox of a runner over `workspace` with
 /// `config` (the host's PATH and toolchain variables, looked at now).
 fn host_toolchains(workspace: &Workspace, config: &RunnerConfig) -> Toolchains {
-    let roots: Vec<PathBuf> = workspace
-        .roots()
-        .iter()
-        .map(|r| r.host_path().to_path_buf())
-        .collect();
+    let roots = root_hosts(workspace);
     let path_var = config
         .host_env
         .iter()
@@ -242,13 +284,15 @@ fn host_toolchains(workspace: &Workspace, config: &RunnerConfig) -> Toolchains {
             .filter(|p| p.is_absolute())
     };
     let is_dir = |p: &Path| p.is_dir();
+    let listed = ListCache::default();
+    let list = |dir: &Path| listed.list(dir);
     toolchains(&ToolchainInputs {
         path: path_var.as_deref(),
         var: &var,
         home: &config.home,
         roots: &roots,
         is_dir: &is_dir,
-        list: &host_list,
+        list: &list,
     })
 }
 
@@ -258,15 +302,17 @@ fn host_toolchains(workspace: &Workspace, config: &RunnerConfig) -> Toolchains {
 /// policy and the mounts cannot disagree. Private: `/tmp`, `/dev/shm` and the home directory,
 /// each a tmpfs of the sandbox's own.
 pub fn sandbox_view(workspace: &Workspace, config: &RunnerConfig) -> SandboxView {
-    let toolchains = host_toolchains(workspace, config);
-    let mut shown: Vec<PathBuf> = system_dirs(Path::new("/"))
-        .into_iter()
+    let offer = HostOffer::for_runner(workspace, config);
+    let toolchains = &offer.toolchains;
+    let mut shown: Vec<PathBuf> = offer
+        .system
+        .iter()
         .map(|d| match d {
-            SystemDir::Bind(p) | SystemDir::Symlink { path: p, .. } => p,
+            SystemDir::Bind(p) | SystemDir::Symlink { path: p, .. } => p.clone(),
         })
         .collect();
     shown.push(PathBuf::from("/proc"));
-    shown.extend(etc_entries(Path::new("/etc")));
+    shown.extend(offer.etc.iter().cloned());
     shown.extend(toolchains.binds.iter().cloned());
     let mut environment: Vec<String> = sandbox_env(spear_sandbox::EnvInputs {
         host: &config.host_env,
@@ -323,10 +369,14 @@ impl CommandRunner {
 
     /// A runner with a given sandbox instance (tests substitute backends and spawners).
     pub fn with_sandbox(workspace: Arc<Workspace>, config: RunnerConfig, sandbox: Sandbox) -> Self {
-        let toolchains = host_toolchains(&workspace, &config);
-        let etc = etc_entries(Path::new("/etc"));
+        let HostOffer {
+            system,
+            etc,
+            toolchains,
+            ..
+        } = HostOffer::for_runner(&workspace, &config);
         let host = HostView {
-            system: system_dirs(Path::new("/")),
+            system,
             etc,
             etc_views: user_private_dir("etc"),
             resolv_conf: resolver_file(),

@@ -50,6 +50,33 @@ fn cgroups_named(root: &str, prefix: &str) -> Vec<String> {
     found
 }
 
+/// How many fds of this process are the tap device (`/dev/net/tun`, misc device 10:200).
+fn tun_fds() -> usize {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::metadata(e.path()).ok())
+        .filter(|m| m.file_type().is_char_device() && m.rdev() == rustix::fs::makedev(10, 200))
+        .count()
+}
+
+/// Our children, as `pid state name`.
+fn our_children() -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter_map(|stat| {
+            let (head, rest) = stat.rsplit_once(')')?;
+            let mut fields = rest.split_whitespace();
+            let state = fields.next()?;
+            (fields.next()? == me).then(|| format!("{head}) {state}"))
+        })
+        .collect()
+}
+
 #[test]
 fn no_survivors_after_many_networked_calls() {
     common::require_test_network();
@@ -90,6 +117,19 @@ fn no_survivors_after_many_networked_calls() {
         fds_after <= fds_before,
         "namespace or pipe fds leaked: {fds_before} -> {fds_after}"
     );
+    // spear holds each networked command's tap device for its teardown and lets go of it before
+    // the result returns (a helper closes the last reference): none is held now...
+    assert_eq!(tun_fds(), 0);
+    // ...and every helper is reaped soon after.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !our_children().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(our_children().is_empty(), "{:?}", our_children());
+    // Positive control of the tap probe: a tap device opened here is counted.
+    let tun = std::fs::File::open("/dev/net/tun").unwrap();
+    assert_eq!(tun_fds(), 1);
+    drop(tun);
     let prefix = format!("spear-{}-", std::process::id());
     for ctrl in ["pids", "freezer", "cpu", "memory"] {
         let left = cgroups_named(&format!("/sys/fs/cgroup/{ctrl}"), &prefix);
@@ -103,5 +143,6 @@ fn no_survivors_after_many_networked_calls() {
         !our_sandbox_processes().is_empty(),
         "the probe sees a live sandbox"
     );
+    assert!(!our_children().is_empty(), "the child probe sees it too");
     assert_eq!(running.join().unwrap().status, ToolStatus::Ok);
 }

@@ -89,3 +89,53 @@ fn the_view_is_what_the_spec_binds() {
     assert!(view.has_variable("LANG"));
     assert!(!view.has_variable("API_TOKEN"));
 }
+
+/// The host is looked at once: a runner made with the offer the policy's view was computed from
+/// mounts exactly that offer, even when the host changed since; an offer discovered for other
+/// roots is not taken (its toolchains could lie inside this workspace).
+#[test]
+fn a_discovered_offer_is_what_the_runner_mounts() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let ws_dir = base.join("ws");
+    let other_ws = base.join("other");
+    let home = base.join("home");
+    let early = base.join("early/bin");
+    let late = base.join("late/bin");
+    for d in [&ws_dir, &other_ws, &home, &early] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let mut config = RunnerConfig::from_host();
+    config.home = home.clone();
+    let path = std::env::join_paths([early.clone(), late.clone(), "/usr/bin".into()]).unwrap();
+    config.host_env = vec![(OsString::from("PATH"), path)];
+    let workspace = Arc::new(Workspace::open(&WorkspaceConfig::new(&ws_dir)).unwrap());
+    config.discovered = Some(Arc::new(spear_runtime::HostOffer::discover(
+        &workspace, &config,
+    )));
+    // The host changes after the look: a PATH entry appears.
+    std::fs::create_dir_all(&late).unwrap();
+    let request = CommandRequest::new(
+        CommandLine::Argv(vec!["/bin/true".into()]),
+        ExecutionProfile::from_granted(
+            CapabilitySet::of(&[Capability::FilesystemRead]),
+            Vec::new(),
+        ),
+    );
+    let binds = |config: &RunnerConfig, ws: &Arc<Workspace>| {
+        let runner = CommandRunner::new(Arc::clone(ws), config.clone());
+        runner.spec(&request, None).unwrap().toolchains().to_vec()
+    };
+    let view = sandbox_view(&workspace, &config);
+    assert!(view.shows(&early) && !view.shows(&late));
+    let offered = binds(&config, &workspace);
+    assert!(offered.contains(&early), "{offered:?}");
+    assert!(!offered.contains(&late), "{offered:?}");
+    // Positive control: a runner that looks for itself sees the new entry.
+    let mut fresh = config.clone();
+    fresh.discovered = None;
+    assert!(binds(&fresh, &workspace).contains(&late));
+    // An offer discovered for other roots is not taken.
+    let other = Arc::new(Workspace::open(&WorkspaceConfig::new(&other_ws)).unwrap());
+    assert!(binds(&config, &other).contains(&late));
+}

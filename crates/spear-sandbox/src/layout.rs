@@ -411,6 +411,28 @@ fn around(
     out
 }
 
+/// [`host_list`] that lists each directory once: toolchain discovery looks into a tree once per
+/// credential pattern ([`TREE_CREDENTIALS`]), and a listing costs four system calls. The answers
+/// are those of one moment, so one `ListCache` serves one discovery and is then dropped.
+#[derive(Debug, Default)]
+pub struct ListCache(
+    std::cell::RefCell<std::collections::HashMap<PathBuf, Vec<(OsString, EntryKind)>>>,
+);
+
+impl ListCache {
+    /// The entries of `dir` as [`host_list`] gives them, read from the host the first time only.
+    pub fn list(&self, dir: &Path) -> Vec<(OsString, EntryKind)> {
+        if let Some(seen) = self.0.borrow().get(dir) {
+            return seen.clone();
+        }
+        let entries = host_list(dir);
+        self.0
+            .borrow_mut()
+            .insert(dir.to_path_buf(), entries.clone());
+        entries
+    }
+}
+
 /// The entries of `dir` on the host, not following links; empty when it cannot be read.
 pub fn host_list(dir: &Path) -> Vec<(OsString, EntryKind)> {
     let Ok(entries) = fs::read_dir(dir) else {
@@ -457,6 +479,21 @@ pub fn host_entry(path: &Path) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_cache_reads_each_directory_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), "").unwrap();
+        let cache = ListCache::default();
+        let first = cache.list(dir.path());
+        assert_eq!(first, vec![(OsString::from("a"), EntryKind::Other)]);
+        // Positive control: the host has changed, and a fresh listing sees it.
+        std::fs::create_dir(dir.path().join("b")).unwrap();
+        assert_eq!(host_list(dir.path()).len(), 2);
+        // The cache answers from its one reading.
+        assert_eq!(cache.list(dir.path()), first);
+        assert!(cache.list(&dir.path().join("missing")).is_empty());
+    }
 
     fn p(s: &str) -> PathBuf {
         PathBuf::from(s)

@@ -27,6 +27,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write as _};
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -270,6 +271,10 @@ pub(crate) struct Pinned {
 #[derive(Debug)]
 pub(crate) struct Slirp {
     pidfd: OwnedFd,
+    /// Its pid, pinned by `pidfd` (our child, reaped only through it).
+    pid: Pid,
+    /// spear's own copy of its tap device, once it is ready ([`hold_tap`]).
+    tap: Option<OwnedFd>,
 }
 
 /// Waits for the hold's "r": bwrap has set the sandbox up and the command is held.
@@ -511,7 +516,11 @@ pub(crate) fn spawn_slirp(
     // Our own unreaped child: its pid is still its own.
     let pidfd = pidfd_open(pid, PidfdFlags::empty()).map_err(|e| err(&e))?;
     Ok(Starting {
-        slirp: Slirp { pidfd },
+        slirp: Slirp {
+            pidfd,
+            pid,
+            tap: None,
+        },
         ready,
         log,
     })
@@ -534,7 +543,8 @@ pub(crate) fn wait_ready(starting: Starting, deadline: Instant) -> Result<Slirp,
     let is_ready = matches!(poll(&mut fds, Some(&ts)), Ok(n) if n > 0)
         && matches!(rustix::io::read(&ready, &mut buf), Ok(n) if n > 0 && buf[0] == b'1');
     if is_ready {
-        return Ok(slirp);
+        let tap = hold_tap(&slirp);
+        return Ok(Slirp { tap, ..slirp });
     }
     let _ = stop_slirp(&slirp);
     let mut msg = String::new();
@@ -586,6 +596,72 @@ pub(crate) fn apply_egress(
         Err(NetworkError::Egress(
             String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         ))
+    }
+}
+
+/// A copy of slirp4netns's tap device (its `/dev/net/tun` fd, taken with `pidfd_getfd`, which makes
+/// it close-on-exec), or `None` when it cannot be taken (then only the teardown is slower).
+///
+/// Closing a tap device waits for an RCU grace period (`synchronize_net`): when slirp4netns held
+/// the only reference, its exit took 15 to 40 ms, and every networked command waited for it,
+/// since its death is confirmed before the command's result. With spear holding a reference its
+/// exit is immediate, and spear closes the copy afterwards, off the command's path
+/// ([`release_tap`]). The device is already dead then: slirp4netns, its only reader, is gone.
+fn hold_tap(slirp: &Slirp) -> Option<OwnedFd> {
+    let dir = std::fs::read_dir(format!("/proc/{}/fd", slirp.pid.as_raw_nonzero())).ok()?;
+    // Known by its device (the misc device 10:200), not by its path: slirp4netns's own sandbox
+    // has another root, where the same file reads `/net/tun`.
+    let tun = rustix::fs::makedev(10, 200);
+    let fd = dir.flatten().find_map(|entry| {
+        let meta = std::fs::metadata(entry.path()).ok()?;
+        let is_tun = meta.file_type().is_char_device() && meta.rdev() == tun;
+        is_tun
+            .then(|| entry.file_name().to_str()?.parse::<RawFd>().ok())
+            .flatten()
+    })?;
+    rustix::process::pidfd_getfd(&slirp.pidfd, fd, rustix::process::PidfdGetfdFlags::empty()).ok()
+}
+
+/// Lets go of spear's copy of a stopped slirp4netns's tap device without waiting for the RCU grace
+/// period its last close costs (see [`hold_tap`]): the last reference goes to a `/bin/true` of
+/// its own, whose exit pays it, and spear's copy is closed at once. So nothing of the command is
+/// left in spear's fd table when its result is returned; the helper, which holds nothing else,
+/// is reaped by a thread. Without a helper the copy is closed inline (the slow way).
+pub(crate) fn release_tap(slirp: Slirp) {
+    let Some(tap) = slirp.tap else {
+        return;
+    };
+    let helper = spawn_with_fds(
+        std::path::Path::new("/bin/true"),
+        &[],
+        &[tap.as_raw_fd()],
+        Stdio::null(),
+        Stdio::null(),
+        false,
+    );
+    drop(tap);
+    match helper {
+        Ok(child) => reap_in_background(child),
+        Err(e) => tracing::debug!("a tap device was closed inline: {e}"),
+    }
+}
+
+/// Waits for `child` on a thread of its own; inline when no thread can be started.
+fn reap_in_background(child: std::process::Child) {
+    let (send, recv) = std::sync::mpsc::channel::<std::process::Child>();
+    let reaper = std::thread::Builder::new()
+        .name("spear-tap-close".into())
+        .spawn(move || {
+            if let Ok(mut child) = recv.recv() {
+                let _ = child.wait();
+            }
+        });
+    let unsent = match reaper {
+        Ok(_) => send.send(child).err().map(|e| e.0),
+        Err(_) => Some(child),
+    };
+    if let Some(mut child) = unsent {
+        let _ = child.wait();
     }
 }
 

@@ -668,7 +668,11 @@ impl Sandbox {
     ) -> RunOutcome {
         let network_attached = slirp.is_some();
         let network_error = slirp
-            .map(|s| network::stop_slirp(&s))
+            .map(|s| {
+                let stopped = network::stop_slirp(&s);
+                network::release_tap(s);
+                stopped
+            })
             .and_then(Result::err)
             .map(|e| {
                 self.network_poisoned.store(true, Ordering::SeqCst);

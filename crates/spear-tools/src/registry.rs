@@ -61,3 +61,25 @@ impl ToolRegistry {
         self.tools.values().map(|t| t.spec())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A quick tool runs on an MCP server's event loop: one that ran a command, reached the
+    /// network, asked the user or waited on the write lock would stall every other call.
+    #[test]
+    fn only_the_readers_of_files_and_stored_outputs_are_quick() {
+        let registry = ToolRegistry::coding();
+        let quick: Vec<&str> = registry
+            .specs()
+            .filter(|s| s.quick)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(quick, ["read_file", "read_output"]);
+        for spec in registry.specs().filter(|s| s.quick) {
+            assert_eq!(spec.effect, crate::Effect::Read, "{}", spec.name);
+            assert!(spec.web.is_none(), "{}", spec.name);
+        }
+    }
+}

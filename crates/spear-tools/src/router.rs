@@ -390,6 +390,12 @@ impl ToolRouter {
         self.lock_turn().evidence.recent()
     }
 
+    /// Whether `tool` is a registered tool whose calls are quick ([`ToolSpec::quick`]): a server
+    /// may run them on its event loop.
+    pub fn is_quick(&self, tool: &str) -> bool {
+        self.registry.get(tool).is_some_and(|t| t.spec().quick)
+    }
+
     /// Calls `tool` with `args`.
     pub fn call(&self, tool: &str, args: serde_json::Value) -> ToolResultEnvelope {
         self.call_with(tool, args, CallOptions::default())

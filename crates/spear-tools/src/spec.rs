@@ -36,6 +36,10 @@ pub struct ToolSpec {
     /// Which tool of the web pair it is, if it is one: offered only where the session has the
     /// web (see [`crate::ToolExposurePolicy::withdrawn`]).
     pub web: Option<WebTool>,
+    /// Its calls run no command, reach no network, ask nobody and wait for no lock that a
+    /// command holds: their time is spear's own reading, bounded by the tool's caps. A server may
+    /// run such a call on its event loop instead of handing it to a thread of its own.
+    pub quick: bool,
 }
 
 /// The tools of the web pair, which run in spear's own process and reach the internet.
@@ -86,6 +90,7 @@ impl ToolSpec {
                 open_world,
             },
             web: None,
+            quick: false,
         }
     }
 }

@@ -275,6 +275,8 @@ pub trait ToolArgs: DeserializeOwned + JsonSchema + 'static {
     const WRITES_WHEN_ASKED: bool = false;
     /// Which tool of the web pair it is, if it is one.
     const WEB: Option<crate::WebTool> = None;
+    /// Whether its calls are quick ([`ToolSpec::quick`]).
+    const QUICK: bool = false;
 
     /// Checks what the schema cannot (ranges, empty strings) and makes the call.
     fn validate(self) -> Result<Box<dyn Prepared>, String>;
@@ -339,6 +341,7 @@ impl<A: ToolArgs> Typed<A> {
             spec.annotations.destructive = true;
         }
         spec.web = A::WEB;
+        spec.quick = A::QUICK;
         Typed {
             spec,
             args: PhantomData,

@@ -65,6 +65,7 @@ impl ToolArgs for ReadFileArgs {
     const EFFECT: Effect = Effect::Read;
     const MODES: &'static [ExecutionMode] = ALL_MODES;
     const IDEMPOTENT: bool = true;
+    const QUICK: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
         if self.offset == Some(0) {

@@ -41,6 +41,7 @@ impl ToolArgs for ReadOutputArgs {
     const EFFECT: Effect = Effect::Read;
     const MODES: &'static [ExecutionMode] = ALL_MODES;
     const IDEMPOTENT: bool = true;
+    const QUICK: bool = true;
 
     fn validate(self) -> Result<Box<dyn Prepared>, String> {
         Ok(Box::new(self))
