@@ -207,8 +207,19 @@ pub enum SeccompError {
 }
 
 /// The compiled BPF program for this host's architecture, as the raw bytes bwrap expects
-/// (an array of `struct sock_filter`, native endian).
+/// (an array of `struct sock_filter`, native endian). Compiled once per process: the program is a
+/// function of the architecture alone, and every command of a session needs it.
 pub fn program_bytes() -> Result<Vec<u8>, SeccompError> {
+    static COMPILED: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    if let Some(bytes) = COMPILED.get() {
+        return Ok(bytes.clone());
+    }
+    let bytes = compile_bytes()?;
+    Ok(COMPILED.get_or_init(|| bytes).clone())
+}
+
+/// [`program_bytes`], compiled now.
+fn compile_bytes() -> Result<Vec<u8>, SeccompError> {
     let program = program_for(std::env::consts::ARCH)?;
     let mut bytes = Vec::with_capacity(program.len() * 8);
     for insn in &program {
@@ -958,6 +969,13 @@ mod tests {
             assert_eq!((insn.jt, insn.jf), (chunk[2], chunk[3]));
             assert_eq!(insn.k, u32::from_ne_bytes(chunk[4..8].try_into().unwrap()));
         }
+    }
+
+    #[test]
+    fn the_cached_program_is_the_compiled_one() {
+        let first = program_bytes().unwrap();
+        assert_eq!(first, compile_bytes().unwrap());
+        assert_eq!(program_bytes().unwrap(), first);
     }
 
     #[test]
