@@ -366,11 +366,17 @@ impl ServerHandler for SpearServer {
             // thread of its own and back costs more than the call (two thread switches, a cancel
             // pipe and a watcher task), and nothing it does waits.
             self.call_starts(id, None, asker.continues_turn);
-            let envelope = self
-                .inner
-                .router
-                .call_with(&name, args, CallOptions::default());
+            // A call that panicked ends as one on its own thread would: an error for this call,
+            // the server still serving.
+            let envelope = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.inner
+                    .router
+                    .call_with(&name, args, CallOptions::default())
+            }));
             self.call_ends(id);
+            let envelope = envelope.map_err(|_| {
+                McpError::internal_error("the call did not finish: it panicked", None)
+            })?;
             return Ok(CallToolResponse::Complete(catalog::call_result(&envelope)));
         }
         let cancel = CancelToken::new().map_err(|e| {
