@@ -10,9 +10,9 @@ use spear_core::{
     ToolStatus,
 };
 use spear_sandbox::{
-    Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, ListCache, Mask, OutputTee,
-    RunOutcome, Sandbox, SandboxConfig, SandboxError, SpecBuilder, SpecError, Stop, SystemDir,
-    TmpfsSizes, ToolchainInputs, Toolchains, Watch, credential_masks, etc_entries, host_entry,
+    Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, OutputTee, RunOutcome,
+    Sandbox, SandboxConfig, SandboxError, SpecBuilder, SpecError, Stop, SystemDir, TmpfsSizes,
+    ToolchainInputs, Toolchains, Watch, credential_masks, etc_entries, host_entry, host_list,
     prepare_etc_view, sandbox_env, system_dirs, toolchains, user_private_dir,
 };
 use spear_workspace::Workspace;
@@ -118,10 +118,15 @@ impl HostOffer {
     }
 
     /// `config`'s offer when it was discovered for `workspace`'s roots, else a fresh look.
-    fn for_runner(workspace: &Workspace, config: &RunnerConfig) -> Self {
+    fn for_runner<'a>(
+        workspace: &Workspace,
+        config: &'a RunnerConfig,
+    ) -> std::borrow::Cow<'a, HostOffer> {
         match &config.discovered {
-            Some(offer) if offer.roots == root_hosts(workspace) => (**offer).clone(),
-            _ => HostOffer::discover(workspace, config),
+            Some(offer) if offer.roots == root_hosts(workspace) => {
+                std::borrow::Cow::Borrowed(&**offer)
+            }
+            _ => std::borrow::Cow::Owned(HostOffer::discover(workspace, config)),
         }
     }
 }
@@ -284,15 +289,13 @@ fn host_toolchains(workspace: &Workspace, config: &RunnerConfig) -> Toolchains {
             .filter(|p| p.is_absolute())
     };
     let is_dir = |p: &Path| p.is_dir();
-    let listed = ListCache::default();
-    let list = |dir: &Path| listed.list(dir);
     toolchains(&ToolchainInputs {
         path: path_var.as_deref(),
         var: &var,
         home: &config.home,
         roots: &roots,
         is_dir: &is_dir,
-        list: &list,
+        list: &host_list,
     })
 }
 
@@ -374,7 +377,7 @@ impl CommandRunner {
             etc,
             toolchains,
             ..
-        } = HostOffer::for_runner(&workspace, &config);
+        } = HostOffer::for_runner(&workspace, &config).into_owned();
         let host = HostView {
             system,
             etc,

@@ -272,6 +272,19 @@ pub struct Toolchains {
 /// entry, leaving the file out (links at those levels are left out too: binding one would bind
 /// whatever it points to).
 pub fn toolchains(inputs: &ToolchainInputs<'_>) -> Toolchains {
+    // Each directory is listed once: a tree is looked into once per credential pattern
+    // ([`TREE_CREDENTIALS`]), and on the host a listing costs four system calls.
+    let listed = std::cell::RefCell::new(std::collections::HashMap::new());
+    let list = |dir: &Path| -> Vec<(OsString, EntryKind)> {
+        if let Some(seen) = listed.borrow().get(dir) {
+            return Vec::clone(seen);
+        }
+        let entries = (inputs.list)(dir);
+        listed
+            .borrow_mut()
+            .insert(dir.to_path_buf(), entries.clone());
+        entries
+    };
     let mut out = Toolchains::default();
     let in_root = |p: &Path| inputs.roots.iter().any(|r| p.starts_with(r));
     let bindable = |p: &Path| {
@@ -313,7 +326,7 @@ pub fn toolchains(inputs: &ToolchainInputs<'_>) -> Toolchains {
             chosen.push(base.clone());
         }
         for part in tree.parts {
-            chosen.extend(expand_glob(&base, part, inputs.list));
+            chosen.extend(expand_glob(&base, part, &list));
         }
         let chosen: Vec<PathBuf> = chosen
             .into_iter()
@@ -343,9 +356,9 @@ pub fn toolchains(inputs: &ToolchainInputs<'_>) -> Toolchains {
         .flat_map(|tree| {
             let creds: Vec<PathBuf> = TREE_CREDENTIALS
                 .iter()
-                .flat_map(|rel| expand_glob(tree, rel, inputs.list))
+                .flat_map(|rel| expand_glob(tree, rel, &list))
                 .collect();
-            around(tree, &creds, inputs.list)
+            around(tree, &creds, &list)
         })
         .collect();
     out
@@ -411,28 +424,6 @@ fn around(
     out
 }
 
-/// [`host_list`] that lists each directory once: toolchain discovery looks into a tree once per
-/// credential pattern ([`TREE_CREDENTIALS`]), and a listing costs four system calls. The answers
-/// are those of one moment, so one `ListCache` serves one discovery and is then dropped.
-#[derive(Debug, Default)]
-pub struct ListCache(
-    std::cell::RefCell<std::collections::HashMap<PathBuf, Vec<(OsString, EntryKind)>>>,
-);
-
-impl ListCache {
-    /// The entries of `dir` as [`host_list`] gives them, read from the host the first time only.
-    pub fn list(&self, dir: &Path) -> Vec<(OsString, EntryKind)> {
-        if let Some(seen) = self.0.borrow().get(dir) {
-            return seen.clone();
-        }
-        let entries = host_list(dir);
-        self.0
-            .borrow_mut()
-            .insert(dir.to_path_buf(), entries.clone());
-        entries
-    }
-}
-
 /// The entries of `dir` on the host, not following links; empty when it cannot be read.
 pub fn host_list(dir: &Path) -> Vec<(OsString, EntryKind)> {
     let Ok(entries) = fs::read_dir(dir) else {
@@ -479,21 +470,6 @@ pub fn host_entry(path: &Path) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_list_cache_reads_each_directory_once() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a"), "").unwrap();
-        let cache = ListCache::default();
-        let first = cache.list(dir.path());
-        assert_eq!(first, vec![(OsString::from("a"), EntryKind::Other)]);
-        // Positive control: the host has changed, and a fresh listing sees it.
-        std::fs::create_dir(dir.path().join("b")).unwrap();
-        assert_eq!(host_list(dir.path()).len(), 2);
-        // The cache answers from its one reading.
-        assert_eq!(cache.list(dir.path()), first);
-        assert!(cache.list(&dir.path().join("missing")).is_empty());
-    }
 
     fn p(s: &str) -> PathBuf {
         PathBuf::from(s)
@@ -777,6 +753,53 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Discovery asks about a tree once per credential pattern; each directory reaches the host's
+    /// lister once, and the answer is the same as from a lister that is asked every time.
+    #[test]
+    fn toolchain_discovery_lists_each_directory_once() {
+        let fs = FakeFs(vec![
+            "/root/.cargo/",
+            "/root/.cargo/bin/",
+            "/root/.cargo/credentials.toml",
+            "/root/.cargo/registry/",
+            "/root/.pyenv/",
+            "/root/.pyenv/versions/",
+            "/root/.pyenv/versions/3.12/",
+            "/root/.pyenv/versions/3.12/pip.conf",
+            "/opt/",
+        ]);
+        let calls = std::cell::RefCell::new(Vec::<PathBuf>::new());
+        let counting = |d: &Path| {
+            calls.borrow_mut().push(d.to_path_buf());
+            fs.list(d)
+        };
+        let path = OsString::from("/root/.cargo/bin");
+        let inputs = |list: &dyn Fn(&Path) -> Vec<(OsString, EntryKind)>| {
+            toolchains(&ToolchainInputs {
+                path: Some(&path),
+                var: &|_| None,
+                home: Path::new("/root"),
+                roots: &[],
+                is_dir: &|d| fs.is_dir(d),
+                list,
+            })
+        };
+        let chosen = inputs(&counting);
+        let mut asked = calls.borrow().clone();
+        assert!(
+            asked.contains(&p("/root/.cargo")),
+            "positive control: the trees were listed: {asked:?}"
+        );
+        let all = asked.len();
+        asked.sort();
+        asked.dedup();
+        assert_eq!(all, asked.len(), "a directory was listed twice");
+        // The credential files are still left out, as with a lister asked every time.
+        assert_eq!(chosen, inputs(&|d| fs.list(d)));
+        assert!(!chosen.binds.contains(&p("/root/.cargo")));
+        assert!(chosen.binds.contains(&p("/root/.cargo/registry")));
     }
 
     #[test]

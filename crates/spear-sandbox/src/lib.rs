@@ -47,8 +47,8 @@ pub use env::{
 };
 pub use etc_view::prepare as prepare_etc_view;
 pub use layout::{
-    ETC_ENTRIES, EntryKind, ListCache, TREE_CREDENTIALS, ToolchainInputs, Toolchains,
-    credential_masks, etc_entries, host_entry, host_list, system_dirs, toolchains,
+    ETC_ENTRIES, EntryKind, TREE_CREDENTIALS, ToolchainInputs, Toolchains, credential_masks,
+    etc_entries, host_entry, host_list, system_dirs, toolchains,
 };
 pub use mechanisms::{Mechanism, probe as probe_mechanisms};
 pub use network::{EgressAllow, NetworkConfig, NetworkError, REFUSED_RANGES, SLIRP_DNS};

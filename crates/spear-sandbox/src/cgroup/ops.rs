@@ -37,8 +37,6 @@ const ROUND: Duration = Duration::from_millis(200);
 /// microseconds; freezing a cgroup that is emptying anyway costs every command a millisecond or
 /// two. What is still there after the grace is killed as before.
 const SETTLE: Duration = Duration::from_millis(3);
-/// The pause between two looks during [`SETTLE`].
-const SETTLE_POLL: Duration = Duration::from_micros(50);
 
 pub(crate) fn io_error(op: &'static str, path: &Path, source: std::io::Error) -> CgroupError {
     CgroupError::Io {
@@ -209,11 +207,8 @@ pub(crate) fn freeze_kill_thaw(
     deadline: Instant,
 ) -> Result<(), CgroupError> {
     let settled = deadline.min(Instant::now() + SETTLE);
-    while Instant::now() < settled {
-        if read_procs(&dir.path)?.is_empty() {
-            return Ok(());
-        }
-        std::thread::sleep(SETTLE_POLL);
+    if wait_until(settled, || Ok(read_procs(&dir.path)?.is_empty()))? {
+        return Ok(());
     }
     loop {
         if read_procs(&dir.path)?.is_empty() {
