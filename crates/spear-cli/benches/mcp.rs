@@ -213,6 +213,7 @@ fn in_process_router(ws_dir: &Path, base: &Path) -> ToolRouter {
     runner_config.home = base.join("home");
     // As in `spear mcp`: the session's /tmp and home are kept between its commands.
     runner_config.scratch = spear_runtime::ScratchMode::Session;
+    runner_config.sandbox.warm = true;
     let runner = Arc::new(CommandRunner::new(workspace, runner_config));
     let config = RouterConfig::new(ExecutionMode::Safe);
     let stores = RouterStores {

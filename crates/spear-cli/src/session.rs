@@ -51,6 +51,8 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
     let mut router_config_web = spear_tools::WebPair::off();
     if args.session_scratch {
         config.scratch = spear_runtime::ScratchMode::Session;
+        // A session runs many commands: the next one's sandbox waits set up.
+        config.sandbox.warm = true;
     }
     if args.web {
         // One fetcher for the session; one that cannot be set up leaves the pair withdrawn (and

@@ -672,7 +672,14 @@ impl CommandRunner {
         let outcome = spec.map_err(SandboxError::Spec).and_then(|spec| {
             tracing::debug!("sandbox spec built");
             self.prepare_scratch(&spec);
-            self.sandbox.run(&spec, &watch)
+            let outcome = self.sandbox.run(&spec, &watch);
+            if outcome.is_ok() {
+                // The next command's sandbox, if it can wait warm, is set up now: over session
+                // directories cleared of links as for a cold spawn.
+                self.prepare_scratch(&spec);
+                self.sandbox.prewarm(&spec);
+            }
+            outcome
         });
         let mut sandbox_down = None;
         let result = match outcome {

@@ -39,6 +39,7 @@ pub mod seccomp;
 mod spawn;
 mod spec;
 mod stage;
+mod warm;
 
 pub use argv::{BwrapArgv, build_argv};
 pub use builder::SpecBuilder;

@@ -30,6 +30,7 @@ use crate::spec::{
     ARGS_CHILD_FD, BwrapSpec, GO_CHILD_FD, INFO_CHILD_FD, READY_CHILD_FD, SpecError,
 };
 use crate::stage::{StageFailure, StagePlan};
+use crate::warm::WarmPool;
 
 /// How a sandbox runs commands.
 #[derive(Debug, Clone)]
@@ -46,6 +47,9 @@ pub struct SandboxConfig {
     /// Also remember successful preflights across processes (for one-command-per-process front
     /// ends such as `spear exec`).
     pub persist_preflight: bool,
+    /// Keep a sandbox set up for a session's next command ([`Sandbox::prewarm`]): for front
+    /// ends that run many commands (`spear mcp`), not for one-command processes.
+    pub warm: bool,
 }
 
 impl Default for SandboxConfig {
@@ -56,6 +60,7 @@ impl Default for SandboxConfig {
             cgroup: Some(CgroupLimits::default()),
             network: NetworkConfig::default(),
             persist_preflight: false,
+            warm: false,
         }
     }
 }
@@ -174,9 +179,9 @@ type PreflightCache = HashMap<(PathBuf, bool), Result<(), Arc<SandboxError>>>;
 /// A sandbox: one bwrap, one cgroup backend, one preflight cache.
 #[derive(Debug)]
 pub struct Sandbox {
-    config: SandboxConfig,
-    backend: Result<Box<dyn CgroupBackend>, String>,
-    spawner: Arc<dyn Spawner>,
+    launcher: Arc<Launcher>,
+    /// The sandbox kept waiting for a session's next command, when [`SandboxConfig::warm`].
+    warm: Option<WarmPool>,
     preflight: Mutex<PreflightCache>,
     terminal: Mutex<Option<Arc<SandboxError>>>,
     network_poisoned: AtomicBool,
@@ -203,10 +208,14 @@ impl Sandbox {
         backend: Result<Box<dyn CgroupBackend>, String>,
         spawner: Arc<dyn Spawner>,
     ) -> Self {
-        Sandbox {
-            config,
-            backend,
+        let launcher = Arc::new(Launcher {
+            backend: backend.map(Arc::from),
             spawner,
+            config,
+        });
+        Sandbox {
+            warm: launcher.config.warm.then(|| WarmPool::new(&launcher)),
+            launcher,
             preflight: Mutex::new(HashMap::new()),
             terminal: Mutex::new(None),
             network_poisoned: AtomicBool::new(false),
@@ -222,12 +231,12 @@ impl Sandbox {
 
     /// The configuration.
     pub fn config(&self) -> &SandboxConfig {
-        &self.config
+        &self.launcher.config
     }
 
     /// The cgroup backend, or why there is none.
     pub fn backend(&self) -> Result<&dyn CgroupBackend, &str> {
-        self.backend.as_deref().map_err(String::as_str)
+        self.launcher.backend.as_deref().map_err(String::as_str)
     }
 
     /// Whether this sandbox, on this host, can give `g` to a command, without running anything:
@@ -242,9 +251,12 @@ impl Sandbox {
             | Guarantee::WriteBoundary
             | Guarantee::ReadBoundary
             | Guarantee::EnvironmentScrubbed
-            | Guarantee::NetworkClosed => self
-                .can_confine()
-                .map(|()| format!("bubblewrap at {} and seccomp", self.config.bwrap.display())),
+            | Guarantee::NetworkClosed => self.can_confine().map(|()| {
+                format!(
+                    "bubblewrap at {} and seccomp",
+                    self.launcher.config.bwrap.display()
+                )
+            }),
             Guarantee::NetworkFiltered => self.can_filter_network(),
             Guarantee::ResourceLimits => self.can_limit(),
             Guarantee::TargetPolicy => {
@@ -258,13 +270,13 @@ impl Sandbox {
         if let Some(e) = lock(&self.terminal).as_ref() {
             return Err(e.to_string());
         }
-        check_bwrap(&self.config.bwrap).map_err(|e| e.to_string())?;
+        check_bwrap(&self.launcher.config.bwrap).map_err(|e| e.to_string())?;
         seccomp::kernel_supports_seccomp().map_err(|e| e.to_string())
     }
 
     /// The first tool of the network path (slirp4netns, nsenter, nft) that is not there.
     fn missing_network_tool(&self) -> Option<SandboxError> {
-        let net = &self.config.network;
+        let net = &self.launcher.config.network;
         [
             (&net.slirp4netns, "slirp4netns"),
             (&net.nsenter, "util-linux"),
@@ -283,7 +295,7 @@ impl Sandbox {
         if let Some(missing) = self.missing_network_tool() {
             return Err(missing.to_string());
         }
-        let net = &self.config.network;
+        let net = &self.launcher.config.network;
         Ok(format!(
             "{} with the egress policy by {}",
             net.slirp4netns.display(),
@@ -293,10 +305,10 @@ impl Sandbox {
 
     /// Cgroup limits are on, and a backend limits each command's tree.
     fn can_limit(&self) -> Result<String, String> {
-        if self.config.cgroup.is_none() {
+        if self.launcher.config.cgroup.is_none() {
             return Err("cgroup limits are turned off in this sandbox's configuration".to_owned());
         }
-        match &self.backend {
+        match &self.launcher.backend {
             Err(why) => Err(format!("no cgroup backend ({why})")),
             Ok(b) if !guarantees::backend(b.kind()).limits_the_tree() => Err(format!(
                 "the cgroup backend is `{}`: an outer runtime limits spear as a whole, and spear creates no cgroup per command",
@@ -326,10 +338,10 @@ impl Sandbox {
         if let Some(e) = lock(&self.terminal).as_ref() {
             return Err(clone_error(e));
         }
-        check_bwrap(&self.config.bwrap)?;
+        check_bwrap(&self.launcher.config.bwrap)?;
         seccomp::kernel_supports_seccomp()?;
-        if self.config.cgroup.is_some()
-            && let Err(why) = &self.backend
+        if self.launcher.config.cgroup.is_some()
+            && let Err(why) = &self.launcher.backend
         {
             return Err(SandboxError::NoCgroupBackend(why.clone()));
         }
@@ -347,12 +359,13 @@ impl Sandbox {
             return cached.clone().map_err(|e| clone_error(&e));
         }
         let store = self
+            .launcher
             .config
             .persist_preflight
             .then(PreflightStore::for_user)
             .flatten();
         let store_key = PreflightStore::key(
-            &self.config.bwrap,
+            &self.launcher.config.bwrap,
             &spec.cwd,
             spec.profile.workspace_write(),
         );
@@ -402,11 +415,13 @@ impl Sandbox {
             return Err(e);
         }
         let store = self
+            .launcher
             .config
             .persist_preflight
             .then(PreflightStore::for_user)
             .flatten();
-        let store_key = PreflightStore::key(&self.config.network.slirp4netns, &spec.cwd, true);
+        let store_key =
+            PreflightStore::key(&self.launcher.config.network.slirp4netns, &spec.cwd, true);
         if let (Some(store), Some(k)) = (&store, &store_key)
             && store.contains(&format!("net-{k}"))
         {
@@ -487,7 +502,43 @@ impl Sandbox {
         if spec.profile.network() {
             self.ensure_network(spec)?;
         }
+        if let Some(outcome) = self.run_warm(spec, watch) {
+            return Ok(outcome);
+        }
         self.run_unchecked(spec, watch)
+    }
+
+    /// Asks for a sandbox shaped like `spec` to be set up for the next command, when this sandbox
+    /// keeps one warm ([`SandboxConfig::warm`]) and `spec` can wait warm (closed, read-only, a
+    /// bash command line; see [`crate::warm`]). Returns at once: a thread of the sandbox's own
+    /// starts it. The caller does first whatever it does before a cold spawn of `spec` (spear's
+    /// runner clears links in the session's directories), since the mounts are made now.
+    pub fn prewarm(&self, spec: &BwrapSpec) {
+        if let Some(pool) = &self.warm
+            && build_argv(spec).is_ok()
+        {
+            pool.prewarm(spec);
+        }
+    }
+
+    /// Runs `spec` in the waiting sandbox, if there is one for it (`None`: run it cold). Its
+    /// timeout counts from the moment its command is handed over.
+    fn run_warm(&self, spec: &BwrapSpec, watch: &Watch) -> Option<RunOutcome> {
+        let pool = self.warm.as_ref()?;
+        let warm = pool.checkout(spec, watch.stdin.is_some())?;
+        match warm.release(&spec.command) {
+            Ok(released) => {
+                tracing::debug!("sandbox released warm");
+                let cgroup = released.cgroup;
+                let kill = || kill_cgroup(cgroup.as_ref());
+                let finished = supervise(released.running, watch, &kill);
+                Some(self.collect(finished, None, cgroup, released.guarantees))
+            }
+            Err(warm) => {
+                pool.dispose(warm);
+                None
+            }
+        }
     }
 
     /// Runs `spec` without the preflight, in named phases: [`Sandbox::prepare`] the inputs,
@@ -501,10 +552,15 @@ impl Sandbox {
     /// that never got "go" runs nothing), and the options, staging plan and seccomp program are
     /// owned fds.
     fn run_unchecked(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
-        let inputs = self.prepare(spec)?;
+        if spec.profile.network() && self.network_poisoned.load(Ordering::SeqCst) {
+            return Err(SandboxError::NetworkPoisoned);
+        }
+        let inputs = self.launcher.prepare(spec)?;
         let argv_bits = inputs.guarantees;
-        let cgroup = self.create_cgroup()?;
-        let (running, network) = self.spawn(inputs, cgroup.as_ref(), watch)?;
+        let cgroup = self.launcher.create_cgroup()?;
+        let (running, network) =
+            self.launcher
+                .spawn(inputs, cgroup.as_ref(), watch.stdin.as_deref(), &[])?;
         tracing::debug!("sandbox spawned");
         let kill = || kill_cgroup(cgroup.as_ref());
         let slirp = match network {
@@ -518,140 +574,11 @@ impl Sandbox {
         Ok(self.collect(finished, slirp, cgroup, argv_bits))
     }
 
-    /// Phase 1: what the command needs before it has a cgroup, each checked: the argv (the spec
-    /// validated again), the options on an fd, the staging plan, the network path's pipes (refused
-    /// outright once the network is poisoned), bwrap itself, and the seccomp program. Nothing runs.
-    fn prepare(&self, spec: &BwrapSpec) -> Result<Inputs, SandboxError> {
-        let argv = build_argv(spec)?;
-        let networked = spec.profile.network();
-        if networked && self.network_poisoned.load(Ordering::SeqCst) {
-            return Err(SandboxError::NetworkPoisoned);
-        }
-        let options = options_fd(&argv.options).map_err(SandboxError::Spawn)?;
-        let stage = if spec.staged.is_empty() {
-            None
-        } else {
-            Some(Arc::new(
-                StagePlan::prepare(&spec.staged).map_err(SandboxError::Spawn)?,
-            ))
-        };
-        let pipes = if networked {
-            Some(NetworkPipes::new().map_err(SandboxError::Spawn)?)
-        } else {
-            None
-        };
-        check_bwrap(&self.config.bwrap)?;
-        let seccomp = seccomp::program_fd()?;
-        tracing::debug!("seccomp program ready");
-        let guarantees = guarantees::from_argv(spec, &argv.options);
-        Ok(Inputs {
-            guarantees,
-            command: argv.command,
-            options,
-            stage,
-            pipes,
-            seccomp,
-        })
-    }
-
-    /// Phase 2: the command's own cgroup, when limits are active; refused when they are and no
-    /// backend can enforce them. The [`CommandCgroup`] is the guard: dropped on any later return,
-    /// it kills what joined it and removes it.
-    fn create_cgroup(&self) -> Result<Option<CommandCgroup>, SandboxError> {
-        let Some(limits) = &self.config.cgroup else {
-            return Ok(None);
-        };
-        let backend = self
-            .backend
-            .as_ref()
-            .map_err(|why| SandboxError::NoCgroupBackend(why.clone()))?;
-        let n = COMMANDS.fetch_add(1, Ordering::Relaxed);
-        let name = format!("spear-{}-{n}", std::process::id());
-        let cgroup = backend.prepare(limits, &name)?;
-        tracing::debug!(name, "cgroup prepared");
-        Ok(Some(cgroup))
-    }
-
-    /// Phase 3: bwrap started with the inputs, joining `cgroup` before it execs. The options, the
-    /// staging plan and the seccomp program are closed on return (the child has its own copies);
-    /// of the network path's pipes only the parent's ends stay. A failure says what to do: bwrap
-    /// missing or not executable, or the staging step that failed in the child.
-    fn spawn(
-        &self,
-        inputs: Inputs,
-        cgroup: Option<&CommandCgroup>,
-        watch: &Watch,
-    ) -> Result<(Running, Option<HeldNetwork>), SandboxError> {
-        let (program, args) = self.command_line(inputs.command, cgroup);
-        let mut inherit = vec![inputs.options.as_fd()];
-        if let Some(pipes) = &inputs.pipes {
-            inherit.extend(pipes.child_ends());
-        }
-        let launch = Launch {
-            program,
-            args,
-            seccomp: inputs.seccomp.as_fd(),
-            inherit,
-            join: cgroup.map(CommandCgroup::join_fds).unwrap_or_default(),
-            rlimits: self.config.rlimits,
-            stage: inputs.stage.clone(),
-            stdin: watch.stdin.as_deref().map(AsFd::as_fd),
-        };
-        let spawned = self.spawner.spawn(&launch);
-        drop(launch);
-        match spawned {
-            Ok(running) => Ok((running, inputs.pipes.map(NetworkPipes::into_parent_ends))),
-            Err(e) => Err(match inputs.stage.as_ref().and_then(|p| p.reported()) {
-                Some(failure) => SandboxError::Stage(failure),
-                None => self.spawn_error(e),
-            }),
-        }
-    }
-
-    /// The program and arguments that start bwrap: the cgroup backend's wrapper first when it has
-    /// one (`systemd-run ... --`), then bwrap reading its options from [`ARGS_CHILD_FD`], then
-    /// `--` and the command.
-    fn command_line(
-        &self,
-        command: Vec<OsString>,
-        cgroup: Option<&CommandCgroup>,
-    ) -> (PathBuf, Vec<OsString>) {
-        let mut args: Vec<OsString> = Vec::new();
-        let program = match cgroup.map(CommandCgroup::argv_prefix) {
-            Some([first, rest @ ..]) => {
-                args.extend(rest.iter().cloned());
-                args.push(self.config.bwrap.clone().into_os_string());
-                PathBuf::from(first)
-            }
-            _ => self.config.bwrap.clone(),
-        };
-        args.push("--args".into());
-        args.push(ARGS_CHILD_FD.to_string().into());
-        args.push("--".into());
-        args.extend(command);
-        (program, args)
-    }
-
-    /// Why bwrap could not be started, as the error that says what to do about it.
-    fn spawn_error(&self, e: io::Error) -> SandboxError {
-        let bwrap = || self.config.bwrap.clone();
-        match e.kind() {
-            io::ErrorKind::NotFound => SandboxError::BwrapAbsent(bwrap()),
-            io::ErrorKind::PermissionDenied => {
-                SandboxError::BwrapInexecutable(bwrap(), e.to_string())
-            }
-            _ if e.raw_os_error() == Some(libc::ENOEXEC) => {
-                SandboxError::BwrapInexecutable(bwrap(), e.to_string())
-            }
-            _ => SandboxError::Spawn(e),
-        }
-    }
-
     /// Phase 4, networked commands first: the network attached to the held sandbox (pinned
     /// namespaces, slirp4netns, the egress policy), then the command released with "go". On
     /// failure `held` is dropped unreleased, so the hold runs nothing.
     fn attach_network(&self, held: HeldNetwork) -> Result<Slirp, network::NetworkError> {
-        let slirp = network::attach(&self.config.network, &held.info, &held.ready)?;
+        let slirp = network::attach(&self.launcher.config.network, &held.info, &held.ready)?;
         held.release();
         Ok(slirp)
     }
@@ -713,11 +640,150 @@ impl Sandbox {
     }
 }
 
-/// What [`Sandbox::prepare`] makes for one command.
-struct Inputs {
+/// What starts a sandbox: the configuration, the cgroup backend and the spawner, shared with
+/// the thread that starts warm sandboxes ([`crate::warm`]).
+#[derive(Debug)]
+pub(crate) struct Launcher {
+    pub(crate) config: SandboxConfig,
+    pub(crate) backend: Result<Arc<dyn CgroupBackend>, String>,
+    pub(crate) spawner: Arc<dyn Spawner>,
+}
+
+impl Launcher {
+    /// Phase 1: what the command needs before it has a cgroup, each checked: the argv (the spec
+    /// validated again), the options on an fd, the staging plan, the network path's pipes (refused
+    /// outright once the network is poisoned), bwrap itself, and the seccomp program. Nothing runs.
+    pub(crate) fn prepare(&self, spec: &BwrapSpec) -> Result<Inputs, SandboxError> {
+        let argv = build_argv(spec)?;
+        let networked = spec.profile.network();
+        let options = options_fd(&argv.options).map_err(SandboxError::Spawn)?;
+        let stage = if spec.staged.is_empty() {
+            None
+        } else {
+            Some(Arc::new(
+                StagePlan::prepare(&spec.staged).map_err(SandboxError::Spawn)?,
+            ))
+        };
+        let pipes = if networked {
+            Some(NetworkPipes::new().map_err(SandboxError::Spawn)?)
+        } else {
+            None
+        };
+        check_bwrap(&self.config.bwrap)?;
+        let seccomp = seccomp::program_fd()?;
+        tracing::debug!("seccomp program ready");
+        let guarantees = guarantees::from_argv(spec, &argv.options);
+        Ok(Inputs {
+            guarantees,
+            command: argv.command,
+            options,
+            stage,
+            pipes,
+            seccomp,
+        })
+    }
+
+    /// Phase 2: the command's own cgroup, when limits are active; refused when they are and no
+    /// backend can enforce them. The [`CommandCgroup`] is the guard: dropped on any later return,
+    /// it kills what joined it and removes it.
+    pub(crate) fn create_cgroup(&self) -> Result<Option<CommandCgroup>, SandboxError> {
+        let Some(limits) = &self.config.cgroup else {
+            return Ok(None);
+        };
+        let backend = self
+            .backend
+            .as_ref()
+            .map_err(|why| SandboxError::NoCgroupBackend(why.clone()))?;
+        let n = COMMANDS.fetch_add(1, Ordering::Relaxed);
+        let name = format!("spear-{}-{n}", std::process::id());
+        let cgroup = backend.prepare(limits, &name)?;
+        tracing::debug!(name, "cgroup prepared");
+        Ok(Some(cgroup))
+    }
+
+    /// Phase 3: bwrap started with the inputs, joining `cgroup` before it execs. The options, the
+    /// staging plan and the seccomp program are closed on return (the child has its own copies);
+    /// of the network path's pipes only the parent's ends stay. A failure says what to do: bwrap
+    /// missing or not executable, or the staging step that failed in the child.
+    pub(crate) fn spawn(
+        &self,
+        inputs: Inputs,
+        cgroup: Option<&CommandCgroup>,
+        stdin: Option<&OwnedFd>,
+        more: &[BorrowedFd<'_>],
+    ) -> Result<(Running, Option<HeldNetwork>), SandboxError> {
+        let (program, args) = self.command_line(inputs.command, cgroup);
+        let mut inherit = vec![inputs.options.as_fd()];
+        if let Some(pipes) = &inputs.pipes {
+            inherit.extend(pipes.child_ends());
+        }
+        inherit.extend_from_slice(more);
+        let launch = Launch {
+            program,
+            args,
+            seccomp: inputs.seccomp.as_fd(),
+            inherit,
+            join: cgroup.map(CommandCgroup::join_fds).unwrap_or_default(),
+            rlimits: self.config.rlimits,
+            stage: inputs.stage.clone(),
+            stdin: stdin.map(AsFd::as_fd),
+        };
+        let spawned = self.spawner.spawn(&launch);
+        drop(launch);
+        match spawned {
+            Ok(running) => Ok((running, inputs.pipes.map(NetworkPipes::into_parent_ends))),
+            Err(e) => Err(match inputs.stage.as_ref().and_then(|p| p.reported()) {
+                Some(failure) => SandboxError::Stage(failure),
+                None => self.spawn_error(e),
+            }),
+        }
+    }
+
+    /// The program and arguments that start bwrap: the cgroup backend's wrapper first when it has
+    /// one (`systemd-run ... --`), then bwrap reading its options from [`ARGS_CHILD_FD`], then
+    /// `--` and the command.
+    fn command_line(
+        &self,
+        command: Vec<OsString>,
+        cgroup: Option<&CommandCgroup>,
+    ) -> (PathBuf, Vec<OsString>) {
+        let mut args: Vec<OsString> = Vec::new();
+        let program = match cgroup.map(CommandCgroup::argv_prefix) {
+            Some([first, rest @ ..]) => {
+                args.extend(rest.iter().cloned());
+                args.push(self.config.bwrap.clone().into_os_string());
+                PathBuf::from(first)
+            }
+            _ => self.config.bwrap.clone(),
+        };
+        args.push("--args".into());
+        args.push(ARGS_CHILD_FD.to_string().into());
+        args.push("--".into());
+        args.extend(command);
+        (program, args)
+    }
+
+    /// Why bwrap could not be started, as the error that says what to do about it.
+    fn spawn_error(&self, e: io::Error) -> SandboxError {
+        let bwrap = || self.config.bwrap.clone();
+        match e.kind() {
+            io::ErrorKind::NotFound => SandboxError::BwrapAbsent(bwrap()),
+            io::ErrorKind::PermissionDenied => {
+                SandboxError::BwrapInexecutable(bwrap(), e.to_string())
+            }
+            _ if e.raw_os_error() == Some(libc::ENOEXEC) => {
+                SandboxError::BwrapInexecutable(bwrap(), e.to_string())
+            }
+            _ => SandboxError::Spawn(e),
+        }
+    }
+}
+
+/// What [`Launcher::prepare`] makes for one command.
+pub(crate) struct Inputs {
     /// The guarantees its bwrap options give ([`guarantees::from_argv`]), before the run confirms
     /// its candidates.
-    guarantees: GuaranteeSet,
+    pub(crate) guarantees: GuaranteeSet,
     /// What runs after bwrap's `--`: the network hold, if any, then the command.
     command: Vec<OsString>,
     /// bwrap's options ([`options_fd`]).
@@ -770,7 +836,7 @@ impl NetworkPipes {
 /// A networked command held in front of its program, from spear's side: bwrap's report, the
 /// hold's "set up", and the "go" that releases it. Dropped without [`HeldNetwork::release`], the
 /// hold reads EOF and exits 125 without running the command.
-struct HeldNetwork {
+pub(crate) struct HeldNetwork {
     info: OwnedFd,
     ready: OwnedFd,
     go: OwnedFd,
@@ -846,6 +912,11 @@ fn options_fd(options: &[OsString]) -> io::Result<OwnedFd> {
 // The options fd and the network path's pipes reach the child in this order
 // (`Launch::inherit`), after the seccomp program: `--args`, the hold and bwrap's `--info-fd` use
 // these numbers.
+// A warm sandbox's hold gets its pipes in the same places, after the options fd.
+const _: () = assert!(
+    crate::warm::WARM_ARGV_CHILD_FD == ARGS_CHILD_FD + 1
+        && crate::warm::WARM_READY_CHILD_FD == ARGS_CHILD_FD + 2
+);
 const _: () = assert!(
     ARGS_CHILD_FD == crate::SECCOMP_CHILD_FD + 1
         && INFO_CHILD_FD == ARGS_CHILD_FD + 1

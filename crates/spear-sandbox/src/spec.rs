@@ -61,6 +61,48 @@ pub struct BwrapSpec {
     pub(crate) network: Option<NetworkSpec>,
 }
 
+impl BwrapSpec {
+    /// Whether `other` is the same sandbox but for its command: what a warm sandbox made for one
+    /// can run the other. Every field is named, so that a new one cannot be forgotten here.
+    pub(crate) fn same_sandbox(&self, other: &BwrapSpec) -> bool {
+        let BwrapSpec {
+            profile,
+            command: _,
+            cwd,
+            home,
+            system,
+            etc,
+            toolchains,
+            roots,
+            staged,
+            masks,
+            env,
+            tmpfs,
+            scratch,
+            git_config,
+            env_named,
+            seccomp_fd,
+            network,
+        } = self;
+        *profile == other.profile
+            && *cwd == other.cwd
+            && *home == other.home
+            && *system == other.system
+            && *etc == other.etc
+            && *toolchains == other.toolchains
+            && *roots == other.roots
+            && *staged == other.staged
+            && *masks == other.masks
+            && *env == other.env
+            && *tmpfs == other.tmpfs
+            && *scratch == other.scratch
+            && *git_config == other.git_config
+            && *env_named == other.env_named
+            && *seccomp_fd == other.seccomp_fd
+            && *network == other.network
+    }
+}
+
 /// What a networked sandbox needs beyond the closed one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetworkSpec {

@@ -1,0 +1,606 @@
+//! The warm path of a session: the next command's sandbox set up before the command is known.
+//!
+//! After a command of a session, its caller may ask for a sandbox of the same shape
+//! ([`crate::Sandbox::prewarm`]). A thread of the sandbox's own starts it: a fresh bwrap with its
+//! own namespaces (PID included), its own cgroup and its own private mounts, exactly as a cold
+//! command's, but running [`WARM_HOLD`] instead of the command. The hold says when the sandbox is
+//! set up, then waits for an argv on a pipe and `exec`s it. The next command whose spec is the
+//! same but for its command ([`BwrapSpec::same_sandbox`]) writes its argv there and is supervised
+//! from then on (its timeout counts from that write); any other command runs cold.
+//!
+//! What keeps it as strict as the cold path:
+//! - Every warm sandbox serves one command and is never reused: the next command gets a fresh
+//!   PID namespace and cgroup, so it cannot see or signal what an earlier one left running
+//!   (killed with that one's cgroup anyway).
+//! - Only closed, read-only sandboxes run by bash wait warm ([`eligibility`]): a writable one's
+//!   overlay would have its lower layer changed under it by the writes judged in between, and a
+//!   networked one gets its network per command.
+//! - The view was made from the host as it was. Attack stopped: a bound directory or a masked
+//!   credential file replaced between the set-up and the command (a masked `.env` renamed away
+//!   and a new one written: the mask would follow the old file). Every bind source, mask and
+//!   the working directory is identified (device and inode) before the spawn, and a command runs
+//!   warm only if each is still the same ([`Fingerprint`]).
+//! - A partial argv never runs: the hold checks the count spear writes first.
+//! - A waiting sandbox is killed, reaped and its cgroup removed when it is passed over, when it
+//!   failed to come up, and when the [`crate::Sandbox`] is dropped (the thread is joined).
+//!   bwrap's `--die-with-parent` ties it to the thread that started it, which lives as long as
+//!   the sandbox.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::process::{Signal, WaitId, WaitIdOptions, pidfd_send_signal, waitid};
+use spear_core::GuaranteeSet;
+
+use crate::argv::build_argv;
+use crate::cgroup::CommandCgroup;
+use crate::sandbox::{Launcher, SandboxError};
+use crate::spawn::Running;
+use crate::spec::BwrapSpec;
+
+/// The program a warm sandbox holds, and the only one a warm sandbox runs: spear's shell
+/// commands (`bash -o pipefail -c SCRIPT`).
+pub(crate) const HOLD_PROGRAM: &str = "/bin/bash";
+
+/// The fd the hold reads the argv from.
+pub(crate) const WARM_ARGV_CHILD_FD: i32 = 5;
+/// The fd the hold writes "r" to once bwrap has set the sandbox up.
+pub(crate) const WARM_READY_CHILD_FD: i32 = 6;
+
+// The hold below names its fds by these numbers.
+const _: () = assert!(WARM_ARGV_CHILD_FD == 5 && WARM_READY_CHILD_FD == 6);
+
+/// The hold, run by `bash --posix -c` (POSIX mode: `BASH_ENV` is not read, so it is read once, by
+/// the command's own bash). It says the sandbox is set up, reads NUL-terminated words up to EOF
+/// ([`hold_message`]), closes both fds and execs the words. A short or empty read (spear gave
+/// up, or died while writing) exits 125 without running anything: `mapfile` also keeps an
+/// unterminated last piece, so the message ends with an empty word, which only a read to the
+/// very end yields, and its count must match. The environment the command
+/// gets is the spec's, as bwrap would give it (tested against the cold path).
+pub(crate) const WARM_HOLD: &str = "printf r >&6 && exec 6>&- && mapfile -d '' -t argv <&5 && exec 5<&- && [ \"${#argv[@]}\" -gt 2 ] && [ \"${#argv[@]}\" -eq $((argv[0] + 2)) ] && [ -z \"${argv[-1]}\" ] || exit 125; exec \"${argv[@]:1:argv[0]}\"";
+
+/// How long a command waits for a warm sandbox that is being started for it.
+const PENDING_WAIT: Duration = Duration::from_millis(250);
+/// How long a command waits for a warm sandbox to say it is set up.
+const READY_WAIT: Duration = Duration::from_secs(1);
+/// After this many warm sandboxes in a row fail to come up, the sandbox stops warming.
+const FAILURES_BEFORE_GIVING_UP: u32 = 3;
+
+/// Why a command runs cold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cold {
+    /// It is networked: its network is attached per command.
+    Networked,
+    /// It writes: its overlays are made per command over the host as it is then.
+    Writable,
+    /// It reads a stdin of its caller's, given at spawn.
+    Stdin,
+    /// It is not a bash command line, the only program the hold runs.
+    NotBash,
+}
+
+/// Whether a command of `spec` (fed a stdin of its caller's when `stdin`) can run in a warm
+/// sandbox. Pure.
+pub(crate) fn eligibility(spec: &BwrapSpec, stdin: bool) -> Result<(), Cold> {
+    if spec.profile.network() {
+        Err(Cold::Networked)
+    } else if spec.profile.workspace_write() || !spec.staged.is_empty() {
+        Err(Cold::Writable)
+    } else if stdin {
+        Err(Cold::Stdin)
+    } else if spec.command.first().is_none_or(|p| p != HOLD_PROGRAM) {
+        Err(Cold::NotBash)
+    } else {
+        Ok(())
+    }
+}
+
+/// The argv of a warm sandbox's hold.
+pub(crate) fn hold_argv() -> Vec<OsString> {
+    [HOLD_PROGRAM, "--posix", "-c", WARM_HOLD, "spear-warm-hold"]
+        .iter()
+        .map(OsString::from)
+        .collect()
+}
+
+/// What the hold reads: the number of words, each word, and an empty word, each NUL-terminated.
+pub(crate) fn hold_message(command: &[OsString]) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = command.len().to_string().into_bytes();
+    bytes.push(0);
+    for word in command {
+        bytes.extend_from_slice(word.as_bytes());
+        bytes.push(0);
+    }
+    bytes.push(0);
+    bytes
+}
+
+/// The identity (device, inode) of every host path a sandbox's mounts were made from, as they
+/// were before it was set up: bind sources, masked paths and the working directory, each as the
+/// host names it. A path that did not exist is recorded as absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fingerprint(Vec<(PathBuf, Option<(u64, u64)>)>);
+
+impl Fingerprint {
+    /// The paths of `spec` whose identity a warm sandbox depends on: the sources of `options`'
+    /// binds, the masks and the working directory (those inside a root through the root's host
+    /// path).
+    pub(crate) fn paths(spec: &BwrapSpec, options: &[OsString]) -> Vec<PathBuf> {
+        let mut paths = Vec::new();
+        let mut words = options.iter();
+        while let Some(word) = words.next() {
+            if matches!(
+                word.to_str(),
+                Some("--bind" | "--ro-bind" | "--ro-bind-try" | "--dev-bind")
+            ) && let Some(source) = words.next()
+            {
+                if source != "/dev/null" {
+                    paths.push(PathBuf::from(source));
+                }
+                words.next();
+            }
+        }
+        let on_host = |p: &Path| -> Option<PathBuf> {
+            spec.roots
+                .iter()
+                .find_map(|r| p.strip_prefix(&r.mount).ok().map(|rest| r.host.join(rest)))
+        };
+        for mask in &spec.masks {
+            paths.push(on_host(mask.path()).unwrap_or_else(|| mask.path().to_path_buf()));
+        }
+        paths.extend(on_host(&spec.cwd));
+        paths
+    }
+
+    /// Each of `paths` identified now.
+    pub(crate) fn take(paths: Vec<PathBuf>) -> Self {
+        Fingerprint(
+            paths
+                .into_iter()
+                .map(|p| {
+                    let id = identity(&p);
+                    (p, id)
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether every path is still what it was.
+    pub(crate) fn holds(&self) -> bool {
+        self.0.iter().all(|(p, id)| identity(p) == *id)
+    }
+}
+
+/// A path's device and inode, following links as bwrap does; `None` when it cannot be stat'ed.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    rustix::fs::stat(path).ok().map(|st| (st.st_dev, st.st_ino))
+}
+
+/// One sandbox set up and waiting for its command.
+#[derive(Debug)]
+pub(crate) struct Warm {
+    /// The spec it was made for; its command is not the one it will run.
+    shape: BwrapSpec,
+    fingerprint: Fingerprint,
+    guarantees: GuaranteeSet,
+    /// Where the argv goes; `None` once written.
+    argv: Option<OwnedFd>,
+    /// Where the hold says "r".
+    ready: OwnedFd,
+    /// `None` once released.
+    running: Option<Running>,
+    cgroup: Option<CommandCgroup>,
+}
+
+/// A released warm sandbox: its process tree, its cgroup, and what its options give.
+pub(crate) struct Released {
+    pub(crate) running: Running,
+    pub(crate) cgroup: Option<CommandCgroup>,
+    pub(crate) guarantees: GuaranteeSet,
+}
+
+impl Warm {
+    /// Starts a sandbox shaped like `spec` that holds instead of running the command.
+    fn start(launcher: &Launcher, spec: &BwrapSpec) -> Result<Warm, SandboxError> {
+        let mut hold = spec.clone();
+        hold.command = hold_argv();
+        let options = build_argv(&hold)?.options;
+        let fingerprint = Fingerprint::take(Fingerprint::paths(spec, &options));
+        let inputs = launcher.prepare(&hold)?;
+        let guarantees = inputs.guarantees;
+        let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
+        let (argv_read, argv) = pipe().map_err(|e| SandboxError::Spawn(e.into()))?;
+        let (ready, ready_write) = pipe().map_err(|e| SandboxError::Spawn(e.into()))?;
+        let cgroup = launcher.create_cgroup()?;
+        let (running, _) = launcher.spawn(
+            inputs,
+            cgroup.as_ref(),
+            None,
+            &[argv_read.as_fd(), ready_write.as_fd()],
+        )?;
+        Ok(Warm {
+            shape: spec.clone(),
+            fingerprint,
+            guarantees,
+            argv: Some(argv),
+            ready,
+            running: Some(running),
+            cgroup,
+        })
+    }
+
+    /// Whether the hold said it is set up within `limit` and its sandbox is still alive.
+    fn wait_ready(&self, limit: Duration) -> bool {
+        let timeout = rustix::event::Timespec::try_from(limit).ok();
+        let mut fds = [PollFd::new(&self.ready, PollFlags::IN)];
+        if !matches!(poll(&mut fds, timeout.as_ref()), Ok(1)) {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        if !matches!(rustix::io::read(&self.ready, &mut byte), Ok(1)) || byte[0] != b'r' {
+            return false;
+        }
+        self.running.as_ref().is_some_and(|r| {
+            let mut pid = [PollFd::new(&r.pidfd, PollFlags::IN)];
+            matches!(
+                poll(&mut pid, Some(&rustix::event::Timespec::default())),
+                Ok(0)
+            )
+        })
+    }
+
+    /// Hands `command` to the hold, and closes the pipe so that it runs it. On failure (the hold
+    /// is gone) it is given back, to be killed: a short argv never runs.
+    pub(crate) fn release(
+        mut self: Box<Self>,
+        command: &[OsString],
+    ) -> Result<Released, Box<Warm>> {
+        let Some(argv) = self.argv.take() else {
+            return Err(self);
+        };
+        let mut pipe = std::fs::File::from(argv);
+        let written = pipe.write_all(&hold_message(command));
+        drop(pipe);
+        if written.is_err() {
+            return Err(self);
+        }
+        let Some(running) = self.running.take() else {
+            return Err(self);
+        };
+        Ok(Released {
+            running,
+            cgroup: self.cgroup.take(),
+            guarantees: self.guarantees,
+        })
+    }
+}
+
+impl Drop for Warm {
+    /// Kills and reaps a sandbox that never got its command; its cgroup is removed after.
+    fn drop(&mut self) {
+        if let Some(running) = self.running.take() {
+            if let Some(cg) = &self.cgroup {
+                let _ = cg.kill_all();
+            }
+            let _ = pidfd_send_signal(&running.pidfd, Signal::KILL);
+            let _ = waitid(WaitId::PidFd(running.pidfd.as_fd()), WaitIdOptions::EXITED);
+        }
+    }
+}
+
+/// What the thread is asked to do.
+enum Job {
+    Start(Box<BwrapSpec>),
+    Dispose(Box<Warm>),
+}
+
+/// The waiting sandbox, or the one being started, or none.
+#[derive(Debug)]
+enum Slot {
+    Empty,
+    Pending(Box<BwrapSpec>),
+    Ready(Box<Warm>),
+}
+
+#[derive(Debug)]
+struct Shared {
+    slot: Mutex<Slot>,
+    changed: Condvar,
+    failures: AtomicU32,
+    given_up: AtomicBool,
+}
+
+/// A sandbox's warm path: at most one sandbox waiting, and the thread that starts and kills them.
+#[derive(Debug)]
+pub(crate) struct WarmPool {
+    launcher: Arc<Launcher>,
+    shared: Arc<Shared>,
+    jobs: Mutex<Option<Sender<Job>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Job::Start(_) => "Start",
+            Job::Dispose(_) => "Dispose",
+        })
+    }
+}
+
+impl WarmPool {
+    /// A pool that starts nothing until the first [`WarmPool::prewarm`].
+    pub(crate) fn new(launcher: &Arc<Launcher>) -> Self {
+        WarmPool {
+            launcher: Arc::clone(launcher),
+            shared: Arc::new(Shared {
+                slot: Mutex::new(Slot::Empty),
+                changed: Condvar::new(),
+                failures: AtomicU32::new(0),
+                given_up: AtomicBool::new(false),
+            }),
+            jobs: Mutex::new(None),
+            thread: Mutex::new(None),
+        }
+    }
+
+    /// Asks for a sandbox shaped like `spec` to wait for the next command, unless one does or is
+    /// being started, or `spec` cannot run warm.
+    pub(crate) fn prewarm(&self, spec: &BwrapSpec) {
+        if eligibility(spec, false).is_err() || self.shared.given_up.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut jobs = VecDeque::new();
+        {
+            let mut slot = lock(&self.shared.slot);
+            match &*slot {
+                Slot::Pending(_) => return,
+                Slot::Ready(w) if w.shape.same_sandbox(spec) => return,
+                Slot::Ready(_) | Slot::Empty => {}
+            }
+            if let Slot::Ready(old) =
+                std::mem::replace(&mut *slot, Slot::Pending(Box::new(spec.clone())))
+            {
+                jobs.push_back(Job::Dispose(old));
+            }
+            jobs.push_back(Job::Start(Box::new(spec.clone())));
+        }
+        for job in jobs {
+            if let Err(job) = self.send(job) {
+                // No thread: nothing is started, and the slot goes back to empty.
+                *lock(&self.shared.slot) = Slot::Empty;
+                drop(job);
+            }
+        }
+    }
+
+    /// The waiting sandbox, if it is shaped like `spec`, still made from the host as it is, and
+    /// set up; a command that gets none runs cold.
+    pub(crate) fn checkout(&self, spec: &BwrapSpec, stdin: bool) -> Option<Box<Warm>> {
+        eligibility(spec, stdin).ok()?;
+        let warm = {
+            let mut slot = lock(&self.shared.slot);
+            let deadline = Instant::now() + PENDING_WAIT;
+            while let Slot::Pending(s) = &*slot
+                && s.same_sandbox(spec)
+            {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return None;
+                }
+                slot = self
+                    .shared
+                    .changed
+                    .wait_timeout(slot, left)
+                    .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+            }
+            match &*slot {
+                Slot::Ready(w) if w.shape.same_sandbox(spec) => {}
+                _ => return None,
+            }
+            let Slot::Ready(w) = std::mem::replace(&mut *slot, Slot::Empty) else {
+                return None;
+            };
+            w
+        };
+        if !warm.fingerprint.holds() {
+            tracing::debug!("a warm sandbox was made from a host that has changed since");
+            self.dispose(warm);
+            return None;
+        }
+        if !warm.wait_ready(READY_WAIT) {
+            self.failed();
+            self.dispose(warm);
+            return None;
+        }
+        self.shared.failures.store(0, Ordering::Relaxed);
+        Some(warm)
+    }
+
+    /// Kills `warm` on the pool's thread (inline when there is none).
+    pub(crate) fn dispose(&self, warm: Box<Warm>) {
+        if let Err(job) = self.send(Job::Dispose(warm)) {
+            drop(job);
+        }
+    }
+
+    /// One warm sandbox did not come up; after a few in a row the pool gives up.
+    fn failed(&self) {
+        let n = self.shared.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if n >= FAILURES_BEFORE_GIVING_UP && !self.shared.given_up.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "{n} warm sandboxes in a row did not come up; this session's commands start cold"
+            );
+        }
+    }
+
+    /// Sends `job` to the thread, starting it first if needed.
+    fn send(&self, job: Job) -> Result<(), Box<Job>> {
+        let mut jobs = lock(&self.jobs);
+        if jobs.is_none() {
+            let (tx, rx) = channel::<Job>();
+            let launcher = Arc::clone(&self.launcher);
+            let shared = Arc::clone(&self.shared);
+            let spawned = std::thread::Builder::new()
+                .name("spear-warm".into())
+                .spawn(move || {
+                    for job in rx {
+                        match job {
+                            Job::Start(spec) => {
+                                let made = Warm::start(&launcher, &spec);
+                                shared.fill(&spec, made);
+                            }
+                            Job::Dispose(warm) => drop(warm),
+                        }
+                    }
+                    shared.clear();
+                });
+            match spawned {
+                Ok(handle) => {
+                    *lock(&self.thread) = Some(handle);
+                    *jobs = Some(tx);
+                }
+                Err(e) => {
+                    tracing::warn!("no thread for warm sandboxes ({e}); commands start cold");
+                    self.shared.given_up.store(true, Ordering::Relaxed);
+                    return Err(Box::new(job));
+                }
+            }
+        }
+        match jobs.as_ref() {
+            Some(tx) => tx.send(job).map_err(|e| Box::new(e.0)),
+            None => Err(Box::new(job)),
+        }
+    }
+}
+
+impl Shared {
+    /// Puts a started sandbox in the slot, if it is still wanted there.
+    fn fill(&self, spec: &BwrapSpec, made: Result<Warm, SandboxError>) {
+        let mut unwanted = None;
+        {
+            let mut slot = lock(&self.slot);
+            let wanted = matches!(&*slot, Slot::Pending(s) if s.same_sandbox(spec));
+            match made {
+                Ok(warm) if wanted => *slot = Slot::Ready(Box::new(warm)),
+                Ok(warm) => unwanted = Some(warm),
+                Err(e) => {
+                    tracing::debug!("a warm sandbox could not be started: {e}");
+                    if wanted {
+                        *slot = Slot::Empty;
+                    }
+                    let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+                    if n >= FAILURES_BEFORE_GIVING_UP {
+                        self.given_up.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        self.changed.notify_all();
+        drop(unwanted);
+    }
+
+    /// Kills what waits (the pool is going away).
+    fn clear(&self) {
+        let old = std::mem::replace(&mut *lock(&self.slot), Slot::Empty);
+        self.changed.notify_all();
+        drop(old);
+    }
+}
+
+impl Drop for WarmPool {
+    /// Nothing of the warm path outlives the sandbox: the waiting sandbox is killed, reaped and
+    /// its cgroup removed, and the thread is joined.
+    fn drop(&mut self) {
+        drop(lock(&self.jobs).take());
+        self.shared.clear();
+        if let Some(handle) = lock(&self.thread).take() {
+            let _ = handle.join();
+        }
+        self.shared.clear();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    /// Runs the hold outside any sandbox, fed `message` on fd 5, and returns its exit code and
+    /// stdout.
+    fn hold_with(message: &[u8]) -> (i32, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("argv");
+        std::fs::write(&input, message).unwrap();
+        let out = Command::new("/bin/bash")
+            .arg("-c")
+            .arg(r#"exec 5<"$1" 6>/dev/null; shift; exec "$@""#)
+            .arg("feed")
+            .arg(&input)
+            .args(hold_argv())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    #[test]
+    fn the_hold_runs_exactly_the_words_it_was_given() {
+        let words: Vec<OsString> = [
+            "/bin/bash",
+            "-c",
+            "printf '[%s]' \"$@\"",
+            "x",
+            "a b",
+            "",
+            "c\nd",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let (code, out) = hold_with(&hold_message(&words));
+        assert_eq!((code, out.as_str()), (0, "[a b][][c\nd]"));
+    }
+
+    #[test]
+    fn a_short_or_empty_argv_runs_nothing() {
+        let words: Vec<OsString> = ["/bin/echo", "RAN", "more", ""]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let full = hold_message(&words);
+        // Positive control: the whole message runs.
+        assert_eq!(hold_with(&full), (0, "RAN more \n".to_owned()));
+        for cut in 0..full.len() {
+            assert_eq!(
+                hold_with(&full[..cut]),
+                (125, String::new()),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_message_counts_its_words_first() {
+        let words: Vec<OsString> = vec!["a".into(), "bc".into()];
+        assert_eq!(hold_message(&words), b"2\0a\0bc\0\0");
+    }
+}
