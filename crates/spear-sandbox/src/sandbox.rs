@@ -557,7 +557,7 @@ impl Sandbox {
         }
         let inputs = self.launcher.prepare(spec)?;
         let argv_bits = inputs.guarantees;
-        let cgroup = self.launcher.create_cgroup()?;
+        let cgroup = self.launcher.create_cgroup("spear")?;
         let (running, network) =
             self.launcher
                 .spawn(inputs, cgroup.as_ref(), watch.stdin.as_deref(), &[])?;
@@ -686,7 +686,13 @@ impl Launcher {
     /// Phase 2: the command's own cgroup, when limits are active; refused when they are and no
     /// backend can enforce them. The [`CommandCgroup`] is the guard: dropped on any later return,
     /// it kills what joined it and removes it.
-    pub(crate) fn create_cgroup(&self) -> Result<Option<CommandCgroup>, SandboxError> {
+    ///
+    /// Named `<prefix>-<spear's pid>-<n>`: `spear` for a command's, `spear-warm` for a sandbox
+    /// waiting for a session's next command (told apart from the trees of commands that ran).
+    pub(crate) fn create_cgroup(
+        &self,
+        prefix: &str,
+    ) -> Result<Option<CommandCgroup>, SandboxError> {
         let Some(limits) = &self.config.cgroup else {
             return Ok(None);
         };
@@ -695,7 +701,7 @@ impl Launcher {
             .as_ref()
             .map_err(|why| SandboxError::NoCgroupBackend(why.clone()))?;
         let n = COMMANDS.fetch_add(1, Ordering::Relaxed);
-        let name = format!("spear-{}-{n}", std::process::id());
+        let name = format!("{prefix}-{}-{n}", std::process::id());
         let cgroup = backend.prepare(limits, &name)?;
         tracing::debug!(name, "cgroup prepared");
         Ok(Some(cgroup))

@@ -221,7 +221,7 @@ impl Warm {
         let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
         let (argv_read, argv) = pipe().map_err(|e| SandboxError::Spawn(e.into()))?;
         let (ready, ready_write) = pipe().map_err(|e| SandboxError::Spawn(e.into()))?;
-        let cgroup = launcher.create_cgroup()?;
+        let cgroup = launcher.create_cgroup("spear-warm")?;
         let (running, _) = launcher.spawn(
             inputs,
             cgroup.as_ref(),
