@@ -673,7 +673,7 @@ impl CommandRunner {
             tracing::debug!("sandbox spec built");
             self.prepare_scratch(&spec);
             let outcome = self.sandbox.run(&spec, &watch);
-            if outcome.is_ok() {
+            if outcome.is_ok() && self.sandbox.would_prewarm(&spec) {
                 // The next command's sandbox, if it can wait warm, is set up now: over session
                 // directories cleared of links as for a cold spawn.
                 self.prepare_scratch(&spec);

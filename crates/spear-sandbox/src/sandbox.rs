@@ -514,11 +514,15 @@ impl Sandbox {
     /// starts it. The caller does first whatever it does before a cold spawn of `spec` (spear's
     /// runner clears links in the session's directories), since the mounts are made now.
     pub fn prewarm(&self, spec: &BwrapSpec) {
-        if let Some(pool) = &self.warm
-            && build_argv(spec).is_ok()
-        {
+        if let Some(pool) = &self.warm {
             pool.prewarm(spec);
         }
+    }
+
+    /// Whether [`Sandbox::prewarm`] would set a sandbox up for `spec`: a caller skips its own
+    /// preparation for the spawn when not.
+    pub fn would_prewarm(&self, spec: &BwrapSpec) -> bool {
+        self.warm.as_ref().is_some_and(|pool| pool.would_warm(spec))
     }
 
     /// Runs `spec` in the waiting sandbox, if there is one for it (`None`: run it cold). Its

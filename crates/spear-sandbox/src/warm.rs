@@ -132,10 +132,10 @@ pub(crate) fn hold_message(command: &[OsString]) -> Vec<u8> {
 pub(crate) struct Fingerprint(Vec<(PathBuf, Option<(u64, u64)>)>);
 
 impl Fingerprint {
-    /// The paths of `spec` whose identity a warm sandbox depends on: the sources of `options`'
-    /// binds, the masks and the working directory (those inside a root through the root's host
-    /// path).
-    pub(crate) fn paths(spec: &BwrapSpec, options: &[OsString]) -> Vec<PathBuf> {
+    /// The paths of `spec` whose identity a warm sandbox depends on, identified now: the
+    /// sources of `options`' binds, the masks and the working directory (those inside a root
+    /// through the root's host path).
+    pub(crate) fn of(spec: &BwrapSpec, options: &[OsString]) -> Self {
         let mut paths = Vec::new();
         let mut words = options.iter();
         while let Some(word) = words.next() {
@@ -159,11 +159,6 @@ impl Fingerprint {
             paths.push(on_host(mask.path()).unwrap_or_else(|| mask.path().to_path_buf()));
         }
         paths.extend(on_host(&spec.cwd));
-        paths
-    }
-
-    /// Each of `paths` identified now.
-    pub(crate) fn take(paths: Vec<PathBuf>) -> Self {
         Fingerprint(
             paths
                 .into_iter()
@@ -215,7 +210,7 @@ impl Warm {
         let mut hold = spec.clone();
         hold.command = hold_argv();
         let options = build_argv(&hold)?.options;
-        let fingerprint = Fingerprint::take(Fingerprint::paths(spec, &options));
+        let fingerprint = Fingerprint::of(spec, &options);
         let inputs = launcher.prepare(&hold)?;
         let guarantees = inputs.guarantees;
         let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
@@ -357,7 +352,7 @@ impl WarmPool {
     /// Asks for a sandbox shaped like `spec` to wait for the next command, unless one does or is
     /// being started, or `spec` cannot run warm.
     pub(crate) fn prewarm(&self, spec: &BwrapSpec) {
-        if eligibility(spec, false).is_err() || self.shared.given_up.load(Ordering::Relaxed) {
+        if !self.would_warm(spec) {
             return;
         }
         let mut jobs = VecDeque::new();
@@ -382,6 +377,12 @@ impl WarmPool {
                 drop(job);
             }
         }
+    }
+
+    /// Whether [`WarmPool::prewarm`] would start a sandbox shaped like `spec` (it can wait warm,
+    /// and the pool has not given up).
+    pub(crate) fn would_warm(&self, spec: &BwrapSpec) -> bool {
+        self.shared.would_warm(spec)
     }
 
     /// The waiting sandbox, if it is shaped like `spec`, still made from the host as it is, and
@@ -419,7 +420,7 @@ impl WarmPool {
             return None;
         }
         if !warm.wait_ready(READY_WAIT) {
-            self.failed();
+            self.shared.failed();
             self.dispose(warm);
             return None;
         }
@@ -431,16 +432,6 @@ impl WarmPool {
     pub(crate) fn dispose(&self, warm: Box<Warm>) {
         if let Err(job) = self.send(Job::Dispose(warm)) {
             drop(job);
-        }
-    }
-
-    /// One warm sandbox did not come up; after a few in a row the pool gives up.
-    fn failed(&self) {
-        let n = self.shared.failures.fetch_add(1, Ordering::Relaxed) + 1;
-        if n >= FAILURES_BEFORE_GIVING_UP && !self.shared.given_up.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                "{n} warm sandboxes in a row did not come up; this session's commands start cold"
-            );
         }
     }
 
@@ -485,6 +476,21 @@ impl WarmPool {
 }
 
 impl Shared {
+    /// One warm sandbox did not come up; after a few in a row the pool gives up.
+    fn failed(&self) {
+        let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if n >= FAILURES_BEFORE_GIVING_UP && !self.given_up.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "{n} warm sandboxes in a row did not come up; this session's commands start cold"
+            );
+        }
+    }
+
+    /// Whether a sandbox shaped like `spec` would be started by [`WarmPool::prewarm`].
+    fn would_warm(&self, spec: &BwrapSpec) -> bool {
+        eligibility(spec, false).is_ok() && !self.given_up.load(Ordering::Relaxed)
+    }
+
     /// Puts a started sandbox in the slot, if it is still wanted there.
     fn fill(&self, spec: &BwrapSpec, made: Result<Warm, SandboxError>) {
         let mut unwanted = None;
@@ -499,10 +505,7 @@ impl Shared {
                     if wanted {
                         *slot = Slot::Empty;
                     }
-                    let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
-                    if n >= FAILURES_BEFORE_GIVING_UP {
-                        self.given_up.store(true, Ordering::Relaxed);
-                    }
+                    self.failed();
                 }
             }
         }
