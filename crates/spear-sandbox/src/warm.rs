@@ -601,6 +601,172 @@ mod tests {
         }
     }
 
+    use crate::spec::{Bind, Etc, Mask, NetworkSpec, Overlay, ScratchDirs, SystemDir, TmpfsSizes};
+    use spear_core::{Capability, CapabilitySet, ExecutionProfile};
+    use std::path::PathBuf;
+
+    fn p(s: &str) -> PathBuf {
+        PathBuf::from(s)
+    }
+
+    fn profile(caps: &[Capability]) -> ExecutionProfile {
+        ExecutionProfile::from_granted(CapabilitySet::of(caps), Vec::new())
+    }
+
+    /// A closed, read-only session sandbox running a bash command line: one that can wait warm.
+    fn base() -> BwrapSpec {
+        BwrapSpec {
+            profile: profile(&[Capability::FilesystemRead, Capability::ShellComplex]),
+            command: vec![HOLD_PROGRAM.into(), "-c".into(), "true".into()],
+            cwd: p("/work/proj"),
+            home: p("/home/u"),
+            system: vec![SystemDir::Bind(p("/usr"))],
+            etc: Etc::View {
+                files: p("/run/spear/etc"),
+                dirs: vec![p("/etc/ssl/certs")],
+            },
+            toolchains: vec![p("/home/u/.cargo")],
+            roots: vec![Bind {
+                host: p("/work/proj"),
+                mount: p("/work/proj"),
+            }],
+            staged: vec![],
+            masks: vec![Mask::File(p("/home/u/.cargo/credentials.toml"))],
+            env: vec![("PATH".into(), "/usr/bin".into())],
+            tmpfs: TmpfsSizes {
+                tmp: 100,
+                home: 200,
+                shm: 50,
+            },
+            scratch: Some(ScratchDirs {
+                tmp: p("/state/s/tmp"),
+                var_tmp: p("/state/s/var-tmp"),
+                home: p("/state/s/home"),
+            }),
+            git_config: None,
+            env_named: vec![],
+            seccomp_fd: 3,
+            network: None,
+        }
+    }
+
+    fn overlay() -> Overlay {
+        Overlay {
+            lower: p("/work/proj"),
+            upper: p("/state/staging/0.upper"),
+            work: p("/state/staging/0.work"),
+        }
+    }
+
+    #[test]
+    fn only_a_closed_read_only_bash_command_without_stdin_waits_warm() {
+        type Change = fn(&mut BwrapSpec);
+        let cases: [(&str, Change, bool, Result<(), Cold>); 8] = [
+            ("as it is", |_| {}, false, Ok(())),
+            (
+                "networked",
+                |s| s.profile = profile(&[Capability::FilesystemRead, Capability::Network]),
+                false,
+                Err(Cold::Networked),
+            ),
+            (
+                "writable",
+                |s| {
+                    s.profile = profile(&[Capability::FilesystemRead, Capability::WorkspaceWrite]);
+                },
+                false,
+                Err(Cold::Writable),
+            ),
+            (
+                "staged without write",
+                |s| s.staged = vec![overlay()],
+                false,
+                Err(Cold::Writable),
+            ),
+            ("with stdin", |_| {}, true, Err(Cold::Stdin)),
+            (
+                "another program",
+                |s| s.command = vec!["/bin/sh".into(), "-c".into(), "true".into()],
+                false,
+                Err(Cold::NotBash),
+            ),
+            (
+                "bash by another path",
+                |s| s.command = vec!["/usr/bin/bash".into(), "-c".into(), "true".into()],
+                false,
+                Err(Cold::NotBash),
+            ),
+            (
+                "no command",
+                |s| s.command.clear(),
+                false,
+                Err(Cold::NotBash),
+            ),
+        ];
+        for (name, change, stdin, expected) in cases {
+            let mut spec = base();
+            change(&mut spec);
+            assert_eq!(eligibility(&spec, stdin), expected, "{name}");
+        }
+        // The network wins over the rest: a networked writable command is cold for its network.
+        let mut both = base();
+        both.profile = profile(&[Capability::Network, Capability::WorkspaceWrite]);
+        assert_eq!(eligibility(&both, true), Err(Cold::Networked));
+    }
+
+    #[test]
+    fn a_warm_sandbox_serves_only_a_spec_that_differs_in_its_command() {
+        // Positive control: another command line in the same sandbox is served.
+        let mut other_command = base();
+        other_command.command = vec![HOLD_PROGRAM.into(), "-c".into(), "ls -la".into()];
+        assert!(base().same_sandbox(&other_command));
+        assert!(base().same_sandbox(&base()));
+        type Change = fn(&mut BwrapSpec);
+        let changes: [(&str, Change); 16] = [
+            ("profile", |s| {
+                s.profile = profile(&[Capability::FilesystemRead]);
+            }),
+            ("cwd", |s| s.cwd = p("/work/proj/src")),
+            ("home", |s| s.home = p("/home/v")),
+            ("system", |s| {
+                s.system.push(SystemDir::Symlink {
+                    path: p("/bin"),
+                    target: p("usr/bin"),
+                });
+            }),
+            ("etc", |s| s.etc = Etc::Entries(vec![p("/etc/passwd")])),
+            ("toolchains", |s| s.toolchains.push(p("/opt/go"))),
+            ("roots", |s| {
+                s.roots.push(Bind {
+                    host: p("/work/lib"),
+                    mount: p("/work/lib"),
+                });
+            }),
+            ("staged", |s| s.staged = vec![overlay()]),
+            ("masks", |s| s.masks.push(Mask::Dir(p("/work/proj/.ssh")))),
+            ("env", |s| s.env.push(("LANG".into(), "C".into()))),
+            ("tmpfs", |s| s.tmpfs.tmp += 1),
+            ("scratch", |s| s.scratch = None),
+            ("git_config", |s| s.git_config = Some(p("/state/gitconfig"))),
+            ("env_named", |s| s.env_named.push("LANG".into())),
+            ("seccomp_fd", |s| s.seccomp_fd = 4),
+            ("network", |s| {
+                s.network = Some(NetworkSpec {
+                    resolv_conf: p("/state/resolv.conf"),
+                });
+            }),
+        ];
+        for (field, change) in changes {
+            let mut changed = base();
+            change(&mut changed);
+            assert!(!base().same_sandbox(&changed), "{field} changed");
+            assert!(
+                !changed.same_sandbox(&base()),
+                "{field} changed, the other way"
+            );
+        }
+    }
+
     #[test]
     fn the_message_counts_its_words_first() {
         let words: Vec<OsString> = vec!["a".into(), "bc".into()];
