@@ -605,6 +605,9 @@ mod tests {
     use spear_core::{Capability, CapabilitySet, ExecutionProfile};
     use std::path::PathBuf;
 
+    /// A change made to a spec by a table case.
+    type Change = fn(&mut BwrapSpec);
+
     fn p(s: &str) -> PathBuf {
         PathBuf::from(s)
     }
@@ -660,7 +663,6 @@ mod tests {
 
     #[test]
     fn only_a_closed_read_only_bash_command_without_stdin_waits_warm() {
-        type Change = fn(&mut BwrapSpec);
         let cases: [(&str, Change, bool, Result<(), Cold>); 8] = [
             ("as it is", |_| {}, false, Ok(())),
             (
@@ -721,7 +723,6 @@ mod tests {
         other_command.command = vec![HOLD_PROGRAM.into(), "-c".into(), "ls -la".into()];
         assert!(base().same_sandbox(&other_command));
         assert!(base().same_sandbox(&base()));
-        type Change = fn(&mut BwrapSpec);
         let changes: [(&str, Change); 16] = [
             ("profile", |s| {
                 s.profile = profile(&[Capability::FilesystemRead]);
@@ -757,11 +758,11 @@ mod tests {
             }),
         ];
         for (field, change) in changes {
-            let mut changed = base();
-            change(&mut changed);
-            assert!(!base().same_sandbox(&changed), "{field} changed");
+            let mut spec = base();
+            change(&mut spec);
+            assert!(!base().same_sandbox(&spec), "{field} changed");
             assert!(
-                !changed.same_sandbox(&base()),
+                !spec.same_sandbox(&base()),
                 "{field} changed, the other way"
             );
         }
