@@ -211,6 +211,9 @@ pub struct ToolRouter {
     /// The terminal's spec in this session, when it may ask for a wider sandbox: its schema has
     /// `sandbox_permissions` with exactly what may be asked for (see `crate::escalation`).
     terminal_spec: Option<ToolSpec>,
+    /// spear's state directory as spelled and as resolved when the router was made
+    /// ([`state_dirs`]): the paths no file tool may name. Resolved once, not on every call.
+    state_dirs: Vec<std::path::PathBuf>,
 }
 
 impl ToolRouter {
@@ -295,6 +298,7 @@ impl ToolRouter {
             grants: spear_runtime::grant::GrantAuthority::for_session()
                 .map_err(|e| RouterError::Grants(e.to_string()))?,
             terminal_spec,
+            state_dirs: states,
         })
     }
 
@@ -763,11 +767,10 @@ impl ToolRouter {
         // a file tool; commands naming them are refused by the classifier, and so are the tools.
         // And spear's own state (the audit log, the approval socket): no root may hold it (see
         // `ToolRouter::new`), and no path a tool names may lie in it.
-        let states = state_dirs(self.runner.config().state_dir.as_deref());
         for r in resolved.reads.iter().chain(&resolved.writes) {
             for loc in [&r.entry, &r.target] {
                 let host = ws.host_path(loc);
-                if states.iter().any(|s| host.starts_with(s)) {
+                if self.state_dirs.iter().any(|s| host.starts_with(s)) {
                     return Err(ToolResult::denied(&Refusal::spear_state(ws.label(loc))));
                 }
                 if names_credential_store(&host.to_string_lossy()) {
