@@ -3,7 +3,8 @@
 # to one core when taskset is available. Set SPEAR_BENCH_MS to change the time per measurement.
 #
 # - sandbox: `spear exec --auto -- /bin/true` against bare bwrap running /bin/true, interleaved;
-#   the ratio of medians.
+#   the ratio of medians; and, for context, `spear --version` against /bin/true (what starting
+#   spear's binary costs by itself).
 # - network path: a networked `/bin/true` against a closed one through CommandRunner; the ratio.
 # - tool router: read_file and write_file calls per second through the router (audit, checkpoints
 #   and the result store on), beside the bare WorkspaceFs operation.

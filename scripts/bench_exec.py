@@ -2,7 +2,10 @@
 """Times `spear exec --auto -- /bin/true` against bare bwrap running the same command.
 
 Runs are interleaved (bwrap, spear, bwrap, spear, ...) so that both see the same machine state;
-the figure is the ratio of medians. Usage: bench_exec.py SPEAR_BINARY WORKSPACE [RUNS]
+the figure is the ratio of medians. Beside it, the cost of starting spear's binary at all
+(`spear --version` against /bin/true), the part of the difference that is process start.
+
+Usage: bench_exec.py SPEAR_BINARY WORKSPACE [RUNS]
 """
 import statistics
 import subprocess
@@ -26,14 +29,23 @@ def once(argv):
     return elapsed
 
 
-for argv in (bare, ours):  # warm up caches
+# Context for the ratio: what starting spear's binary costs by itself (`spear --version`: the
+# loader, relocations, the runtime, argument parsing) beside starting /bin/true, interleaved too.
+start = [spear, "--version"]
+floor = ["/bin/true"]
+runs_of = {"bwrap": bare, "spear": ours, "start": start, "floor": floor}
+for argv in runs_of.values():  # warm up caches
     once(argv)
-times = {"bwrap": [], "spear": []}
+times = {name: [] for name in runs_of}
 for _ in range(runs):
-    times["bwrap"].append(once(bare))
-    times["spear"].append(once(ours))
-b = statistics.median(times["bwrap"]) * 1000
-s = statistics.median(times["spear"]) * 1000
+    for name, argv in runs_of.items():
+        times[name].append(once(argv))
+med = {name: statistics.median(t) * 1000 for name, t in times.items()}
+b, s = med["bwrap"], med["spear"]
 print(f"bare bwrap /bin/true:            median {b:7.2f} ms  ({runs} runs)")
 print(f"spear exec --auto -- /bin/true:  median {s:7.2f} ms  ({runs} runs)")
 print(f"ratio of medians: {s / b:.2f}x (aim: at most 1.5x)")
+print(
+    f"of the difference, starting spear's binary: spear --version {med['start']:.2f} ms "
+    f"against /bin/true {med['floor']:.2f} ms (+{med['start'] - med['floor']:.2f} ms)"
+)
