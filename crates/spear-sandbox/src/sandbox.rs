@@ -496,7 +496,8 @@ impl Sandbox {
     /// tree supervised and killed on timeout or cancellation, the cgroup removed; the outcome says
     /// which guarantees the run really had ([`RunOutcome::guarantees`]).
     pub fn run(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
-        build_argv(spec)?;
+        // No argv is built here to check `spec`: a spec exists only once its builder has checked
+        // that it builds, and the cold path builds it once, in `Launcher::prepare`.
         self.check_required(spec)?;
         self.ensure(spec)?;
         if spec.profile.network() {
