@@ -5,7 +5,7 @@
 # between two events, in the order they happen, and the median of the whole.
 #
 # Needs root (tracefs, uprobes) and a release build with symbols (the default profile keeps
-# line tables). The probes are removed on exit, whatever happens. Not a benchmark: the probes
+# line tables). The probes are removed, and tracing is put back as it was, whatever happens. Not a benchmark: the probes
 # cost a few microseconds each; use scripts/bench.sh for figures against bare bwrap.
 #
 # Usage: scripts/profile_exec.sh [RUNS]
@@ -20,8 +20,9 @@ trace=/sys/kernel/tracing
 cargo build --quiet --release -p spear-cli
 bin=$PWD/target/release/spear
 work=$(mktemp -d)
+tracing_was=$(cat "$trace/tracing_on")
 cleanup() {
-    echo 0 > "$trace/tracing_on" || true
+    echo "$tracing_was" > "$trace/tracing_on" || true
     echo 0 > "$trace/events/spear_profile/enable" 2> /dev/null || true
     for e in sched_process_exec sched_process_fork sched_process_exit; do
         echo 0 > "$trace/events/sched/$e/enable" || true
