@@ -5,8 +5,9 @@
 # between two events, in the order they happen, and the median of the whole.
 #
 # Needs root (tracefs, uprobes) and a release build with symbols (the default profile keeps
-# line tables). The probes are removed, and tracing is put back as it was, whatever happens. Not a benchmark: the probes
-# cost a few microseconds each; use scripts/bench.sh for figures against bare bwrap.
+# line tables). The probes are removed, and tracing is put back as it was, whatever happens.
+# Not a benchmark: the probes cost a few microseconds each; use scripts/bench.sh for figures
+# against bare bwrap.
 #
 # Usage: scripts/profile_exec.sh [RUNS]
 set -euo pipefail
