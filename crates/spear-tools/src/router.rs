@@ -112,13 +112,20 @@ impl RouterError {
 }
 
 /// spear's state directory as spelled and as the kernel resolves it (a link in its path), so that
-/// either spelling of a path inside it is recognised.
+/// either spelling of a path inside it is recognised. Resolved once, when a router is made: a
+/// directory not made yet is resolved through its nearest existing ancestor, so that one spear
+/// makes later (with `mkdir`, never a link) keeps the spelling it will have.
 fn state_dirs(state: Option<&std::path::Path>) -> Vec<std::path::PathBuf> {
     let Some(state) = state else {
         return Vec::new();
     };
     let mut dirs = vec![state.to_path_buf()];
-    if let Ok(real) = std::fs::canonicalize(state)
+    let resolved = state.ancestors().find_map(|existing| {
+        let real = std::fs::canonicalize(existing).ok()?;
+        let rest = state.strip_prefix(existing).ok()?;
+        Some(real.join(rest))
+    });
+    if let Some(real) = resolved
         && real != state
     {
         dirs.push(real);
@@ -1172,4 +1179,35 @@ pub fn random_id() -> String {
         let _ = write!(s, "{b:02x}");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::state_dirs;
+
+    #[test]
+    fn the_state_directory_is_known_by_both_spellings_made_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = real.with_file_name("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        // Made already, and not made yet (spear makes it after the router): both spellings.
+        std::fs::create_dir(real.join("made")).unwrap();
+        assert_eq!(
+            state_dirs(Some(&link.join("made"))),
+            [link.join("made"), real.join("made")]
+        );
+        assert_eq!(
+            state_dirs(Some(&link.join("later/spear"))),
+            [link.join("later/spear"), real.join("later/spear")]
+        );
+        // Positive control: a spelling without a link is the only one.
+        assert_eq!(
+            state_dirs(Some(&real.join("later/spear"))),
+            [real.join("later/spear")]
+        );
+        assert!(state_dirs(None).is_empty());
+    }
 }
