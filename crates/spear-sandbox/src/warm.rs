@@ -542,6 +542,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::spec::{Bind, Etc, Mask, NetworkSpec, Overlay, ScratchDirs, SystemDir, TmpfsSizes};
+    use spear_core::{Capability, CapabilitySet, ExecutionProfile};
+    use std::path::PathBuf;
     use std::process::{Command, Stdio};
 
     /// Runs the hold outside any sandbox, fed `message` on fd 5, and returns its exit code and
@@ -600,10 +603,6 @@ mod tests {
             );
         }
     }
-
-    use crate::spec::{Bind, Etc, Mask, NetworkSpec, Overlay, ScratchDirs, SystemDir, TmpfsSizes};
-    use spear_core::{Capability, CapabilitySet, ExecutionProfile};
-    use std::path::PathBuf;
 
     /// A change made to a spec by a table case.
     type Change = fn(&mut BwrapSpec);
