@@ -481,7 +481,8 @@ fn store_directories_are_0700_and_its_files_0600() {
             files += 1;
         }
     }
-    assert_eq!(files, 3, "two blobs and one manifest");
+    // The state after is kept as a hash only (undo compares it, never restores it).
+    assert_eq!(files, 2, "the blob of the state before and one manifest");
     assert!(dir.join("turns/t1.json").is_file());
 }
 
@@ -750,4 +751,45 @@ fn default_dir_is_keyed_by_the_primary_root() {
         CheckpointStore::default_dir(Some(Path::new("rel")), None, &fx.ws),
         None
     );
+}
+
+/// A turn's undo needs each path's state before the turn, not every version written during it:
+/// 50 writes of one file in a turn store one blob (the state before), and undo still restores it.
+/// Positive control: a second file's first write in the same turn adds its own blob.
+#[test]
+fn many_writes_of_one_file_in_a_turn_keep_one_blob() {
+    let fx = Fx::new();
+    fx.file("a.txt", b"original", 0o644);
+    fx.file("b.txt", b"other original", 0o644);
+    let blobs = || {
+        std::fs::read_dir(fx.base.join("state/ckpt/blobs"))
+            .unwrap()
+            .count()
+    };
+    let mut t = fx.turn("t1");
+    for i in 0..50 {
+        fx.write(&mut t, "a.txt", format!("version {i}").as_bytes());
+    }
+    assert_eq!(blobs(), 1, "one blob: a.txt as it was before the turn");
+    fx.write(&mut t, "b.txt", b"changed");
+    assert_eq!(blobs(), 2, "b.txt's state before is a blob of its own");
+    t.save().unwrap();
+    fx.store.undo_last(&fx.ws, &fx.fs).unwrap();
+    assert_eq!(fx.read("a.txt"), b"original");
+    assert_eq!(fx.read("b.txt"), b"other original");
+}
+
+/// Recording a turn of 20,000 new paths costs in proportion to them: every path is found by one
+/// lookup, and undo removes all of them.
+#[test]
+fn a_turn_of_twenty_thousand_paths_is_recorded_and_undone() {
+    let fx = Fx::new();
+    let mut t = fx.turn("t1");
+    for i in 0..20_000 {
+        fx.write(&mut t, &format!("d/f{i}"), b"x");
+    }
+    t.save().unwrap();
+    assert_eq!(std::fs::read_dir(fx.path("d")).unwrap().count(), 20_000);
+    fx.store.undo_last(&fx.ws, &fx.fs).unwrap();
+    assert!(!fx.path("d").exists());
 }

@@ -9,6 +9,7 @@
 //! a relative path that is not plain names, a root that is not absolute and a hash that is not
 //! 64 hex digits; the workspace layer refuses `..` again when it acts.
 
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -70,6 +71,10 @@ pub(crate) struct Manifest {
 pub struct TurnCheckpoint {
     pub(crate) path: PathBuf,
     pub(crate) manifest: Manifest,
+    /// Where each entry is in `manifest.entries`, by (root, relative path): finding an entry is
+    /// one lookup, so that recording a command that changed 200,000 paths costs in proportion to
+    /// them, not to their square.
+    index: HashMap<(PathBuf, PathBuf), usize>,
 }
 
 impl TurnCheckpoint {
@@ -86,6 +91,7 @@ impl TurnCheckpoint {
                 undone_ms: None,
                 entries: Vec::new(),
             },
+            index: HashMap::new(),
         }
     }
 
@@ -111,9 +117,15 @@ impl TurnCheckpoint {
             serde_json::from_slice(&bytes).map_err(|e| bad(format!("it is not valid: {e}")))?;
         let stem = path.file_stem().and_then(|s| s.to_str());
         validate(&manifest, stem).map_err(bad)?;
+        let mut index = HashMap::with_capacity(manifest.entries.len());
+        for (i, e) in manifest.entries.iter().enumerate() {
+            // The first entry of a path is the one every lookup found before the index.
+            index.entry((e.root.clone(), e.rel.clone())).or_insert(i);
+        }
         Ok(Some(TurnCheckpoint {
             path: path.to_path_buf(),
             manifest,
+            index,
         }))
     }
 
@@ -148,6 +160,10 @@ impl TurnCheckpoint {
         if self.find(root, &loc.rel).is_some() {
             return;
         }
+        self.index.insert(
+            (root.to_path_buf(), loc.rel.clone()),
+            self.manifest.entries.len(),
+        );
         self.manifest.entries.push(Entry {
             root: root.to_path_buf(),
             rel: loc.rel.clone(),
@@ -208,10 +224,11 @@ impl TurnCheckpoint {
     }
 
     fn find(&self, root: &Path, rel: &Path) -> Option<usize> {
-        self.manifest
-            .entries
-            .iter()
-            .position(|e| e.root == root && e.rel == rel)
+        // A lookup by borrowed parts would need a custom key type; the two allocations cost far
+        // less than the path comparisons of a scan.
+        self.index
+            .get(&(root.to_path_buf(), rel.to_path_buf()))
+            .copied()
     }
 }
 

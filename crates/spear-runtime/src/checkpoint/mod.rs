@@ -181,6 +181,18 @@ impl CheckpointStore {
         fs: &WorkspaceFs,
         loc: &Location,
     ) -> Result<EntryState, CheckpointError> {
+        self.state_of(fs, loc, Keep::Blob)
+    }
+
+    /// [`CheckpointStore::read_state`] with or without storing a file's content: a state only
+    /// ever compared (a turn's state after, a path already captured) needs its hash, not a blob,
+    /// so that 200 writes of one file in a turn store one blob and not 200.
+    fn state_of(
+        &self,
+        fs: &WorkspaceFs,
+        loc: &Location,
+        keep: Keep,
+    ) -> Result<EntryState, CheckpointError> {
         let label = || loc.rel.to_string_lossy().into_owned();
         match fs.entry_kind(loc)? {
             None => return Ok(EntryState::Absent),
@@ -200,7 +212,10 @@ impl CheckpointStore {
             Ok(Some(Node::File { mode, bytes })) => Ok(EntryState::File {
                 mode,
                 size: bytes.len() as u64,
-                hash: self.put_blob(&bytes)?,
+                hash: match keep {
+                    Keep::Blob => self.put_blob(&bytes)?,
+                    Keep::HashOnly => sha256_hex(&bytes),
+                },
             }),
             Ok(Some(Node::Symlink { target })) => Ok(EntryState::Symlink {
                 target: PathBuf::from(target),
@@ -266,7 +281,13 @@ impl CheckpointStore {
         fs: &WorkspaceFs,
         loc: &Location,
     ) -> Result<EntryState, CheckpointError> {
-        let state = self.read_state(fs, loc)?;
+        // The first capture wins: a path already captured needs no second blob.
+        let keep = if turn.before(ws, loc).is_some() {
+            Keep::HashOnly
+        } else {
+            Keep::Blob
+        };
+        let state = self.state_of(fs, loc, keep)?;
         for parent in fs.missing_parents(loc)?.iter().rev() {
             turn.note_before(ws, parent, EntryState::Absent);
         }
@@ -284,13 +305,14 @@ impl CheckpointStore {
         fs: &WorkspaceFs,
         loc: &Location,
     ) -> Result<EntryState, CheckpointError> {
+        // A state after is only ever compared with what undo finds: its hash is enough.
         for parent in parents(loc) {
             if turn.before(ws, &parent) == Some(&EntryState::Absent) {
-                let now = self.read_state(fs, &parent)?;
+                let now = self.state_of(fs, &parent, Keep::HashOnly)?;
                 turn.note_after(ws, &parent, now);
             }
         }
-        let state = self.read_state(fs, loc)?;
+        let state = self.state_of(fs, loc, Keep::HashOnly)?;
         turn.note_after(ws, loc, state.clone());
         Ok(state)
     }
@@ -386,6 +408,15 @@ impl CheckpointStore {
     fn turns_dir(&self) -> PathBuf {
         self.dir.join("turns")
     }
+}
+
+/// Whether reading a state stores a file's content as a blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Stored: the state may be restored.
+    Blob,
+    /// Hashed only: the state is only compared.
+    HashOnly,
 }
 
 /// The order of turns: sequence number, then creation time, then id.

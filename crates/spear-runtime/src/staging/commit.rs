@@ -96,8 +96,12 @@ impl CommitReport {
     /// Adds what the commit did to the command's result: changed paths, and reasons for what
     /// was refused, kept aside or could not be applied (which also fail the result).
     pub fn apply_to(&self, result: &mut ToolResult) {
+        // A set, not `Vec::contains`: a command that changed 200,000 paths must not cost their
+        // square here.
+        let mut seen: std::collections::HashSet<String> =
+            result.changed_paths.iter().cloned().collect();
         for label in &self.changed {
-            if !result.changed_paths.contains(label) {
+            if seen.insert(label.clone()) {
                 result.changed_paths.push(label.clone());
             }
         }
