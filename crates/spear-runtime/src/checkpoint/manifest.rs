@@ -71,10 +71,10 @@ pub(crate) struct Manifest {
 pub struct TurnCheckpoint {
     pub(crate) path: PathBuf,
     pub(crate) manifest: Manifest,
-    /// Where each entry is in `manifest.entries`, by (root, relative path): finding an entry is
-    /// one lookup, so that recording a command that changed 200,000 paths costs in proportion to
-    /// them, not to their square.
-    index: HashMap<(PathBuf, PathBuf), usize>,
+    /// Where each entry is in `manifest.entries`, by root and relative path: finding an entry is
+    /// one lookup (by borrowed paths), so that recording a command that changed 200,000 paths
+    /// costs in proportion to them, not to their square.
+    index: HashMap<PathBuf, HashMap<PathBuf, usize>>,
 }
 
 impl TurnCheckpoint {
@@ -117,10 +117,14 @@ impl TurnCheckpoint {
             serde_json::from_slice(&bytes).map_err(|e| bad(format!("it is not valid: {e}")))?;
         let stem = path.file_stem().and_then(|s| s.to_str());
         validate(&manifest, stem).map_err(bad)?;
-        let mut index = HashMap::with_capacity(manifest.entries.len());
+        let mut index: HashMap<PathBuf, HashMap<PathBuf, usize>> = HashMap::new();
         for (i, e) in manifest.entries.iter().enumerate() {
             // The first entry of a path is the one every lookup found before the index.
-            index.entry((e.root.clone(), e.rel.clone())).or_insert(i);
+            index
+                .entry(e.root.clone())
+                .or_default()
+                .entry(e.rel.clone())
+                .or_insert(i);
         }
         Ok(Some(TurnCheckpoint {
             path: path.to_path_buf(),
@@ -160,10 +164,10 @@ impl TurnCheckpoint {
         if self.find(root, &loc.rel).is_some() {
             return;
         }
-        self.index.insert(
-            (root.to_path_buf(), loc.rel.clone()),
-            self.manifest.entries.len(),
-        );
+        self.index
+            .entry(root.to_path_buf())
+            .or_default()
+            .insert(loc.rel.clone(), self.manifest.entries.len());
         self.manifest.entries.push(Entry {
             root: root.to_path_buf(),
             rel: loc.rel.clone(),
@@ -224,11 +228,7 @@ impl TurnCheckpoint {
     }
 
     fn find(&self, root: &Path, rel: &Path) -> Option<usize> {
-        // A lookup by borrowed parts would need a custom key type; the two allocations cost far
-        // less than the path comparisons of a scan.
-        self.index
-            .get(&(root.to_path_buf(), rel.to_path_buf()))
-            .copied()
+        self.index.get(root)?.get(rel).copied()
     }
 }
 
