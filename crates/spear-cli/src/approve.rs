@@ -37,7 +37,7 @@ pub struct Args {
 const POLL: Duration = Duration::from_millis(100);
 
 /// Lists, allows or refuses; returns the exit status.
-pub fn run(args: &Args) -> Result<i32, String> {
+pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
     if let Some(id) = &args.id
         && !is_valid_id(id)
     {
@@ -46,7 +46,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
             spear_policy::make_visible(id)
         ));
     }
-    let dir = socket_dir(&crate::state::state_dir()?);
+    let dir = socket_dir(&crate::state::state_dir(host)?);
     let deadline = Instant::now() + Duration::from_secs(args.wait);
     let pending = loop {
         let pending = pending_in(&dir);

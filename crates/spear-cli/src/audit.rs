@@ -11,8 +11,8 @@ pub struct Args {
 }
 
 /// Prints the log (one JSON record a line); returns the exit status.
-pub fn run(args: &Args) -> Result<i32, String> {
-    let path = crate::state::audit_path()?;
+pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
+    let path = crate::state::audit_path(host)?;
     if !path.exists() {
         eprintln!("spear: no audit log yet at {}", path.display());
         return Ok(0);

@@ -64,9 +64,9 @@ struct Report<'a> {
 }
 
 /// Runs `spear classify`; returns the exit status.
-pub fn run(args: &Args) -> Result<i32, ClassifyError> {
+pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, ClassifyError> {
     let script = read_script(args)?;
-    let ctx = Context::open(&args.workspace)?;
+    let ctx = Context::open(&args.workspace, host)?;
     let cwd = ctx.policy.workspace().launch_dir().to_path_buf();
     let assessment = ctx.policy.classify_script(&script, &cwd);
     let decisions: Vec<(ExecutionMode, Decision)> = ExecutionMode::ALL

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use spear_policy::limits::{LimitError, LimitFlags, Limits, OperatorLimits};
 use spear_policy::{CommandPolicy, OperatorConfig, PolicyConfig, WorkspacePolicyFile};
+use spear_runtime::HostSnapshot;
 use spear_workspace::{Workspace, WorkspaceConfig};
 
 /// Flags shared by the subcommands that need a workspace.
@@ -29,7 +30,7 @@ pub struct WorkspaceArgs {
 pub enum ContextError {
     /// The current directory is unusable.
     #[error("cannot determine the current directory: {0}")]
-    Cwd(std::io::Error),
+    Cwd(String),
     /// The workspace cannot be opened.
     #[error(transparent)]
     Workspace(#[from] spear_workspace::WorkspaceError),
@@ -71,19 +72,25 @@ pub struct Context {
 
 impl Context {
     /// Opens the workspace and loads the operator's and the workspace's configuration.
-    pub fn open(args: &WorkspaceArgs) -> Result<Self, ContextError> {
-        Context::open_with_env(args, &[])
+    pub fn open(args: &WorkspaceArgs, host: &HostSnapshot) -> Result<Self, ContextError> {
+        Context::open_with_env(args, &[], host)
     }
 
     /// [`Context::open`], with `--env` names passed into every sandbox besides `[env] pass`.
-    pub fn open_with_env(args: &WorkspaceArgs, env: &[String]) -> Result<Self, ContextError> {
+    /// Everything of the host it depends on (the environment, the current directory) comes from
+    /// `host`.
+    pub fn open_with_env(
+        args: &WorkspaceArgs,
+        env: &[String],
+        host: &HostSnapshot,
+    ) -> Result<Self, ContextError> {
         // One reading of HOME for every check below and for the runner ([`spear_runtime::host_dirs`]).
-        let home = spear_runtime::host_dirs::host_home()?;
+        let home = spear_runtime::host_dirs::host_home(host)?;
+        let xdg_config = spear_runtime::host_dirs::host_xdg_config_home(host)?;
         let config_path = if let Some(path) = &args.config {
             Some(path.clone())
         } else {
-            let xdg = spear_runtime::host_dirs::host_xdg_config_home()?;
-            OperatorConfig::default_path(xdg.as_deref(), home.as_deref())
+            OperatorConfig::default_path(xdg_config.as_deref(), home.as_deref())
         };
         let operator = match &config_path {
             Some(path) => OperatorConfig::load(path)?,
@@ -109,13 +116,13 @@ impl Context {
         })?;
         let launch = match &args.workspace {
             Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(ContextError::Cwd)?,
+            None => host
+                .cwd()
+                .map_err(|e| ContextError::Cwd(e.to_owned()))?
+                .to_path_buf(),
         };
-        let mut ws_config = WorkspaceConfig::new(&launch).with_identity_mount_env(
-            std::env::var("SPEAR_SANDBOX_IDENTITY_MOUNT")
-                .ok()
-                .as_deref(),
-        );
+        let mut ws_config = WorkspaceConfig::new(&launch)
+            .with_identity_mount_env(host.var("SPEAR_SANDBOX_IDENTITY_MOUNT"));
         ws_config.single_root = args.single_root;
         ws_config.allow_absolute_paths = args.allow_absolute_paths;
         ws_config.extra_roots = operator
@@ -129,6 +136,7 @@ impl Context {
             tracing::warn!("workspace root {} dropped: {why}", root.display());
         }
         let mut config = PolicyConfig::new(home.clone()).with_operator(&operator);
+        config.xdg_config_home = xdg_config;
         config.named_paths = config
             .named_paths
             .iter()
@@ -139,7 +147,7 @@ impl Context {
         }
         // The runner's configuration comes first: the policy judges paths by what the sandboxes
         // that configuration builds will show.
-        let mut runner = build_runner_config(&operator.network.allow)?;
+        let mut runner = build_runner_config(&operator.network.allow, host)?;
         config.state_dir.clone_from(&runner.state_dir);
         runner.env_pass = operator
             .env
@@ -186,8 +194,9 @@ impl Context {
 /// The runner configuration from the host and the operator's `[network] allow` entries.
 fn build_runner_config(
     network_allow: &[String],
+    host: &HostSnapshot,
 ) -> Result<spear_runtime::RunnerConfig, ContextError> {
-    let mut config = spear_runtime::RunnerConfig::from_host();
+    let mut config = spear_runtime::RunnerConfig::from_snapshot(host);
     config.sandbox.persist_preflight = true;
     config.sandbox.network.allow = network_allow
         .iter()

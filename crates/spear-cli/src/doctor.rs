@@ -68,19 +68,19 @@ fn guarantee_rows(sandbox: &Sandbox) -> Vec<GuaranteeRow> {
 }
 
 /// Runs `spear doctor`; exit status 0 when every required mechanism is usable, 1 otherwise.
-pub fn run(args: &Args) -> i32 {
+pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
     let sandbox = Sandbox::new(SandboxConfig::default());
     let mut found = probe_mechanisms(&sandbox);
     found.push(rlimits_row(&spear_sandbox::ResourceLimits::default()));
-    found.push(staging_preflight());
+    found.push(staging_preflight(host));
     found.push(session_area());
-    found.push(git_identity());
+    found.push(git_identity(host));
     if !args.no_network {
-        found.push(network_preflight());
+        found.push(network_preflight(host));
     }
     let ready = found.iter().all(|m| m.usable || !m.required);
     let guarantees = guarantee_rows(&sandbox);
-    let (web, config_path) = web_report(args);
+    let (web, config_path) = web_report(args, host);
     if args.json {
         let report = Report {
             ready,
@@ -142,10 +142,13 @@ fn network_state(args: &Args, found: &[Mechanism]) -> &'static str {
 /// The web pair as a session would have it: the operator's `[web]` (a configuration that cannot
 /// be read or used is reported here, not fatal), one fetcher built from it, `--no-network`. Also
 /// the configuration file's path, for the advice.
-fn web_report(args: &Args) -> (spear_tools::WebReport, Option<String>) {
+fn web_report(
+    args: &Args,
+    host: &spear_runtime::HostSnapshot,
+) -> (spear_tools::WebReport, Option<String>) {
     let path = args.config.clone().or_else(|| {
-        let home = spear_runtime::host_dirs::host_home().ok().flatten();
-        let xdg = spear_runtime::host_dirs::host_xdg_config_home()
+        let home = spear_runtime::host_dirs::host_home(host).ok().flatten();
+        let xdg = spear_runtime::host_dirs::host_xdg_config_home(host)
             .ok()
             .flatten();
         spear_policy::OperatorConfig::default_path(xdg.as_deref(), home.as_deref())
@@ -240,14 +243,14 @@ fn rlimits_row(limits: &spear_sandbox::ResourceLimits) -> Mechanism {
 
 /// The staging of writable commands, for real: a writable `/bin/true` in a scratch workspace,
 /// its root seen through an overlay whose upper layer is in spear's staging directory.
-fn staging_preflight() -> Mechanism {
+fn staging_preflight(host: &spear_runtime::HostSnapshot) -> Mechanism {
     let outcome = tempfile::tempdir()
         .map_err(|e| e.to_string())
         .and_then(|dir| {
             let mut wc = WorkspaceConfig::new(dir.path());
             wc.single_root = true;
             let ws = Arc::new(Workspace::open(&wc).map_err(|e| e.to_string())?);
-            let config = RunnerConfig::from_host();
+            let config = RunnerConfig::from_snapshot(host);
             let copies = spear_runtime::staging::Staging::create(&config.staging, &ws)
                 .map_err(|e| e.to_string())?
                 .copies();
@@ -329,8 +332,8 @@ fn session_area() -> Mechanism {
 }
 
 /// The git identity commits in the sandbox carry: the host's `user.name` and `user.email`.
-fn git_identity() -> Mechanism {
-    let config = RunnerConfig::from_host();
+fn git_identity(host: &spear_runtime::HostSnapshot) -> Mechanism {
+    let config = RunnerConfig::from_snapshot(host);
     let id = &config.git_identity;
     let usable = id.name.is_some() && id.email.is_some();
     let detail = match (&id.name, &id.email) {
@@ -349,14 +352,14 @@ fn git_identity() -> Mechanism {
 }
 
 /// The network preflight, for real: a networked `/bin/true` in a scratch workspace.
-fn network_preflight() -> Mechanism {
+fn network_preflight(host: &spear_runtime::HostSnapshot) -> Mechanism {
     let outcome = tempfile::tempdir()
         .map_err(|e| e.to_string())
         .and_then(|dir| {
             let mut wc = WorkspaceConfig::new(dir.path());
             wc.single_root = true;
             let ws = Workspace::open(&wc).map_err(|e| e.to_string())?;
-            let runner = CommandRunner::new(Arc::new(ws), RunnerConfig::from_host());
+            let runner = CommandRunner::new(Arc::new(ws), RunnerConfig::from_snapshot(host));
             runner.ensure_network().map_err(|e| e.to_string())
         });
     let (usable, detail, fix) = match outcome {

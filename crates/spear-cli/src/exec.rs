@@ -51,7 +51,7 @@ pub struct Args {
 /// same gates, the same audit record, changed paths and checkpoint (`spear undo` undoes it), in a
 /// turn of its own. Only the front is the CLI's: the argv or script, spear's stdin, the terminal
 /// confirmer, the output printed whole.
-pub fn run(args: &Args) -> Result<i32, String> {
+pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
     if args.mode.no_network {
         eprintln!("spear: --no-network: commands get loopback only, in every mode");
     }
@@ -63,13 +63,14 @@ pub fn run(args: &Args) -> Result<i32, String> {
         Some(token) => Some(spear_tools::PresentedGrant {
             token: token.clone(),
             authority: std::sync::Arc::new(
-                spear_runtime::grant::GrantAuthority::for_operator(&crate::state::state_dir()?)
+                spear_runtime::grant::GrantAuthority::for_operator(&crate::state::state_dir(host)?)
                     .map_err(|e| e.to_string())?,
             ),
         }),
         None => None,
     };
     let mut router = crate::session::open(&crate::session::SessionArgs {
+        host,
         workspace: &args.workspace,
         mode: ask.as_ref().unwrap_or(&args.mode),
         limits: &args.limits,

@@ -45,7 +45,8 @@ pub struct Args {
 /// classification, profile, working directory and its identity, write targets and theirs), and
 /// the grant binds all of that: it runs that command there once, and nothing else anywhere.
 pub fn run(args: &Args) -> Result<i32, String> {
-    let state = crate::state::state_dir()?;
+    let host = spear_runtime::HostSnapshot::of_process();
+    let state = crate::state::state_dir(&host)?;
     if args.rotate {
         let key = spear_runtime::grant::rotate_user_key(&state).map_err(|e| e.to_string())?;
         eprintln!(
@@ -69,8 +70,11 @@ pub fn run(args: &Args) -> Result<i32, String> {
     if let Some(dir) = &args.cwd {
         std::env::set_current_dir(dir).map_err(|e| format!("--cwd {}: {e}", dir.display()))?;
     }
+    // The host as the command would see it: from the directory `--cwd` named.
+    let host = spear_runtime::HostSnapshot::of_process();
     let authority = GrantAuthority::for_operator(&state).map_err(|e| e.to_string())?;
     let router = crate::session::open(&crate::session::SessionArgs {
+        host: &host,
         workspace: &args.workspace,
         mode: &ModeArgs::ask(args.no_network),
         limits: &LimitArgs::default(),

@@ -65,15 +65,18 @@ fn main() -> ExitCode {
             return exit(code);
         }
     };
+    // The one reading of this process's environment and current directory: everything below
+    // takes the host from here.
+    let host = spear_runtime::HostSnapshot::of_process();
     let result = match cli.command {
-        Command::Exec(args) => exec::run(&args),
-        Command::Classify(args) => classify::run(&args).map_err(|e| e.to_string()),
-        Command::Doctor(args) => Ok(doctor::run(&args)),
-        Command::Tool(args) => tool::run(&args),
-        Command::Mcp(args) => mcp::run(&args),
-        Command::Approve(args) => approve::run(&args),
-        Command::Audit(args) => audit::run(&args),
-        Command::Undo(args) => undo::run(&args),
+        Command::Exec(args) => exec::run(&args, &host),
+        Command::Classify(args) => classify::run(&args, &host).map_err(|e| e.to_string()),
+        Command::Doctor(args) => Ok(doctor::run(&args, &host)),
+        Command::Tool(args) => tool::run(&args, &host),
+        Command::Mcp(args) => mcp::run(&args, &host),
+        Command::Approve(args) => approve::run(&args, &host),
+        Command::Audit(args) => audit::run(&args, &host),
+        Command::Undo(args) => undo::run(&args, &host),
         Command::Grant(args) => grant::run(&args),
     };
     match result {

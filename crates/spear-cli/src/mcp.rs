@@ -35,8 +35,9 @@ pub struct Args {
 
 /// Serves until the client closes stdin or a signal arrives. stdout carries only protocol
 /// messages; this and every log line go to stderr.
-pub fn run(args: &Args) -> Result<i32, String> {
+pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
     let router = crate::session::open(&crate::session::SessionArgs {
+        host,
         workspace: &args.workspace,
         mode: &args.mode,
         limits: &args.limits,
@@ -65,7 +66,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
         )
     );
     let (channel, approvals) = if args.mode.mode() == ExecutionMode::Ask {
-        approval_channel(router.session(), args.approval_wait)
+        approval_channel(host, router.session(), args.approval_wait)
     } else {
         (None, None)
     };
@@ -85,6 +86,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
 /// The approval channel of an ASK server, in spear's state directory: without one (no state
 /// directory, one that is not private), what a client cannot ask about is cancelled, as before.
 fn approval_channel(
+    host: &spear_runtime::HostSnapshot,
     session: &str,
     wait: u64,
 ) -> (
@@ -92,7 +94,7 @@ fn approval_channel(
     Option<spear_mcp::server::ApprovalWait>,
 ) {
     use spear_mcp::approvals::{ApprovalChannel, Approvals, socket_dir};
-    let state = match crate::state::state_dir() {
+    let state = match crate::state::state_dir(host) {
         Ok(state) => state,
         Err(e) => {
             eprintln!("spear mcp: no `spear approve` channel: {e}");

@@ -14,6 +14,8 @@ use crate::mode_args::ModeArgs;
 // Each bool is one independent choice of the subcommand that opens the session.
 #[allow(clippy::struct_excessive_bools)]
 pub struct SessionArgs<'a> {
+    /// The host the call comes from (its environment and current directory).
+    pub host: &'a spear_runtime::HostSnapshot,
     /// The workspace flags.
     pub workspace: &'a WorkspaceArgs,
     /// The mode flags.
@@ -42,7 +44,8 @@ pub struct SessionArgs<'a> {
 
 /// Opens a router over the workspace with every store on and no confirmer set.
 pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
-    let ctx = Context::open_with_env(args.workspace, args.env).map_err(|e| e.to_string())?;
+    let ctx =
+        Context::open_with_env(args.workspace, args.env, args.host).map_err(|e| e.to_string())?;
     // Limits out of bounds are refused here, before the session serves anything.
     let limits = ctx
         .limits(&args.limits.flags())
@@ -89,13 +92,13 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
         router_config.limits.preview_chars = usize::MAX;
     }
     let stores = RouterStores {
-        audit: Some(crate::state::audit()?),
+        audit: Some(crate::state::audit(args.host)?),
         results: if args.whole_output {
             None
         } else {
-            Some(crate::state::results(&router_config.session)?)
+            Some(crate::state::results(args.host, &router_config.session)?)
         },
-        checkpoints: Some(crate::state::checkpoints(policy.workspace())?),
+        checkpoints: Some(crate::state::checkpoints(args.host, policy.workspace())?),
     };
     ToolRouter::new(
         ToolRegistry::coding(),

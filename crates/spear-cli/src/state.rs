@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use spear_runtime::HostSnapshot;
 use spear_runtime::audit::AuditLogger;
 use spear_runtime::checkpoint::CheckpointStore;
 use spear_runtime::result_store::ResultStore;
@@ -10,16 +11,16 @@ use spear_workspace::Workspace;
 
 /// `$XDG_STATE_HOME` and `$HOME`, in the one normal form every part of spear uses
 /// ([`spear_runtime::host_dirs`]).
-pub fn dirs() -> Result<(Option<PathBuf>, Option<PathBuf>), String> {
-    let xdg = spear_runtime::host_dirs::host_xdg_state_home().map_err(|e| e.to_string())?;
-    let home = spear_runtime::host_dirs::host_home().map_err(|e| e.to_string())?;
+pub fn dirs(host: &HostSnapshot) -> Result<(Option<PathBuf>, Option<PathBuf>), String> {
+    let xdg = spear_runtime::host_dirs::host_xdg_state_home(host).map_err(|e| e.to_string())?;
+    let home = spear_runtime::host_dirs::host_home(host).map_err(|e| e.to_string())?;
     Ok((xdg, home))
 }
 
 /// spear's state directory: `$XDG_STATE_HOME/spear`, or `~/.local/state/spear`. It holds the
 /// grant key and the record of used grants; no sandbox and no file tool sees it.
-pub fn state_dir() -> Result<PathBuf, String> {
-    let (xdg, home) = dirs()?;
+pub fn state_dir(host: &HostSnapshot) -> Result<PathBuf, String> {
+    let (xdg, home) = dirs(host)?;
     match (xdg, home) {
         (Some(x), _) => Ok(x.join("spear")),
         (None, Some(h)) => Ok(h.join(".local/state/spear")),
@@ -31,31 +32,31 @@ pub fn state_dir() -> Result<PathBuf, String> {
 }
 
 /// The audit log's path.
-pub fn audit_path() -> Result<PathBuf, String> {
-    let (xdg, home) = dirs()?;
+pub fn audit_path(host: &HostSnapshot) -> Result<PathBuf, String> {
+    let (xdg, home) = dirs(host)?;
     spear_runtime::audit::default_path(xdg.as_deref(), home.as_deref()).ok_or_else(|| {
         "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep its audit log".into()
     })
 }
 
 /// The audit logger.
-pub fn audit() -> Result<AuditLogger, String> {
-    let path = audit_path()?;
+pub fn audit(host: &HostSnapshot) -> Result<AuditLogger, String> {
+    let path = audit_path(host)?;
     AuditLogger::open(&path)
         .map_err(|e| format!("the audit log {} cannot be opened: {e}", path.display()))
 }
 
 /// The result store of `session`.
-pub fn results(session: &str) -> Result<ResultStore, String> {
-    let (xdg, home) = dirs()?;
+pub fn results(host: &HostSnapshot, session: &str) -> Result<ResultStore, String> {
+    let (xdg, home) = dirs(host)?;
     let base = spear_runtime::result_store::default_base(xdg.as_deref(), home.as_deref())
         .ok_or("neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep outputs")?;
     ResultStore::open(&base, session).map_err(|e| format!("the result store cannot be opened: {e}"))
 }
 
 /// The checkpoint store of `ws`.
-pub fn checkpoints(ws: &Workspace) -> Result<CheckpointStore, String> {
-    let (xdg, home) = dirs()?;
+pub fn checkpoints(host: &HostSnapshot, ws: &Workspace) -> Result<CheckpointStore, String> {
+    let (xdg, home) = dirs(host)?;
     let dir = CheckpointStore::default_dir(xdg.as_deref(), home.as_deref(), ws).ok_or(
         "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep checkpoints",
     )?;

@@ -39,7 +39,7 @@ pub struct Args {
 }
 
 /// Runs `spear tool`; returns the exit status (as `spear exec`'s).
-pub fn run(args: &Args) -> Result<i32, String> {
+pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
     let call_args: serde_json::Value =
         serde_json::from_str(&args.json).map_err(|e| format!("--args is not valid JSON: {e}"))?;
     if args.mode.no_network {
@@ -47,6 +47,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
     }
     // One call, then the process exits: a job would die with it.
     let mut router = crate::session::open(&crate::session::SessionArgs {
+        host,
         workspace: &args.workspace,
         mode: &args.mode,
         limits: &args.limits,

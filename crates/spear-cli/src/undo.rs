@@ -11,10 +11,10 @@ pub struct Args {
 }
 
 /// Undoes the last turn; returns 0 when restored, 1 on a conflict (nothing restored).
-pub fn run(args: &Args) -> Result<i32, String> {
-    let ctx = Context::open(&args.workspace).map_err(|e| e.to_string())?;
+pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
+    let ctx = Context::open(&args.workspace, host).map_err(|e| e.to_string())?;
     let ws = ctx.policy.workspace();
-    let store = crate::state::checkpoints(ws)?;
+    let store = crate::state::checkpoints(host, ws)?;
     let fs = ws
         .fs()
         .map_err(|e| format!("the workspace cannot be opened: {e}"))?;
@@ -32,8 +32,8 @@ pub fn run(args: &Args) -> Result<i32, String> {
                 .chain(&report.removed)
                 .cloned()
                 .collect();
-            if let Err(e) =
-                crate::state::audit().and_then(|log| log.log(&record).map_err(|e| e.to_string()))
+            if let Err(e) = crate::state::audit(host)
+                .and_then(|log| log.log(&record).map_err(|e| e.to_string()))
             {
                 eprintln!(
                     "spear: the undo was done, but its audit record could not be written: {e}"

@@ -282,6 +282,9 @@ pub struct PolicyConfig {
     /// spear's own state directory (audit log, checkpoints, the `spear approve` sockets): no
     /// command may read or search in it, whatever the mode and whatever the operator named.
     pub state_dir: Option<PathBuf>,
+    /// The operator's `XDG_CONFIG_HOME` (absolute, or `None`): where git's global configuration
+    /// may live besides `~/.gitconfig`, for [`crate::GitIndirections`].
+    pub xdg_config_home: Option<PathBuf>,
 }
 
 impl PolicyConfig {
@@ -294,6 +297,7 @@ impl PolicyConfig {
             targets: TargetRules::default(),
             required: GuaranteeSet::EMPTY,
             state_dir: None,
+            xdg_config_home: None,
         }
     }
 

@@ -138,10 +138,10 @@ impl CommandPolicy {
     /// A judge of git's indirections for this workspace's user (global configuration under the
     /// operator's home). Its cache lives as long as it does: make one per batch of changes.
     pub fn git_indirections(&self) -> GitIndirections {
-        let xdg = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute());
-        GitIndirections::new(self.config.home.clone(), xdg)
+        GitIndirections::new(
+            self.config.home.clone(),
+            self.config.xdg_config_home.clone(),
+        )
     }
 
     /// The target policy on one change a command staged (or a tool makes): the protected names

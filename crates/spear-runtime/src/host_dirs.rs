@@ -1,4 +1,4 @@
-//! The host directories spear reads from its environment (`HOME`, `XDG_STATE_HOME`,
+//! The host directories spear reads from a call's environment ([`HostSnapshot`]) (`HOME`, `XDG_STATE_HOME`,
 //! `XDG_CONFIG_HOME`), read in one place and in one normal form.
 //!
 //! Attack (and accident) stopped: a `HOME` spelled `/root/../root` or `/home/u/.` compared
@@ -11,8 +11,10 @@
 //! parent of a symlink's target is what `cd "$HOME"` reaches), never folded lexically, which
 //! could name another directory.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
+
+use crate::host::HostSnapshot;
 
 /// A host directory variable that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -102,24 +104,19 @@ pub fn host_dir(
     }
 }
 
-/// This process's `HOME`, in normal form ([`host_dir`]).
-pub fn host_home() -> Result<Option<PathBuf>, HostDirError> {
-    host_dir("HOME", std::env::var_os("HOME").as_deref(), true)
+/// The snapshot's `HOME`, in normal form ([`host_dir`]).
+pub fn host_home(host: &HostSnapshot) -> Result<Option<PathBuf>, HostDirError> {
+    host_dir("HOME", host.var_os("HOME"), true)
 }
 
-/// This process's `XDG_STATE_HOME`, in normal form; a relative one is ignored.
-pub fn host_xdg_state_home() -> Result<Option<PathBuf>, HostDirError> {
-    xdg("XDG_STATE_HOME")
+/// The snapshot's `XDG_STATE_HOME`, in normal form; a relative one is ignored.
+pub fn host_xdg_state_home(host: &HostSnapshot) -> Result<Option<PathBuf>, HostDirError> {
+    host_dir("XDG_STATE_HOME", host.var_os("XDG_STATE_HOME"), false)
 }
 
-/// This process's `XDG_CONFIG_HOME`, in normal form; a relative one is ignored.
-pub fn host_xdg_config_home() -> Result<Option<PathBuf>, HostDirError> {
-    xdg("XDG_CONFIG_HOME")
-}
-
-fn xdg(name: &'static str) -> Result<Option<PathBuf>, HostDirError> {
-    let value: Option<OsString> = std::env::var_os(name);
-    host_dir(name, value.as_deref(), false)
+/// The snapshot's `XDG_CONFIG_HOME`, in normal form; a relative one is ignored.
+pub fn host_xdg_config_home(host: &HostSnapshot) -> Result<Option<PathBuf>, HostDirError> {
+    host_dir("XDG_CONFIG_HOME", host.var_os("XDG_CONFIG_HOME"), false)
 }
 
 /// spear's state directory (audit log, checkpoints, stored outputs, staging, the approval
@@ -127,15 +124,6 @@ fn xdg(name: &'static str) -> Result<Option<PathBuf>, HostDirError> {
 /// `$HOME/.local/state/spear`; `None` when neither is absolute. Pure.
 pub fn spear_state_dir(xdg_state_home: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
     crate::checkpoint::state_base(xdg_state_home, home).map(|b| b.join("spear"))
-}
-
-/// This process's spear state directory ([`spear_state_dir`] of [`host_xdg_state_home`] and
-/// [`host_home`]).
-pub fn host_spear_state_dir() -> Result<Option<PathBuf>, HostDirError> {
-    Ok(spear_state_dir(
-        host_xdg_state_home()?.as_deref(),
-        host_home()?.as_deref(),
-    ))
 }
 
 /// Whether `path` is already in the normal form [`host_dir`] returns for a plain spelling.

@@ -18,6 +18,7 @@ pub mod audit;
 pub mod checkpoint;
 mod evidence;
 pub mod grant;
+pub mod host;
 pub mod host_dirs;
 pub mod identity;
 mod jobs;
@@ -29,6 +30,7 @@ pub mod scratch;
 pub mod staging;
 
 pub use evidence::{EVIDENCE_KEPT, Evidence, EvidenceLog, Verdict, verdict};
+pub use host::HostSnapshot;
 pub use jobs::{DEFAULT_JOB_BUFFER, DEFAULT_MAX_JOBS, Job, JobError, JobRead, Jobs, Taken};
 pub use prepared::{GrantCheck, PrepareError, PrepareOptions, PreparedProcess};
 pub use runner::{

@@ -17,6 +17,7 @@ use spear_sandbox::{
 };
 use spear_workspace::Workspace;
 
+use crate::host::HostSnapshot;
 use crate::identity::GitIdentity;
 use crate::scratch::{DEFAULT_SESSION_CAP, SessionScratch};
 use crate::staging::{Staging, default_bases, sweep_stale};
@@ -151,20 +152,27 @@ pub enum ScratchMode {
 }
 
 impl RunnerConfig {
-    /// The configuration for this process: its environment and `$HOME`, default limits, and
-    /// staging under `$XDG_STATE_HOME/spear/staging` (or `~/.local/state/...`), then the per-user
-    /// runtime directory.
+    /// The configuration for this process ([`RunnerConfig::from_snapshot`] of
+    /// [`HostSnapshot::of_process`]): for library callers and tests; front ends take their
+    /// snapshot once and call [`RunnerConfig::from_snapshot`].
     pub fn from_host() -> Self {
-        let host_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        RunnerConfig::from_snapshot(&HostSnapshot::of_process())
+    }
+
+    /// The configuration for a call from `host`: its environment and `$HOME`, default limits,
+    /// and staging under `$XDG_STATE_HOME/spear/staging` (or `~/.local/state/...`), then the
+    /// per-user runtime directory.
+    pub fn from_snapshot(host: &HostSnapshot) -> Self {
+        let host_env: Vec<(OsString, OsString)> = host.env().to_vec();
         // One reading of HOME for every caller ([`crate::host_dirs`]); front ends refuse an
         // unusable one before they get here, so the fallback is only for library callers.
-        let home = crate::host_dirs::host_home()
+        let home = crate::host_dirs::host_home(host)
             .unwrap_or_else(|e| {
                 tracing::warn!("{e}");
                 None
             })
             .unwrap_or_else(|| PathBuf::from("/nonexistent-home"));
-        let xdg_state = crate::host_dirs::host_xdg_state_home().unwrap_or_else(|e| {
+        let xdg_state = crate::host_dirs::host_xdg_state_home(host).unwrap_or_else(|e| {
             tracing::warn!("{e}");
             None
         });

@@ -36,13 +36,6 @@ pub fn default_path(xdg_state_home: Option<&Path>, home: Option<&Path>) -> Optio
     })
 }
 
-/// [`default_path`] for this process's `XDG_STATE_HOME` and `HOME`.
-pub fn default_path_from_env() -> Option<PathBuf> {
-    let xdg = crate::host_dirs::host_xdg_state_home().ok().flatten();
-    let home = crate::host_dirs::host_home().ok().flatten();
-    default_path(xdg.as_deref(), home.as_deref())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
