@@ -229,3 +229,71 @@ fn no_waiting_sandbox_is_left_after_the_session() {
     assert!(left.is_empty(), "left after the session: {left:?}");
     assert!(!area.exists(), "the session's area is left");
 }
+
+/// Runs `words` as an argv (no shell), read-only.
+fn argv(f: &Fixture, words: &[&str]) -> spear_core::ToolResult {
+    common::run_committed(
+        &f.runner,
+        &CommandRequest::new(
+            CommandLine::Argv(words.iter().map(Into::into).collect()),
+            read_only(),
+        ),
+    )
+}
+
+/// How many ms before it read them its sandbox's init started, from `cat /proc/1/stat
+/// /proc/uptime` (clock ticks of 10 ms).
+fn init_age_of_cat(stdout: &str) -> i64 {
+    let mut lines = stdout.lines();
+    let stat = lines.next().unwrap();
+    let start: i64 = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let up = lines.next().unwrap().split_whitespace().next().unwrap();
+    let (s, cs) = up.split_once('.').unwrap();
+    s.parse::<i64>().unwrap() * 1000 + cs.parse::<i64>().unwrap() * 10 - start * 10
+}
+
+#[test]
+fn a_program_runs_warm_with_a_cold_ones_environment_arguments_and_not_found() {
+    let _serial = serial();
+    let warm = warm_session();
+    let cold = cold_session();
+    argv(&warm, &["/usr/bin/true"]);
+    std::thread::sleep(Duration::from_millis(600));
+    let r = argv(&warm, &["/bin/cat", "/proc/1/stat", "/proc/uptime"]);
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert!(init_age_of_cat(&r.stdout) >= 300, "not warm: {r:?}");
+    // Positive control of the age: a cold session's program is in a sandbox of its own age.
+    let c = argv(&cold, &["/bin/cat", "/proc/1/stat", "/proc/uptime"]);
+    assert!(init_age_of_cat(&c.stdout) < 300, "{c:?}");
+
+    let strip = |s: &str, f: &Fixture| s.replace(f.dir.path().to_str().unwrap(), "BASE");
+    for words in [
+        &["/usr/bin/env"][..],
+        &["/usr/bin/printf", "[%s]", "a b", "", "c=d", "-i", "--"][..],
+    ] {
+        std::thread::sleep(Duration::from_millis(600));
+        let w = argv(&warm, words);
+        let c = argv(&cold, words);
+        assert_eq!(w.status, ToolStatus::Ok, "{w:?}");
+        assert_eq!(
+            strip(&w.stdout, &warm),
+            strip(&c.stdout, &cold),
+            "{words:?}"
+        );
+        assert_eq!(w.stderr, c.stderr, "{words:?}");
+    }
+    // A program that is not there is not found, as a cold one is (it runs cold).
+    std::thread::sleep(Duration::from_millis(600));
+    let w = argv(&warm, &["/usr/bin/no-such-program-of-spear"]);
+    let c = argv(&cold, &["/usr/bin/no-such-program-of-spear"]);
+    assert_eq!(w.status, ToolStatus::NotFound, "{w:?}");
+    assert_eq!((w.status, w.exit_code), (c.status, c.exit_code));
+}

@@ -531,7 +531,7 @@ impl Sandbox {
     fn run_warm(&self, spec: &BwrapSpec, watch: &Watch) -> Option<RunOutcome> {
         let pool = self.warm.as_ref()?;
         let warm = pool.checkout(spec, watch.stdin.is_some())?;
-        match warm.release(&spec.command) {
+        match warm.release(&crate::warm::warm_command(spec)) {
             Ok(released) => {
                 tracing::debug!("sandbox released warm");
                 let cgroup = released.cgroup;

@@ -12,9 +12,15 @@
 //! - Every warm sandbox serves one command and is never reused: the next command gets a fresh
 //!   PID namespace and cgroup, so it cannot see or signal what an earlier one left running
 //!   (killed with that one's cgroup anyway).
-//! - Only closed, read-only sandboxes run by bash wait warm ([`eligibility`]): a writable one's
-//!   overlay would have its lower layer changed under it by the writes judged in between, and a
+//! - Only closed, read-only sandboxes wait warm ([`eligibility`]): a writable one's overlay
+//!   would have its lower layer changed under it by the writes judged in between, and a
 //!   networked one gets its network per command.
+//! - The command gets the environment a cold one gets. A bash command line is exec'd by the
+//!   hold as it is (bash sets `SHLVL` and `PWD` as the command's own bash then does anyway);
+//!   any other program is exec'd through `env -i` with exactly the spec's variables
+//!   ([`warm_command`]), and only when it is named by an absolute path in a directory the
+//!   sandbox shows as the host has it, and is there now ([`program_is_there`]): a program that
+//!   is missing runs cold, so that it is reported not found as a cold command is.
 //! - The view was made from the host as it was. Attack stopped: a bound directory or a masked
 //!   credential file replaced between the set-up and the command (a masked `.env` renamed away
 //!   and a new one written: the mask would follow the old file). Every bind source, mask and
@@ -30,6 +36,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{Sender, channel};
@@ -45,11 +52,15 @@ use crate::argv::build_argv;
 use crate::cgroup::CommandCgroup;
 use crate::sandbox::{Launcher, SandboxError};
 use crate::spawn::Running;
-use crate::spec::BwrapSpec;
+use crate::spec::{BwrapSpec, SystemDir};
 
-/// The program a warm sandbox holds, and the only one a warm sandbox runs: spear's shell
-/// commands (`bash -o pipefail -c SCRIPT`).
+/// The program a warm sandbox holds, and the one it execs directly: spear's shell commands
+/// (`bash -o pipefail -c SCRIPT`).
 pub(crate) const HOLD_PROGRAM: &str = "/bin/bash";
+
+/// What a warm sandbox execs any other program through, so that it gets exactly the spec's
+/// environment (`env -i -- NAME=VALUE... PROGRAM ARGS...`): bash's `exec` would add `SHLVL`.
+pub(crate) const ENV_PROGRAM: &str = "/usr/bin/env";
 
 /// The fd the hold reads the argv from.
 pub(crate) const WARM_ARGV_CHILD_FD: i32 = 5;
@@ -84,8 +95,10 @@ pub(crate) enum Cold {
     Writable,
     /// It reads a stdin of its caller's, given at spawn.
     Stdin,
-    /// It is not a bash command line, the only program the hold runs.
-    NotBash,
+    /// Its program is not named by an absolute path in a directory the sandbox shows as the
+    /// host has it (the system directories and toolchains), or such a name cannot be passed
+    /// through `env` (it holds `=`).
+    ProgramElsewhere,
 }
 
 /// Whether a command of `spec` (fed a stdin of its caller's when `stdin`) can run in a warm
@@ -97,10 +110,71 @@ pub(crate) fn eligibility(spec: &BwrapSpec, stdin: bool) -> Result<(), Cold> {
         Err(Cold::Writable)
     } else if stdin {
         Err(Cold::Stdin)
-    } else if spec.command.first().is_none_or(|p| p != HOLD_PROGRAM) {
-        Err(Cold::NotBash)
     } else {
-        Ok(())
+        match spec.command.first() {
+            Some(p) if p == HOLD_PROGRAM => Ok(()),
+            Some(p) if shown_as_on_host(spec, Path::new(p)) && !p.as_bytes().contains(&b'=') => {
+                Ok(())
+            }
+            _ => Err(Cold::ProgramElsewhere),
+        }
+    }
+}
+
+/// Whether `path` is absolute and lies in a directory `spec`'s sandbox binds at the host's own
+/// path (a system directory, a link such as `/bin -> usr/bin`, a toolchain): what the host has
+/// at `path` is what the sandbox would exec.
+fn shown_as_on_host(spec: &BwrapSpec, path: &Path) -> bool {
+    use std::path::Component;
+    if !path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
+        return false;
+    }
+    spec.system
+        .iter()
+        .map(|d| match d {
+            SystemDir::Bind(p) | SystemDir::Symlink { path: p, .. } => p,
+        })
+        .chain(&spec.toolchains)
+        .any(|dir| path.starts_with(dir) && path != dir)
+}
+
+/// What the hold execs for `spec`'s command: a bash command line as it is, any other program
+/// through [`ENV_PROGRAM`] with exactly the environment bwrap gives a cold one: the spec's
+/// variables, then `PWD`, which bwrap sets last to the directory it changed to.
+pub(crate) fn warm_command(spec: &BwrapSpec) -> Vec<OsString> {
+    if spec.command.first().is_some_and(|p| p == HOLD_PROGRAM) {
+        return spec.command.clone();
+    }
+    let mut words: Vec<OsString> = vec![ENV_PROGRAM.into(), "-i".into(), "--".into()];
+    let pwd = (OsString::from("PWD"), spec.cwd.clone().into_os_string());
+    for (name, value) in spec.env.iter().filter(|(n, _)| n != "PWD").chain([&pwd]) {
+        let mut pair = name.clone();
+        pair.push("=");
+        pair.push(value);
+        words.push(pair);
+    }
+    words.extend(spec.command.iter().cloned());
+    words
+}
+
+/// Whether the program of `spec`'s command, and `env` when it is needed, are executable files
+/// on the host now ([`eligibility`] has checked that the sandbox shows them as the host has
+/// them). Not there: the command runs cold, and a missing program is reported as a cold
+/// command's is.
+fn program_is_there(spec: &BwrapSpec) -> bool {
+    let executable = |p: &Path| {
+        rustix::fs::stat(p).is_ok_and(|st| {
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+        }) && rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()
+    };
+    match spec.command.first() {
+        Some(p) if p == HOLD_PROGRAM => true,
+        Some(p) => {
+            executable(Path::new(p))
+                && shown_as_on_host(spec, Path::new(ENV_PROGRAM))
+                && executable(Path::new(ENV_PROGRAM))
+        }
+        None => false,
     }
 }
 
@@ -389,6 +463,9 @@ impl WarmPool {
     /// set up; a command that gets none runs cold.
     pub(crate) fn checkout(&self, spec: &BwrapSpec, stdin: bool) -> Option<Box<Warm>> {
         eligibility(spec, stdin).ok()?;
+        if !program_is_there(spec) {
+            return None;
+        }
         let warm = {
             let mut slot = lock(&self.shared.slot);
             let deadline = Instant::now() + PENDING_WAIT;
@@ -661,8 +738,8 @@ mod tests {
     }
 
     #[test]
-    fn only_a_closed_read_only_bash_command_without_stdin_waits_warm() {
-        let cases: [(&str, Change, bool, Result<(), Cold>); 8] = [
+    fn only_a_closed_read_only_command_of_a_program_shown_as_on_the_host_waits_warm() {
+        let cases: [(&str, Change, bool, Result<(), Cold>); 14] = [
             ("as it is", |_| {}, false, Ok(())),
             (
                 "networked",
@@ -686,22 +763,58 @@ mod tests {
             ),
             ("with stdin", |_| {}, true, Err(Cold::Stdin)),
             (
-                "another program",
-                |s| s.command = vec!["/bin/sh".into(), "-c".into(), "true".into()],
+                "a program of a system directory",
+                |s| s.command = vec!["/usr/bin/true".into()],
                 false,
-                Err(Cold::NotBash),
+                Ok(()),
             ),
             (
                 "bash by another path",
                 |s| s.command = vec!["/usr/bin/bash".into(), "-c".into(), "true".into()],
                 false,
-                Err(Cold::NotBash),
+                Ok(()),
+            ),
+            (
+                "a program of a toolchain",
+                |s| s.command = vec!["/home/u/.cargo/bin/cargo".into()],
+                false,
+                Ok(()),
+            ),
+            (
+                "a program named by PATH",
+                |s| s.command = vec!["true".into()],
+                false,
+                Err(Cold::ProgramElsewhere),
+            ),
+            (
+                "a program of the workspace",
+                |s| s.command = vec!["/work/proj/run".into()],
+                false,
+                Err(Cold::ProgramElsewhere),
+            ),
+            (
+                "a program whose name env would take for a variable",
+                |s| s.command = vec!["/usr/bin/a=b".into()],
+                false,
+                Err(Cold::ProgramElsewhere),
+            ),
+            (
+                "a program out of a system directory by ..",
+                |s| s.command = vec!["/usr/../work/proj/run".into()],
+                false,
+                Err(Cold::ProgramElsewhere),
+            ),
+            (
+                "a system directory itself",
+                |s| s.command = vec!["/usr".into()],
+                false,
+                Err(Cold::ProgramElsewhere),
             ),
             (
                 "no command",
                 |s| s.command.clear(),
                 false,
-                Err(Cold::NotBash),
+                Err(Cold::ProgramElsewhere),
             ),
         ];
         for (name, change, stdin, expected) in cases {
@@ -713,6 +826,56 @@ mod tests {
         let mut both = base();
         both.profile = profile(&[Capability::Network, Capability::WorkspaceWrite]);
         assert_eq!(eligibility(&both, true), Err(Cold::Networked));
+    }
+
+    #[test]
+    fn a_bash_line_is_execd_as_it_is_and_any_other_program_through_env_with_the_specs_variables() {
+        let mut spec = base();
+        spec.command = vec!["/bin/bash".into(), "-c".into(), "echo hi".into()];
+        assert_eq!(warm_command(&spec), spec.command);
+        spec.command = vec!["/usr/bin/printf".into(), "%s=%s".into(), "A=1".into()];
+        spec.env = vec![
+            ("PATH".into(), "/usr/bin".into()),
+            ("X".into(), "a=b c\nd".into()),
+        ];
+        let words: Vec<OsString> = [
+            "/usr/bin/env",
+            "-i",
+            "--",
+            "PATH=/usr/bin",
+            "X=a=b c\nd",
+            "PWD=/work/proj",
+            "/usr/bin/printf",
+            "%s=%s",
+            "A=1",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        assert_eq!(warm_command(&spec), words);
+        // What env makes of it, run here: exactly the variables, and the program's own words.
+        let out = Command::new(ENV_PROGRAM)
+            .args(&words[1..3])
+            .arg("A=1")
+            .arg("B=x=y")
+            .arg(ENV_PROGRAM)
+            .env("LEAK", "1")
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "A=1\nB=x=y\n");
+    }
+
+    #[test]
+    fn a_program_that_is_not_there_now_runs_cold() {
+        let mut spec = base();
+        spec.command = vec!["/usr/bin/true".into()];
+        assert!(program_is_there(&spec), "positive control");
+        spec.command = vec!["/usr/bin/no-such-program-of-spear".into()];
+        assert_eq!(eligibility(&spec, false), Ok(()));
+        assert!(!program_is_there(&spec));
+        // A directory is no program.
+        spec.command = vec!["/usr/bin".into()];
+        assert!(!program_is_there(&spec));
     }
 
     #[test]
