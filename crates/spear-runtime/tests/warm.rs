@@ -245,8 +245,8 @@ fn argv(f: &Fixture, words: &[&str]) -> spear_core::ToolResult {
 /// /proc/uptime` (clock ticks of 10 ms).
 fn init_age_of_cat(stdout: &str) -> i64 {
     let mut lines = stdout.lines();
-    let stat = lines.next().unwrap();
-    let start: i64 = stat
+    let proc_stat = lines.next().unwrap();
+    let start: i64 = proc_stat
         .rsplit(')')
         .next()
         .unwrap()
