@@ -1,7 +1,8 @@
 //! `spear exec`: classify, authorize (asking on the terminal in ASK), run in the sandbox, print.
 
-use crate::out::outln;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
 use spear_core::ToolResult;
 use spear_policy::{ConfirmRequest, Confirmation, Confirmer, make_visible};
@@ -45,15 +46,77 @@ pub struct Args {
     argv: Vec<String>,
 }
 
+impl Args {
+    /// Whether the call may run in a `spear serve` of the user's: not when it may ask on this
+    /// process's terminal (ASK, a grant).
+    pub fn may_be_served(&self) -> bool {
+        self.grant.is_none() && self.mode.mode() != spear_core::ExecutionMode::Ask
+    }
+}
+
 /// Runs `spear exec`; returns the exit status.
+///
+/// The call runs in the user's `spear serve` when one answers and accepts it
+/// ([`crate::served`]), else here; either way it is the same call ([`call`]) and prints the
+/// same.
+pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
+    // One relay of spear's stdin, whichever process runs the command.
+    let stdin = stdin_relay();
+    if args.may_be_served()
+        && let Ok(fd) = &stdin
+        && let Some(code) = crate::served::client::call(host, fd.as_deref())
+    {
+        return code;
+    }
+    let done = call(args, host, stdin, None, None);
+    let _ = std::io::stdout().lock().write_all(&done.stdout);
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().lock().write_all(&done.stderr);
+    done.code
+}
+
+/// One `spear exec` call, to what it prints and its exit status.
 ///
 /// The command goes through the router like a `terminal` call ([`spear_tools::ToolRouter::run_command`]): the
 /// same gates, the same audit record, changed paths and checkpoint (`spear undo` undoes it), in a
-/// turn of its own. Only the front is the CLI's: the argv or script, spear's stdin, the terminal
-/// confirmer, the output printed whole.
-pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
+/// turn of its own. Only the front is the CLI's: the argv or script, the caller's stdin
+/// (`stdin`, from [`stdin_relay`]), the terminal confirmer, the output whole. A server passes
+/// the cancellation of its client's hangup and its kept sandboxes.
+pub fn call(
+    args: &Args,
+    host: &spear_runtime::HostSnapshot,
+    stdin: std::io::Result<Option<Arc<OwnedFd>>>,
+    cancel: Option<spear_sandbox::CancelToken>,
+    shelf: Option<&crate::served::shelf::Shelf>,
+) -> crate::served::wire::Done {
+    let mut done = crate::served::wire::Done {
+        code: 0,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    };
+    match call_into(args, host, stdin, cancel, shelf, &mut done) {
+        Ok(code) => done.code = code,
+        Err(e) => {
+            let _ = writeln!(done.stderr, "spear: {e}");
+            done.code = spear_core::exit_code::USAGE;
+        }
+    }
+    done
+}
+
+fn call_into(
+    args: &Args,
+    host: &spear_runtime::HostSnapshot,
+    stdin: std::io::Result<Option<Arc<OwnedFd>>>,
+    cancel: Option<spear_sandbox::CancelToken>,
+    shelf: Option<&crate::served::shelf::Shelf>,
+    done: &mut crate::served::wire::Done,
+) -> Result<i32, String> {
     if args.mode.no_network {
-        eprintln!("spear: --no-network: commands get loopback only, in every mode");
+        let _ = writeln!(
+            done.stderr,
+            "spear: --no-network: commands get loopback only, in every mode"
+        );
     }
     let ask = args
         .grant
@@ -81,6 +144,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
         env: &args.env,
         whole_output: true,
         web: false,
+        shelf,
     })?;
     router.set_confirmer(Box::new(TerminalConfirmer));
     let output_cap = router.runner_config().output_cap;
@@ -89,23 +153,24 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
         None => CommandText::Argv(args.argv.clone()),
     };
     let mut call = CommandCall::new(text);
-    call.stdin = match stdin_relay() {
+    call.stdin = match stdin {
         Ok(fd) => fd,
         Err(e) => {
             let mut r = ToolResult::new(spear_core::ToolStatus::Failed);
             r.reason = Some(format!(
                 "spear's stdin cannot be passed to the command ({e}), so it did not run; run it with `</dev/null`"
             ));
-            print(&r, args.json, output_cap);
+            render(&r, args.json, output_cap, done);
             return Ok(r.process_exit_code());
         }
     };
     let options = spear_tools::CallOptions {
         grant: presented,
+        cancel,
         ..spear_tools::CallOptions::default()
     };
     let envelope = router.run_command(call, options);
-    print(&envelope.result, args.json, output_cap);
+    render(&envelope.result, args.json, output_cap, done);
     Ok(envelope.result.process_exit_code())
 }
 
@@ -126,7 +191,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
 /// wait for the operator's typing where bash searches the tree. The input is streamed: memory
 /// stays bounded whatever its size. When the command exits without reading it all, the relay
 /// ends with the process.
-fn stdin_relay() -> std::io::Result<Option<std::sync::Arc<std::os::fd::OwnedFd>>> {
+pub fn stdin_relay() -> std::io::Result<Option<Arc<OwnedFd>>> {
     use std::io::IsTerminal;
     use std::os::fd::AsFd;
     use std::os::unix::fs::FileTypeExt;
@@ -147,7 +212,7 @@ fn stdin_relay() -> std::io::Result<Option<std::sync::Arc<std::os::fd::OwnedFd>>
             // EPIPE once the command stopped reading (Rust ignores SIGPIPE): nothing to report.
             let _ = std::io::copy(&mut std::io::stdin().lock(), &mut writer);
         })?;
-    Ok(Some(std::sync::Arc::new(reader.into())))
+    Ok(Some(Arc::new(reader.into())))
 }
 
 /// The one line `spear exec` prints on stderr when a stream was cut at the output cap.
@@ -158,21 +223,29 @@ fn cut_notice(cap: usize) -> String {
     )
 }
 
-fn print(result: &ToolResult, json: bool, output_cap: usize) {
+/// What `spear exec` prints of `result`, into `done`'s streams.
+fn render(
+    result: &ToolResult,
+    json: bool,
+    output_cap: usize,
+    done: &mut crate::served::wire::Done,
+) {
+    let err = &mut done.stderr;
     if result.truncated {
-        eprintln!("{}", cut_notice(output_cap));
+        let _ = writeln!(err, "{}", cut_notice(output_cap));
     }
     if json {
         match serde_json::to_string(result) {
-            Ok(text) => outln!("{text}"),
-            Err(e) => eprintln!("spear: cannot encode the result: {e}"),
+            Ok(text) => {
+                let _ = writeln!(done.stdout, "{text}");
+            }
+            Err(e) => {
+                let _ = writeln!(err, "spear: cannot encode the result: {e}");
+            }
         }
         return;
     }
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(result.stdout.as_bytes());
-    let _ = out.flush();
-    let mut err = std::io::stderr().lock();
+    done.stdout.extend_from_slice(result.stdout.as_bytes());
     let _ = err.write_all(result.stderr.as_bytes());
     if let Some(reason) = &result.reason {
         let _ = writeln!(err, "spear: {}: {reason}", result.status);

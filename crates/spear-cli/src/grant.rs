@@ -85,6 +85,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
         env: &[],
         whole_output: true,
         web: false,
+        shelf: None,
     })?;
     let options = spear_tools::CallOptions {
         issue_grant: Some(IssueGrant {

@@ -11,6 +11,7 @@ mod limit_args;
 mod mcp;
 mod mode_args;
 mod out;
+mod served;
 mod session;
 mod state;
 mod tool;
@@ -49,6 +50,9 @@ enum Command {
     Undo(undo::Args),
     /// Issue a grant for one exact command in one directory, for `spear exec --grant`.
     Grant(grant::Args),
+    /// Run this user's `spear exec` calls from one long-lived process, each decided afresh and
+    /// in a sandbox of its own, with the next one's sandbox set up before it is asked for.
+    Serve(served::server::Args),
 }
 
 fn main() -> ExitCode {
@@ -69,7 +73,7 @@ fn main() -> ExitCode {
     // takes the host from here.
     let host = spear_runtime::HostSnapshot::of_process();
     let result = match cli.command {
-        Command::Exec(args) => exec::run(&args, &host),
+        Command::Exec(args) => Ok(exec::run(&args, &host)),
         Command::Classify(args) => classify::run(&args, &host).map_err(|e| e.to_string()),
         Command::Doctor(args) => Ok(doctor::run(&args, &host)),
         Command::Tool(args) => tool::run(&args, &host),
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit::run(&args, &host),
         Command::Undo(args) => undo::run(&args, &host),
         Command::Grant(args) => grant::run(&args),
+        Command::Serve(args) => served::server::run(&args, &host),
     };
     match result {
         Ok(code) => exit(code),

@@ -48,6 +48,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
         env: &args.env,
         whole_output: false,
         web: true,
+        shelf: None,
     })?;
     let root = router
         .workspace()

@@ -40,6 +40,9 @@ pub struct SessionArgs<'a> {
     /// Whether the session offers the web pair as the operator's `[web]` says (a session that
     /// runs only a command, `spear exec` or `spear grant`, builds no fetcher).
     pub web: bool,
+    /// The sandboxes a `spear serve` keeps between calls: the session's runner uses the one of
+    /// its configuration, warm ([`crate::served`]); `None` makes a sandbox of its own.
+    pub shelf: Option<&'a crate::served::shelf::Shelf>,
 }
 
 /// Opens a router over the workspace with every store on and no confirmer set.
@@ -66,7 +69,15 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
         }
     }
     let policy = Arc::new(ctx.policy);
-    let runner = Arc::new(CommandRunner::new(policy.shared_workspace(), config));
+    let runner = Arc::new(match args.shelf {
+        Some(shelf) => {
+            // A server's calls come one after another: the next one's sandbox waits set up.
+            config.sandbox.warm = true;
+            let sandbox = shelf.sandbox(&config.sandbox);
+            CommandRunner::with_shared_sandbox(policy.shared_workspace(), config, sandbox)
+        }
+        None => CommandRunner::new(policy.shared_workspace(), config),
+    });
     let mut router_config = RouterConfig::new(args.mode.mode());
     router_config.no_network = args.mode.no_network;
     router_config.role = args.role;

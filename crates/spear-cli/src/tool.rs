@@ -58,6 +58,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
         env: &[],
         whole_output: false,
         web: true,
+        shelf: None,
     })?;
     router.set_confirmer(Box::new(crate::exec::TerminalConfirmer));
     if let Some(turn) = &args.turn {

@@ -359,7 +359,7 @@ pub fn sandbox_view(workspace: &Workspace, config: &RunnerConfig) -> SandboxView
 #[derive(Debug)]
 pub struct CommandRunner {
     workspace: Arc<Workspace>,
-    sandbox: Sandbox,
+    sandbox: Arc<Sandbox>,
     config: RunnerConfig,
     host: HostView,
     /// The session's `/tmp`, `/var/tmp` and home, in [`ScratchMode::Session`].
@@ -380,6 +380,18 @@ impl CommandRunner {
 
     /// A runner with a given sandbox instance (tests substitute backends and spawners).
     pub fn with_sandbox(workspace: Arc<Workspace>, config: RunnerConfig, sandbox: Sandbox) -> Self {
+        CommandRunner::with_shared_sandbox(workspace, config, Arc::new(sandbox))
+    }
+
+    /// A runner with a sandbox instance that outlives it: a process serving many one-command
+    /// calls (`spear serve`) keeps one per sandbox configuration, so that its preflights, its
+    /// network poisoning and its warm sandbox carry from one call to the next. The sandbox must
+    /// have been made with `config.sandbox`.
+    pub fn with_shared_sandbox(
+        workspace: Arc<Workspace>,
+        config: RunnerConfig,
+        sandbox: Arc<Sandbox>,
+    ) -> Self {
         let HostOffer {
             system,
             etc,

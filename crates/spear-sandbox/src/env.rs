@@ -140,8 +140,8 @@ const GIT_INERT: &[&str] = &[
 ];
 
 /// Names spear sets itself and never takes from the host: the sandbox's `PATH` holds no workspace
-/// directory, its `HOME` and `TMPDIR` are its private places.
-const SPEAR_OWNS: &[&str] = &["PATH", "HOME", "TMPDIR", "PWD", "OLDPWD"];
+/// directory, its `HOME` and `TMPDIR` are its private places, its `SHLVL` is a fresh session's.
+const SPEAR_OWNS: &[&str] = &["PATH", "HOME", "TMPDIR", "PWD", "OLDPWD", "SHLVL"];
 
 /// Whether `name` changes how programs load or run code (see the module's doc).
 pub fn loads_code(name: &str) -> bool {
@@ -240,7 +240,9 @@ pub struct EnvInputs<'a> {
 }
 
 /// The whole environment of a sandboxed command: PATH, HOME, TMPDIR=/tmp, TERM=dumb (the output is
-/// captured, not a terminal: a capable TERM fills it with colour and cursor codes), pagers that
+/// captured, not a terminal: a capable TERM fills it with colour and cursor codes), `SHLVL=0`
+/// (what a program exec'd by a top-level shell sees, and what a program exec'd by a warm
+/// sandbox's hold sees: [`crate::warm`]), pagers that
 /// never wait for a terminal, `GIT_OPTIONAL_LOCKS=0` (a read-only `git status` must not take
 /// locks), `USER` and `LOGNAME` (the host's, else the user's name), `LANG` (the host's, else
 /// `C.UTF-8`) and the host's other locale variables, the homes of the bound toolchains, and what
@@ -261,6 +263,7 @@ pub fn sandbox_env(inputs: EnvInputs<'_>) -> Vec<(OsString, OsString)> {
         ("PATH".into(), path),
         ("HOME".into(), inputs.home.as_os_str().to_owned()),
         ("TMPDIR".into(), spear_core::SANDBOX_TMPDIR.into()),
+        ("SHLVL".into(), "0".into()),
         ("TERM".into(), "dumb".into()),
         ("PAGER".into(), "cat".into()),
         ("GIT_PAGER".into(), "cat".into()),
@@ -351,6 +354,7 @@ mod tests {
                 ("LC_ALL", "C"),
                 ("PAGER", "cat"),
                 ("PATH", "/usr/bin:/bin"),
+                ("SHLVL", "0"),
                 ("TERM", "dumb"),
                 ("TMPDIR", "/tmp"),
             ])

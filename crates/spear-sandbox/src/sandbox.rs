@@ -33,7 +33,7 @@ use crate::stage::{StageFailure, StagePlan};
 use crate::warm::WarmPool;
 
 /// How a sandbox runs commands.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxConfig {
     /// The bubblewrap binary.
     pub bwrap: PathBuf,
@@ -511,7 +511,7 @@ impl Sandbox {
 
     /// Asks for a sandbox shaped like `spec` to be set up for the next command, when this sandbox
     /// keeps one warm ([`SandboxConfig::warm`]) and `spec` can wait warm (closed, read-only, a
-    /// bash command line; see [`crate::warm`]). Returns at once: a thread of the sandbox's own
+    /// program the host has where the sandbox shows it; see [`crate::warm`]). Returns at once: a thread of the sandbox's own
     /// starts it. The caller does first whatever it does before a cold spawn of `spec` (spear's
     /// runner clears links in the session's directories), since the mounts are made now.
     pub fn prewarm(&self, spec: &BwrapSpec) {
@@ -531,7 +531,7 @@ impl Sandbox {
     fn run_warm(&self, spec: &BwrapSpec, watch: &Watch) -> Option<RunOutcome> {
         let pool = self.warm.as_ref()?;
         let warm = pool.checkout(spec, watch.stdin.is_some())?;
-        match warm.release(&crate::warm::warm_command(spec)) {
+        match warm.release(&spec.command) {
             Ok(released) => {
                 tracing::debug!("sandbox released warm");
                 let cgroup = released.cgroup;

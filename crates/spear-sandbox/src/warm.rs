@@ -15,12 +15,14 @@
 //! - Only closed, read-only sandboxes wait warm ([`eligibility`]): a writable one's overlay
 //!   would have its lower layer changed under it by the writes judged in between, and a
 //!   networked one gets its network per command.
-//! - The command gets the environment a cold one gets. A bash command line is exec'd by the
-//!   hold as it is (bash sets `SHLVL` and `PWD` as the command's own bash then does anyway);
-//!   any other program is exec'd through `env -i` with exactly the spec's variables
-//!   ([`warm_command`]), and only when it is named by an absolute path in a directory the
-//!   sandbox shows as the host has it, and is there now ([`program_is_there`]): a program that
-//!   is missing runs cold, so that it is reported not found as a cold command is.
+//! - The command gets the environment a cold one gets: the hold's bash execs it with bwrap's
+//!   environment unchanged (`PWD` is bwrap's; `SHLVL`, which bash's `exec` always exports, is
+//!   the `0` every sandbox's environment holds, and bash gives back what it inherited). A
+//!   program other than bash waits warm only when it is named by an absolute path in a
+//!   directory the sandbox shows as the host has it, and is there now, a binary or a `#!`
+//!   script ([`program_is_there`]): a program that is missing runs cold, so that it is reported
+//!   not found as a cold command is, and a file the kernel cannot exec (which bash would run as
+//!   a script of its own where bwrap's `execvp` gives it to `/bin/sh`) runs cold too.
 //! - The view was made from the host as it was. Attack stopped: a bound directory or a masked
 //!   credential file replaced between the set-up and the command (a masked `.env` renamed away
 //!   and a new one written: the mask would follow the old file). Every bind source, mask and
@@ -36,7 +38,6 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{Sender, channel};
@@ -58,10 +59,6 @@ use crate::spec::{BwrapSpec, SystemDir};
 /// (`bash -o pipefail -c SCRIPT`).
 pub(crate) const HOLD_PROGRAM: &str = "/bin/bash";
 
-/// What a warm sandbox execs any other program through, so that it gets exactly the spec's
-/// environment (`env -i -- NAME=VALUE... PROGRAM ARGS...`): bash's `exec` would add `SHLVL`.
-pub(crate) const ENV_PROGRAM: &str = "/usr/bin/env";
-
 /// The fd the hold reads the argv from.
 pub(crate) const WARM_ARGV_CHILD_FD: i32 = 5;
 /// The fd the hold writes "r" to once bwrap has set the sandbox up.
@@ -81,6 +78,11 @@ pub(crate) const WARM_HOLD: &str = "printf r >&6 && exec 6>&- && mapfile -d '' -
 
 /// How long a command waits for a warm sandbox that is being started for it.
 const PENDING_WAIT: Duration = Duration::from_millis(250);
+/// How long the next sandbox's set-up waits after it is asked for, unless a command already
+/// waits for it: the caller is still answering for the command that just ran (writing its
+/// audit record and result, its client reading them), and on a busy or single core a bwrap
+/// being set up would delay that answer, which is what the user waits for.
+const START_GRACE: Duration = Duration::from_millis(10);
 /// How long a command waits for a warm sandbox to say it is set up.
 const READY_WAIT: Duration = Duration::from_secs(1);
 /// After this many warm sandboxes in a row fail to come up, the sandbox stops warming.
@@ -96,8 +98,7 @@ pub(crate) enum Cold {
     /// It reads a stdin of its caller's, given at spawn.
     Stdin,
     /// Its program is not named by an absolute path in a directory the sandbox shows as the
-    /// host has it (the system directories and toolchains), or such a name cannot be passed
-    /// through `env` (it holds `=`).
+    /// host has it (the system directories and toolchains).
     ProgramElsewhere,
 }
 
@@ -113,9 +114,7 @@ pub(crate) fn eligibility(spec: &BwrapSpec, stdin: bool) -> Result<(), Cold> {
     } else {
         match spec.command.first() {
             Some(p) if p == HOLD_PROGRAM => Ok(()),
-            Some(p) if shown_as_on_host(spec, Path::new(p)) && !p.as_bytes().contains(&b'=') => {
-                Ok(())
-            }
+            Some(p) if shown_as_on_host(spec, Path::new(p)) => Ok(()),
             _ => Err(Cold::ProgramElsewhere),
         }
     }
@@ -138,41 +137,27 @@ fn shown_as_on_host(spec: &BwrapSpec, path: &Path) -> bool {
         .any(|dir| path.starts_with(dir) && path != dir)
 }
 
-/// What the hold execs for `spec`'s command: a bash command line as it is, any other program
-/// through [`ENV_PROGRAM`] with exactly the environment bwrap gives a cold one: the spec's
-/// variables, then `PWD`, which bwrap sets last to the directory it changed to.
-pub(crate) fn warm_command(spec: &BwrapSpec) -> Vec<OsString> {
-    if spec.command.first().is_some_and(|p| p == HOLD_PROGRAM) {
-        return spec.command.clone();
-    }
-    let mut words: Vec<OsString> = vec![ENV_PROGRAM.into(), "-i".into(), "--".into()];
-    let pwd = (OsString::from("PWD"), spec.cwd.clone().into_os_string());
-    for (name, value) in spec.env.iter().filter(|(n, _)| n != "PWD").chain([&pwd]) {
-        let mut pair = name.clone();
-        pair.push("=");
-        pair.push(value);
-        words.push(pair);
-    }
-    words.extend(spec.command.iter().cloned());
-    words
-}
-
-/// Whether the program of `spec`'s command, and `env` when it is needed, are executable files
-/// on the host now ([`eligibility`] has checked that the sandbox shows them as the host has
-/// them). Not there: the command runs cold, and a missing program is reported as a cold
-/// command's is.
+/// Whether the program of `spec`'s command is, on the host now, an executable regular file
+/// that the kernel execs itself: an ELF binary or a `#!` script ([`eligibility`] has checked
+/// that the sandbox shows it as the host has it). Not: the command runs cold, so a missing
+/// program is reported as a cold command's is, and a file without either header is given to
+/// `/bin/sh` by bwrap's `execvp` as it would be cold.
 fn program_is_there(spec: &BwrapSpec) -> bool {
-    let executable = |p: &Path| {
-        rustix::fs::stat(p).is_ok_and(|st| {
-            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
-        }) && rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()
-    };
+    use std::io::Read;
     match spec.command.first() {
         Some(p) if p == HOLD_PROGRAM => true,
         Some(p) => {
-            executable(Path::new(p))
-                && shown_as_on_host(spec, Path::new(ENV_PROGRAM))
-                && executable(Path::new(ENV_PROGRAM))
+            let path = Path::new(p);
+            let regular = rustix::fs::stat(path).is_ok_and(|st| {
+                rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+            });
+            let mut head = [0u8; 4];
+            regular
+                && rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_ok()
+                && std::fs::File::open(path)
+                    .and_then(|mut f| f.read_exact(&mut head))
+                    .is_ok()
+                && (head == *b"\x7fELF" || head.starts_with(b"#!"))
         }
         None => false,
     }
@@ -385,6 +370,8 @@ enum Slot {
 struct Shared {
     slot: Mutex<Slot>,
     changed: Condvar,
+    /// Whether a command waits for the sandbox being started ([`START_GRACE`]).
+    awaited: AtomicBool,
     failures: AtomicU32,
     given_up: AtomicBool,
 }
@@ -415,6 +402,7 @@ impl WarmPool {
             shared: Arc::new(Shared {
                 slot: Mutex::new(Slot::Empty),
                 changed: Condvar::new(),
+                awaited: AtomicBool::new(false),
                 failures: AtomicU32::new(0),
                 given_up: AtomicBool::new(false),
             }),
@@ -472,6 +460,9 @@ impl WarmPool {
             while let Slot::Pending(s) = &*slot
                 && s.same_sandbox(spec)
             {
+                // The set-up this command waits for starts now, its grace cut short.
+                self.shared.awaited.store(true, Ordering::SeqCst);
+                self.shared.changed.notify_all();
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     return None;
@@ -525,6 +516,7 @@ impl WarmPool {
                     for job in rx {
                         match job {
                             Job::Start(spec) => {
+                                shared.grace();
                                 let made = Warm::start(&launcher, &spec);
                                 shared.fill(&spec, made);
                             }
@@ -553,6 +545,16 @@ impl WarmPool {
 }
 
 impl Shared {
+    /// Waits [`START_GRACE`], or less when a command waits for the sandbox about to be started
+    /// or the pool is going away.
+    fn grace(&self) {
+        let slot = lock(&self.slot);
+        let _ = self.changed.wait_timeout_while(slot, START_GRACE, |s| {
+            matches!(s, Slot::Pending(_)) && !self.awaited.load(Ordering::SeqCst)
+        });
+        self.awaited.store(false, Ordering::SeqCst);
+    }
+
     /// One warm sandbox did not come up; after a few in a row the pool gives up.
     fn failed(&self) {
         let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
@@ -739,7 +741,7 @@ mod tests {
 
     #[test]
     fn only_a_closed_read_only_command_of_a_program_shown_as_on_the_host_waits_warm() {
-        let cases: [(&str, Change, bool, Result<(), Cold>); 14] = [
+        let cases: [(&str, Change, bool, Result<(), Cold>); 13] = [
             ("as it is", |_| {}, false, Ok(())),
             (
                 "networked",
@@ -793,12 +795,6 @@ mod tests {
                 Err(Cold::ProgramElsewhere),
             ),
             (
-                "a program whose name env would take for a variable",
-                |s| s.command = vec!["/usr/bin/a=b".into()],
-                false,
-                Err(Cold::ProgramElsewhere),
-            ),
-            (
                 "a program out of a system directory by ..",
                 |s| s.command = vec!["/usr/../work/proj/run".into()],
                 false,
@@ -829,43 +825,6 @@ mod tests {
     }
 
     #[test]
-    fn a_bash_line_is_execd_as_it_is_and_any_other_program_through_env_with_the_specs_variables() {
-        let mut spec = base();
-        spec.command = vec!["/bin/bash".into(), "-c".into(), "echo hi".into()];
-        assert_eq!(warm_command(&spec), spec.command);
-        spec.command = vec!["/usr/bin/printf".into(), "%s=%s".into(), "A=1".into()];
-        spec.env = vec![
-            ("PATH".into(), "/usr/bin".into()),
-            ("X".into(), "a=b c\nd".into()),
-        ];
-        let words: Vec<OsString> = [
-            "/usr/bin/env",
-            "-i",
-            "--",
-            "PATH=/usr/bin",
-            "X=a=b c\nd",
-            "PWD=/work/proj",
-            "/usr/bin/printf",
-            "%s=%s",
-            "A=1",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect();
-        assert_eq!(warm_command(&spec), words);
-        // What env makes of it, run here: exactly the variables, and the program's own words.
-        let out = Command::new(ENV_PROGRAM)
-            .args(&words[1..3])
-            .arg("A=1")
-            .arg("B=x=y")
-            .arg(ENV_PROGRAM)
-            .env("LEAK", "1")
-            .output()
-            .unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "A=1\nB=x=y\n");
-    }
-
-    #[test]
     fn a_program_that_is_not_there_now_runs_cold() {
         let mut spec = base();
         spec.command = vec!["/usr/bin/true".into()];
@@ -876,6 +835,21 @@ mod tests {
         // A directory is no program.
         spec.command = vec!["/usr/bin".into()];
         assert!(!program_is_there(&spec));
+        // A script: with `#!` the kernel execs it; without, bwrap's execvp would give it to
+        // /bin/sh and bash's exec to bash, so it runs cold.
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text, there) in [
+            ("with", "#!/bin/sh\ntrue\n", true),
+            ("without", "true\n", false),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            let exec =
+                <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+            std::fs::set_permissions(&path, exec).unwrap();
+            spec.command = vec![path.into_os_string()];
+            assert_eq!(program_is_there(&spec), there, "{name}");
+        }
     }
 
     #[test]
