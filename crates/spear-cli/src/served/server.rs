@@ -254,11 +254,12 @@ fn handle(mut stream: UnixStream, server: &Server) {
                 Some(&server.shelf),
             )
         };
+        // Logged before the answer, so that whoever has the answer finds the line.
+        tracing::debug!("call answered");
         if let Ok(frame) = wire::frame(&done.encode()) {
             // A client that went away reads nothing: its command was cancelled already.
             let _ = stream.write_all(&frame);
         }
-        tracing::debug!("call answered");
     }
     server.calls.end(n);
     *lock(&server.last_call) = Instant::now();
