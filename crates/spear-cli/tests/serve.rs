@@ -11,7 +11,7 @@ mod support;
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use support::Dirs;
