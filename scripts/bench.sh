@@ -2,9 +2,11 @@
 # spear's benchmarks. Each prints its figures beside a baseline measured in the same run, pinned
 # to one core when taskset is available. Set SPEAR_BENCH_MS to change the time per measurement.
 #
-# - sandbox: `spear exec --auto -- /bin/true` against bare bwrap running /bin/true, interleaved;
-#   the ratio of medians; and, for context, `spear --version` against /bin/true (what starting
-#   spear's binary costs by itself).
+# - sandbox: `spear exec --auto -- /bin/true` against bare bwrap running /bin/true, interleaved
+#   and paced (30 ms between runs, SPEAR_BENCH_PACE); the ratio of medians one-shot and with a
+#   `spear serve` running (started and stopped by the bench, in its own state directory); and,
+#   for context, `spear --version` against /bin/true (what starting spear's binary costs by
+#   itself).
 # - network path: a networked `/bin/true` against a closed one through CommandRunner; the ratio.
 # - tool router: read_file and write_file calls per second through the router (audit, checkpoints
 #   and the result store on), beside the bare WorkspaceFs operation.
@@ -46,7 +48,7 @@ cargo bench --quiet -p spear-policy --bench classify --no-run
 "${pin[@]}" cargo bench --quiet -p spear-policy --bench classify
 
 echo
-echo "== sandbox: spear exec --auto -- /bin/true, beside bare bwrap running /bin/true"
+echo "== sandbox: spear exec --auto -- /bin/true, one-shot and served, beside bare bwrap running /bin/true"
 cargo build --quiet --release -p spear-cli
 bench_ws=$(mktemp -d)
 bench_state=$(mktemp -d)

@@ -88,7 +88,7 @@ impl Context {
         let home = spear_runtime::host_dirs::host_home(host)?;
         let xdg_config = spear_runtime::host_dirs::host_xdg_config_home(host)?;
         let config_path = if let Some(path) = &args.config {
-            Some(path.clone())
+            Some(from_cwd(path, host)?)
         } else {
             OperatorConfig::default_path(xdg_config.as_deref(), home.as_deref())
         };
@@ -115,7 +115,7 @@ impl Context {
             error,
         })?;
         let launch = match &args.workspace {
-            Some(dir) => dir.clone(),
+            Some(dir) => from_cwd(dir, host)?,
             None => host
                 .cwd()
                 .map_err(|e| ContextError::Cwd(e.to_owned()))?
@@ -225,6 +225,18 @@ pub fn apply_limits(config: &mut spear_runtime::RunnerConfig, limits: &Limits) {
     if let Some(t) = limits.timeout_secs {
         config.default_timeout = std::time::Duration::from_secs_f64(t);
     }
+}
+
+/// `path` as the caller named it: a relative one is the caller's current directory's (`host`'s,
+/// which is not this process's when a server runs the call).
+fn from_cwd(path: &Path, host: &HostSnapshot) -> Result<PathBuf, ContextError> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    Ok(host
+        .cwd()
+        .map_err(|e| ContextError::Cwd(e.to_owned()))?
+        .join(path))
 }
 
 /// `~/x` in a configuration file means the operator's home.

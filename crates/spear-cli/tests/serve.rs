@@ -40,8 +40,11 @@ impl Server {
 
     fn start_with(dirs: &Dirs, args: &[&str]) -> Server {
         let log = dirs.path("serve.log");
+        // From another directory than its clients': what a call names relatively is the
+        // client's.
         let child = dirs
             .spear(&["serve"])
+            .current_dir(&dirs.base)
             .args(args)
             .env("SPEAR_LOG", "spear=debug")
             .stdin(Stdio::null())
@@ -163,8 +166,13 @@ fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
 #[test]
 fn a_served_call_prints_and_exits_as_a_one_shot_call_does() {
     let _serial = serial();
-    let cases: [(&str, &[&str], Option<&str>); 9] = [
+    let cases: [(&str, &[&str], Option<&str>); 10] = [
         ("a program", &["--", "/bin/cat", "f"], None),
+        (
+            "a workspace named relatively",
+            &["--workspace", ".", "--", "/bin/cat", "f"],
+            None,
+        ),
         (
             "a script's streams and status",
             &["-c", "cat f; echo err >&2; exit 3"],
