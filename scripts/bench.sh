@@ -3,7 +3,7 @@
 # to one core when taskset is available. Set SPEAR_BENCH_MS to change the time per measurement.
 #
 # - sandbox: `spear exec --auto -- /bin/true` against bare bwrap running /bin/true, interleaved
-#   and paced (30 ms between runs, SPEAR_BENCH_PACE); the ratio of medians one-shot and with a
+#   and paced (50 ms between runs, SPEAR_BENCH_PACE); the ratio of medians one-shot and with a
 #   `spear serve` running (started and stopped by the bench, in its own state directory); and,
 #   for context, `spear --version` against /bin/true (what starting spear's binary costs by
 #   itself).
@@ -18,7 +18,9 @@
 #   second, median and p99 round trip, the ratio; and the server's VmRSS after 1,000 calls.
 #   Client and server share the pinned core. Then the session ratio: `terminal true` through one
 #   in-process router (the session's /tmp and home kept) beside bare bwrap running /bin/true,
-#   interleaved; the ratio of medians (aim: at most 1.0x).
+#   interleaved and paced (50 ms before each run, as a model's calls come: the session sets the
+#   next sandbox up between calls, and that work is charged to neither side); the ratio of
+#   medians (aim: at most 1.0x).
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
 # - search_files: spear's search engine against `rg -n --no-heading` on the same tree

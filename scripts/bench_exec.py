@@ -23,7 +23,7 @@ import time
 
 spear, workspace = sys.argv[1], sys.argv[2]
 runs = int(sys.argv[3]) if len(sys.argv) > 3 else 100
-PACE = float(os.environ.get("SPEAR_BENCH_PACE", "0.03"))
+PACE = float(os.environ.get("SPEAR_BENCH_PACE", "0.05"))
 
 bare = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
         "--die-with-parent", "--new-session", "--cap-drop", "ALL", "/bin/true"]

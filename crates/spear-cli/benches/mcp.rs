@@ -105,9 +105,14 @@ async fn time_both(
     (Timing::of(mcp, mcp_time), Timing::of(bare, bare_time))
 }
 
+/// The pause before each run of [`session_against_bwrap`].
+const PACE: Duration = Duration::from_millis(50);
+
 /// The session ratio: `terminal true` through one router (the session's: its `/tmp` and home kept
 /// between commands) beside bare bwrap starting `/bin/true`, interleaved one by one for `budget`;
-/// the medians.
+/// the medians. Paced: each run starts [`PACE`] after the previous one ended, as a model's calls
+/// come, so that what the session does between calls (setting the next sandbox up) is neither
+/// charged to the next bare run on the shared core nor skipped by a call that comes too soon.
 fn session_against_bwrap(budget: Duration, router: &ToolRouter) -> (Duration, Duration) {
     let bare = [
         "--ro-bind",
@@ -128,10 +133,12 @@ fn session_against_bwrap(budget: Duration, router: &ToolRouter) -> (Duration, Du
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     let started = Instant::now();
     while started.elapsed() < budget * 2 {
+        std::thread::sleep(PACE);
         let t = Instant::now();
         let e = router.call("terminal", run_true.clone());
         ours.push(t.elapsed());
         assert!(e.is_ok(), "{e:?}");
+        std::thread::sleep(PACE);
         let t = Instant::now();
         let status = std::process::Command::new("bwrap")
             .args(bare)

@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,10 @@ use super::wire::{self, Identity, Request, Verdict};
 /// How many calls a server runs at once; a call past them is declined, and runs in its
 /// client's own process.
 const MAX_CALLS: usize = 32;
+/// How many connections a server reads requests from at once; one past them is closed at once
+/// (its client runs the call itself). Attack (and accident) stopped: a flood of connections
+/// that send nothing making a thread each.
+const MAX_CONNECTIONS: usize = 64;
 /// How long a connection may take to send its request. Attack (and accident) stopped: a peer
 /// that connects and sends nothing holding a thread forever.
 const REQUEST_WAIT: Duration = Duration::from_secs(5);
@@ -69,6 +73,7 @@ pub fn run(args: &Args, host: &HostSnapshot) -> Result<i32, String> {
         own_uid: rustix::process::geteuid().as_raw(),
         shelf: Shelf::default(),
         calls: Calls::default(),
+        connections: AtomicUsize::new(0),
         last_call: Mutex::new(Instant::now()),
     });
     let stop = stop_on_signals().map_err(|e| format!("cannot watch for signals: {e}"))?;
@@ -93,6 +98,8 @@ struct Server {
     own_uid: u32,
     shelf: Shelf,
     calls: Calls,
+    /// Connections being handled ([`MAX_CONNECTIONS`]).
+    connections: AtomicUsize,
     last_call: Mutex<Instant>,
 }
 
@@ -172,11 +179,20 @@ fn serve(listener: &UnixListener, server: &Arc<Server>, stop: &OwnedFd, idle: Op
         loop {
             match listener.accept() {
                 Ok((stream, _)) => {
-                    let server = Arc::clone(server);
+                    if server.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                        server.connections.fetch_sub(1, Ordering::SeqCst);
+                        tracing::warn!("{MAX_CONNECTIONS} connections at once: one closed");
+                        continue;
+                    }
+                    let shared = Arc::clone(server);
                     let spawned = std::thread::Builder::new()
                         .name("spear-serve-call".into())
-                        .spawn(move || handle(stream, &server));
+                        .spawn(move || {
+                            handle(stream, &shared);
+                            shared.connections.fetch_sub(1, Ordering::SeqCst);
+                        });
                     if let Err(e) = spawned {
+                        server.connections.fetch_sub(1, Ordering::SeqCst);
                         tracing::warn!("no thread for a call ({e}); its client runs it");
                     }
                 }
