@@ -1,0 +1,32 @@
+//! Fuzzes what `spear serve` reads from a connection and `spear exec` from the server: the
+//! frames of `spear-exec/1` (the module is the binary's own, included by path).
+//!
+//! Invariants: no panic and no allocation past the input's size; whatever decodes re-encodes
+//! to something that decodes the same.
+
+#![no_main]
+// A failed invariant must abort the run: that is how libFuzzer learns of it.
+#![allow(clippy::manual_assert, clippy::panic)]
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../../crates/spear-cli/src/served/wire.rs"]
+#[allow(dead_code)]
+mod wire;
+
+use wire::{Done, Request, Verdict};
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(r) = Request::decode(data) {
+        assert_eq!(Request::decode(&r.encode()).as_ref(), Ok(&r));
+    }
+    if let Ok(v) = Verdict::decode(data) {
+        assert_eq!(Verdict::decode(&v.encode()).as_ref(), Ok(&v));
+    }
+    if let Ok(d) = Done::decode(data) {
+        assert_eq!(Done::decode(&d.encode()).as_ref(), Ok(&d));
+    }
+    if let Ok(header) = <[u8; 4]>::try_from(data.get(..4).unwrap_or_default()) {
+        let _ = wire::frame_len(header);
+    }
+});
