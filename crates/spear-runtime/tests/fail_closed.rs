@@ -154,3 +154,28 @@ fn limits_active_and_no_cgroup_backend() {
     assert!(marker(&c));
     assert!(Path::new("/usr/bin/bwrap").exists());
 }
+
+/// A command too large for the kernel to pass to a program (a script arriving through MCP has
+/// no command line to outgrow first) is refused before bwrap starts, saying what to do, and
+/// nothing ran; the positive control, a script of 100 KiB, runs and writes.
+#[test]
+fn a_command_too_large_for_the_kernel_is_refused_before_anything_runs() {
+    let script = |pad: usize| format!("echo ran > marker\n# {}\n", "x".repeat(pad));
+    let f = Fixture::new();
+    let r = f.auto(&script(100 << 10));
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("marker")).unwrap(),
+        "ran\n"
+    );
+    std::fs::remove_file(f.ws.join("marker")).unwrap();
+    for pad in [200 << 10, 15 << 20] {
+        let r = f.auto(&script(pad));
+        assert_eq!(r.status, ToolStatus::Failed, "{pad}");
+        let reason = r.reason.clone().unwrap_or_default();
+        assert!(reason.contains("too large to run"), "{reason}");
+        assert!(reason.contains("bash script.sh"), "{reason}");
+        assert!(r.exit_code.is_none(), "{r:?}");
+        assert!(!f.ws.join("marker").exists(), "the command ran");
+    }
+}

@@ -214,6 +214,7 @@ pub(crate) fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
     if spec.command.is_empty() {
         return Err(SpecError::EmptyCommand);
     }
+    crate::exec_limits::check(&spec.command, &spec.env).map_err(SpecError::TooLarge)?;
     if spec.seccomp_fd < 3 {
         return Err(SpecError::SeccompFd(spec.seccomp_fd));
     }

@@ -27,6 +27,7 @@ mod builder;
 pub mod cgroup;
 mod env;
 mod etc_view;
+pub mod exec_limits;
 mod guarantees;
 mod layout;
 mod mechanisms;
