@@ -369,6 +369,28 @@ fn a_call_the_server_would_not_run_as_its_client_would_runs_in_the_client() {
         "{}",
         server.log()
     );
+    // A client confined by no-new-privs of its own: a server without it would lift it.
+    let out = dirs
+        .command("setpriv")
+        .args([
+            "--no-new-privs",
+            env!("CARGO_BIN_EXE_spear"),
+            "exec",
+            "--",
+            "/bin/cat",
+            "f",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n", "{out:?}");
+    assert_eq!(
+        (server.served(), server.declined()),
+        (0, 3),
+        "{}",
+        server.log()
+    );
+    assert!(server.log().contains("NoNewPrivs"), "{}", server.log());
     // Positive control: the same call as the server's own is served.
     let out = exec(&dirs, &["--", "/bin/cat", "f"], None);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");

@@ -16,8 +16,25 @@ pub const PINNED_VARS: &[&str] = &[
     "XDG_RUNTIME_DIR",
 ];
 
+/// The lines of `/proc/self/status` that say how the process itself is confined: its
+/// capability sets, no-new-privs, and its seccomp mode and filters. Attack stopped: a client
+/// run under restrictions of its own (a seccomp filter, no-new-privs, a reduced bounding set,
+/// as a service manager or an outer sandbox that shares the namespaces gives) having its
+/// command run by a server without them.
+const CONFINEMENT_LINES: &[&str] = &[
+    "CapInh",
+    "CapPrm",
+    "CapEff",
+    "CapBnd",
+    "CapAmb",
+    "NoNewPrivs",
+    "Seccomp",
+    "Seccomp_filters",
+];
+
 /// This process's identity: its binary (device, inode, size, modification time), its user and
-/// groups, umask, resource limits, namespaces, and the [`PINNED_VARS`] of `env`.
+/// groups, umask, how it is confined itself (capabilities, no-new-privs, seccomp, its LSM
+/// label), resource limits, namespaces, and the [`PINNED_VARS`] of `env`.
 pub fn of_process(env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Identity {
     let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
     let mut put = |name: &str, value: Vec<u8>| entries.push((name.to_owned(), value));
@@ -73,6 +90,18 @@ pub fn of_process(env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Identity {
             .as_bytes()
             .to_vec(),
     );
+    for name in CONFINEMENT_LINES {
+        let value = status
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .unwrap_or("unknown")
+            .trim();
+        put(name, value.as_bytes().to_vec());
+    }
+    put(
+        "lsm label",
+        std::fs::read("/proc/self/attr/current").unwrap_or_default(),
+    );
     put(
         "rlimits",
         std::fs::read("/proc/self/limits").unwrap_or_default(),
@@ -109,7 +138,17 @@ mod tests {
             a.differs(&of_process(&set)).as_deref(),
             Some("$XDG_RUNTIME_DIR")
         );
-        for name in ["binary", "uid", "groups", "umask", "rlimits", "namespaces"] {
+        for name in [
+            "binary",
+            "uid",
+            "groups",
+            "umask",
+            "rlimits",
+            "namespaces",
+            "CapBnd",
+            "NoNewPrivs",
+            "Seccomp",
+        ] {
             let (_, value) =
                 a.0.iter()
                     .find(|(n, _)| n == name)
