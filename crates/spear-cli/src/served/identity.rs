@@ -4,7 +4,7 @@
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 
-use super::wire::Identity;
+use super::wire::{Identity, UNKNOWN};
 
 /// The variables a server reads of its own environment once, rather than of each call's: the
 /// cgroup backend's choice and what it looks for, and the per-user runtime directory (where
@@ -36,89 +36,69 @@ const CONFINEMENT_LINES: &[&str] = &[
 /// groups, umask, how it is confined itself (capabilities, no-new-privs, seccomp, its LSM
 /// label), resource limits, namespaces, and the [`PINNED_VARS`] of `env`.
 pub fn of_process(env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Identity {
+    let known = |r: Option<Vec<u8>>| r.unwrap_or_else(|| UNKNOWN.to_vec());
     let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
     let mut put = |name: &str, value: Vec<u8>| entries.push((name.to_owned(), value));
     put(
         "binary",
-        std::fs::metadata("/proc/self/exe").map_or_else(
-            |e| format!("unreadable: {e}").into_bytes(),
-            |m| {
-                format!(
-                    "{}:{}:{}:{}.{}",
-                    m.dev(),
-                    m.ino(),
-                    m.size(),
-                    m.mtime(),
-                    m.mtime_nsec()
-                )
-                .into_bytes()
-            },
-        ),
+        known(std::fs::metadata("/proc/self/exe").ok().map(|m| {
+            format!(
+                "{}:{}:{}:{}.{}",
+                m.dev(),
+                m.ino(),
+                m.size(),
+                m.mtime(),
+                m.mtime_nsec()
+            )
+            .into_bytes()
+        })),
     );
+    let uid = (rustix::process::getuid(), rustix::process::geteuid());
     put(
         "uid",
-        format!(
-            "{} {}",
-            rustix::process::getuid().as_raw(),
-            rustix::process::geteuid().as_raw()
-        )
-        .into_bytes(),
+        format!("{} {}", uid.0.as_raw(), uid.1.as_raw()).into_bytes(),
     );
-    let mut groups: Vec<u32> = rustix::process::getgroups()
-        .unwrap_or_default()
-        .iter()
-        .map(|g| g.as_raw())
-        .collect();
-    groups.sort_unstable();
-    put(
-        "groups",
-        format!(
-            "{} {} {groups:?}",
-            rustix::process::getgid().as_raw(),
-            rustix::process::getegid().as_raw()
-        )
-        .into_bytes(),
-    );
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    put(
-        "umask",
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("Umask:"))
-            .unwrap_or("unknown")
-            .trim()
-            .as_bytes()
-            .to_vec(),
-    );
+    let groups = rustix::process::getgroups().ok().map(|groups| {
+        let mut raw: Vec<u32> = groups.iter().map(|g| g.as_raw()).collect();
+        raw.sort_unstable();
+        let gid = (rustix::process::getgid(), rustix::process::getegid());
+        format!("{} {} {raw:?}", gid.0.as_raw(), gid.1.as_raw()).into_bytes()
+    });
+    put("groups", known(groups));
+    let status = std::fs::read_to_string("/proc/self/status").ok();
+    let line = |name: &str| {
+        status.as_deref().and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .map(|v| v.trim().as_bytes().to_vec())
+        })
+    };
+    put("umask", known(line("Umask")));
     for name in CONFINEMENT_LINES {
-        let value = status
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .unwrap_or("unknown")
-            .trim();
-        put(name, value.as_bytes().to_vec());
+        put(name, known(line(name)));
     }
-    put(
-        "lsm label",
-        std::fs::read("/proc/self/attr/current").unwrap_or_default(),
-    );
-    put(
-        "rlimits",
-        std::fs::read("/proc/self/limits").unwrap_or_default(),
-    );
-    let mut ns = Vec::new();
-    for kind in ["mnt", "pid", "user", "net", "ipc", "uts", "cgroup"] {
-        let link = std::fs::read_link(format!("/proc/self/ns/{kind}")).unwrap_or_default();
-        ns.extend_from_slice(link.as_os_str().as_bytes());
-        ns.push(b' ');
-    }
-    put("namespaces", ns);
-    for var in PINNED_VARS {
-        let mut value = b"set:".to_vec();
-        match env(var) {
-            Some(v) => value.extend(v),
-            None => value = b"unset".to_vec(),
+    // EINVAL: no LSM gives the process a label.
+    let label = match std::fs::read("/proc/self/attr/current") {
+        Ok(label) => Some(label),
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
+            Some(b"none".to_vec())
         }
+        Err(_) => None,
+    };
+    put("lsm label", known(label));
+    put("rlimits", known(std::fs::read("/proc/self/limits").ok()));
+    let ns: Option<Vec<u8>> = ["mnt", "pid", "user", "net", "ipc", "uts", "cgroup"]
+        .iter()
+        .map(|kind| {
+            std::fs::read_link(format!("/proc/self/ns/{kind}"))
+                .ok()
+                .map(|l| [l.as_os_str().as_bytes(), b" "].concat())
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(|parts| parts.concat());
+    put("namespaces", known(ns));
+    for var in PINNED_VARS {
+        let value = env(var).map_or_else(|| b"unset".to_vec(), |v| [b"set:", &v[..]].concat());
         put(&format!("${var}"), value);
     }
     Identity(entries)
@@ -153,7 +133,7 @@ mod tests {
                 a.0.iter()
                     .find(|(n, _)| n == name)
                     .unwrap_or_else(|| panic!("{name}"));
-            assert!(!value.is_empty(), "{name}");
+            assert!(!value.is_empty() && value != UNKNOWN, "{name} was not read");
         }
     }
 }

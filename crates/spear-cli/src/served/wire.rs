@@ -31,13 +31,18 @@ const MAGIC: &[u8] = b"spear-exec/1";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity(pub Vec<(String, Vec<u8>)>);
 
+/// The value of an entry that could not be read. It matches nothing, itself included: a check
+/// that could not be made on either side is a difference, never a pass.
+pub const UNKNOWN: &[u8] = b"\0unknown";
+
 impl Identity {
     /// The name of the first entry whose value is not the same in `self` and `other` (or that
-    /// only one of them has), or `None` when they are the same.
+    /// only one of them has, or that either could not read: [`UNKNOWN`]), or `None` when they
+    /// are the same.
     pub fn differs(&self, other: &Identity) -> Option<String> {
         for (name, value) in &self.0 {
             match other.0.iter().find(|(n, _)| n == name) {
-                Some((_, v)) if v == value => {}
+                Some((_, v)) if v == value && v != UNKNOWN => {}
                 _ => return Some(name.clone()),
             }
         }
@@ -406,6 +411,10 @@ mod tests {
         c.0.push(("umask".into(), b"22".to_vec()));
         assert_eq!(a.differs(&c).as_deref(), Some("umask"));
         assert_eq!(c.differs(&a).as_deref(), Some("umask"));
+        // An entry neither side could read is a difference, not a match.
+        let mut d = a.clone();
+        d.0[0].1 = UNKNOWN.to_vec();
+        assert_eq!(d.differs(&d.clone()).as_deref(), Some("exe"));
     }
 
     proptest! {
