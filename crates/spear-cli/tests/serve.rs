@@ -155,6 +155,17 @@ fn processes(words: &[&str]) -> Vec<u32> {
         .collect()
 }
 
+/// How many warm sandboxes wait on this machine (their hold is named `spear-warm-hold`).
+fn warm_holds() -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter(|e| {
+            std::fs::read(e.as_ref().unwrap().path().join("cmdline"))
+                .is_ok_and(|c| c.windows(15).any(|w| w == b"spear-warm-hold"))
+        })
+        .count()
+}
+
 fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !done() {
@@ -411,20 +422,12 @@ fn a_stopped_server_leaves_nothing_and_a_dead_ones_socket_is_no_obstacle() {
     assert!(out.status.success());
     // Positive control: a sandbox waits for the next call.
     wait_for("a warm sandbox", Duration::from_secs(5), || {
-        !processes(&["/bin/bash", "--posix", "-c"]).is_empty()
-            || std::fs::read_dir("/proc").unwrap().any(|e| {
-                std::fs::read(e.unwrap().path().join("cmdline"))
-                    .is_ok_and(|c| c.windows(15).any(|w| w == b"spear-warm-hold"))
-            })
+        warm_holds() > 0
     });
     let socket = server.socket.clone();
     assert!(server.stop().success());
     assert!(!socket.exists(), "the socket was left");
-    let holds = std::fs::read_dir("/proc").unwrap().filter(|e| {
-        std::fs::read(e.as_ref().unwrap().path().join("cmdline"))
-            .is_ok_and(|c| c.windows(15).any(|w| w == b"spear-warm-hold"))
-    });
-    assert_eq!(holds.count(), 0, "a warm sandbox was left");
+    assert_eq!(warm_holds(), 0, "a warm sandbox was left");
 
     // A server killed outright leaves its socket; calls run in their own process, and a new
     // server takes the place.
@@ -451,14 +454,11 @@ fn an_idle_server_exits_by_itself() {
     let _serial = serial();
     let dirs = Dirs::with(&[]);
     let mut server = Server::start_with(&dirs, &["--idle-exit", "1"]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "still running");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success());
+    let mut status = None;
+    wait_for("the idle exit", Duration::from_secs(10), || {
+        status = server.child.try_wait().unwrap();
+        status.is_some()
+    });
+    assert!(status.unwrap().success());
     assert!(!server.socket.exists());
 }
