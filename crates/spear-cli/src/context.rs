@@ -68,6 +68,9 @@ pub struct Context {
     operator_limits: (OperatorLimits, String),
     /// The operator's `[web]`, checked.
     pub web: spear_policy::web::WebSettings,
+    /// The operator's `[state]` quotas, checked.
+    #[allow(dead_code)] // Read by the stores and `spear gc` (issue 18, in progress).
+    pub quotas: spear_policy::quotas::Quotas,
 }
 
 impl Context {
@@ -109,6 +112,8 @@ impl Context {
             &operator_limits.1,
             &LimitFlags::default(),
         )?;
+        // And quotas on spear's state.
+        let quotas = spear_policy::quotas::Quotas::resolve(&operator.state, &operator_limits.1)?;
         // So is a `[web]` table that cannot be used.
         let web = operator.web.settings().map_err(|error| ContextError::Web {
             file: operator_limits.1.clone(),
@@ -167,6 +172,7 @@ impl Context {
             runner,
             operator_limits,
             web,
+            quotas,
         })
     }
 }

@@ -71,6 +71,10 @@ pub struct OperatorConfig {
     /// ([`crate::web`]).
     #[serde(default)]
     pub web: crate::web::OperatorWeb,
+    /// `[state]`: quotas on spear's own state (checkpoints, stored outputs, audit log, free-space
+    /// floor) ([`crate::quotas`]).
+    #[serde(default)]
+    pub state: crate::quotas::OperatorState,
 }
 
 /// `[sandbox]` of the operator's configuration, and of the workspace's policy file (which can

@@ -37,6 +37,7 @@ mod host_read;
 pub mod limits;
 mod paths;
 mod policy;
+pub mod quotas;
 mod shell;
 mod target_policy;
 pub mod web;
