@@ -69,7 +69,6 @@ pub struct Context {
     /// The operator's `[web]`, checked.
     pub web: spear_policy::web::WebSettings,
     /// The operator's `[state]` quotas, checked.
-    #[allow(dead_code)] // Read by the stores and `spear gc` (issue 18, in progress).
     pub quotas: spear_policy::quotas::Quotas,
 }
 

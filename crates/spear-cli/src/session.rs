@@ -68,6 +68,7 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
             tracing::warn!("the web pair is not offered: {why}");
         }
     }
+    let quotas = ctx.quotas;
     let policy = Arc::new(ctx.policy);
     let runner = Arc::new(match args.shelf {
         Some(shelf) => {
@@ -109,7 +110,11 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
         } else {
             Some(crate::state::results(args.host, &router_config.session)?)
         },
-        checkpoints: Some(crate::state::checkpoints(args.host, policy.workspace())?),
+        checkpoints: Some(crate::state::checkpoints(
+            args.host,
+            policy.workspace(),
+            &quotas,
+        )?),
     };
     ToolRouter::new(
         ToolRegistry::coding(),

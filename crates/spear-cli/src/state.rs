@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
+use spear_policy::quotas::Quotas;
 use spear_runtime::HostSnapshot;
 use spear_runtime::audit::AuditLogger;
-use spear_runtime::checkpoint::CheckpointStore;
+use spear_runtime::checkpoint::{CheckpointStore, StoreQuota};
 use spear_runtime::result_store::ResultStore;
 use spear_workspace::Workspace;
 
@@ -54,16 +55,31 @@ pub fn results(host: &HostSnapshot, session: &str) -> Result<ResultStore, String
     ResultStore::open(&base, session).map_err(|e| format!("the result store cannot be opened: {e}"))
 }
 
-/// The checkpoint store of `ws`.
-pub fn checkpoints(host: &HostSnapshot, ws: &Workspace) -> Result<CheckpointStore, String> {
+/// The checkpoint store of `ws`, held to the operator's `quotas`.
+pub fn checkpoints(
+    host: &HostSnapshot,
+    ws: &Workspace,
+    quotas: &Quotas,
+) -> Result<CheckpointStore, String> {
     let (xdg, home) = dirs(host)?;
     let dir = CheckpointStore::default_dir(xdg.as_deref(), home.as_deref(), ws).ok_or(
         "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep checkpoints",
     )?;
-    CheckpointStore::open(&dir).map_err(|e| {
-        format!(
-            "the checkpoint store {} cannot be opened: {e}",
-            dir.display()
-        )
-    })
+    CheckpointStore::open(&dir)
+        .map(|store| store.with_quota(store_quota(quotas)))
+        .map_err(|e| {
+            format!(
+                "the checkpoint store {} cannot be opened: {e}",
+                dir.display()
+            )
+        })
+}
+
+/// The checkpoint stores' part of the operator's quotas.
+pub fn store_quota(quotas: &Quotas) -> StoreQuota {
+    StoreQuota {
+        max_bytes: quotas.checkpoints_bytes,
+        all_max_bytes: quotas.checkpoints_all_bytes,
+        free_floor_bytes: quotas.free_floor_bytes,
+    }
 }

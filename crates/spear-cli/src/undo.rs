@@ -14,7 +14,7 @@ pub struct Args {
 pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
     let ctx = Context::open(&args.workspace, host).map_err(|e| e.to_string())?;
     let ws = ctx.policy.workspace();
-    let store = crate::state::checkpoints(host, ws)?;
+    let store = crate::state::checkpoints(host, ws, &ctx.quotas)?;
     let fs = ws
         .fs()
         .map_err(|e| format!("the workspace cannot be opened: {e}"))?;

@@ -860,6 +860,10 @@ impl ToolRouter {
         let (Some(store), false) = (&self.stores.checkpoints, resolved.writes.is_empty()) else {
             return Ok((None, Vec::new()));
         };
+        // Below the state's free-space floor, nothing is written.
+        if let Err(e) = store.check_floor() {
+            return Err(failed(e.to_string()));
+        }
         let mut not_kept = Vec::new();
         let captured = store.turn(&self.turn_id()).and_then(|mut turn| {
             for w in &resolved.writes {

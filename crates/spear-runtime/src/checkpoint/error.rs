@@ -67,6 +67,38 @@ pub enum CheckpointError {
         /// Why.
         why: String,
     },
+    /// Keeping what this turn's undo needs would take the store past its quota, even with every
+    /// older turn evicted: nothing was written.
+    #[error(
+        "spear keeps what undoes this turn, and keeping this too would take {which} past its quota \
+         of {quota} (this turn's checkpoints alone hold {held}); nothing was written. Change fewer \
+         or smaller files in this turn, or the operator can raise `[state] {key}` in spear's \
+         config.toml; `spear gc` shows what the stores hold"
+    )]
+    QuotaFull {
+        /// Which stores: "this workspace's checkpoint store" or "the checkpoint stores of every workspace".
+        which: &'static str,
+        /// The configuration key of the quota.
+        key: &'static str,
+        /// The quota, for people.
+        quota: String,
+        /// What the kept turns hold, for people.
+        held: String,
+    },
+    /// The filesystem of spear's state has less free space than the floor kept free.
+    #[error(
+        "the filesystem holding spear's state ({path}) has {free} free, and spear keeps {floor} of \
+         it free, so nothing was written; free space there, or run `spear gc` to see and clear \
+         what spear's stores hold"
+    )]
+    FloorReached {
+        /// The state directory.
+        path: PathBuf,
+        /// Free space, for people.
+        free: String,
+        /// The floor, for people.
+        floor: String,
+    },
     /// Any other I/O error on the store.
     #[error("the checkpoint store at {path}: {source}")]
     Io {

@@ -35,19 +35,23 @@
 //! ```
 
 mod error;
+mod evict;
 mod manifest;
 pub(crate) mod names;
 pub(crate) mod private_dir;
+pub mod quota;
 mod state;
 mod undo;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use spear_workspace::{Budget, EntryKind, FsError, Location, Node, Workspace, WorkspaceFs};
 
 pub use error::{CheckpointError, Conflict, UndoError};
 pub use manifest::TurnCheckpoint;
+pub use quota::{StoreQuota, StoreUsage};
 pub use state::EntryState;
 pub use undo::UndoReport;
 
@@ -69,11 +73,24 @@ pub(crate) fn state_base(xdg_state_home: Option<&Path>, home: Option<&Path>) -> 
     }
 }
 
-/// The checkpoints of one workspace.
+/// Whether `name` names a workspace's store: 32 lowercase hex digits.
+pub(crate) fn is_store_key(name: &str) -> bool {
+    name.len() == WORKSPACE_KEY_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The checkpoints of one workspace. Clones share the running count of its size and the turn
+/// being recorded.
 #[derive(Debug, Clone)]
 pub struct CheckpointStore {
     dir: PathBuf,
     max_file_bytes: u64,
+    quota: Option<StoreQuota>,
+    ledger: Arc<Mutex<quota::Ledger>>,
+    /// The turn last opened through this store: never evicted.
+    current: Arc<Mutex<Option<String>>>,
 }
 
 impl CheckpointStore {
@@ -86,7 +103,215 @@ impl CheckpointStore {
         Ok(CheckpointStore {
             dir: dir.to_path_buf(),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            quota: None,
+            ledger: Arc::default(),
+            current: Arc::default(),
         })
+    }
+
+    /// The same store held to `quota` (none by default, for library callers and tests).
+    #[must_use]
+    pub fn with_quota(mut self, quota: StoreQuota) -> CheckpointStore {
+        self.quota = Some(quota);
+        self
+    }
+
+    /// The quota the store is held to.
+    pub fn quota(&self) -> Option<StoreQuota> {
+        self.quota
+    }
+
+    /// What the store holds now (a scan of its directories).
+    pub fn usage(&self) -> Result<StoreUsage, CheckpointError> {
+        quota::scan(&self.dir)
+            .map(|s| s.usage())
+            .map_err(|source| self.io_err(source))
+    }
+
+    /// Brings the store within its quota (and every store of the user within theirs): evicts
+    /// the oldest turns and removes blobs nothing names, keeping the latest turn. Returns what it
+    /// holds afterwards. Without a quota, only unreferenced blobs are removed.
+    pub fn collect_garbage(&self) -> Result<StoreUsage, CheckpointError> {
+        let quota = self.quota.unwrap_or(StoreQuota {
+            max_bytes: u64::MAX,
+            all_max_bytes: u64::MAX,
+            free_floor_bytes: 0,
+        });
+        let mut ledger = self.lock_ledger();
+        match self.enforce(&mut ledger, 0, quota.max_bytes, quota) {
+            // The latest turn alone is over the quota: kept, and reported by the usage.
+            Ok(()) | Err(CheckpointError::QuotaFull { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        let _flock = quota::lock(&self.dir).map_err(|e| self.io_err(e))?;
+        let scanned = quota::scan(&self.dir).map_err(|e| self.io_err(e))?;
+        let orphans = quota::orphans(&scanned, &scanned.kept(&ledger.pending()));
+        let plan = evict::Plan {
+            free_blobs: orphans,
+            ..evict::Plan::default()
+        };
+        quota::carry_out(&self.dir, &scanned, &plan);
+        self.usage()
+    }
+
+    fn lock_ledger(&self) -> std::sync::MutexGuard<'_, quota::Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn io_err(&self, source: std::io::Error) -> CheckpointError {
+        CheckpointError::Io {
+            path: self.dir.clone(),
+            source,
+        }
+    }
+
+    /// Whether the filesystem holding the store has its free-space floor left: a call that would
+    /// write is refused before it writes anything when it has not. Attack: a model filling the
+    /// disk spear's state (and the user's files) live on, through any writing call.
+    pub fn check_floor(&self) -> Result<(), CheckpointError> {
+        let Some(q) = self.quota.filter(|q| q.free_floor_bytes > 0) else {
+            return Ok(());
+        };
+        let free = quota::free_bytes(&self.dir).map_err(|e| self.io_err(e))?;
+        if free < q.free_floor_bytes {
+            return Err(CheckpointError::FloorReached {
+                path: self.dir.clone(),
+                free: quota::bytes_text(free),
+                floor: quota::bytes_text(q.free_floor_bytes),
+            });
+        }
+        Ok(())
+    }
+
+    /// Makes room for a new blob of `need` bytes: checks the free-space floor, then brings the
+    /// store (and every store of the user) within quota, evicting the oldest turns. Attack: a
+    /// model filling the disk through checkpoints (see [`quota`]).
+    fn make_room(&self, need: u64) -> Result<(), CheckpointError> {
+        let Some(q) = self.quota else {
+            return Ok(());
+        };
+        if q.free_floor_bytes > 0 {
+            let free = quota::free_bytes(&self.dir).map_err(|e| self.io_err(e))?;
+            if free < need.saturating_add(q.free_floor_bytes) {
+                return Err(CheckpointError::FloorReached {
+                    path: self.dir.clone(),
+                    free: quota::bytes_text(free),
+                    floor: quota::bytes_text(q.free_floor_bytes),
+                });
+            }
+        }
+        let mut ledger = self.lock_ledger();
+        if ledger.fits(need, &q) {
+            return Ok(());
+        }
+        self.enforce(&mut ledger, need, q.max_bytes, q)
+    }
+
+    /// Scans, and evicts so that `need` more bytes fit within `limit` in this store and within
+    /// `quota.all_max_bytes` in every store of the user; refuses when the protected turns alone
+    /// do not leave room (and then evicts nothing).
+    fn enforce(
+        &self,
+        ledger: &mut quota::Ledger,
+        need: u64,
+        limit: u64,
+        q: StoreQuota,
+    ) -> Result<(), CheckpointError> {
+        let _flock = quota::lock(&self.dir).map_err(|e| self.io_err(e))?;
+        let current = self
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let pending = ledger.pending();
+        let mut scanned = quota::scan(&self.dir).map_err(|e| self.io_err(e))?;
+        scanned.protect(current.as_deref());
+        let kept = scanned.kept(&pending);
+        let p = evict::plan(&scanned.refs(), &scanned.blobs, &kept, need, limit);
+        if !p.fits {
+            let held = scanned
+                .turns
+                .iter()
+                .filter(|(_, _, t)| t.protected)
+                .flat_map(|(_, _, t)| t.blobs.iter())
+                .collect::<std::collections::HashSet<_>>()
+                .iter()
+                .filter_map(|b| scanned.blobs.get(*b))
+                .sum::<u64>();
+            return Err(CheckpointError::QuotaFull {
+                which: "this workspace's checkpoint store",
+                key: "checkpoints",
+                quota: quota::bytes_text(q.max_bytes),
+                held: quota::bytes_text(held),
+            });
+        }
+        let failed = quota::carry_out(&self.dir, &scanned, &p);
+        if !failed.is_empty() {
+            tracing::warn!(store = %self.dir.display(), "checkpoint eviction left: {}", failed.join("; "));
+        }
+        ledger.bytes = Some(p.after);
+        ledger.scanned = Some(std::time::Instant::now());
+        self.enforce_all(ledger, need, q, current.as_deref(), &pending)
+    }
+
+    /// The user's quota over every store next to this one. Only looked at when the stores
+    /// could exceed it (more of them than the quota holds stores at their own quota).
+    fn enforce_all(
+        &self,
+        ledger: &mut quota::Ledger,
+        need: u64,
+        q: StoreQuota,
+        current: Option<&str>,
+        pending: &std::collections::HashMap<String, std::time::SystemTime>,
+    ) -> Result<(), CheckpointError> {
+        let siblings = quota::sibling_stores(&self.dir);
+        let stores = u64::try_from(siblings.len() + 1).unwrap_or(u64::MAX);
+        if stores.saturating_mul(q.max_bytes) <= q.all_max_bytes {
+            ledger.others = 0;
+            return Ok(());
+        }
+        let mine = ledger.bytes.unwrap_or(0);
+        let mut scans = vec![(
+            self.dir.clone(),
+            quota::scan(&self.dir).map_err(|e| self.io_err(e))?,
+        )];
+        let mut total = mine;
+        for dir in siblings {
+            // A store another process is removing, or unreadable: not ours to count.
+            if let Ok(s) = quota::scan(&dir) {
+                total = total.saturating_add(s.usage().bytes());
+                scans.push((dir, s));
+            }
+        }
+        ledger.others = total - mine;
+        if total.saturating_add(need) <= q.all_max_bytes {
+            return Ok(());
+        }
+        let plans = quota::plan_across(&mut scans, current, pending, need, q.all_max_bytes);
+        if plans.first().is_some_and(|p| !p.fits) {
+            return Err(CheckpointError::QuotaFull {
+                which: "the checkpoint stores of every workspace together",
+                key: "checkpoints_all",
+                quota: quota::bytes_text(q.all_max_bytes),
+                held: quota::bytes_text(total),
+            });
+        }
+        for ((dir, scanned), plan) in scans.iter().zip(&plans) {
+            // Another store is evicted under its own lock, as its own process would.
+            let _flock = (dir != &self.dir).then(|| quota::lock(dir).ok());
+            quota::carry_out(dir, scanned, plan);
+        }
+        // Counted again at the next scan; until then, what the plan left.
+        ledger.others = 0;
+        for (dir, _) in &scans {
+            let held = quota::scan(dir).map_or(0, |s| s.usage().bytes());
+            if dir == &self.dir {
+                ledger.bytes = Some(held);
+            } else {
+                ledger.others = ledger.others.saturating_add(held);
+            }
+        }
+        Ok(())
     }
 
     /// The same store keeping files of at most `max` bytes.
@@ -120,13 +345,18 @@ impl CheckpointStore {
     pub fn put_blob(&self, bytes: &[u8]) -> Result<String, CheckpointError> {
         let hash = sha256_hex(bytes);
         if self.read_blob(&hash).is_ok() {
+            // Kept from eviction until a manifest names it, as a new blob would be.
+            self.lock_ledger().stored(&hash, 0);
             return Ok(hash);
         }
+        let size = bytes.len() as u64;
+        self.make_room(size)?;
         let blobs = self.dir.join("blobs");
         write_atomic(&blobs, &hash, bytes, false).map_err(|source| CheckpointError::Io {
             path: blobs.join(&hash),
             source,
         })?;
+        self.lock_ledger().stored(&hash, size);
         Ok(hash)
     }
 
@@ -327,6 +557,7 @@ impl CheckpointStore {
                 id: turn_id.to_owned(),
             });
         }
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(turn_id.to_owned());
         let path = self.turns_dir().join(format!("{turn_id}.json"));
         if let Some(turn) = TurnCheckpoint::load(&path)? {
             if !turn.is_undone() {

@@ -494,8 +494,8 @@ impl Prepared for CommandCall {
         if let (true, Some(job)) = (watch, cx.jobs.writable_pending()) {
             return with_class(ToolResult::denied(&Refusal::job_writing(summary, job)));
         }
-        if let (true, Some(why)) = (watch, cx.sandbox_down()) {
-            return with_class(ToolResult::denied(&sandbox_down_refusal(&summary, &why)));
+        if let Some(refused) = watch.then(|| refuse_writing(cx, &summary)).flatten() {
+            return with_class(refused);
         }
         let prepared = match prepare(cx, request, access, grant.as_ref(), targets, &summary) {
             Ok(p) => p,
@@ -620,6 +620,22 @@ pub fn shell_words(argv: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Why a command that may write must not run now, if it must not: a command of this turn found
+/// the sandbox down, or the filesystem of spear's state is below its free-space floor (what the
+/// command wrote could not be checkpointed, and the disk is the user's).
+fn refuse_writing(cx: &CallContext<'_>, summary: &str) -> Option<ToolResult> {
+    if let Some(why) = cx.sandbox_down() {
+        return Some(ToolResult::denied(&sandbox_down_refusal(summary, &why)));
+    }
+    match cx
+        .checkpoints
+        .map(spear_runtime::checkpoint::CheckpointStore::check_floor)
+    {
+        Some(Err(e)) => Some(failed(e.to_string())),
+        _ => None,
+    }
 }
 
 /// Starts `request` as a background job; a writable job's writes stay staged until its end is
