@@ -104,11 +104,15 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
         router_config.limits.preview_chars = usize::MAX;
     }
     let stores = RouterStores {
-        audit: Some(crate::state::audit(args.host)?),
+        audit: Some(crate::state::audit(args.host, &quotas)?),
         results: if args.whole_output {
             None
         } else {
-            Some(crate::state::results(args.host, &router_config.session)?)
+            Some(crate::state::results(
+                args.host,
+                &router_config.session,
+                &quotas,
+            )?)
         },
         checkpoints: Some(crate::state::checkpoints(
             args.host,

@@ -40,19 +40,22 @@ pub fn audit_path(host: &HostSnapshot) -> Result<PathBuf, String> {
     })
 }
 
-/// The audit logger.
-pub fn audit(host: &HostSnapshot) -> Result<AuditLogger, String> {
+/// The audit logger, rotating the log at the operator's size.
+pub fn audit(host: &HostSnapshot, quotas: &Quotas) -> Result<AuditLogger, String> {
     let path = audit_path(host)?;
     AuditLogger::open(&path)
+        .map(|log| log.with_rotation(quotas.audit_bytes))
         .map_err(|e| format!("the audit log {} cannot be opened: {e}", path.display()))
 }
 
-/// The result store of `session`.
-pub fn results(host: &HostSnapshot, session: &str) -> Result<ResultStore, String> {
+/// The result store of `session`, within the operator's per-session budget.
+pub fn results(host: &HostSnapshot, session: &str, quotas: &Quotas) -> Result<ResultStore, String> {
     let (xdg, home) = dirs(host)?;
     let base = spear_runtime::result_store::default_base(xdg.as_deref(), home.as_deref())
         .ok_or("neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep outputs")?;
-    ResultStore::open(&base, session).map_err(|e| format!("the result store cannot be opened: {e}"))
+    ResultStore::open(&base, session)
+        .map(|store| store.with_budget(quotas.results_bytes))
+        .map_err(|e| format!("the result store cannot be opened: {e}"))
 }
 
 /// The checkpoint store of `ws`, held to the operator's `quotas`.

@@ -32,7 +32,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
                 .chain(&report.removed)
                 .cloned()
                 .collect();
-            if let Err(e) = crate::state::audit(host)
+            if let Err(e) = crate::state::audit(host, &ctx.quotas)
                 .and_then(|log| log.log(&record).map_err(|e| e.to_string()))
             {
                 eprintln!(

@@ -7,6 +7,10 @@
 //!   matches its reference: what is shown is what was stored, or nothing.
 //! - A reference is 64 lowercase hex digits and nothing else, and it is only looked up in the
 //!   store's own session directory: another session's output cannot be read through it.
+//! - With a budget ([`ResultStore::with_budget`]), a session's outputs together stay within it:
+//!   storing one evicts the oldest first, and an evicted output's reference then answers
+//!   [`StoreError::Expired`] (a `<hash>.expired` marker, empty, at most [`MAX_MARKERS`] kept).
+//!   Attack: a command printing 50 MB, called again and again, kept 1 MiB a call with no bound.
 //!
 //! ```no_run
 //! use spear_runtime::result_store::{ResultStore, default_base};
@@ -39,6 +43,48 @@ const MAX_CHAR_TAIL: u64 = 3;
 /// says; `None` when neither gives an absolute path. Pure.
 pub fn default_base(xdg_state_home: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
     crate::checkpoint::state_base(xdg_state_home, home).map(|b| b.join("spear").join("results"))
+}
+
+/// Expiry markers a session keeps (empty files; the oldest go first).
+pub const MAX_MARKERS: usize = 4096;
+
+/// The suffix of an expiry marker.
+const EXPIRED: &str = ".expired";
+
+/// The outputs in `dir` (name, size, modified) and its expiry markers (name, modified).
+type Listing = (
+    Vec<(String, u64, std::time::SystemTime)>,
+    Vec<(String, std::time::SystemTime)>,
+);
+
+fn listing(dir: &Path) -> std::io::Result<Listing> {
+    let mut outputs = Vec::new();
+    let mut markers = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let meta = entry.metadata()?;
+        if !meta.is_file() {
+            continue;
+        }
+        let at = meta.modified()?;
+        if is_sha256_hex(name) {
+            outputs.push((name.to_owned(), meta.len(), at));
+        } else if name.strip_suffix(EXPIRED).is_some_and(is_sha256_hex) {
+            markers.push((name.to_owned(), at));
+        }
+    }
+    Ok((outputs, markers))
+}
+
+/// What the session directory `dir` holds.
+pub fn usage_of(dir: &Path) -> std::io::Result<ResultUsage> {
+    let (outputs, _) = listing(dir)?;
+    Ok(ResultUsage {
+        outputs: outputs.len() as u64,
+        bytes: outputs.iter().map(|(_, size, _)| size).sum(),
+    })
 }
 
 /// A stored output: its content hash (the reference to read it by) and its size.
@@ -103,6 +149,26 @@ pub enum StoreError {
         /// The reference.
         reference: String,
     },
+    /// The output was stored, then removed to keep the session within its budget.
+    #[error(
+        "the output {reference} has expired: this session keeps at most {budget} of stored \
+         output and removes the oldest first; run the command again, with less output (`| head`, \
+         `| tail`, or into a file in the workspace) to see it"
+    )]
+    Expired {
+        /// The reference.
+        reference: String,
+        /// The session's budget, for people.
+        budget: String,
+    },
+    /// An output larger than the session's whole budget is not stored.
+    #[error("an output of {size} bytes is larger than this session's budget of {budget}")]
+    OverBudget {
+        /// Its size.
+        size: u64,
+        /// The budget, for people.
+        budget: String,
+    },
     /// The stored content no longer matches its reference (edited or swapped on disk).
     #[error(
         "the stored output {reference} was changed on disk ({why}) and is not shown; run the \
@@ -144,6 +210,16 @@ pub enum StoreError {
 #[derive(Debug, Clone)]
 pub struct ResultStore {
     dir: PathBuf,
+    budget: Option<u64>,
+}
+
+/// What a session's store holds, as `spear gc` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResultUsage {
+    /// Stored outputs.
+    pub outputs: u64,
+    /// Their bytes.
+    pub bytes: u64,
 }
 
 impl ResultStore {
@@ -164,7 +240,72 @@ impl ResultStore {
                 why,
             })?;
         }
-        Ok(ResultStore { dir })
+        Ok(ResultStore { dir, budget: None })
+    }
+
+    /// The same store, keeping at most `bytes` of output for its session (the oldest evicted).
+    #[must_use]
+    pub fn with_budget(mut self, bytes: u64) -> ResultStore {
+        self.budget = Some(bytes);
+        self
+    }
+
+    /// The session's budget.
+    pub fn budget(&self) -> Option<u64> {
+        self.budget
+    }
+
+    /// What the session's directory holds now.
+    pub fn usage(&self) -> Result<ResultUsage, StoreError> {
+        usage_of(&self.dir).map_err(|source| StoreError::Io {
+            path: self.dir.clone(),
+            source,
+        })
+    }
+
+    /// Removes the oldest outputs until `need` more bytes fit in the budget, leaving an expiry
+    /// marker for each; `Err` when `need` alone is over the budget.
+    fn make_room(&self, hash: &str, need: u64) -> Result<(), StoreError> {
+        let Some(budget) = self.budget else {
+            return Ok(());
+        };
+        let io = |source| StoreError::Io {
+            path: self.dir.clone(),
+            source,
+        };
+        if need > budget {
+            return Err(StoreError::OverBudget {
+                size: need,
+                budget: crate::checkpoint::quota::bytes_text(budget),
+            });
+        }
+        let (mut outputs, mut markers) = listing(&self.dir).map_err(io)?;
+        // The same content stored again replaces itself.
+        outputs.retain(|(name, _, _)| name != hash);
+        let mut held: u64 = outputs.iter().map(|(_, size, _)| size).sum();
+        outputs.sort_by_key(|(name, _, at)| (*at, name.clone()));
+        for (name, size, _) in outputs {
+            if held.saturating_add(need) <= budget {
+                break;
+            }
+            match std::fs::remove_file(self.dir.join(&name)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io(e)),
+            }
+            held = held.saturating_sub(size);
+            // Best effort: without its marker, the reference answers "not found".
+            if write_atomic(&self.dir, &format!("{name}{EXPIRED}"), b"", false).is_ok() {
+                markers.push((format!("{name}{EXPIRED}"), std::time::SystemTime::now()));
+            }
+        }
+        if markers.len() > MAX_MARKERS {
+            markers.sort_by_key(|(name, at)| (*at, name.clone()));
+            for (name, _) in &markers[..markers.len() - MAX_MARKERS] {
+                let _ = std::fs::remove_file(self.dir.join(name));
+            }
+        }
+        Ok(())
     }
 
     /// The session's directory.
@@ -176,6 +317,9 @@ impl ResultStore {
     /// content twice gives the same reference.
     pub fn put(&self, bytes: &[u8]) -> Result<OutputRef, StoreError> {
         let hash = sha256_hex(bytes);
+        self.make_room(&hash, bytes.len() as u64)?;
+        // Stored again: no longer expired.
+        let _ = std::fs::remove_file(self.dir.join(format!("{hash}{EXPIRED}")));
         write_atomic(&self.dir, &hash, bytes, false).map_err(|source| StoreError::Io {
             path: self.dir.join(&hash),
             source,
@@ -210,6 +354,16 @@ impl ResultStore {
         let (mut file, _) = match open_regular(&path) {
             Ok(Some(found)) => found,
             Ok(None) => {
+                let marker = self.dir.join(format!("{reference}{EXPIRED}"));
+                if std::fs::symlink_metadata(marker).is_ok_and(|m| m.is_file()) {
+                    return Err(StoreError::Expired {
+                        reference: reference.to_owned(),
+                        budget: self.budget.map_or_else(
+                            || "its budget".to_owned(),
+                            crate::checkpoint::quota::bytes_text,
+                        ),
+                    });
+                }
                 return Err(StoreError::NotFound {
                     reference: reference.to_owned(),
                 });

@@ -939,3 +939,83 @@ fn executable_summary_table() {
         assert_eq!(executable_summary(command), want, "{command:?}");
     }
 }
+
+#[test]
+fn a_rotated_log_stays_bounded_and_keeps_the_newest_records_of_every_writer() {
+    const THREADS: usize = 8;
+    const PER_THREAD: usize = 500;
+    const ROTATE_AT: u64 = 64 << 10;
+    let (_dir, path, first) = fresh_log();
+    // Two open file descriptions, as two processes: each must notice the other's rotation.
+    let loggers = [
+        Arc::new(first.with_rotation(ROTATE_AT)),
+        Arc::new(AuditLogger::open(&path).unwrap().with_rotation(ROTATE_AT)),
+    ];
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let logger = Arc::clone(&loggers[t % 2]);
+            std::thread::spawn(move || {
+                for seq in 0..PER_THREAD {
+                    let mut r = AuditRecord::new(format!("thread-{t}"), AuditEvent::ToolCall);
+                    r.turn = Some(seq.to_string());
+                    logger.log(&r).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    // The newest record of all.
+    loggers[0]
+        .log(&AuditRecord::new("last".to_owned(), AuditEvent::ToolCall))
+        .unwrap();
+    let older = AuditLogger::rotated_path(&path);
+    let record_max = 1 << 10;
+    let mut total = 0;
+    for p in [&path, &older] {
+        let size = fs::metadata(p).unwrap().len();
+        assert!(
+            size <= ROTATE_AT + record_max,
+            "{} holds {size} bytes",
+            p.display()
+        );
+        total += size;
+    }
+    // Positive control: what was written is far more than what is kept.
+    assert!(
+        (THREADS * PER_THREAD) as u64 * 100 > 2 * ROTATE_AT,
+        "the test writes too little to rotate"
+    );
+    let mut kept: Vec<Vec<u64>> = vec![Vec::new(); THREADS];
+    for p in [&older, &path] {
+        for r in lines_of(p) {
+            let Some(t) = r["session"].as_str().unwrap().strip_prefix("thread-") else {
+                continue;
+            };
+            let t: usize = t.parse().unwrap();
+            kept[t].push(r["turn"].as_str().unwrap().parse().unwrap());
+        }
+    }
+    let last = lines_of(&path);
+    assert_eq!(
+        last.last().unwrap()["session"],
+        "last",
+        "the newest record is kept"
+    );
+    assert!(
+        kept.iter().map(Vec::len).sum::<usize>() > 100,
+        "a log and its rotated one hold more than a few records"
+    );
+    for (t, seqs) in kept.iter_mut().enumerate() {
+        seqs.sort_unstable();
+        let n = seqs.len() as u64;
+        // The newest records are kept, and what is kept is a run ending at the last one.
+        let want: Vec<u64> = (PER_THREAD as u64 - n..PER_THREAD as u64).collect();
+        assert_eq!(*seqs, want, "thread {t}");
+    }
+    // `tail` reaches into the rotated log when the new one is short.
+    let newest = lines_of(&path).len();
+    let tail = AuditLogger::tail(&path, newest + 5).unwrap();
+    assert_eq!(tail.len(), newest + 5, "{total}");
+}

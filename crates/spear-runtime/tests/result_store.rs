@@ -305,3 +305,53 @@ fn default_base_prefers_xdg_state_home() {
         Some(PathBuf::from("/h/.local/state/spear/results"))
     );
 }
+
+#[test]
+fn a_sessions_outputs_stay_within_its_budget_and_evicted_refs_answer_expired() {
+    const KIB: usize = 1 << 10;
+    let fx = Fx::new();
+    let limited = ResultStore::open(&fx.results(), "limited")
+        .unwrap()
+        .with_budget(1 << 20);
+    // Positive control: the same outputs without a budget are all kept.
+    let unlimited = ResultStore::open(&fx.results(), "unlimited").unwrap();
+    let outputs: Vec<String> = (0..5u8)
+        .map(|i| char::from(b'a' + i).to_string().repeat(300 * KIB))
+        .collect();
+    let mut refs = Vec::new();
+    for text in &outputs {
+        refs.push(limited.put(text.as_bytes()).unwrap());
+        unlimited.put(text.as_bytes()).unwrap();
+        // Distinct modification times, so that "oldest" is well defined.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let held = limited.usage().unwrap();
+    assert!(held.bytes <= 1 << 20, "{held:?}");
+    assert_eq!(held.outputs, 3, "{held:?}");
+    assert_eq!(unlimited.usage().unwrap().outputs, 5, "control");
+    for (i, r) in refs.iter().enumerate() {
+        match limited.read(r, 0, 10) {
+            Ok(chunk) if i >= 2 => assert_eq!(chunk.total, 300 * KIB as u64),
+            Err(e @ StoreError::Expired { .. }) if i < 2 => {
+                let msg = e.to_string();
+                assert!(msg.contains("expired") && msg.contains("1 MiB"), "{msg}");
+            }
+            other => panic!("output {i}: {other:?}"),
+        }
+    }
+    // Stored again, an expired output is read again.
+    limited.put(outputs[0].as_bytes()).unwrap();
+    assert_eq!(limited.read(&refs[0], 0, 3).unwrap().text, "aaa");
+    // An output over the whole budget is not stored, and nothing is evicted for it.
+    let before = limited.usage().unwrap();
+    assert!(matches!(
+        limited.put(&vec![b'z'; 2 << 20]),
+        Err(StoreError::OverBudget { .. })
+    ));
+    assert_eq!(limited.usage().unwrap(), before);
+    // A reference never stored is still "not found", not "expired".
+    assert!(matches!(
+        limited.read(&"0".repeat(64), 0, 1),
+        Err(StoreError::NotFound { .. })
+    ));
+}

@@ -14,6 +14,12 @@
 //! reader), then written with one `write(2)` (looping only on a short
 //! write) while holding an in-process mutex and an exclusive `flock` that other processes honour.
 //! A line that a killed writer left unterminated is ended before the next record.
+//!
+//! Rotation ([`AuditLogger::with_rotation`]): once the log reaches its size, the writer holding
+//! the lock renames it to `<name>.1` (replacing the older one) and starts a new log, so the log
+//! takes at most about twice that size and the newest records are never the ones dropped.
+//! Every writer checks under the lock that its file is still the one at the path, and reopens
+//! it when another process rotated it.
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -136,6 +142,10 @@ pub(crate) fn permissions(owner: u32, me: u32, mode: u32, wanted: u32) -> Permis
 pub struct AuditLogger {
     path: PathBuf,
     file: Mutex<File>,
+    /// The log's directory, opened without following a link: rotation and reopening act in it.
+    dir: rustix::fd::OwnedFd,
+    /// Size at which the log is rotated; `None`: never.
+    rotate_at: Option<u64>,
 }
 
 impl AuditLogger {
@@ -153,53 +163,28 @@ impl AuditLogger {
             });
         };
         let dir_fd = open_dir(dir)?;
-        // Attack: a symlink planted at the log path (to ~/.bashrc, say) would make every record
-        // an append to the file it points at. O_NOFOLLOW refuses it; O_NONBLOCK keeps a FIFO
-        // planted there from blocking the open.
-        let fd = rustix::fs::openat(
-            &dir_fd,
-            name,
-            OFlags::RDWR
-                | OFlags::APPEND
-                | OFlags::CREATE
-                | OFlags::CLOEXEC
-                | OFlags::NOFOLLOW
-                | OFlags::NONBLOCK
-                | OFlags::NOCTTY,
-            Mode::from_raw_mode(FILE_MODE),
-        )
-        .map_err(|e| {
-            if e == rustix::io::Errno::LOOP {
-                AuditError::Symlink {
-                    path: path.to_owned(),
-                }
-            } else {
-                io_error("open", path, e)
-            }
-        })?;
-        let stat = rustix::fs::fstat(&fd).map_err(|e| io_error("inspect", path, e))?;
-        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-            return Err(AuditError::WrongType {
-                path: path.to_owned(),
-                expected: "regular file",
-            });
-        }
-        // Attack: a hard link at the log path to another file of this user's would receive
-        // every record.
-        // `st_nlink` is narrower than u64 on some architectures.
-        #[allow(clippy::useless_conversion)]
-        let links = u64::from(stat.st_nlink);
-        if links != 1 {
-            return Err(AuditError::HardLinked {
-                path: path.to_owned(),
-                links,
-            });
-        }
-        check_permissions(&fd, &stat, path, FILE_MODE)?;
+        let file = open_log(&dir_fd, name, path)?;
         Ok(AuditLogger {
             path: path.to_owned(),
-            file: Mutex::new(File::from(fd)),
+            file: Mutex::new(file),
+            dir: dir_fd,
+            rotate_at: None,
         })
+    }
+
+    /// The same logger, rotating the log once it reaches `bytes` (one older file kept as
+    /// `<name>.1`).
+    #[must_use]
+    pub fn with_rotation(mut self, bytes: u64) -> AuditLogger {
+        self.rotate_at = Some(bytes);
+        self
+    }
+
+    /// The rotated, older log next to `path`: `<path>.1`.
+    pub fn rotated_path(path: &Path) -> PathBuf {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".1");
+        PathBuf::from(name)
     }
 
     /// The path the log was opened at.
@@ -212,18 +197,122 @@ impl AuditLogger {
         let mut line =
             escape_line_breakers(&serde_json::to_string(&record.redacted())?).into_bytes();
         line.push(b'\n');
-        let file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         retry(|| rustix::fs::flock(&*file, FlockOperation::LockExclusive))
             .map_err(|e| io_error("lock", &self.path, e))?;
+        if self.rotate_at.is_some() && !self.is_current(&file) {
+            // Another writer rotated the log: write to the new one, under its lock.
+            let fresh = self.reopen_locked(&file)?;
+            *file = fresh;
+        }
         let written = append_line(&file, &line).map_err(|e| AuditError::Io {
             action: "write to",
             path: self.path.clone(),
             source: e,
         });
+        let rotated = match (&written, self.rotate_at) {
+            (Ok(()), Some(max)) if file.metadata().is_ok_and(|m| m.len() >= max) => {
+                self.rotate(&mut file)
+            }
+            _ => Ok(()),
+        };
         let unlocked = retry(|| rustix::fs::flock(&*file, FlockOperation::Unlock))
             .map_err(|e| io_error("unlock", &self.path, e));
-        written.and(unlocked)
+        written.and(rotated).and(unlocked)
     }
+
+    /// Whether `file` is still the log at the path (not rotated away by another writer).
+    fn is_current(&self, file: &File) -> bool {
+        let Some(name) = self.path.file_name() else {
+            return false;
+        };
+        let (Ok(mine), Ok(there)) = (
+            rustix::fs::fstat(file),
+            rustix::fs::statat(&self.dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW),
+        ) else {
+            return false;
+        };
+        mine.st_dev == there.st_dev && mine.st_ino == there.st_ino
+    }
+
+    /// Opens the log at the path again and locks it, then releases `old`'s lock.
+    fn reopen_locked(&self, old: &File) -> Result<File, AuditError> {
+        let name = self.path.file_name().unwrap_or_default();
+        let fresh = open_log(&self.dir, name, &self.path)?;
+        retry(|| rustix::fs::flock(&fresh, FlockOperation::LockExclusive))
+            .map_err(|e| io_error("lock", &self.path, e))?;
+        let _ = retry(|| rustix::fs::flock(old, FlockOperation::Unlock));
+        Ok(fresh)
+    }
+
+    /// Renames the full log (whose lock `file` holds) to `<name>.1` and starts a new one, held
+    /// locked in its place. Attack: none beyond the log's own; a link planted at `<name>.1` is
+    /// replaced by the rename, never followed.
+    fn rotate(&self, file: &mut File) -> Result<(), AuditError> {
+        let Some(name) = self.path.file_name() else {
+            return Ok(());
+        };
+        let mut older = name.to_owned();
+        older.push(".1");
+        rustix::fs::renameat(&self.dir, name, &self.dir, older.as_os_str())
+            .map_err(|e| io_error("rotate", &self.path, e))?;
+        let fresh = self.reopen_locked(file)?;
+        *file = fresh;
+        Ok(())
+    }
+}
+
+/// Opens (creating if missing) the log `name` in `dir_fd`; see the module documentation for the
+/// checks.
+fn open_log(
+    dir_fd: &rustix::fd::OwnedFd,
+    name: &std::ffi::OsStr,
+    path: &Path,
+) -> Result<File, AuditError> {
+    // Attack: a symlink planted at the log path (to ~/.bashrc, say) would make every record
+    // an append to the file it points at. O_NOFOLLOW refuses it; O_NONBLOCK keeps a FIFO
+    // planted there from blocking the open.
+    let fd = rustix::fs::openat(
+        dir_fd,
+        name,
+        OFlags::RDWR
+            | OFlags::APPEND
+            | OFlags::CREATE
+            | OFlags::CLOEXEC
+            | OFlags::NOFOLLOW
+            | OFlags::NONBLOCK
+            | OFlags::NOCTTY,
+        Mode::from_raw_mode(FILE_MODE),
+    )
+    .map_err(|e| {
+        if e == rustix::io::Errno::LOOP {
+            AuditError::Symlink {
+                path: path.to_owned(),
+            }
+        } else {
+            io_error("open", path, e)
+        }
+    })?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| io_error("inspect", path, e))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(AuditError::WrongType {
+            path: path.to_owned(),
+            expected: "regular file",
+        });
+    }
+    // Attack: a hard link at the log path to another file of this user's would receive
+    // every record.
+    // `st_nlink` is narrower than u64 on some architectures.
+    #[allow(clippy::useless_conversion)]
+    let links = u64::from(stat.st_nlink);
+    if links != 1 {
+        return Err(AuditError::HardLinked {
+            path: path.to_owned(),
+            links,
+        });
+    }
+    check_permissions(&fd, &stat, path, FILE_MODE)?;
+    Ok(File::from(fd))
 }
 
 /// `json` with the characters serde leaves raw but some readers take for a line break or a
