@@ -25,6 +25,12 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
             let _ = writeln!(out, "{line}");
         }
     } else {
+        // The rotated, older log first, if there is one.
+        let older = spear_runtime::audit::AuditLogger::rotated_path(&path);
+        if let Ok(mut file) = std::fs::File::open(&older) {
+            std::io::copy(&mut file, &mut out)
+                .map_err(|e| format!("the audit log {} cannot be read: {e}", older.display()))?;
+        }
         let mut file = std::fs::File::open(&path)
             .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
         std::io::copy(&mut file, &mut out)

@@ -39,6 +39,10 @@ struct Report<'a> {
     mechanisms: Vec<Row<'a>>,
     guarantees: Vec<GuaranteeRow>,
     web: spear_tools::WebReport,
+    /// What spear's own stores hold, against their quotas (as `spear gc` reports it).
+    state: Option<crate::gc::StateReport>,
+    /// Why the state could not be reported.
+    state_error: Option<String>,
 }
 
 /// One guarantee bit and whether this host can give it: what gives it, or why not.
@@ -81,6 +85,8 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
     let ready = found.iter().all(|m| m.usable || !m.required);
     let guarantees = guarantee_rows(&sandbox);
     let (web, config_path) = web_report(args, host);
+    let state =
+        crate::gc::quotas(host, args.config.as_deref()).and_then(|q| crate::gc::report(host, &q));
     if args.json {
         let report = Report {
             ready,
@@ -88,6 +94,8 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
             mechanisms: found.iter().map(row).collect(),
             guarantees,
             web,
+            state_error: state.as_ref().err().cloned(),
+            state: state.ok(),
         };
         match serde_json::to_string_pretty(&report) {
             Ok(text) => outln!("{text}"),
@@ -112,6 +120,10 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
             outln!("  {mark} {:<21} {}", g.name, g.detail);
         }
         print_web(&web, config_path.as_deref());
+        match &state {
+            Ok(report) => crate::gc::print_report(report),
+            Err(e) => outln!("spear's state cannot be reported: {e}"),
+        }
         outln!(
             "{}",
             if ready {

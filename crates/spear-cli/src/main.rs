@@ -6,6 +6,7 @@ mod classify;
 mod context;
 mod doctor;
 mod exec;
+mod gc;
 mod grant;
 mod limit_args;
 mod mcp;
@@ -48,6 +49,9 @@ enum Command {
     Audit(audit::Args),
     /// Restore the files the last turn changed, all or nothing.
     Undo(undo::Args),
+    /// Report what spear's own stores hold (checkpoints, stored outputs, audit log) against their
+    /// quotas, and clear what may go.
+    Gc(gc::Args),
     /// Issue a grant for one exact command in one directory, for `spear exec --grant`.
     Grant(grant::Args),
     /// Run this user's `spear exec` calls from one long-lived process, each decided afresh and
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         Command::Approve(args) => approve::run(&args, &host),
         Command::Audit(args) => audit::run(&args, &host),
         Command::Undo(args) => undo::run(&args, &host),
+        Command::Gc(args) => gc::run(&args, &host),
         Command::Grant(args) => grant::run(&args),
         Command::Serve(args) => served::server::run(&args, &host),
     };

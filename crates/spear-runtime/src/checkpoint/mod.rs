@@ -73,6 +73,31 @@ pub(crate) fn state_base(xdg_state_home: Option<&Path>, home: Option<&Path>) -> 
     }
 }
 
+/// Where every workspace's store lives: `$XDG_STATE_HOME/spear/checkpoints` (else
+/// `$HOME/.local/state/spear/checkpoints`). Pure.
+pub fn stores_base(xdg_state_home: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+    state_base(xdg_state_home, home).map(|b| b.join("spear").join("checkpoints"))
+}
+
+/// The stores under `base` (directories, not links, named by a workspace key), sorted. None when
+/// `base` does not exist.
+pub fn list_stores(base: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(base) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() && entry.file_name().to_str().is_some_and(is_store_key) {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Whether `name` names a workspace's store: 32 lowercase hex digits.
 pub(crate) fn is_store_key(name: &str) -> bool {
     name.len() == WORKSPACE_KEY_LEN
@@ -152,6 +177,32 @@ impl CheckpointStore {
         };
         quota::carry_out(&self.dir, &scanned, &plan);
         self.usage()
+    }
+
+    /// Removes every turn of the store (live and undone) and the content they named: nothing is
+    /// left to undo. Returns how many turns were removed. What a capture of this process still
+    /// in progress stored is kept.
+    pub fn clear(&self) -> Result<u64, CheckpointError> {
+        let ledger = self.lock_ledger();
+        let _flock = quota::lock(&self.dir).map_err(|e| self.io_err(e))?;
+        let scanned = quota::scan(&self.dir).map_err(|e| self.io_err(e))?;
+        let turns: Vec<usize> = (0..scanned.turns.len()).collect();
+        let mut plan = evict::Plan {
+            evict: turns,
+            ..evict::Plan::default()
+        };
+        let pending = ledger.pending();
+        plan.free_blobs = scanned
+            .blobs
+            .keys()
+            .filter(|b| !pending.contains_key(*b))
+            .cloned()
+            .collect();
+        let failed = quota::carry_out(&self.dir, &scanned, &plan);
+        if let Some(first) = failed.first() {
+            return Err(self.io_err(std::io::Error::other(first.clone())));
+        }
+        Ok(plan.evict.len() as u64)
     }
 
     fn lock_ledger(&self) -> std::sync::MutexGuard<'_, quota::Ledger> {
@@ -337,7 +388,7 @@ impl CheckpointStore {
         use std::os::unix::ffi::OsStrExt;
         let key = sha256_hex(ws.primary().host_path().as_os_str().as_bytes());
         let key = key.get(..WORKSPACE_KEY_LEN)?;
-        state_base(xdg_state_home, home).map(|b| b.join("spear").join("checkpoints").join(key))
+        stores_base(xdg_state_home, home).map(|b| b.join(key))
     }
 
     /// Stores `bytes` as a blob and returns its hash. Idempotent: a blob already there with the
