@@ -13,7 +13,7 @@ use serde_json::json;
 use spear_core::ExecutionMode;
 use spear_policy::{CommandPolicy, PolicyConfig};
 use spear_runtime::audit::AuditLogger;
-use spear_runtime::checkpoint::CheckpointStore;
+use spear_runtime::checkpoint::{CheckpointStore, StoreQuota};
 use spear_runtime::result_store::ResultStore;
 use spear_runtime::{CommandRunner, RunnerConfig};
 use spear_tools::{RouterConfig, RouterStores, ToolRegistry, ToolRouter};
@@ -40,6 +40,7 @@ fn routers(
     base: &std::path::Path,
     ws_dir: &std::path::Path,
     state: &std::path::Path,
+    quota: Option<StoreQuota>,
 ) -> (Arc<Workspace>, ToolRouter, ToolRouter) {
     let workspace = Arc::new(Workspace::open(&WorkspaceConfig::new(ws_dir)).unwrap());
     let policy = Arc::new(CommandPolicy::new(
@@ -54,7 +55,13 @@ fn routers(
     let stores = RouterStores {
         audit: Some(AuditLogger::open(&state.join("audit.jsonl")).unwrap()),
         results: Some(ResultStore::open(&state.join("results"), &config.session).unwrap()),
-        checkpoints: Some(CheckpointStore::open(&state.join("checkpoints")).unwrap()),
+        checkpoints: Some({
+            let store = CheckpointStore::open(&state.join("checkpoints")).unwrap();
+            match quota {
+                Some(q) => store.with_quota(q),
+                None => store,
+            }
+        }),
     };
     let router = ToolRouter::new(
         ToolRegistry::coding(),
@@ -94,6 +101,17 @@ fn runner_request(script: &str, caps: &[spear_core::Capability]) -> spear_runtim
     )
 }
 
+/// `write_file` of `turns.txt` in a turn of its own.
+fn new_turn_write(r: &ToolRouter, i: usize, text: &str) {
+    r.begin_turn(Some(&format!("t{i}"))).unwrap();
+    let e = r.call(
+        "write_file",
+        json!({"path": "turns.txt", "content": format!("{i}\n{text}")}),
+    );
+    assert!(e.is_ok(), "{e:?}");
+}
+
+#[allow(clippy::too_many_lines)] // One benchmark after another, printed together.
 fn main() {
     let ms: u64 = std::env::var("SPEAR_BENCH_MS")
         .ok()
@@ -110,7 +128,16 @@ fn main() {
         .collect();
     std::fs::write(ws_dir.join("file.txt"), &text).unwrap();
 
-    let (workspace, router, safe) = routers(&base, &ws_dir, &state);
+    // The checkpoint store held to the default quotas, as `spear mcp` holds it.
+    let defaults = spear_policy::quotas::Quotas::default();
+    let quota = StoreQuota {
+        max_bytes: defaults.checkpoints_bytes,
+        all_max_bytes: defaults.checkpoints_all_bytes,
+        free_floor_bytes: defaults.free_floor_bytes,
+    };
+    let (workspace, router, safe) = routers(&base, &ws_dir, &state, Some(quota));
+    // The same without a quota, for the cost of keeping to one.
+    let (_, unlimited, _) = routers(&base, &ws_dir, &base.join("state-unlimited"), None);
     let fs = workspace.fs().unwrap();
 
     let (bare_read, _) = per_second(budget, |_| {
@@ -132,6 +159,9 @@ fn main() {
         );
         assert!(e.is_ok(), "{e:?}");
     });
+    // A new turn each call: every write stores a new checkpoint blob (the quota's slow path).
+    let (turns_unlimited, _) = per_second(budget, |i| new_turn_write(&unlimited, i, &text));
+    let (turns_quota, _) = per_second(budget, |i| new_turn_write(&router, i, &text));
     fill_workspace(&ws_dir, &text);
     let runner_only = CommandRunner::new(Arc::clone(&workspace), RunnerConfig::from_host());
     let request = runner_request("true", &[spear_core::Capability::FilesystemRead]);
@@ -180,6 +210,10 @@ fn main() {
     println!(
         "write_file  through the router: {write:>9.0} calls/s   bare WorkspaceFs::write: {bare_write:>9.0}/s   ratio {:.2}x",
         bare_write / write
+    );
+    println!(
+        "write_file, a new turn each (a new checkpoint blob each): {turns_quota:>7.0} calls/s with the default quotas   {turns_unlimited:>7.0}/s without   ratio {:.2}x",
+        turns_unlimited / turns_quota
     );
     println!(
         "terminal true, SAFE:            {safe_run:>9.1} calls/s   bare CommandRunner:      {bare_run:>9.1}/s   ratio {:.2}x",
