@@ -205,6 +205,11 @@ impl CheckpointStore {
         Ok(plan.evict.len() as u64)
     }
 
+    /// Marks `turn_id` the turn being recorded (or undone): never evicted by this store.
+    pub(crate) fn set_current(&self, turn_id: &str) {
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(turn_id.to_owned());
+    }
+
     fn lock_ledger(&self) -> std::sync::MutexGuard<'_, quota::Ledger> {
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -608,7 +613,7 @@ impl CheckpointStore {
                 id: turn_id.to_owned(),
             });
         }
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(turn_id.to_owned());
+        self.set_current(turn_id);
         let path = self.turns_dir().join(format!("{turn_id}.json"));
         if let Some(turn) = TurnCheckpoint::load(&path)? {
             if !turn.is_undone() {

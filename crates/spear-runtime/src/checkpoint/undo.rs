@@ -179,6 +179,9 @@ impl CheckpointStore {
             return Err(UndoError::NothingToUndo);
         };
         let turn_id = turn.id().to_owned();
+        // What undo stores on the way (the states it may have to put back) never evicts the
+        // turn it undoes.
+        self.set_current(&turn_id);
         let located = self.as_the_turn_left(fs, locate(ws, &turn_id, &turn.manifest.entries)?)?;
         let items: Vec<PlanItem<'_>> = located
             .iter()
