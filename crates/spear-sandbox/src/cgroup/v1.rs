@@ -243,8 +243,9 @@ pub(crate) fn limits_hit(dirs: &[CgroupDir]) -> LimitsHit {
 
 /// Which of the session's budgets stopped the command of `dirs` (its own limits hit as `own`):
 /// tasks when forks failed in it while its own `pids.peak` stayed below its own `pids.max` and the
-/// session's reached the session's; memory when it hit a memory limit and its own counter never
-/// failed while the session's did (`memory.failcnt` counts at the cgroup whose limit refused).
+/// session's reached the session's; memory when it hit a memory limit while its own usage never
+/// reached its own limit and the session's reached the session's (`memory.max_usage_in_bytes`,
+/// and the memory + swap twins).
 pub(crate) fn session_limits_hit(
     dirs: &[CgroupDir],
     session: &[CgroupDir],
@@ -257,12 +258,31 @@ pub(crate) fn session_limits_hit(
             Some(peak >= max)
         })
     };
-    let failed = |dirs: &[CgroupDir]| {
-        dir_of(dirs, "memory").and_then(|dir| ops::number(&dir.join("memory.failcnt")))
+    // A memory counter's high-water mark reaches its limit exactly when a charge met it
+    // (`memory.failcnt` is not kept by every kernel: 6.18 counts no failure in a parent whose
+    // limit refused a child's charge). With swap accounting, memory + swap counts too.
+    let memory_reached = |dirs: &[CgroupDir]| {
+        dir_of(dirs, "memory").and_then(|dir| {
+            let reached = |usage: &str, limit: &str| -> Option<bool> {
+                Some(ops::number(&dir.join(usage))? >= ops::number(&dir.join(limit))?)
+            };
+            let memory = reached("memory.max_usage_in_bytes", "memory.limit_in_bytes")?;
+            let memsw = if dir.join("memory.memsw.limit_in_bytes").exists() {
+                reached(
+                    "memory.memsw.max_usage_in_bytes",
+                    "memory.memsw.limit_in_bytes",
+                )?
+            } else {
+                false
+            };
+            Some(memory || memsw)
+        })
     };
     LimitsHit {
         tasks: own.tasks && reached(dirs) == Some(false) && reached(session) == Some(true),
-        memory: own.memory && failed(dirs) == Some(0) && failed(session).is_some_and(|n| n > 0),
+        memory: own.memory
+            && memory_reached(dirs) == Some(false)
+            && memory_reached(session) == Some(true),
     }
 }
 
