@@ -114,7 +114,7 @@ impl Context {
             &operator_limits.1,
             &LimitFlags::default(),
         )?
-        .resolve_session(&operator_limits.1, &BUILT_IN)?;
+        .resolve_session(&operator_limits.1, &LimitFlags::default(), &BUILT_IN)?;
         // And quotas on spear's state.
         let quotas = spear_policy::quotas::Quotas::resolve(&operator.state, &operator_limits.1)?;
         // So is a `[web]` table that cannot be used.
@@ -186,7 +186,7 @@ impl Context {
     /// command's limit is an error.
     pub fn limits(&self, flags: &LimitFlags) -> Result<Limits, ContextError> {
         let mut limits = Limits::resolve(&self.operator_limits.0, &self.operator_limits.1, flags)?;
-        limits.resolve_session(&self.operator_limits.1, &BUILT_IN)?;
+        limits.resolve_session(&self.operator_limits.1, flags, &BUILT_IN)?;
         Ok(limits)
     }
 

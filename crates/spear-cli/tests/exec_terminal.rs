@@ -356,12 +356,33 @@ fn a_session_budget_below_one_commands_limit_is_refused_at_startup() {
     assert_eq!(code(&out), 2, "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains(&format!(
-            "[limits] session_tasks in {config_arg}: the session's budget of 300 tasks is below one command's task limit of 512: raise session_tasks to at least 512"
+            "[limits] session_tasks in {config_arg}: the session's budget of 300 tasks is below one command's task limit of 512: raise [limits] session_tasks in {config_arg} to at least 512"
         )),
         "{}",
         text(&out.stderr)
     );
     assert!(!d.ws.join("ran").exists(), "the command ran");
+    // The flag raises the budget over the file's, and the same command runs.
+    let out = spear_cmd(
+        &[
+            "exec",
+            "--auto",
+            "--config",
+            config_arg,
+            "--tasks",
+            "512",
+            "--session-tasks",
+            "512",
+            "-c",
+            "touch ran",
+        ],
+        &d,
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(d.ws.join("ran").exists());
     // A budget below the built-in limit, in the file: refused at startup, for mcp too.
     std::fs::write(&config, "[limits]\nsession_memory = \"1G\"\n").unwrap();
     let out = d

@@ -142,6 +142,10 @@ pub struct LimitFlags {
     pub output_cap: Option<String>,
     /// `--timeout SECONDS`.
     pub timeout: Option<f64>,
+    /// `--session-tasks N`.
+    pub session_tasks: Option<u64>,
+    /// `--session-memory SIZE`.
+    pub session_memory: Option<String>,
 }
 
 /// Parses a size: `4096`, `512K`, `64M`, `4G`, `1T` (powers of 1024, case-insensitive, an
@@ -291,24 +295,32 @@ impl Limits {
         .map(|(name, t)| within_f64(t, Bounds::TIMEOUT, "seconds").map_err(err(name)))
         .transpose()?;
 
-        let session_tasks = config
-            .session_tasks
-            .map(|n| {
-                within_u64(n, Bounds::SESSION_TASKS, &|v| v.to_string())
-                    .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
-                    .map_err(err(from_config("session_tasks")))
-            })
-            .transpose()?;
+        let session_tasks = match (flags.session_tasks, config.session_tasks) {
+            (Some(n), _) => Some(("--session-tasks".to_owned(), n)),
+            (None, Some(n)) => Some((from_config("session_tasks"), n)),
+            (None, None) => None,
+        }
+        .map(|(name, n)| {
+            within_u64(n, Bounds::SESSION_TASKS, &|v| v.to_string())
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .map_err(err(name))
+        })
+        .transpose()?;
 
-        let session_memory = config
-            .session_memory
-            .as_ref()
-            .map(|size| {
+        let session_memory = match (&flags.session_memory, &config.session_memory) {
+            (Some(text), _) => Some(
+                parse_size(text)
+                    .and_then(|v| within_u64(v, Bounds::SESSION_MEMORY, &show_bytes))
+                    .map_err(err("--session-memory".into())),
+            ),
+            (None, Some(size)) => Some(
                 size_of(size)
                     .and_then(|v| within_u64(v, Bounds::SESSION_MEMORY, &show_bytes))
-                    .map_err(err(from_config("session_memory")))
-            })
-            .transpose()?;
+                    .map_err(err(from_config("session_memory"))),
+            ),
+            (None, None) => None,
+        }
+        .transpose()?;
 
         Ok(Limits {
             memory_bytes: memory,
@@ -322,33 +334,42 @@ impl Limits {
     }
 
     /// Sets the session's budget to what the session runs with, and checks it holds one command:
-    /// a budget set (in `[limits]` of `config_path`) below one command's limit (set, or
-    /// `built_in`) is an error naming both and what to change; an unset one is the built-in
+    /// a budget set (by `flags`, or in `[limits]` of `config_path`) below one command's limit
+    /// (set, or `built_in`) is an error naming both and what to change; an unset one is the built-in
     /// budget, or one command's limit where that is larger (so raising `tasks` or `memory` alone
     /// never makes a session that cannot run one command).
     pub fn resolve_session(
         &mut self,
         config_path: &str,
+        flags: &LimitFlags,
         built_in: &BuiltIn,
     ) -> Result<(), LimitError> {
         let tasks = self.tasks.unwrap_or(built_in.tasks);
         let memory = self.memory_bytes.unwrap_or(built_in.memory_bytes);
-        let below = |key: &str, budget: String, limit: String, what: &str| LimitError {
-            source_name: format!("[limits] {key} in {config_path}"),
-            message: format!(
-                "the session's budget of {budget} is below one command's {what} limit of {limit}: \
-                 raise {key} to at least {limit}, or lower the command's limit ({})",
-                if what == "task" {
-                    "tasks, --tasks"
-                } else {
-                    "memory, --memory"
-                }
-            ),
+        let below = |key: &str, flag: bool, budget: String, limit: String, what: &str| {
+            let source_name = if flag {
+                format!("--{}", key.replace('_', "-"))
+            } else {
+                format!("[limits] {key} in {config_path}")
+            };
+            LimitError {
+                message: format!(
+                    "the session's budget of {budget} is below one command's {what} limit of {limit}: \
+                     raise {source_name} to at least {limit}, or lower the command's limit ({})",
+                    if what == "task" {
+                        "[limits] tasks, --tasks"
+                    } else {
+                        "[limits] memory, --memory"
+                    }
+                ),
+                source_name,
+            }
         };
         match self.session_tasks {
             Some(budget) if budget < tasks => {
                 return Err(below(
                     "session_tasks",
+                    flags.session_tasks.is_some(),
                     format!("{budget} tasks"),
                     tasks.to_string(),
                     "task",
@@ -361,6 +382,7 @@ impl Limits {
             Some(budget) if budget < memory => {
                 return Err(below(
                     "session_memory",
+                    flags.session_memory.is_some(),
                     show_bytes(budget),
                     show_bytes(memory),
                     "memory",
@@ -454,6 +476,8 @@ mod tests {
             cpu: Some(0.5),
             output_cap: Some("64K".into()),
             timeout: Some(5.0),
+            session_tasks: None,
+            session_memory: None,
         };
         assert_eq!(
             Limits::resolve(&config, "c.toml", &f).unwrap(),
@@ -593,6 +617,15 @@ mod tests {
                 "[limits] session_memory in c.toml",
                 "between 32 MiB and 4 TiB",
             ),
+            (
+                OperatorLimits::default(),
+                LimitFlags {
+                    session_tasks: Some(1 << 30),
+                    ..flags()
+                },
+                "--session-tasks",
+                "between 8 and 262144",
+            ),
         ];
         for (config, f, source, text) in cases {
             let e = Limits::resolve(&config, "c.toml", &f).unwrap_err();
@@ -609,6 +642,10 @@ mod tests {
     };
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a table: one case per way a session's budget is set"
+    )]
     fn the_session_budget_holds_one_command() {
         // (config, flags, the session's tasks and memory, or the error's source and text)
         type Want = Result<(u32, u64), (&'static str, &'static str)>;
@@ -651,7 +688,7 @@ mod tests {
                 flags(),
                 Err((
                     "[limits] session_tasks in c.toml",
-                    "the session's budget of 100 tasks is below one command's task limit of 256: raise session_tasks to at least 256, or lower the command's limit (tasks, --tasks)",
+                    "the session's budget of 100 tasks is below one command's task limit of 256: raise [limits] session_tasks in c.toml to at least 256, or lower the command's limit ([limits] tasks, --tasks)",
                 )),
             ),
             (
@@ -668,6 +705,30 @@ mod tests {
                     "below one command's task limit of 512",
                 )),
             ),
+            // The flags win over the file, and are named when too small.
+            (
+                OperatorLimits {
+                    session_tasks: Some(100),
+                    ..Default::default()
+                },
+                LimitFlags {
+                    session_tasks: Some(2000),
+                    session_memory: Some("9G".into()),
+                    ..flags()
+                },
+                Ok((2000, 9 << 30)),
+            ),
+            (
+                OperatorLimits::default(),
+                LimitFlags {
+                    session_memory: Some("1G".into()),
+                    ..flags()
+                },
+                Err((
+                    "--session-memory",
+                    "raise --session-memory to at least 2 GiB",
+                )),
+            ),
             (
                 OperatorLimits {
                     session_memory: Some(Size::Text("1G".into())),
@@ -676,13 +737,13 @@ mod tests {
                 flags(),
                 Err((
                     "[limits] session_memory in c.toml",
-                    "the session's budget of 1 GiB is below one command's memory limit of 2 GiB: raise session_memory to at least 2 GiB, or lower the command's limit (memory, --memory)",
+                    "the session's budget of 1 GiB is below one command's memory limit of 2 GiB: raise [limits] session_memory in c.toml to at least 2 GiB, or lower the command's limit ([limits] memory, --memory)",
                 )),
             ),
         ];
         for (config, f, want) in cases {
             let mut limits = Limits::resolve(&config, "c.toml", &f).unwrap();
-            let got = limits.resolve_session("c.toml", &BUILT_IN).map(|()| {
+            let got = limits.resolve_session("c.toml", &f, &BUILT_IN).map(|()| {
                 (
                     limits.session_tasks.unwrap(),
                     limits.session_memory_bytes.unwrap(),
@@ -707,12 +768,16 @@ mod tests {
             cpu: Some(0.1),
             output_cap: Some("64M".into()),
             timeout: Some(86_400.0),
+            session_tasks: Some(262_144),
+            session_memory: Some("4T".into()),
         };
         let l = Limits::resolve(&OperatorLimits::default(), "c.toml", &f).unwrap();
         assert_eq!(l.memory_bytes, Some(32 << 20));
         assert_eq!(l.tasks, Some(65_536));
         assert_eq!(l.cpu_percent, Some(10));
         assert_eq!(l.output_cap_bytes, Some(64 << 20));
+        assert_eq!(l.session_tasks, Some(262_144));
+        assert_eq!(l.session_memory_bytes, Some(4 << 40));
     }
 
     #[test]
