@@ -383,8 +383,9 @@ impl CommandCgroup {
 
     /// Which of its session's budgets stopped it: a limit was hit in this command ([`limits_hit`](
     /// Self::limits_hit)) while its own limit was never reached and the session's was. Read
-    /// before [`remove`](Self::remove). cgroup v1 and v2 (from `pids.peak`, `memory.failcnt`,
-    /// `memory.events`); nothing for systemd and delegated, and nothing outside a session.
+    /// before [`remove`](Self::remove). cgroup v1 (from `pids.peak` and
+    /// `memory.max_usage_in_bytes` against the limits) and v2 (`pids.peak`, `memory.events.local`);
+    /// nothing for systemd and delegated, and nothing outside a session.
     pub fn session_limits_hit(&self) -> LimitsHit {
         let Some(session) = &self.session else {
             return LimitsHit::default();
