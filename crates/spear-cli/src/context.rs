@@ -3,9 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use spear_policy::limits::{LimitError, LimitFlags, Limits, OperatorLimits};
+use spear_policy::limits::{BuiltIn, LimitError, LimitFlags, Limits, OperatorLimits};
 use spear_policy::{CommandPolicy, OperatorConfig, PolicyConfig, WorkspacePolicyFile};
 use spear_runtime::HostSnapshot;
+use spear_sandbox::cgroup::{CgroupLimits, SessionBudget};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
 /// Flags shared by the subcommands that need a workspace.
@@ -105,12 +106,14 @@ impl Context {
                 |p| p.display().to_string(),
             ),
         );
-        // Out-of-bounds values in the file are refused at startup, whatever the flags.
+        // Out-of-bounds values in the file are refused at startup, whatever the flags, and so is
+        // a session budget below one command's limit.
         Limits::resolve(
             &operator_limits.0,
             &operator_limits.1,
             &LimitFlags::default(),
-        )?;
+        )?
+        .resolve_session(&operator_limits.1, &LimitFlags::default(), &BUILT_IN)?;
         // And quotas on spear's state.
         let quotas = spear_policy::quotas::Quotas::resolve(&operator.state, &operator_limits.1)?;
         // So is a `[web]` table that cannot be used.
@@ -178,12 +181,12 @@ impl Context {
 
 impl Context {
     /// The limits of this invocation: the flags over the operator's `[limits]`, within bounds.
+    /// The session's budget is resolved too ([`Limits::resolve_session`]): one below one
+    /// command's limit is an error.
     pub fn limits(&self, flags: &LimitFlags) -> Result<Limits, ContextError> {
-        Ok(Limits::resolve(
-            &self.operator_limits.0,
-            &self.operator_limits.1,
-            flags,
-        )?)
+        let mut limits = Limits::resolve(&self.operator_limits.0, &self.operator_limits.1, flags)?;
+        limits.resolve_session(&self.operator_limits.1, flags, &BUILT_IN)?;
+        Ok(limits)
     }
 
     /// The runner configuration for this invocation: the host's environment, the operator's
@@ -211,8 +214,24 @@ fn build_runner_config(
     Ok(config)
 }
 
+/// The built-in limits of the sandbox, for the policy's checks that compare them.
+const BUILT_IN: BuiltIn = BuiltIn {
+    tasks: CgroupLimits::DEFAULT_TASKS_MAX,
+    memory_bytes: CgroupLimits::DEFAULT_MEMORY_MAX_BYTES,
+    session_tasks: SessionBudget::DEFAULT_TASKS_MAX,
+    session_memory_bytes: SessionBudget::DEFAULT_MEMORY_MAX_BYTES,
+};
+
 /// Puts `limits` into the runner's configuration; `None` keeps the runner's default.
 pub fn apply_limits(config: &mut spear_runtime::RunnerConfig, limits: &Limits) {
+    if let Some(session) = config.sandbox.session.as_mut() {
+        if let Some(t) = limits.session_tasks {
+            session.tasks_max = t;
+        }
+        if let Some(m) = limits.session_memory_bytes {
+            session.memory_max_bytes = m;
+        }
+    }
     if let Some(cgroup) = config.sandbox.cgroup.as_mut() {
         if let Some(m) = limits.memory_bytes {
             cgroup.memory_max_bytes = m;

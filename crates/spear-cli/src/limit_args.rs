@@ -1,5 +1,5 @@
 //! The limit flags of the subcommands that run commands: `--memory`, `--tasks`, `--cpu`,
-//! `--output-cap`, `--timeout`. Each overrides `[limits]` of the operator configuration; the
+//! `--output-cap`, `--timeout`, `--session-tasks`, `--session-memory`. Each overrides `[limits]` of the operator configuration; the
 //! bounds are checked at startup ([`spear_policy::limits`]).
 
 use spear_policy::limits::LimitFlags;
@@ -23,6 +23,14 @@ pub struct LimitArgs {
     /// terminal call).
     #[arg(long, value_name = "S")]
     pub timeout: Option<f64>,
+    /// Processes and threads of all of the session's commands and background jobs together
+    /// (default 1024, or --tasks when larger; never below it).
+    #[arg(long, value_name = "N")]
+    pub session_tasks: Option<u64>,
+    /// Memory of all of the session's commands and background jobs together (default 8G, or
+    /// --memory when larger; never below it).
+    #[arg(long, value_name = "SIZE")]
+    pub session_memory: Option<String>,
 }
 
 impl LimitArgs {
@@ -34,6 +42,8 @@ impl LimitArgs {
             cpu: self.cpu,
             output_cap: self.output_cap.clone(),
             timeout: self.timeout,
+            session_tasks: self.session_tasks,
+            session_memory: self.session_memory.clone(),
         }
     }
 }

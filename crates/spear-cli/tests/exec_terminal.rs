@@ -320,6 +320,86 @@ fn limits_out_of_bounds_are_refused_at_startup() {
 }
 
 #[test]
+fn a_session_budget_below_one_commands_limit_is_refused_at_startup() {
+    let d = Dirs::with(&[]);
+    let config = d.path("config.toml");
+    std::fs::write(&config, "[limits]\nsession_tasks = 300\n").unwrap();
+    let config_arg = config.to_str().unwrap();
+    // Control: a budget that holds one command at its limit (256 by default) runs it.
+    let out = spear_cmd(
+        &["exec", "--auto", "--config", config_arg, "-c", "touch ran"],
+        &d,
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(d.ws.join("ran").exists());
+    std::fs::remove_file(d.ws.join("ran")).unwrap();
+    // A command's limit raised above the session's budget by a flag: refused, nothing runs.
+    let out = spear_cmd(
+        &[
+            "exec",
+            "--auto",
+            "--config",
+            config_arg,
+            "--tasks",
+            "512",
+            "-c",
+            "touch ran",
+        ],
+        &d,
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "[limits] session_tasks in {config_arg}: the session's budget of 300 tasks is below one command's task limit of 512: raise [limits] session_tasks in {config_arg} to at least 512"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!d.ws.join("ran").exists(), "the command ran");
+    // The flag raises the budget over the file's, and the same command runs.
+    let out = spear_cmd(
+        &[
+            "exec",
+            "--auto",
+            "--config",
+            config_arg,
+            "--tasks",
+            "512",
+            "--session-tasks",
+            "512",
+            "-c",
+            "touch ran",
+        ],
+        &d,
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(d.ws.join("ran").exists());
+    // A budget below the built-in limit, in the file: refused at startup, for mcp too.
+    std::fs::write(&config, "[limits]\nsession_memory = \"1G\"\n").unwrap();
+    let out = d
+        .spear_mcp(&["--config", config_arg])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_ne!(code(&out), 0);
+    assert!(
+        text(&out.stderr)
+            .contains("the session's budget of 1 GiB is below one command's memory limit of 2 GiB"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn a_configured_timeout_and_memory_limit_take_effect() {
     let d = Dirs::with(&[]);
     let config = d.path("config.toml");

@@ -884,6 +884,10 @@ fn closing_the_client_ends_its_background_jobs() {
             !run["cgroups_before"].as_array().unwrap().is_empty(),
             "{g:?}: {run}"
         );
+        assert!(
+            !run["session_cgroups_before"].as_array().unwrap().is_empty(),
+            "{g:?}: the session's cgroup: {run}"
+        );
         // The server exited on stdin EOF by itself: the SDK signals its process group only
         // after 2 s, so the jobs died by the server's doing, not the client's.
         let close = run["close_seconds"].as_f64().unwrap();
@@ -894,6 +898,8 @@ fn closing_the_client_ends_its_background_jobs() {
         assert_eq!(run["server_alive"], false, "{g:?}");
         assert_eq!(run["survivors"], json!([]), "{g:?}");
         assert_eq!(run["cgroups_after"], json!([]), "{g:?}");
+        // The session's cgroup goes with the server.
+        assert_eq!(run["session_cgroups_after"], json!([]), "{g:?}");
         assert_no_process_with(token);
         assert_no_cgroup_of(run);
     }

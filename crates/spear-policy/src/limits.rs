@@ -12,7 +12,15 @@
 //! cpu = 2.5            # CPUs' worth of CPU time per wall-clock second
 //! output_cap = "2M"    # bytes kept per output stream (the first and the last half)
 //! timeout = 120        # default wall-clock limit of a command, in seconds
+//! session_tasks = 2048 # processes and threads of all of a session's commands and jobs together
+//! session_memory = "16G" # memory of all of a session's commands and jobs together
 //! ```
+//!
+//! A session (a `spear mcp` server, one `spear exec` or `spear tool` call, one sandbox
+//! configuration of `spear serve`) holds all its commands and background jobs within its budget,
+//! each command still within its own limits. A budget below one command's limit is an error at
+//! startup; an unset one is spear's default (1024 tasks, 8 GiB) or one command's limit, whichever
+//! is larger ([`Limits::resolve_session`]).
 
 use serde::Deserialize;
 
@@ -36,6 +44,12 @@ pub struct OperatorLimits {
     /// Default wall-clock limit of a command, in seconds.
     #[serde(default)]
     pub timeout: Option<f64>,
+    /// Tasks of all of a session's commands and background jobs together.
+    #[serde(default)]
+    pub session_tasks: Option<u64>,
+    /// Memory of all of a session's commands and background jobs together.
+    #[serde(default)]
+    pub session_memory: Option<Size>,
 }
 
 /// A size as written: a number of bytes, or a string with an optional `K`, `M`, `G` or `T`
@@ -63,6 +77,26 @@ pub struct Limits {
     pub output_cap_bytes: Option<u64>,
     /// Default wall-clock limit, in seconds.
     pub timeout_secs: Option<f64>,
+    /// Tasks of a session's commands together; after [`Limits::resolve_session`], the value the
+    /// session runs with.
+    pub session_tasks: Option<u32>,
+    /// Memory of a session's commands together, in bytes; after [`Limits::resolve_session`],
+    /// the value the session runs with.
+    pub session_memory_bytes: Option<u64>,
+}
+
+/// The built-in values of the layers that own the limits, for the checks that compare limits
+/// with each other ([`Limits::resolve_session`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuiltIn {
+    /// One command's tasks.
+    pub tasks: u32,
+    /// One command's memory, in bytes.
+    pub memory_bytes: u64,
+    /// A session's tasks.
+    pub session_tasks: u32,
+    /// A session's memory, in bytes.
+    pub session_memory_bytes: u64,
 }
 
 /// The bounds every limit must lie within (inclusive).
@@ -79,6 +113,10 @@ impl Bounds {
     pub const OUTPUT_CAP: (u64, u64) = (4 << 10, 64 << 20);
     /// Timeout: 1 second to a day.
     pub const TIMEOUT: (f64, f64) = (1.0, 86_400.0);
+    /// A session's tasks: 8 to 262144.
+    pub const SESSION_TASKS: (u64, u64) = (8, 262_144);
+    /// A session's memory: 32 MiB to 4 TiB.
+    pub const SESSION_MEMORY: (u64, u64) = (32 << 20, 4 << 40);
 }
 
 /// A limit that is malformed or out of bounds.
@@ -104,6 +142,10 @@ pub struct LimitFlags {
     pub output_cap: Option<String>,
     /// `--timeout SECONDS`.
     pub timeout: Option<f64>,
+    /// `--session-tasks N`.
+    pub session_tasks: Option<u64>,
+    /// `--session-memory SIZE`.
+    pub session_memory: Option<String>,
 }
 
 /// Parses a size: `4096`, `512K`, `64M`, `4G`, `1T` (powers of 1024, case-insensitive, an
@@ -253,13 +295,103 @@ impl Limits {
         .map(|(name, t)| within_f64(t, Bounds::TIMEOUT, "seconds").map_err(err(name)))
         .transpose()?;
 
+        let session_tasks = match (flags.session_tasks, config.session_tasks) {
+            (Some(n), _) => Some(("--session-tasks".to_owned(), n)),
+            (None, Some(n)) => Some((from_config("session_tasks"), n)),
+            (None, None) => None,
+        }
+        .map(|(name, n)| {
+            within_u64(n, Bounds::SESSION_TASKS, &|v| v.to_string())
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .map_err(err(name))
+        })
+        .transpose()?;
+
+        let session_memory = match (&flags.session_memory, &config.session_memory) {
+            (Some(text), _) => Some(
+                parse_size(text)
+                    .and_then(|v| within_u64(v, Bounds::SESSION_MEMORY, &show_bytes))
+                    .map_err(err("--session-memory".into())),
+            ),
+            (None, Some(size)) => Some(
+                size_of(size)
+                    .and_then(|v| within_u64(v, Bounds::SESSION_MEMORY, &show_bytes))
+                    .map_err(err(from_config("session_memory"))),
+            ),
+            (None, None) => None,
+        }
+        .transpose()?;
+
         Ok(Limits {
             memory_bytes: memory,
             tasks,
             cpu_percent,
             output_cap_bytes: output_cap,
             timeout_secs: timeout,
+            session_tasks,
+            session_memory_bytes: session_memory,
         })
+    }
+
+    /// Sets the session's budget to what the session runs with, and checks it holds one command:
+    /// a budget set (by `flags`, or in `[limits]` of `config_path`) below one command's limit
+    /// (set, or `built_in`) is an error naming both and what to change; an unset one is the built-in
+    /// budget, or one command's limit where that is larger (so raising `tasks` or `memory` alone
+    /// never makes a session that cannot run one command).
+    pub fn resolve_session(
+        &mut self,
+        config_path: &str,
+        flags: &LimitFlags,
+        built_in: &BuiltIn,
+    ) -> Result<(), LimitError> {
+        let tasks = self.tasks.unwrap_or(built_in.tasks);
+        let memory = self.memory_bytes.unwrap_or(built_in.memory_bytes);
+        let below = |key: &str, flag: bool, budget: String, limit: String, what: &str| {
+            let source_name = if flag {
+                format!("--{}", key.replace('_', "-"))
+            } else {
+                format!("[limits] {key} in {config_path}")
+            };
+            LimitError {
+                message: format!(
+                    "the session's budget of {budget} is below one command's {what} limit of {limit}: \
+                     raise {source_name} to at least {limit}, or lower the command's limit ({})",
+                    if what == "task" {
+                        "[limits] tasks, --tasks"
+                    } else {
+                        "[limits] memory, --memory"
+                    }
+                ),
+                source_name,
+            }
+        };
+        match self.session_tasks {
+            Some(budget) if budget < tasks => {
+                return Err(below(
+                    "session_tasks",
+                    flags.session_tasks.is_some(),
+                    format!("{budget} tasks"),
+                    tasks.to_string(),
+                    "task",
+                ));
+            }
+            Some(_) => {}
+            None => self.session_tasks = Some(built_in.session_tasks.max(tasks)),
+        }
+        match self.session_memory_bytes {
+            Some(budget) if budget < memory => {
+                return Err(below(
+                    "session_memory",
+                    flags.session_memory.is_some(),
+                    show_bytes(budget),
+                    show_bytes(memory),
+                    "memory",
+                ));
+            }
+            Some(_) => {}
+            None => self.session_memory_bytes = Some(built_in.session_memory_bytes.max(memory)),
+        }
+        Ok(())
     }
 }
 
@@ -322,6 +454,8 @@ mod tests {
             cpu: Some(2.0),
             output_cap: Some(Size::Bytes(1 << 20)),
             timeout: Some(60.0),
+            session_tasks: Some(2048),
+            session_memory: Some(Size::Text("16G".into())),
         };
         let from_config = Limits::resolve(&config, "c.toml", &flags()).unwrap();
         assert_eq!(
@@ -332,6 +466,8 @@ mod tests {
                 cpu_percent: Some(200),
                 output_cap_bytes: Some(1 << 20),
                 timeout_secs: Some(60.0),
+                session_tasks: Some(2048),
+                session_memory_bytes: Some(16 << 30),
             }
         );
         let f = LimitFlags {
@@ -340,6 +476,8 @@ mod tests {
             cpu: Some(0.5),
             output_cap: Some("64K".into()),
             timeout: Some(5.0),
+            session_tasks: None,
+            session_memory: None,
         };
         assert_eq!(
             Limits::resolve(&config, "c.toml", &f).unwrap(),
@@ -349,6 +487,8 @@ mod tests {
                 cpu_percent: Some(50),
                 output_cap_bytes: Some(64 << 10),
                 timeout_secs: Some(5.0),
+                session_tasks: Some(2048),
+                session_memory_bytes: Some(16 << 30),
             }
         );
     }
@@ -459,11 +599,164 @@ mod tests {
                 "--timeout",
                 "between 1 and 86400 seconds",
             ),
+            (
+                OperatorLimits {
+                    session_tasks: Some(4),
+                    ..Default::default()
+                },
+                flags(),
+                "[limits] session_tasks in c.toml",
+                "between 8 and 262144",
+            ),
+            (
+                OperatorLimits {
+                    session_memory: Some(Size::Text("8T".into())),
+                    ..Default::default()
+                },
+                flags(),
+                "[limits] session_memory in c.toml",
+                "between 32 MiB and 4 TiB",
+            ),
+            (
+                OperatorLimits::default(),
+                LimitFlags {
+                    session_tasks: Some(1 << 30),
+                    ..flags()
+                },
+                "--session-tasks",
+                "between 8 and 262144",
+            ),
         ];
         for (config, f, source, text) in cases {
             let e = Limits::resolve(&config, "c.toml", &f).unwrap_err();
             assert_eq!(e.source_name, source, "{e}");
             assert!(e.to_string().contains(text), "{e}");
+        }
+    }
+
+    const BUILT_IN: BuiltIn = BuiltIn {
+        tasks: 256,
+        memory_bytes: 2 << 30,
+        session_tasks: 1024,
+        session_memory_bytes: 8 << 30,
+    };
+
+    #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a table: one case per way a session's budget is set"
+    )]
+    fn the_session_budget_holds_one_command() {
+        // (config, flags, the session's tasks and memory, or the error's source and text)
+        type Want = Result<(u32, u64), (&'static str, &'static str)>;
+        let cases: Vec<(OperatorLimits, LimitFlags, Want)> = vec![
+            (OperatorLimits::default(), flags(), Ok((1024, 8 << 30))),
+            (
+                OperatorLimits {
+                    session_tasks: Some(300),
+                    session_memory: Some(Size::Text("3G".into())),
+                    ..Default::default()
+                },
+                flags(),
+                Ok((300, 3 << 30)),
+            ),
+            // Equal to one command's limit is enough.
+            (
+                OperatorLimits {
+                    session_tasks: Some(256),
+                    session_memory: Some(Size::Text("2G".into())),
+                    ..Default::default()
+                },
+                flags(),
+                Ok((256, 2 << 30)),
+            ),
+            // Unset, the budget follows a command's limit raised above the built-in budget.
+            (
+                OperatorLimits::default(),
+                LimitFlags {
+                    tasks: Some(4096),
+                    memory: Some("16G".into()),
+                    ..flags()
+                },
+                Ok((4096, 16 << 30)),
+            ),
+            (
+                OperatorLimits {
+                    session_tasks: Some(100),
+                    ..Default::default()
+                },
+                flags(),
+                Err((
+                    "[limits] session_tasks in c.toml",
+                    "the session's budget of 100 tasks is below one command's task limit of 256: raise [limits] session_tasks in c.toml to at least 256, or lower the command's limit ([limits] tasks, --tasks)",
+                )),
+            ),
+            (
+                OperatorLimits {
+                    session_tasks: Some(300),
+                    ..Default::default()
+                },
+                LimitFlags {
+                    tasks: Some(512),
+                    ..flags()
+                },
+                Err((
+                    "[limits] session_tasks in c.toml",
+                    "below one command's task limit of 512",
+                )),
+            ),
+            // The flags win over the file, and are named when too small.
+            (
+                OperatorLimits {
+                    session_tasks: Some(100),
+                    ..Default::default()
+                },
+                LimitFlags {
+                    session_tasks: Some(2000),
+                    session_memory: Some("9G".into()),
+                    ..flags()
+                },
+                Ok((2000, 9 << 30)),
+            ),
+            (
+                OperatorLimits::default(),
+                LimitFlags {
+                    session_memory: Some("1G".into()),
+                    ..flags()
+                },
+                Err((
+                    "--session-memory",
+                    "raise --session-memory to at least 2 GiB",
+                )),
+            ),
+            (
+                OperatorLimits {
+                    session_memory: Some(Size::Text("1G".into())),
+                    ..Default::default()
+                },
+                flags(),
+                Err((
+                    "[limits] session_memory in c.toml",
+                    "the session's budget of 1 GiB is below one command's memory limit of 2 GiB: raise [limits] session_memory in c.toml to at least 2 GiB, or lower the command's limit ([limits] memory, --memory)",
+                )),
+            ),
+        ];
+        for (config, f, want) in cases {
+            let mut limits = Limits::resolve(&config, "c.toml", &f).unwrap();
+            let got = limits.resolve_session("c.toml", &f, &BUILT_IN).map(|()| {
+                (
+                    limits.session_tasks.unwrap(),
+                    limits.session_memory_bytes.unwrap(),
+                )
+            });
+            match (got, want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{config:?} {f:?}"),
+                (Err(e), Err((source, text))) => {
+                    assert_eq!(e.source_name, source, "{e}");
+                    assert!(e.message.contains(text), "{e}");
+                }
+                (got, want) => panic!("{config:?} {f:?}: {got:?}, want {want:?}"),
+            }
         }
     }
 
@@ -475,18 +768,25 @@ mod tests {
             cpu: Some(0.1),
             output_cap: Some("64M".into()),
             timeout: Some(86_400.0),
+            session_tasks: Some(262_144),
+            session_memory: Some("4T".into()),
         };
         let l = Limits::resolve(&OperatorLimits::default(), "c.toml", &f).unwrap();
         assert_eq!(l.memory_bytes, Some(32 << 20));
         assert_eq!(l.tasks, Some(65_536));
         assert_eq!(l.cpu_percent, Some(10));
         assert_eq!(l.output_cap_bytes, Some(64 << 20));
+        assert_eq!(l.session_tasks, Some(262_144));
+        assert_eq!(l.session_memory_bytes, Some(4 << 40));
     }
 
     #[test]
     fn the_section_parses_from_toml() {
-        let text = "memory = \"4G\"\ntasks = 512\ncpu = 2.5\noutput_cap = 65536\ntimeout = 120\n";
+        let text = "memory = \"4G\"\ntasks = 512\ncpu = 2.5\noutput_cap = 65536\ntimeout = 120\n\
+                    session_tasks = 2048\nsession_memory = \"16G\"\n";
         let parsed: OperatorLimits = toml::from_str(text).unwrap();
+        assert_eq!(parsed.session_tasks, Some(2048));
+        assert_eq!(parsed.session_memory, Some(Size::Text("16G".into())));
         assert_eq!(parsed.memory, Some(Size::Text("4G".into())));
         assert_eq!(parsed.output_cap, Some(Size::Bytes(65_536)));
         assert!(toml::from_str::<OperatorLimits>("memroy = 1").is_err());

@@ -9,6 +9,7 @@ use spear_core::{
     Capability, CapabilitySet, CommandClass, ExecutionProfile, Guarantee, SandboxView, ToolResult,
     ToolStatus,
 };
+use spear_sandbox::cgroup::{CgroupLimits, LimitsHit, SessionBudget};
 use spear_sandbox::{
     Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, OutputTee, RunOutcome,
     Sandbox, SandboxConfig, SandboxError, SpecBuilder, SpecError, Stop, SystemDir, TmpfsSizes,
@@ -815,21 +816,13 @@ impl CommandRunner {
                 result.reason = Some(format!("the sandbox was killed by signal {sig}"));
             }
         }
-        if outcome.limits_hit.memory {
-            let mib = limits.map_or(0, |l| l.memory_max_bytes >> 20);
-            append_reason(
-                &mut result,
-                &format!(
-                    "the command reached its memory limit ({mib} MiB) and processes were killed"
-                ),
-            );
-        }
-        if outcome.limits_hit.tasks {
-            let n = limits.map_or(0, |l| l.tasks_max);
-            append_reason(
-                &mut result,
-                &format!("the command reached its limit of {n} tasks; forks beyond it failed"),
-            );
+        for note in limit_notes(
+            outcome.limits_hit,
+            outcome.session_limits_hit,
+            limits,
+            self.config.sandbox.session,
+        ) {
+            append_reason(&mut result, &note);
         }
         if let Some(e) = &outcome.network_error {
             result.status = ToolStatus::Failed;
@@ -848,6 +841,40 @@ impl CommandRunner {
         }
         result
     }
+}
+
+/// What a result says about the limits a command hit: its own (`hit`, `limits`), or the session's
+/// budget (`session_hit`, `session`) when that is what stopped it, with what to do about it.
+fn limit_notes(
+    hit: LimitsHit,
+    session_hit: LimitsHit,
+    limits: Option<CgroupLimits>,
+    session: Option<SessionBudget>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if session_hit.memory {
+        let mib = session.map_or(0, |b| b.memory_max_bytes >> 20);
+        notes.push(format!(
+            "the session's memory budget ({mib} MiB, all of its commands and background jobs together) is reached and processes were killed; stop a background job with terminal_kill"
+        ));
+    } else if hit.memory {
+        let mib = limits.map_or(0, |l| l.memory_max_bytes >> 20);
+        notes.push(format!(
+            "the command reached its memory limit ({mib} MiB) and processes were killed"
+        ));
+    }
+    if session_hit.tasks {
+        let n = session.map_or(0, |b| b.tasks_max);
+        notes.push(format!(
+            "the session's task budget of {n} (all of its commands and background jobs together) is reached; forks beyond it failed; stop a background job with terminal_kill"
+        ));
+    } else if hit.tasks {
+        let n = limits.map_or(0, |l| l.tasks_max);
+        notes.push(format!(
+            "the command reached its limit of {n} tasks; forks beyond it failed"
+        ));
+    }
+    notes
 }
 
 /// Writes the resolver file of networked sandboxes (slirp4netns's forwarder) into the user's
@@ -913,6 +940,52 @@ mod tests {
     use super::*;
     use Guarantee as G;
     use spear_core::{GuaranteeSet, Guarantees};
+
+    #[test]
+    fn notes_name_the_limit_that_stopped_the_command() {
+        let limits = Some(CgroupLimits::default());
+        let session = Some(SessionBudget {
+            tasks_max: 600,
+            memory_max_bytes: 4 << 30,
+        });
+        let none = LimitsHit::default();
+        let tasks = LimitsHit {
+            tasks: true,
+            memory: false,
+        };
+        let memory = LimitsHit {
+            tasks: false,
+            memory: true,
+        };
+        let own_tasks = "the command reached its limit of 256 tasks; forks beyond it failed";
+        let session_tasks = "the session's task budget of 600 (all of its commands and background jobs together) is reached; forks beyond it failed; stop a background job with terminal_kill";
+        let own_memory =
+            "the command reached its memory limit (2048 MiB) and processes were killed";
+        let session_memory = "the session's memory budget (4096 MiB, all of its commands and background jobs together) is reached and processes were killed; stop a background job with terminal_kill";
+        // (hit, the session's part of it, notes)
+        let cases: [(LimitsHit, LimitsHit, Vec<&str>); 5] = [
+            (none, none, vec![]),
+            (tasks, none, vec![own_tasks]),
+            (tasks, tasks, vec![session_tasks]),
+            (memory, memory, vec![session_memory]),
+            (
+                LimitsHit {
+                    tasks: true,
+                    memory: true,
+                },
+                memory,
+                vec![session_memory, own_tasks],
+            ),
+        ];
+        for (hit, session_hit, want) in cases {
+            assert_eq!(
+                limit_notes(hit, session_hit, limits, session),
+                want,
+                "{hit:?} {session_hit:?}"
+            );
+        }
+        assert_eq!(limit_notes(memory, none, limits, session), vec![own_memory]);
+    }
 
     #[test]
     fn a_run_without_a_required_guarantee_fails() {

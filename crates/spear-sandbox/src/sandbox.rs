@@ -17,7 +17,8 @@ use spear_core::{Capability, Guarantee, GuaranteeSet, Guarantees};
 use crate::ResourceLimits;
 use crate::argv::build_argv;
 use crate::cgroup::{
-    BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, LimitsHit,
+    BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, LimitsHit, SessionBudget,
+    SessionCgroup,
 };
 use crate::guarantees::{self, NetworkPath, RunFacts};
 use crate::network::{self, NetworkConfig, Slirp};
@@ -44,6 +45,10 @@ pub struct SandboxConfig {
     /// Per-tree limits; `None` turns cgroup limits off (library callers only; spear's own
     /// front ends always set them).
     pub cgroup: Option<CgroupLimits>,
+    /// What all of this sandbox's commands together may hold (a parent cgroup over each
+    /// command's, made at the first command and removed with the sandbox); `None`: each command's
+    /// cgroup directly under spear's own, limited only by itself. Ignored without `cgroup`.
+    pub session: Option<SessionBudget>,
     /// Also remember successful preflights across processes (for one-command-per-process front
     /// ends such as `spear exec`).
     pub persist_preflight: bool,
@@ -58,6 +63,7 @@ impl Default for SandboxConfig {
             bwrap: PathBuf::from("/usr/bin/bwrap"),
             rlimits: ResourceLimits::default(),
             cgroup: Some(CgroupLimits::default()),
+            session: Some(SessionBudget::default()),
             network: NetworkConfig::default(),
             persist_preflight: false,
             warm: false,
@@ -162,6 +168,9 @@ pub struct RunOutcome {
     pub finished: Finished,
     /// Which cgroup limits it hit.
     pub limits_hit: LimitsHit,
+    /// Which of those were the session's budget rather than its own limits
+    /// ([`CommandCgroup::session_limits_hit`]).
+    pub session_limits_hit: LimitsHit,
     /// The cgroup could not be removed (named in the text); the command itself ended.
     pub cleanup_error: Option<String>,
     /// bwrap itself failed before the command ran (its message).
@@ -212,6 +221,7 @@ impl Sandbox {
             backend: backend.map(Arc::from),
             spawner,
             config,
+            session: Mutex::new(None),
         });
         Sandbox {
             warm: launcher.config.warm.then(|| WarmPool::new(&launcher)),
@@ -232,6 +242,12 @@ impl Sandbox {
     /// The configuration.
     pub fn config(&self) -> &SandboxConfig {
         &self.launcher.config
+    }
+
+    /// The session's cgroup, once its first command made it ([`SandboxConfig::session`]); for
+    /// `spear doctor`, logs and tests.
+    pub fn session(&self) -> Option<Arc<SessionCgroup>> {
+        lock(&self.launcher.session).clone()
     }
 
     /// The cgroup backend, or why there is none.
@@ -615,6 +631,10 @@ impl Sandbox {
             .as_ref()
             .map(CommandCgroup::limits_hit)
             .unwrap_or_default();
+        let session_limits_hit = cgroup
+            .as_ref()
+            .map(CommandCgroup::session_limits_hit)
+            .unwrap_or_default();
         let backend: Option<BackendKind> = cgroup.as_ref().map(CommandCgroup::kind);
         let cleanup_error = cgroup
             .and_then(|cg| cg.remove().err())
@@ -637,6 +657,7 @@ impl Sandbox {
         RunOutcome {
             finished,
             limits_hit,
+            session_limits_hit,
             cleanup_error,
             setup_error,
             network_error,
@@ -652,6 +673,9 @@ pub(crate) struct Launcher {
     pub(crate) config: SandboxConfig,
     pub(crate) backend: Result<Arc<dyn CgroupBackend>, String>,
     pub(crate) spawner: Arc<dyn Spawner>,
+    /// The session's cgroup, made at the first command. Each command's cgroup holds it too, so it
+    /// is removed (what is left in it killed) after both the launcher and the last of them.
+    pub(crate) session: Mutex<Option<Arc<SessionCgroup>>>,
 }
 
 impl Launcher {
@@ -705,11 +729,36 @@ impl Launcher {
             .backend
             .as_ref()
             .map_err(|why| SandboxError::NoCgroupBackend(why.clone()))?;
+        let session = match &self.config.session {
+            Some(budget) => Some(self.session(backend.as_ref(), budget, limits)?),
+            None => None,
+        };
         let n = COMMANDS.fetch_add(1, Ordering::Relaxed);
         let name = format!("{prefix}-{}-{n}", std::process::id());
-        let cgroup = backend.prepare(limits, &name)?;
+        let cgroup = backend.prepare_in(session.as_ref(), limits, &name)?;
         tracing::debug!(name, "cgroup prepared");
         Ok(Some(cgroup))
+    }
+
+    /// The session's cgroup, made now if this is its first command: named
+    /// `spear-session-<spear's pid>-<n>`. One that cannot be made is an error (the command does
+    /// not run), and is tried again at the next command.
+    fn session(
+        &self,
+        backend: &dyn CgroupBackend,
+        budget: &SessionBudget,
+        limits: &CgroupLimits,
+    ) -> Result<Arc<SessionCgroup>, SandboxError> {
+        let mut session = lock(&self.session);
+        if let Some(made) = session.as_ref() {
+            return Ok(Arc::clone(made));
+        }
+        let n = COMMANDS.fetch_add(1, Ordering::Relaxed);
+        let name = format!("spear-session-{}-{n}", std::process::id());
+        let made = Arc::new(backend.prepare_session(budget, limits, &name)?);
+        tracing::debug!(name, "session cgroup prepared");
+        *session = Some(Arc::clone(&made));
+        Ok(made)
     }
 
     /// Phase 3: bwrap started with the inputs, joining `cgroup` before it execs. The options, the

@@ -19,9 +19,11 @@ mod cgroup {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::{Duration, Instant};
 
+    use std::sync::Arc;
+
     use spear_sandbox::cgroup::{
         BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, HostPaths, LimitsHit,
-        RESOURCE_CONTROL_ENV, detect, detect_with,
+        RESOURCE_CONTROL_ENV, SessionBudget, SessionCgroup, detect, detect_with,
     };
 
     /// The cgroupfs backend of this host (`SPEAR_RESOURCE_CONTROL=cgroupfs`).
@@ -431,5 +433,259 @@ mod cgroup {
             backend.prepare(&zero, &unique_name()),
             Err(CgroupError::InvalidLimits(_))
         ));
+    }
+
+    fn session(budget: SessionBudget, command: &CgroupLimits) -> Arc<SessionCgroup> {
+        Arc::new(
+            backend()
+                .prepare_session(&budget, command, &unique_name())
+                .unwrap(),
+        )
+    }
+
+    fn prepare_in(session: &Arc<SessionCgroup>, limits: &CgroupLimits) -> CommandCgroup {
+        backend()
+            .prepare_in(Some(session), limits, &unique_name())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_session_holds_its_commands_within_its_budget() {
+        let limits = CgroupLimits {
+            tasks_max: 100,
+            ..CgroupLimits::default()
+        };
+        let budget = SessionBudget {
+            tasks_max: 150,
+            memory_max_bytes: 3 << 30,
+        };
+        let session = session(budget, &limits);
+        let session_dirs: Vec<PathBuf> = session.dirs().into_iter().map(Path::to_owned).collect();
+        // The budget is written, and each command's directories are inside the session's.
+        let pids = session_dirs
+            .iter()
+            .find(|d| d.join("pids.max").exists())
+            .unwrap()
+            .clone();
+        assert_eq!(read_number(&pids.join("pids.max")), 150);
+        let memory_file = match session.kind() {
+            BackendKind::CgroupV1 => "memory.limit_in_bytes",
+            _ => "memory.max",
+        };
+        let memory = session_dirs
+            .iter()
+            .find(|d| d.join(memory_file).exists())
+            .unwrap();
+        assert_eq!(read_number(&memory.join(memory_file)), 3 << 30);
+        let marker = "3141.55";
+        let bomb = format!("for i in $(seq 400); do sleep {marker} & done; wait");
+
+        // Positive control: one command alone stops at its own limit, well within the budget.
+        let first = prepare_in(&session, &limits);
+        for dir in first.dirs() {
+            assert!(
+                session_dirs.iter().any(|s| dir.parent() == Some(s)),
+                "{} is inside the session",
+                dir.display()
+            );
+        }
+        assert_eq!(
+            read_number(&dir_with(&first, "pids.max").join("pids.max")),
+            100
+        );
+        let mut one = spawn_in(&first, &bomb);
+        assert!(wait_for(Duration::from_secs(20), || marked(marker) >= 95));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(marked(marker) <= 100);
+        assert!(first.limits_hit().tasks);
+        assert_eq!(first.session_limits_hit(), LimitsHit::default());
+        assert!(session.tasks_current().unwrap() <= 100);
+
+        // A second one gets only what the session has left.
+        let second = prepare_in(&session, &limits);
+        let mut two = spawn_in(&second, &bomb);
+        let start = Instant::now();
+        let mut most = 0;
+        while start.elapsed() < Duration::from_secs(3) {
+            most = most.max(session.tasks_current().unwrap());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(most <= 150, "{most} tasks in a session of 150");
+        assert!(most >= 148, "the two filled the session ({most})");
+        assert!(marked(marker) < 150);
+        let second_tasks = read_number(&dir_with(&second, "pids.current").join("pids.current"));
+        assert!(
+            second_tasks < 100,
+            "the second stopped below its own limit ({second_tasks})"
+        );
+        assert!(second.limits_hit().tasks);
+        assert!(
+            second.session_limits_hit().tasks,
+            "the session's budget stopped the second"
+        );
+        assert!(!second.session_limits_hit().memory);
+
+        let second_dirs: Vec<PathBuf> = second.dirs().into_iter().map(Path::to_owned).collect();
+        second.remove().unwrap();
+        first.remove().unwrap();
+        wait_exit(&mut one, Duration::from_secs(5));
+        wait_exit(&mut two, Duration::from_secs(5));
+        assert_eq!(marked(marker), 0);
+        assert!(second_dirs.iter().all(|d| !d.exists()));
+        // The commands are gone; the session is not until its last holder lets it go.
+        assert!(session_dirs.iter().all(|d| d.is_dir()));
+        // (Orphans outside a PID namespace are reaped by the host's init: a task counts until then.)
+        assert!(wait_for(Duration::from_secs(5), || session.tasks_current()
+            == Some(0)));
+        Arc::try_unwrap(session).unwrap().remove().unwrap();
+        assert!(session_dirs.iter().all(|d| !d.exists()));
+    }
+
+    #[test]
+    fn a_session_ends_what_is_left_inside_it() {
+        let marker = "3141.56";
+        let session = session(SessionBudget::default(), &CgroupLimits::default());
+        let session_dirs: Vec<PathBuf> = session.dirs().into_iter().map(Path::to_owned).collect();
+        // What a command whose removal failed would leave: directories inside the session, one
+        // and two levels down, each with a process that joined every hierarchy's.
+        let mut children = Vec::new();
+        let mut left_dirs = Vec::new();
+        for rel in ["x", "y/z"] {
+            let dirs: Vec<PathBuf> = session_dirs.iter().map(|d| d.join(rel)).collect();
+            for dir in &dirs {
+                std::fs::create_dir_all(dir).unwrap();
+            }
+            let child = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "for d in \"$@\"; do echo 0 > \"$d/cgroup.procs\" || exit 99; done; sleep {marker} & exec sleep {marker}"
+                ))
+                .arg("sh")
+                .args(&dirs)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            children.push(child);
+            left_dirs.extend(dirs);
+        }
+        // Positive control: they run, inside the session.
+        assert!(wait_for(Duration::from_secs(5), || marked(marker) >= 4));
+        assert!(wait_for(Duration::from_secs(5), || session
+            .tasks_current()
+            .unwrap()
+            >= 4));
+        Arc::try_unwrap(session).unwrap().remove().unwrap();
+        for child in &mut children {
+            let status = wait_exit(child, Duration::from_secs(5));
+            assert_ne!(status.code(), Some(99), "a process could not join");
+        }
+        assert!(wait_for(Duration::from_secs(5), || marked(marker) == 0));
+        for dir in left_dirs.iter().chain(&session_dirs) {
+            assert!(!dir.exists(), "{} is left behind", dir.display());
+        }
+    }
+
+    #[test]
+    fn a_session_budget_below_a_command_is_refused() {
+        let backend = backend();
+        let small = SessionBudget {
+            tasks_max: 100,
+            ..SessionBudget::default()
+        };
+        let name = unique_name();
+        let result = backend.prepare_session(&small, &CgroupLimits::default(), &name);
+        assert!(
+            matches!(&result, Err(CgroupError::InvalidLimits(why)) if why.contains("below one command's task limit")),
+            "{result:?}"
+        );
+        // Nothing was made for it.
+        for root in ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"] {
+            let mut stack = vec![PathBuf::from(root)];
+            while let Some(dir) = stack.pop() {
+                for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        assert_ne!(e.file_name().to_string_lossy(), name.as_str());
+                        stack.push(e.path());
+                    }
+                }
+            }
+        }
+        // Positive control: a budget that holds one command is made.
+        backend
+            .prepare_session(&SessionBudget::default(), &CgroupLimits::default(), &name)
+            .unwrap()
+            .remove()
+            .unwrap();
+    }
+
+    #[test]
+    fn a_sessions_commands_share_its_memory_budget() {
+        let limits = CgroupLimits {
+            memory_max_bytes: 64 << 20,
+            ..CgroupLimits::default()
+        };
+        let session = session(
+            SessionBudget {
+                tasks_max: 1024,
+                memory_max_bytes: 96 << 20,
+            },
+            &limits,
+        );
+        // `tail` keeps all of an input without newlines in memory until its end; the sleep keeps
+        // the input open, so each holds 48 MiB.
+        let marker = "3141.57";
+        let hold = format!(
+            "{{ head -c {} /dev/zero; sleep {marker}; }} | tail >/dev/null",
+            48 << 20
+        );
+        let usage = |c: &CommandCgroup| match c.kind() {
+            BackendKind::CgroupV1 => {
+                read_number(&dir_with(c, "memory.usage_in_bytes").join("memory.usage_in_bytes"))
+            }
+            _ => read_number(&dir_with(c, "memory.current").join("memory.current")),
+        };
+
+        // Positive control: one alone holds its 48 MiB, within its own limit and the budget.
+        let first = prepare_in(&session, &limits);
+        let mut one = spawn_in(&first, &hold);
+        assert!(
+            wait_for(Duration::from_secs(20), || usage(&first) >= 48 << 20),
+            "the first holds 48 MiB ({})",
+            usage(&first)
+        );
+        assert_eq!(first.limits_hit(), LimitsHit::default());
+
+        // Two cannot: 96 MiB and their shells are more than the session's budget, though each is
+        // within its own limit; one of them is killed, and it says the session's budget did it.
+        let second = prepare_in(&session, &limits);
+        let mut two = spawn_in(&second, &hold);
+        let stopped = wait_for(Duration::from_secs(30), || {
+            first.session_limits_hit().memory || second.session_limits_hit().memory
+        });
+        let hits = [first.limits_hit(), second.limits_hit()];
+        let session_hits = [first.session_limits_hit(), second.session_limits_hit()];
+        assert!(
+            stopped && session_hits.iter().any(|h| h.memory),
+            "the session's budget stopped one: {hits:?} {session_hits:?}, usage {} and {}",
+            usage(&first),
+            usage(&second)
+        );
+        if session.kind() == BackendKind::CgroupV1 {
+            for c in [&first, &second] {
+                let dir = dir_with(c, "memory.max_usage_in_bytes");
+                assert!(
+                    read_number(&dir.join("memory.max_usage_in_bytes")) < 64 << 20,
+                    "no command reached its own limit"
+                );
+            }
+        }
+        drop((first, second));
+        wait_exit(&mut one, Duration::from_secs(5));
+        wait_exit(&mut two, Duration::from_secs(5));
+        assert!(wait_for(Duration::from_secs(5), || marked(marker) == 0));
+        let dirs: Vec<PathBuf> = session.dirs().into_iter().map(Path::to_owned).collect();
+        drop(session);
+        assert!(dirs.iter().all(|d| !d.exists()));
     }
 }

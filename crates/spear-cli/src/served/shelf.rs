@@ -12,6 +12,14 @@ const KEPT: usize = 4;
 /// (limits, network path, bwrap), so that its preflights, its warm sandbox and a network
 /// poisoning carry over only between calls that would have made the same sandbox; every
 /// command still gets its own bwrap, PID namespace and cgroup.
+///
+/// Each kept sandbox is one session for the session budget ([`spear_sandbox::SandboxConfig::session`]):
+/// the calls it serves, concurrent ones included, stay within the budget together, and its
+/// session cgroup goes when it is evicted or the server stops. Not a session per call: a call
+/// has no background job (the budget of a session of one command is its own limit), the sandbox
+/// waiting for the next call is made before that call exists and a cgroup v1 directory cannot
+/// move to another parent, and one budget over the server is what bounds a client that opens
+/// calls in parallel.
 #[derive(Debug, Default)]
 pub struct Shelf {
     kept: Mutex<Vec<(SandboxConfig, Arc<Sandbox>)>>,

@@ -103,6 +103,20 @@ def cgroups_of(server_pid: int | None) -> list[str]:
     return found
 
 
+def session_cgroups_of(server_pid: int | None) -> list[str]:
+    """The server's session cgroup directories (`spear-session-<pid>-<n>`), which hold its commands'
+    and live as long as the server."""
+    if server_pid is None:
+        return []
+    prefix = f"spear-session-{server_pid}-"
+    found = []
+    for root, dirs, _files in os.walk("/sys/fs/cgroup"):
+        for d in dirs:
+            if d.startswith(prefix):
+                found.append(os.path.join(root, d))
+    return found
+
+
 def server_pid(workspace: str) -> int | None:
     """The pid of our child `spear mcp ... --workspace <workspace>`."""
     me = str(os.getpid())
@@ -416,6 +430,7 @@ async def scenario_close(run: dict) -> dict:
         out["seen_after"] = await until(lambda: sleeping(token), 15)
         out["alive_before"] = processes_with(token)
         out["cgroups_before"] = cgroups_of(pid)
+        out["session_cgroups_before"] = session_cgroups_of(pid)
         closing = time.monotonic()
     # The SDK closed the server's stdin and waited for it to exit (SIGTERM only after 2 s).
     out["close_seconds"] = time.monotonic() - closing
@@ -423,6 +438,7 @@ async def scenario_close(run: dict) -> dict:
     out["survivors"] = processes_with(token)
     out["server_alive"] = pid_alive(pid)
     out["cgroups_after"] = cgroups_of(pid)
+    out["session_cgroups_after"] = session_cgroups_of(pid)
     return out
 
 

@@ -7,7 +7,12 @@
 //! namespace, and everything in it dies with it). The limits asked for are not enforced per command;
 //! the operator who sets this vouches that the runtime's limits are what they want.
 
-use super::{BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, Control, parse};
+use std::sync::Arc;
+
+use super::{
+    BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, Control, SessionBudget,
+    SessionCgroup, SessionControl, parse,
+};
 
 /// An outer runtime enforces the limits.
 #[derive(Debug, Clone, Copy, Default)]
@@ -24,15 +29,38 @@ impl CgroupBackend for Delegated {
             .to_owned()
     }
 
-    fn prepare(&self, limits: &CgroupLimits, name: &str) -> Result<CommandCgroup, CgroupError> {
+    fn prepare_in(
+        &self,
+        session: Option<&Arc<SessionCgroup>>,
+        limits: &CgroupLimits,
+        name: &str,
+    ) -> Result<CommandCgroup, CgroupError> {
         limits.validate()?;
         if !parse::is_valid_name(name) {
             return Err(CgroupError::InvalidName(name.to_owned()));
         }
-        Ok(CommandCgroup::new(
+        let mut cgroup = CommandCgroup::new(BackendKind::Delegated, name, Control::Nothing);
+        cgroup.session = session.cloned();
+        Ok(cgroup)
+    }
+
+    /// Nothing to create: the outer runtime's limits on spear as a whole are the session's.
+    fn prepare_session(
+        &self,
+        budget: &SessionBudget,
+        command: &CgroupLimits,
+        name: &str,
+    ) -> Result<SessionCgroup, CgroupError> {
+        command.validate()?;
+        budget.validate(command)?;
+        if !parse::is_valid_name(name) {
+            return Err(CgroupError::InvalidName(name.to_owned()));
+        }
+        Ok(SessionCgroup::new(
             BackendKind::Delegated,
             name,
-            Control::Nothing,
+            *budget,
+            SessionControl::Nothing,
         ))
     }
 }
@@ -53,6 +81,20 @@ mod tests {
             assert_eq!(cgroup.limits_hit(), crate::cgroup::LimitsHit::default());
             assert!(matches!(cgroup.contains_pid(std::process::id()), Ok(false)));
             assert!(cgroup.remove().is_ok());
+        }
+        let session = Delegated.prepare_session(
+            &crate::cgroup::SessionBudget::default(),
+            &CgroupLimits::default(),
+            "spear-session-1-1",
+        );
+        assert!(matches!(&session, Ok(s) if s.dirs().is_empty() && s.tasks_current().is_none()));
+        if let Ok(session) = session {
+            let session = Arc::new(session);
+            let inside =
+                Delegated.prepare_in(Some(&session), &CgroupLimits::default(), "spear-1-2");
+            assert!(matches!(&inside, Ok(c) if c.dirs().is_empty()));
+            drop(inside);
+            assert!(Arc::try_unwrap(session).is_ok_and(|s| s.remove().is_ok()));
         }
     }
 }

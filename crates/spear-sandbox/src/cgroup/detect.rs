@@ -260,6 +260,7 @@ fn probe_systemd(
     };
     let systemd_run = find("systemd-run")?;
     let systemctl = find("systemctl")?;
+    let busctl = find("busctl")?;
     let env_program = find("env")?;
     let unified = unified
         .as_ref()
@@ -268,6 +269,7 @@ fn probe_systemd(
         env: env_program,
         systemd_run,
         systemctl,
+        busctl,
         bus_env,
         cgroup2_mount: unified.own.mount.clone(),
     })
@@ -615,7 +617,7 @@ mod tests {
         let runtime = host.dir.path().join("run/user/1000");
         fs::create_dir_all(&runtime).unwrap();
         let _listener = std::os::unix::net::UnixListener::bind(runtime.join("bus")).unwrap();
-        for program in ["systemd-run", "systemctl", "env"] {
+        for program in ["systemd-run", "systemctl", "busctl", "env"] {
             host.program(&format!("/usr/bin/{program}"));
         }
         let env = [
@@ -658,7 +660,7 @@ mod tests {
         let runtime = host.dir.path().join("run/user/1000");
         fs::create_dir_all(&runtime).unwrap();
         let _listener = std::os::unix::net::UnixListener::bind(runtime.join("bus")).unwrap();
-        for program in ["systemd-run", "systemctl", "env"] {
+        for program in ["systemd-run", "systemctl", "busctl", "env"] {
             host.program(&format!("/usr/bin/{program}"));
         }
         let error =

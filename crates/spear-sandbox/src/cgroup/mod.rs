@@ -11,6 +11,13 @@
 //! Each command gets its own [`CommandCgroup`], removed afterwards. With limits active and no
 //! backend, [`detect`] fails and the caller spawns nothing.
 //!
+//! A session (a `spear mcp` server, one `spear exec`, one sandbox of `spear serve`) may also have
+//! a [`SessionCgroup`]: a parent cgroup holding the session's [`SessionBudget`] of tasks and
+//! memory, with each command's cgroup created inside it
+//! ([`CgroupBackend::prepare_in`]). The kernel charges every task and page of a command to its
+//! own cgroup and to the session's, so the session's commands and background jobs together stay
+//! within the budget, and each command within its own limits.
+//!
 //! Invariants:
 //! - A [`CommandCgroup`] exists with every limit written before anything is spawned into it; a
 //!   limit that cannot be written is an error, never a cgroup without it.
@@ -38,6 +45,7 @@ mod v2;
 use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use detect::{HostPaths, RESOURCE_CONTROL_ENV, detect, detect_with};
 
@@ -91,6 +99,62 @@ impl Default for CgroupLimits {
             tasks_max: Self::DEFAULT_TASKS_MAX,
             cpu_percent: Self::DEFAULT_CPU_PERCENT,
         }
+    }
+}
+
+/// What all of a session's commands together may hold at once: the parent cgroup of every
+/// command's own ([`SessionCgroup`]). Each command keeps its own [`CgroupLimits`] inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionBudget {
+    /// Tasks (processes and threads) all of the session's commands may hold at once.
+    pub tasks_max: u32,
+    /// Memory all of the session's commands may use at once, in bytes.
+    pub memory_max_bytes: u64,
+}
+
+impl SessionBudget {
+    /// The default task budget: four commands at their default limit.
+    pub const DEFAULT_TASKS_MAX: u32 = 1024;
+    /// The default memory budget: 8 GiB.
+    pub const DEFAULT_MEMORY_MAX_BYTES: u64 = 8 << 30;
+
+    /// Checks that the budget can hold one command at its own limits: a budget below a command's
+    /// limit would make the command's limit a lie (the session's would stop it first).
+    pub fn validate(&self, command: &CgroupLimits) -> Result<(), CgroupError> {
+        match budget_problem(self, command) {
+            Some(problem) => Err(CgroupError::InvalidLimits(problem)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Default for SessionBudget {
+    fn default() -> Self {
+        Self {
+            tasks_max: Self::DEFAULT_TASKS_MAX,
+            memory_max_bytes: Self::DEFAULT_MEMORY_MAX_BYTES,
+        }
+    }
+}
+
+/// What is wrong with `budget` for commands limited by `command`, if anything.
+fn budget_problem(budget: &SessionBudget, command: &CgroupLimits) -> Option<String> {
+    if budget.tasks_max == 0 {
+        Some("the session's task budget is 0".to_owned())
+    } else if budget.memory_max_bytes == 0 {
+        Some("the session's memory budget is 0".to_owned())
+    } else if budget.tasks_max < command.tasks_max {
+        Some(format!(
+            "the session's task budget ({}) is below one command's task limit ({})",
+            budget.tasks_max, command.tasks_max
+        ))
+    } else if budget.memory_max_bytes < command.memory_max_bytes {
+        Some(format!(
+            "the session's memory budget ({} bytes) is below one command's memory limit ({} bytes)",
+            budget.memory_max_bytes, command.memory_max_bytes
+        ))
+    } else {
+        None
     }
 }
 
@@ -231,8 +295,30 @@ pub trait CgroupBackend: std::fmt::Debug + Send + Sync {
     /// `/sys/fs/cgroup/{memory,pids,cpu,freezer}/process_api/..`").
     fn describe(&self) -> String;
     /// Creates the cgroup of one command (name is unique per command, e.g. `spear-<pid>-<n>`),
-    /// limits applied. Nothing is spawned yet.
-    fn prepare(&self, limits: &CgroupLimits, name: &str) -> Result<CommandCgroup, CgroupError>;
+    /// limits applied, directly under spear's own cgroup. Nothing is spawned yet.
+    fn prepare(&self, limits: &CgroupLimits, name: &str) -> Result<CommandCgroup, CgroupError> {
+        self.prepare_in(None, limits, name)
+    }
+
+    /// Creates the cgroup of one command inside `session` (made by this backend's
+    /// [`prepare_session`](Self::prepare_session)), or under spear's own cgroup with `None`,
+    /// limits applied. The command's cgroup keeps the session alive until it is removed.
+    fn prepare_in(
+        &self,
+        session: Option<&Arc<SessionCgroup>>,
+        limits: &CgroupLimits,
+        name: &str,
+    ) -> Result<CommandCgroup, CgroupError>;
+
+    /// Creates a session's cgroup (name unique per session, e.g. `spear-session-<pid>-<n>`) with
+    /// its budget applied, for commands limited by `command` (the budget must hold one of them).
+    /// Nothing is spawned into it: commands' cgroups go inside it.
+    fn prepare_session(
+        &self,
+        budget: &SessionBudget,
+        command: &CgroupLimits,
+        name: &str,
+    ) -> Result<SessionCgroup, CgroupError>;
 }
 
 /// One directory of a cgroupfs per-command cgroup.
@@ -272,6 +358,9 @@ pub struct CommandCgroup {
     control: Control,
     /// Set once removed, so that `Drop` does nothing more.
     removed: bool,
+    /// The session it is inside, kept alive until this cgroup is removed (a field, so dropped
+    /// after `Drop::drop` removed this one).
+    session: Option<Arc<SessionCgroup>>,
 }
 
 impl CommandCgroup {
@@ -283,6 +372,29 @@ impl CommandCgroup {
             dirs: Vec::new(),
             control,
             removed: false,
+            session: None,
+        }
+    }
+
+    /// The session it is inside, if any.
+    pub fn session(&self) -> Option<&Arc<SessionCgroup>> {
+        self.session.as_ref()
+    }
+
+    /// Which of its session's budgets stopped it: a limit was hit in this command ([`limits_hit`](
+    /// Self::limits_hit)) while its own limit was never reached and the session's was. Read
+    /// before [`remove`](Self::remove). cgroup v1 (from `pids.peak` and
+    /// `memory.max_usage_in_bytes` against the limits) and v2 (`pids.peak`, `memory.events.local`);
+    /// nothing for systemd and delegated, and nothing outside a session.
+    pub fn session_limits_hit(&self) -> LimitsHit {
+        let Some(session) = &self.session else {
+            return LimitsHit::default();
+        };
+        let own = self.limits_hit();
+        match &self.control {
+            Control::V1 => v1::session_limits_hit(&self.dirs, &session.dirs, own),
+            Control::V2 => v2::session_limits_hit(&self.dirs, &session.dirs, own),
+            Control::Nothing | Control::Systemd(_) => LimitsHit::default(),
         }
     }
 
@@ -423,5 +535,179 @@ impl Drop for CommandCgroup {
         if let Err(error) = self.cleanup() {
             tracing::warn!(cgroup = %self.name, backend = %self.kind, %error, "could not remove a command's cgroup");
         }
+    }
+}
+
+/// How a session's cgroup is controlled.
+#[derive(Debug)]
+pub(crate) enum SessionControl {
+    /// Delegated: nothing was created.
+    Nothing,
+    /// A transient systemd slice that the commands' scopes are placed in.
+    Systemd(systemd::SliceControl),
+    /// cgroup v1: one directory per controller of [`v1::CONTROLLERS`], the freezer first.
+    V1,
+    /// cgroup v2: one directory, its controllers enabled for its children.
+    V2,
+}
+
+/// The parent cgroup of a session's commands, holding the session's [`SessionBudget`]; from
+/// [`CgroupBackend::prepare_session`] to its `Drop` (or [`SessionCgroup::remove`]).
+///
+/// Shared through an `Arc`: each [`CommandCgroup`] inside it holds one, so the session is removed
+/// only after the last of its commands' cgroups. Removing it kills whatever is still inside, at
+/// any depth, and removes every directory under it and itself: nothing outlives the session.
+#[derive(Debug)]
+pub struct SessionCgroup {
+    kind: BackendKind,
+    name: String,
+    budget: SessionBudget,
+    /// cgroupfs directories (`procs` always `None`: nothing joins a session directly).
+    dirs: Vec<CgroupDir>,
+    control: SessionControl,
+    removed: bool,
+}
+
+impl SessionCgroup {
+    pub(crate) fn new(
+        kind: BackendKind,
+        name: &str,
+        budget: SessionBudget,
+        control: SessionControl,
+    ) -> Self {
+        Self {
+            kind,
+            name: name.to_owned(),
+            budget,
+            dirs: Vec::new(),
+            control,
+            removed: false,
+        }
+    }
+
+    /// Which backend made it.
+    pub fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    /// The name it was prepared with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The budget it holds.
+    pub fn budget(&self) -> SessionBudget {
+        self.budget
+    }
+
+    /// Its cgroupfs directories (empty for systemd/delegated); for `spear doctor`, logs and tests.
+    pub fn dirs(&self) -> Vec<&Path> {
+        self.dirs.iter().map(|d| d.path.as_path()).collect()
+    }
+
+    /// The tasks its commands hold now (`pids.current`), where it has a pids directory.
+    pub fn tasks_current(&self) -> Option<u64> {
+        self.pids_file("pids.current")
+    }
+
+    /// The most tasks its commands held at once (`pids.peak`, Linux 6.1+), where it has one.
+    pub fn tasks_peak(&self) -> Option<u64> {
+        self.pids_file("pids.peak")
+    }
+
+    fn pids_file(&self, file: &str) -> Option<u64> {
+        let dir = match &self.control {
+            SessionControl::V1 => v1::dir_of(&self.dirs, "pids"),
+            SessionControl::V2 => self.dirs.first().map(|d| d.path.as_path()),
+            SessionControl::Nothing | SessionControl::Systemd(_) => None,
+        }?;
+        ops::number(&dir.join(file))
+    }
+
+    /// Kills what is left inside it (at any depth), and removes every directory under it and
+    /// itself. Also done (best effort, logged) on Drop.
+    pub fn remove(mut self) -> Result<(), CgroupError> {
+        self.cleanup()
+    }
+
+    fn cleanup(&mut self) -> Result<(), CgroupError> {
+        if self.removed {
+            return Ok(());
+        }
+        self.removed = true;
+        match &self.control {
+            SessionControl::Nothing => Ok(()),
+            SessionControl::Systemd(slice) => slice.stop(),
+            SessionControl::V1 => ops::remove_trees(&self.dirs, Some(ops::Freezer::V1)),
+            SessionControl::V2 => ops::remove_trees(&self.dirs, Some(ops::Freezer::V2)),
+        }
+    }
+}
+
+impl Drop for SessionCgroup {
+    fn drop(&mut self) {
+        if let Err(error) = self.cleanup() {
+            tracing::warn!(cgroup = %self.name, backend = %self.kind, %error, "could not remove a session's cgroup");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_budgets() {
+        let command = CgroupLimits::default();
+        let cases: [(SessionBudget, Option<&str>); 6] = [
+            (SessionBudget::default(), None),
+            (
+                SessionBudget {
+                    tasks_max: 256,
+                    memory_max_bytes: 2 << 30,
+                },
+                None,
+            ),
+            (
+                SessionBudget {
+                    tasks_max: 255,
+                    ..SessionBudget::default()
+                },
+                Some("the session's task budget (255) is below one command's task limit (256)"),
+            ),
+            (
+                SessionBudget {
+                    memory_max_bytes: (2 << 30) - 1,
+                    ..SessionBudget::default()
+                },
+                Some(
+                    "the session's memory budget (2147483647 bytes) is below one command's memory limit (2147483648 bytes)",
+                ),
+            ),
+            (
+                SessionBudget {
+                    tasks_max: 0,
+                    ..SessionBudget::default()
+                },
+                Some("the session's task budget is 0"),
+            ),
+            (
+                SessionBudget {
+                    memory_max_bytes: 0,
+                    ..SessionBudget::default()
+                },
+                Some("the session's memory budget is 0"),
+            ),
+        ];
+        for (budget, want) in cases {
+            assert_eq!(
+                budget_problem(&budget, &command).as_deref(),
+                want,
+                "{budget:?}"
+            );
+            assert_eq!(budget.validate(&command).is_ok(), want.is_none());
+        }
+        assert_eq!(SessionBudget::default().tasks_max, 1024);
+        assert_eq!(SessionBudget::default().memory_max_bytes, 8 << 30);
     }
 }

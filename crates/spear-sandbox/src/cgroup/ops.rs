@@ -302,3 +302,86 @@ pub(crate) fn number(path: &Path) -> Option<u64> {
         }
     }
 }
+
+/// Every cgroup directory under `top` and `top` itself, deepest first (so each comes before its
+/// parent), as [`CgroupDir`]s of `top`'s hierarchy. A directory that vanishes while it is read is
+/// skipped.
+fn subtree(top: &CgroupDir) -> Result<Vec<CgroupDir>, CgroupError> {
+    fn walk(
+        hierarchy: Hierarchy,
+        rel: &str,
+        path: &Path,
+        out: &mut Vec<CgroupDir>,
+    ) -> Result<(), CgroupError> {
+        let entries = match std::fs::read_dir(path) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_error("list", path, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error("list", path, e))?;
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                walk(hierarchy, &parse::child_rel(rel, &name), &entry.path(), out)?;
+            }
+        }
+        out.push(CgroupDir {
+            hierarchy,
+            rel: rel.to_owned(),
+            path: path.to_owned(),
+            procs: None,
+        });
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(top.hierarchy, &top.rel, &top.path, &mut out)?;
+    Ok(out)
+}
+
+/// Removes the session directories `tops` and everything under them: every process in the
+/// subtree killed through `freezer` (the v1 freezer hierarchy's directory, or v2's only one),
+/// then each directory removed, deepest first. Every directory is tried; the first error is
+/// returned.
+pub(crate) fn remove_trees(
+    tops: &[CgroupDir],
+    freezer: Option<Freezer>,
+) -> Result<(), CgroupError> {
+    let deadline = Instant::now() + KILL_DEADLINE;
+    let mut first_error = None;
+    let kill_through = tops.iter().find(|d| match d.hierarchy {
+        Hierarchy::V1(c) => c == "freezer",
+        Hierarchy::V2 => true,
+    });
+    if let (Some(top), Some(freezer)) = (kill_through, freezer) {
+        match subtree(top) {
+            Ok(dirs) => {
+                for dir in &dirs {
+                    if let Err(e) = freeze_kill_thaw(dir, freezer, deadline) {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    for top in tops.iter().rev() {
+        let dirs = match subtree(top) {
+            Ok(dirs) => dirs,
+            Err(e) => {
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
+        for dir in &dirs {
+            let removed = wait_empty(std::slice::from_ref(dir), deadline)
+                .and_then(|()| remove_dir(&dir.path));
+            if let Err(e) = removed {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}

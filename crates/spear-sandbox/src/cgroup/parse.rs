@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::CgroupLimits;
+use super::{CgroupLimits, SessionBudget};
 
 /// One line of `/proc/<pid>/cgroup`: `hierarchy-id:controller-list:path`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -275,6 +275,45 @@ pub(crate) fn v1_memory_writes(
         V1Swap::SwappinessOnly => return None,
     }
     Some(writes)
+}
+
+/// The cgroup v1 files and values of a session's directories, as (controller, file, value) in
+/// the order they are written: in `pids` the task budget, in `memory` the memory budget (with swap
+/// capped as one command's is: memory + the command's swap limit with swap accounting, else
+/// `memory.swappiness=0`); the freezer and cpu directories get nothing (the session has no CPU
+/// budget; each command keeps its own quota). `None` as for [`v1_memory_writes`].
+pub(crate) fn v1_session_writes(
+    budget: &SessionBudget,
+    command: &CgroupLimits,
+    swap: V1Swap,
+) -> Option<Vec<(&'static str, &'static str, String)>> {
+    let memory = CgroupLimits {
+        memory_max_bytes: budget.memory_max_bytes,
+        ..*command
+    };
+    let mut writes = vec![("pids", "pids.max", budget.tasks_max.to_string())];
+    writes.extend(
+        v1_memory_writes(&memory, swap)?
+            .into_iter()
+            .map(|(file, value)| ("memory", file, value)),
+    );
+    Some(writes)
+}
+
+/// The cgroup v2 files and values of a session's directory, in the order they are written: its
+/// budget (`pids.max`, `memory.max`, and `memory.swap.max` at one command's swap limit), then the
+/// controllers its commands' cgroups need enabled for them (`cgroup.subtree_control`; the session
+/// holds no process itself, so the "no internal processes" rule allows it).
+pub(crate) fn v2_session_writes(
+    budget: &SessionBudget,
+    command: &CgroupLimits,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("pids.max", budget.tasks_max.to_string()),
+        ("memory.max", budget.memory_max_bytes.to_string()),
+        ("memory.swap.max", command.swap_max_bytes.to_string()),
+        ("cgroup.subtree_control", "+memory +pids +cpu".to_owned()),
+    ]
 }
 
 /// Whether `name` can name a per-command cgroup (and a systemd unit): one path component of
@@ -582,6 +621,69 @@ mod tests {
             ..defaults
         };
         assert_eq!(super::v1_memory_writes(&overflow, V1Swap::Memsw), None);
+    }
+
+    #[test]
+    fn session_writes() {
+        fn owned(
+            w: Vec<(&'static str, &'static str, &str)>,
+        ) -> Vec<(&'static str, &'static str, String)> {
+            w.into_iter()
+                .map(|(c, f, v)| (c, f, v.to_owned()))
+                .collect()
+        }
+        let command = CgroupLimits::default();
+        let budget = SessionBudget {
+            tasks_max: 1024,
+            memory_max_bytes: 8 << 30,
+        };
+        assert_eq!(
+            super::v1_session_writes(&budget, &command, V1Swap::Memsw),
+            Some(owned(vec![
+                ("pids", "pids.max", "1024"),
+                ("memory", "memory.limit_in_bytes", "8589934592"),
+                ("memory", "memory.memsw.limit_in_bytes", "8589934592"),
+            ]))
+        );
+        let with_swap = CgroupLimits {
+            swap_max_bytes: 1 << 30,
+            ..command
+        };
+        assert_eq!(
+            super::v1_session_writes(&budget, &with_swap, V1Swap::Memsw),
+            Some(owned(vec![
+                ("pids", "pids.max", "1024"),
+                ("memory", "memory.limit_in_bytes", "8589934592"),
+                ("memory", "memory.memsw.limit_in_bytes", "9663676416"),
+            ]))
+        );
+        assert_eq!(
+            super::v1_session_writes(&budget, &command, V1Swap::SwappinessOnly),
+            Some(owned(vec![
+                ("pids", "pids.max", "1024"),
+                ("memory", "memory.limit_in_bytes", "8589934592"),
+                ("memory", "memory.swappiness", "0"),
+            ]))
+        );
+        assert_eq!(
+            super::v1_session_writes(&budget, &with_swap, V1Swap::SwappinessOnly),
+            None
+        );
+        assert_eq!(
+            super::v2_session_writes(
+                &SessionBudget {
+                    tasks_max: 300,
+                    memory_max_bytes: 1 << 30
+                },
+                &with_swap
+            ),
+            vec![
+                ("pids.max", "300".to_owned()),
+                ("memory.max", "1073741824".to_owned()),
+                ("memory.swap.max", "1073741824".to_owned()),
+                ("cgroup.subtree_control", "+memory +pids +cpu".to_owned()),
+            ]
+        );
     }
 
     #[test]

@@ -22,12 +22,14 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::ops::KILL_DEADLINE;
 use super::parse::{self, Hierarchy, ProcCgroupLine};
 use super::{
-    BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, Control, LimitsHit, v2,
+    BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, Control, LimitsHit,
+    SessionBudget, SessionCgroup, SessionControl, v2,
 };
 
 /// The programs and bus of the user's systemd manager.
@@ -36,14 +38,64 @@ pub(crate) struct SystemdScope {
     pub env: PathBuf,
     pub systemd_run: PathBuf,
     pub systemctl: PathBuf,
+    /// busctl, which starts a session's transient slice.
+    pub busctl: PathBuf,
     /// The variables that lead to the user bus, as found.
     pub bus_env: Vec<(String, String)>,
     /// Where the cgroup v2 hierarchy is mounted.
     pub cgroup2_mount: PathBuf,
 }
 
-/// The argv prefix that runs a command in a scope named `name` with `limits`.
-pub(crate) fn scope_argv(scope: &SystemdScope, limits: &CgroupLimits, name: &str) -> Vec<OsString> {
+/// The slice unit of a session named `name`. A `-` in a slice's name means nesting to systemd
+/// (`a-b.slice` is inside `a.slice`), so each becomes `_`: the session's slice is one unit
+/// directly in the user manager's root slice.
+pub(crate) fn slice_unit(name: &str) -> String {
+    format!("{}.slice", name.replace('-', "_"))
+}
+
+/// The argv that starts a session's slice `unit` as a transient unit of the user's manager with
+/// the budget as its properties (`TasksMax`, `MemoryMax`): systemd-run cannot make a slice, so
+/// through the manager's `StartTransientUnit` with busctl. Its scopes (`--slice=`) then count
+/// against it; stopping it stops them all, and a transient unit leaves nothing behind once
+/// stopped.
+pub(crate) fn slice_start_argv(
+    scope: &SystemdScope,
+    budget: &SessionBudget,
+    unit: &str,
+) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = vec![scope.busctl.clone().into()];
+    for arg in [
+        "--user",
+        "call",
+        "org.freedesktop.systemd1",
+        "/org/freedesktop/systemd1",
+        "org.freedesktop.systemd1.Manager",
+        "StartTransientUnit",
+        "ssa(sv)a(sa(sv))",
+        unit,
+        "fail",
+        "2",
+        "TasksMax",
+        "t",
+        &budget.tasks_max.to_string(),
+        "MemoryMax",
+        "t",
+        &budget.memory_max_bytes.to_string(),
+        "0",
+    ] {
+        argv.push(arg.into());
+    }
+    argv
+}
+
+/// The argv prefix that runs a command in a scope named `name` with `limits`, inside the
+/// session's slice `slice` when it has one.
+pub(crate) fn scope_argv(
+    scope: &SystemdScope,
+    limits: &CgroupLimits,
+    name: &str,
+    slice: Option<&str>,
+) -> Vec<OsString> {
     let mut argv: Vec<OsString> = vec![scope.env.clone().into()];
     argv.extend(
         scope
@@ -64,6 +116,13 @@ pub(crate) fn scope_argv(scope: &SystemdScope, limits: &CgroupLimits, name: &str
         format!("TasksMax={}", limits.tasks_max),
         "-p".to_owned(),
         format!("CPUQuota={}%", limits.cpu_percent),
+    ] {
+        argv.push(arg.into());
+    }
+    if let Some(slice) = slice {
+        argv.push(format!("--slice={slice}").into());
+    }
+    for arg in [
         "--quiet".to_owned(),
         format!("--unit={name}"),
         "--".to_owned(),
@@ -96,19 +155,111 @@ impl CgroupBackend for SystemdScope {
         )
     }
 
-    fn prepare(&self, limits: &CgroupLimits, name: &str) -> Result<CommandCgroup, CgroupError> {
+    fn prepare_in(
+        &self,
+        session: Option<&Arc<SessionCgroup>>,
+        limits: &CgroupLimits,
+        name: &str,
+    ) -> Result<CommandCgroup, CgroupError> {
         limits.validate()?;
         if !parse::is_valid_name(name) {
             return Err(CgroupError::InvalidName(name.to_owned()));
         }
+        let slice = match session.map(|s| &s.control) {
+            None => None,
+            Some(SessionControl::Systemd(slice)) => Some(slice.unit.as_str()),
+            Some(_) => {
+                return Err(CgroupError::Systemd(
+                    "a session made by another backend cannot hold a systemd scope".to_owned(),
+                ));
+            }
+        };
         let control = ScopeControl {
             scope: self.clone(),
             unit: format!("{name}.scope"),
         };
         let mut cgroup =
             CommandCgroup::new(BackendKind::SystemdScope, name, Control::Systemd(control));
-        cgroup.argv_prefix = scope_argv(self, limits, name);
+        cgroup.argv_prefix = scope_argv(self, limits, name, slice);
+        cgroup.session = session.cloned();
         Ok(cgroup)
+    }
+
+    /// A transient slice with the budget ([`slice_start_argv`]); each command's scope goes in it.
+    fn prepare_session(
+        &self,
+        budget: &SessionBudget,
+        command: &CgroupLimits,
+        name: &str,
+    ) -> Result<SessionCgroup, CgroupError> {
+        command.validate()?;
+        budget.validate(command)?;
+        if !parse::is_valid_name(name) {
+            return Err(CgroupError::InvalidName(name.to_owned()));
+        }
+        let control = SliceControl {
+            scope: self.clone(),
+            unit: slice_unit(name),
+        };
+        let command_line = slice_start_argv(self, budget, &control.unit);
+        let (program, args) = command_line
+            .split_first()
+            .ok_or_else(|| CgroupError::Systemd("no program to start a slice with".to_owned()))?;
+        let output = Command::new(program)
+            .args(args)
+            .envs(self.bus_env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| {
+                CgroupError::Systemd(format!("cannot run {}: {e}", self.busctl.display()))
+            })?;
+        if !output.status.success() {
+            return Err(CgroupError::Systemd(format!(
+                "could not start the session's slice {}: {}",
+                control.unit,
+                String::from_utf8_lossy(&output.stderr).trim()
+            )));
+        }
+        Ok(SessionCgroup::new(
+            BackendKind::SystemdScope,
+            name,
+            *budget,
+            SessionControl::Systemd(control),
+        ))
+    }
+}
+
+/// A session's transient slice.
+#[derive(Debug)]
+pub(crate) struct SliceControl {
+    scope: SystemdScope,
+    unit: String,
+}
+
+impl SliceControl {
+    /// `systemctl --user stop <slice>`: stops every scope in it (killing their processes), and
+    /// the transient slice is gone.
+    pub(crate) fn stop(&self) -> Result<(), CgroupError> {
+        let output = Command::new(&self.scope.systemctl)
+            .args(["--user", "stop", &self.unit])
+            .envs(self.scope.bus_env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| {
+                CgroupError::Systemd(format!(
+                    "cannot run {}: {e}",
+                    self.scope.systemctl.display()
+                ))
+            })?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(CgroupError::Systemd(format!(
+                "could not stop the session's slice {}: {}",
+                self.unit,
+                String::from_utf8_lossy(&output.stderr).trim()
+            )))
+        }
     }
 }
 
@@ -200,6 +351,7 @@ mod tests {
             env: "/usr/bin/env".into(),
             systemd_run: "/usr/bin/systemd-run".into(),
             systemctl: "/usr/bin/systemctl".into(),
+            busctl: "/usr/bin/busctl".into(),
             bus_env: bus_env
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -218,7 +370,12 @@ mod tests {
     fn argv_for_the_defaults() {
         let scope = scope(&[("XDG_RUNTIME_DIR", "/run/user/1000")]);
         assert_eq!(
-            strings(&scope_argv(&scope, &CgroupLimits::default(), "spear-12-3")),
+            strings(&scope_argv(
+                &scope,
+                &CgroupLimits::default(),
+                "spear-12-3",
+                None
+            )),
             vec![
                 "/usr/bin/env",
                 "XDG_RUNTIME_DIR=/run/user/1000",
@@ -257,7 +414,7 @@ mod tests {
             cpu_percent: 50,
         };
         assert_eq!(
-            strings(&scope_argv(&scope, &limits, "x")),
+            strings(&scope_argv(&scope, &limits, "x", None)),
             vec![
                 "/usr/bin/env",
                 "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus",
@@ -283,6 +440,68 @@ mod tests {
                 "-u",
                 "XDG_RUNTIME_DIR",
             ]
+        );
+    }
+
+    #[test]
+    fn a_session_is_a_transient_slice_its_scopes_go_in() {
+        let scope = scope(&[("XDG_RUNTIME_DIR", "/run/user/1000")]);
+        let cases = [
+            ("spear-session-12-0", "spear_session_12_0.slice"),
+            ("s", "s.slice"),
+            ("a.b_c", "a.b_c.slice"),
+        ];
+        for (name, unit) in cases {
+            assert_eq!(slice_unit(name), unit);
+        }
+        let budget = SessionBudget {
+            tasks_max: 1024,
+            memory_max_bytes: 8 << 30,
+        };
+        assert_eq!(
+            strings(&slice_start_argv(
+                &scope,
+                &budget,
+                "spear_session_12_0.slice"
+            )),
+            vec![
+                "/usr/bin/busctl",
+                "--user",
+                "call",
+                "org.freedesktop.systemd1",
+                "/org/freedesktop/systemd1",
+                "org.freedesktop.systemd1.Manager",
+                "StartTransientUnit",
+                "ssa(sv)a(sa(sv))",
+                "spear_session_12_0.slice",
+                "fail",
+                "2",
+                "TasksMax",
+                "t",
+                "1024",
+                "MemoryMax",
+                "t",
+                "8589934592",
+                "0",
+            ]
+        );
+        let argv = scope_argv(
+            &scope,
+            &CgroupLimits::default(),
+            "spear-12-3",
+            Some("spear_session_12_0.slice"),
+        );
+        let argv = strings(&argv);
+        let at = argv.iter().position(|a| *a == "CPUQuota=800%");
+        assert_eq!(
+            at.map(|i| &argv[i + 1..i + 4]),
+            Some(
+                &[
+                    "--slice=spear_session_12_0.slice",
+                    "--quiet",
+                    "--unit=spear-12-3"
+                ][..]
+            )
         );
     }
 

@@ -12,13 +12,14 @@
 //! error.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::ops::{self, Freezer, KILL_DEADLINE};
 use super::parse::{self, Hierarchy, Located, V1Swap};
 use super::{
     BackendKind, CgroupBackend, CgroupDir, CgroupError, CgroupLimits, CommandCgroup, Control,
-    LimitsHit,
+    LimitsHit, SessionBudget, SessionCgroup, SessionControl,
 };
 
 /// The controllers spear uses, in join order: the freezer first, so that any process in one of a
@@ -60,33 +61,31 @@ impl CgroupBackend for CgroupV1 {
         format!("cgroup v1 ({}; {swap})", dirs.join(", "))
     }
 
-    fn prepare(&self, limits: &CgroupLimits, name: &str) -> Result<CommandCgroup, CgroupError> {
+    fn prepare_in(
+        &self,
+        session: Option<&Arc<SessionCgroup>>,
+        limits: &CgroupLimits,
+        name: &str,
+    ) -> Result<CommandCgroup, CgroupError> {
         limits.validate()?;
         if !parse::is_valid_name(name) {
             return Err(CgroupError::InvalidName(name.to_owned()));
         }
-        let memory_writes = parse::v1_memory_writes(limits, self.swap).ok_or_else(|| match self
-            .swap
-        {
-            V1Swap::SwappinessOnly => CgroupError::SwapUncontrolled(format!(
-                "swap limit {} bytes asked for, but this kernel does not account swap in cgroup v1 \
-                 (no memory.memsw files): set the swap limit to 0, or boot with swapaccount=1",
-                limits.swap_max_bytes
-            )),
-            V1Swap::Memsw => CgroupError::InvalidLimits("memory + swap overflows".to_owned()),
-        })?;
+        let memory_writes = self.memory_writes(limits)?;
+        let parents = self.parents(session)?;
         // Built up as directories are made: on an error, dropping it removes what exists.
         let mut cgroup = CommandCgroup::new(BackendKind::CgroupV1, name, Control::V1);
-        for (controller, own) in &self.own {
-            let path = own.dir.join(name);
+        cgroup.session = session.cloned();
+        for (controller, parent_rel, parent_dir) in parents {
+            let path = parent_dir.join(name);
             ops::create_dir(&path)?;
             cgroup.dirs.push(CgroupDir {
                 hierarchy: Hierarchy::V1(controller),
-                rel: parse::child_rel(&own.rel, name),
+                rel: parse::child_rel(parent_rel, name),
                 path: path.clone(),
                 procs: None,
             });
-            match *controller {
+            match controller {
                 "memory" => {
                     for (file, value) in &memory_writes {
                         ops::write_value(&path.join(file), value)?;
@@ -125,6 +124,96 @@ impl CgroupBackend for CgroupV1 {
         }
         Ok(cgroup)
     }
+
+    fn prepare_session(
+        &self,
+        budget: &SessionBudget,
+        command: &CgroupLimits,
+        name: &str,
+    ) -> Result<SessionCgroup, CgroupError> {
+        command.validate()?;
+        budget.validate(command)?;
+        if !parse::is_valid_name(name) {
+            return Err(CgroupError::InvalidName(name.to_owned()));
+        }
+        let writes = parse::v1_session_writes(budget, command, self.swap)
+            .ok_or_else(|| self.memory_writes(command).err().unwrap_or_else(overflow))?;
+        // Built up as directories are made: on an error, dropping it removes what exists.
+        let mut session =
+            SessionCgroup::new(BackendKind::CgroupV1, name, *budget, SessionControl::V1);
+        for (controller, own) in &self.own {
+            let path = own.dir.join(name);
+            ops::create_dir(&path)?;
+            session.dirs.push(CgroupDir {
+                hierarchy: Hierarchy::V1(controller),
+                rel: parse::child_rel(&own.rel, name),
+                path: path.clone(),
+                procs: None,
+            });
+            for (_, file, value) in writes.iter().filter(|(c, _, _)| c == controller) {
+                ops::write_value(&path.join(file), value)?;
+            }
+        }
+        Ok(session)
+    }
+}
+
+impl CgroupV1 {
+    /// The memory files of a command limited by `limits`, or why this host cannot enforce them.
+    fn memory_writes(
+        &self,
+        limits: &CgroupLimits,
+    ) -> Result<Vec<(&'static str, String)>, CgroupError> {
+        parse::v1_memory_writes(limits, self.swap).ok_or_else(|| match self.swap {
+            V1Swap::SwappinessOnly => CgroupError::SwapUncontrolled(format!(
+                "swap limit {} bytes asked for, but this kernel does not account swap in cgroup v1 \
+                 (no memory.memsw files): set the swap limit to 0, or boot with swapaccount=1",
+                limits.swap_max_bytes
+            )),
+            V1Swap::Memsw => overflow(),
+        })
+    }
+
+    /// Where a command's directories go, per controller in join order (controller, hierarchy
+    /// path, directory): inside `session`'s, or under our own cgroups.
+    fn parents<'a>(
+        &'a self,
+        session: Option<&'a Arc<SessionCgroup>>,
+    ) -> Result<Vec<(&'static str, &'a str, &'a Path)>, CgroupError> {
+        let Some(session) = session else {
+            return Ok(self
+                .own
+                .iter()
+                .map(|(c, own)| (*c, own.rel.as_str(), own.dir.as_path()))
+                .collect());
+        };
+        if session.kind != BackendKind::CgroupV1 {
+            return Err(CgroupError::InvalidLimits(format!(
+                "a {} session cannot hold a cgroup v1 command",
+                session.kind
+            )));
+        }
+        CONTROLLERS
+            .iter()
+            .map(|controller| {
+                session
+                    .dirs
+                    .iter()
+                    .find(|d| d.hierarchy == Hierarchy::V1(controller))
+                    .map(|d| (*controller, d.rel.as_str(), d.path.as_path()))
+                    .ok_or_else(|| {
+                        CgroupError::InvalidLimits(format!(
+                            "session {} has no {controller} cgroup",
+                            session.name
+                        ))
+                    })
+            })
+            .collect()
+    }
+}
+
+fn overflow() -> CgroupError {
+    CgroupError::InvalidLimits("memory + swap overflows".to_owned())
 }
 
 /// Kills through the freezer cgroup, then waits until every directory is empty. Without a
@@ -152,7 +241,52 @@ pub(crate) fn limits_hit(dirs: &[CgroupDir]) -> LimitsHit {
     LimitsHit { memory, tasks }
 }
 
-fn dir_of<'a>(dirs: &'a [CgroupDir], controller: &str) -> Option<&'a Path> {
+/// Which of the session's budgets stopped the command of `dirs` (its own limits hit as `own`):
+/// tasks when forks failed in it while its own `pids.peak` stayed below its own `pids.max` and the
+/// session's reached the session's; memory when it hit a memory limit while its own usage never
+/// reached its own limit and the session's reached the session's (`memory.max_usage_in_bytes`,
+/// and the memory + swap twins).
+pub(crate) fn session_limits_hit(
+    dirs: &[CgroupDir],
+    session: &[CgroupDir],
+    own: LimitsHit,
+) -> LimitsHit {
+    let reached = |dirs: &[CgroupDir]| {
+        dir_of(dirs, "pids").and_then(|dir| {
+            let peak = ops::number(&dir.join("pids.peak"))?;
+            let max = ops::number(&dir.join("pids.max"))?;
+            Some(peak >= max)
+        })
+    };
+    // A memory counter's high-water mark reaches its limit exactly when a charge met it
+    // (`memory.failcnt` is not kept by every kernel: 6.18 counts no failure in a parent whose
+    // limit refused a child's charge). With swap accounting, memory + swap counts too.
+    let memory_reached = |dirs: &[CgroupDir]| {
+        dir_of(dirs, "memory").and_then(|dir| {
+            let reached = |usage: &str, limit: &str| -> Option<bool> {
+                Some(ops::number(&dir.join(usage))? >= ops::number(&dir.join(limit))?)
+            };
+            let memory = reached("memory.max_usage_in_bytes", "memory.limit_in_bytes")?;
+            let memsw = if dir.join("memory.memsw.limit_in_bytes").exists() {
+                reached(
+                    "memory.memsw.max_usage_in_bytes",
+                    "memory.memsw.limit_in_bytes",
+                )?
+            } else {
+                false
+            };
+            Some(memory || memsw)
+        })
+    };
+    LimitsHit {
+        tasks: own.tasks && reached(dirs) == Some(false) && reached(session) == Some(true),
+        memory: own.memory
+            && memory_reached(dirs) == Some(false)
+            && memory_reached(session) == Some(true),
+    }
+}
+
+pub(crate) fn dir_of<'a>(dirs: &'a [CgroupDir], controller: &str) -> Option<&'a Path> {
     dirs.iter()
         .find(|d| matches!(d.hierarchy, Hierarchy::V1(c) if c == controller))
         .map(|d| d.path.as_path())

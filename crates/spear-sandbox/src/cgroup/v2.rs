@@ -16,7 +16,7 @@
 //! cgroup v1. Its file values and detection are unit-tested.
 
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use rustix::io::Errno;
@@ -25,7 +25,7 @@ use super::ops::{self, Freezer, KILL_DEADLINE};
 use super::parse::{self, Hierarchy, Located, SUPERVISOR_LEAF};
 use super::{
     BackendKind, CgroupBackend, CgroupDir, CgroupError, CgroupLimits, CommandCgroup, Control,
-    LimitsHit,
+    LimitsHit, SessionBudget, SessionCgroup, SessionControl,
 };
 
 /// The controllers spear enables for its commands.
@@ -99,7 +99,12 @@ impl CgroupBackend for CgroupV2 {
         )
     }
 
-    fn prepare(&self, limits: &CgroupLimits, name: &str) -> Result<CommandCgroup, CgroupError> {
+    fn prepare_in(
+        &self,
+        session: Option<&Arc<SessionCgroup>>,
+        limits: &CgroupLimits,
+        name: &str,
+    ) -> Result<CommandCgroup, CgroupError> {
         limits.validate()?;
         if !parse::is_valid_name(name) {
             return Err(CgroupError::InvalidName(name.to_owned()));
@@ -107,12 +112,25 @@ impl CgroupBackend for CgroupV2 {
         let writes = parse::v2_limit_writes(limits)
             .ok_or_else(|| CgroupError::InvalidLimits("cpu quota overflows".to_owned()))?;
         self.ensure_ready()?;
-        let path = self.own.dir.join(name);
+        let (parent_rel, parent_dir) = match session {
+            None => (self.own.rel.as_str(), self.own.dir.as_path()),
+            Some(s) => match (s.kind, s.dirs.first()) {
+                (BackendKind::CgroupV2, Some(dir)) => (dir.rel.as_str(), dir.path.as_path()),
+                _ => {
+                    return Err(CgroupError::InvalidLimits(format!(
+                        "session {} is not a cgroup v2 session",
+                        s.name
+                    )));
+                }
+            },
+        };
+        let path = parent_dir.join(name);
         ops::create_dir(&path)?;
         let mut cgroup = CommandCgroup::new(BackendKind::CgroupV2, name, Control::V2);
+        cgroup.session = session.cloned();
         cgroup.dirs.push(CgroupDir {
             hierarchy: Hierarchy::V2,
-            rel: parse::child_rel(&self.own.rel, name),
+            rel: parse::child_rel(parent_rel, name),
             path: path.clone(),
             procs: None,
         });
@@ -129,6 +147,68 @@ impl CgroupBackend for CgroupV2 {
             dir.procs = Some(procs);
         }
         Ok(cgroup)
+    }
+
+    /// A directory `<name>` beside the supervisor leaf, with the budget written and the
+    /// controllers enabled for its children; commands' cgroups go inside it.
+    fn prepare_session(
+        &self,
+        budget: &SessionBudget,
+        command: &CgroupLimits,
+        name: &str,
+    ) -> Result<SessionCgroup, CgroupError> {
+        command.validate()?;
+        budget.validate(command)?;
+        if !parse::is_valid_name(name) {
+            return Err(CgroupError::InvalidName(name.to_owned()));
+        }
+        self.ensure_ready()?;
+        let path = self.own.dir.join(name);
+        ops::create_dir(&path)?;
+        let mut session =
+            SessionCgroup::new(BackendKind::CgroupV2, name, *budget, SessionControl::V2);
+        session.dirs.push(CgroupDir {
+            hierarchy: Hierarchy::V2,
+            rel: parse::child_rel(&self.own.rel, name),
+            path: path.clone(),
+            procs: None,
+        });
+        for (file, value) in parse::v2_session_writes(budget, command) {
+            let file_path = path.join(file);
+            if file == "memory.swap.max" && !file_path.exists() {
+                check_swap_uncontrolled(command)?;
+                continue;
+            }
+            ops::write_value(&file_path, &value)?;
+        }
+        Ok(session)
+    }
+}
+
+/// Which of the session's budgets stopped the command of `dirs` (see the v1 twin): tasks from
+/// `pids.peak` against `pids.max` (`max` unlimited), memory when its own `memory.events.local` counts no
+/// `max` while the session's does.
+pub(crate) fn session_limits_hit(
+    dirs: &[CgroupDir],
+    session: &[CgroupDir],
+    own: LimitsHit,
+) -> LimitsHit {
+    let reached = |dirs: &[CgroupDir]| {
+        dirs.first().and_then(|d| {
+            let peak = ops::number(&d.path.join("pids.peak"))?;
+            let max = ops::number(&d.path.join("pids.max")).unwrap_or(u64::MAX);
+            Some(peak >= max)
+        })
+    };
+    let max_events = |dirs: &[CgroupDir]| {
+        dirs.first()
+            .and_then(|d| ops::counter(&d.path.join("memory.events.local"), "max"))
+    };
+    LimitsHit {
+        tasks: own.tasks && reached(dirs) == Some(false) && reached(session) == Some(true),
+        memory: own.memory
+            && max_events(dirs) == Some(0)
+            && max_events(session).is_some_and(|n| n > 0),
     }
 }
 
