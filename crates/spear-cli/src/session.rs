@@ -54,6 +54,11 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
         .limits(&args.limits.flags())
         .map_err(|e| e.to_string())?;
     let mut config = ctx.runner_config(&limits);
+    if !args.background_jobs && args.shelf.is_none() {
+        // One call, one command, no job: the command's own limits (never above the session's
+        // budget, checked above) bound the session, and a parent cgroup would only cost time.
+        config.sandbox.session = None;
+    }
     let mut router_config_web = spear_tools::WebPair::off();
     if args.session_scratch {
         config.scratch = spear_runtime::ScratchMode::Session;
