@@ -151,8 +151,13 @@ impl Raw {
 }
 
 impl Drop for Raw {
+    /// The end of stdin first, so that the server ends its warm sandboxes and their cgroups
+    /// itself; killed only if it has not gone within 10 s.
     fn drop(&mut self) {
-        let _ = self.server.kill();
+        drop(self.stdin.take());
+        if self.exits_within(Duration::from_secs(10)).is_none() {
+            let _ = self.server.kill();
+        }
         let _ = self.server.wait();
     }
 }
