@@ -204,6 +204,35 @@ fn processes_naming(path: &Path) -> Vec<String> {
     found
 }
 
+/// spear's cgroups of server `pid` (`spear-...-PID-N`), in the pids hierarchy (v1, where spear
+/// makes them beside its own, delegated or not) or the unified one.
+fn cgroups_of(pid: u32) -> Vec<PathBuf> {
+    let mark = format!("-{pid}-");
+    let mut found = Vec::new();
+    let mut queue: Vec<(PathBuf, usize)> = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"]
+        .iter()
+        .map(|p| (PathBuf::from(p), 0))
+        .collect();
+    while let Some((dir, depth)) = queue.pop() {
+        let Ok(read) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in read.flatten() {
+            let path = entry.path();
+            if !path.is_dir() {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("spear") && name.contains(&mark) {
+                found.push(path);
+            } else if depth < 4 {
+                queue.push((path, depth + 1));
+            }
+        }
+    }
+    found
+}
+
 fn entries(dir: &Path) -> usize {
     std::fs::read_dir(dir).map_or(0, Iterator::count)
 }
@@ -301,9 +330,11 @@ fn past_the_limit_nothing_is_committed_and_the_result_says_why() {
 fn in_post_command_work(s: &mut Raw, n: usize) {
     s.call(1, "terminal", &make_files("d", n));
     let until = Instant::now() + Duration::from_secs(90);
-    let mut ran = false;
+    let (mut ran, mut grouped) = (false, false);
     loop {
         assert!(Instant::now() < until, "never saw the post-command work");
+        // Positive control of the cgroup check after the server went: it finds them now.
+        grouped |= !cgroups_of(s.pid()).is_empty();
         if let Some(answer) = s.next(Duration::from_millis(100)) {
             assert!(
                 answer["id"] != 1,
@@ -318,6 +349,7 @@ fn in_post_command_work(s: &mut Raw, n: usize) {
             .flatten()
             .any(|d| entries(&d.path().join("0.upper/d")) >= n);
         if ran && !sandboxed && staged {
+            assert!(grouped, "never saw the command's cgroup");
             return;
         }
     }
@@ -327,6 +359,11 @@ fn in_post_command_work(s: &mut Raw, n: usize) {
 /// has all of the command's files or none.
 fn nothing_left_behind(s: &Raw, n: usize) {
     assert_eq!(processes_naming(&s.dirs.ws), Vec::<String>::new());
+    assert_eq!(
+        cgroups_of(s.pid()),
+        Vec::<PathBuf>::new(),
+        "cgroups left behind"
+    );
     assert_eq!(entries(&s.staging()), 0, "staged writes left behind");
     let landed = entries(&s.dirs.ws.join("d"));
     assert!(
