@@ -30,5 +30,5 @@ pub use guarantee::{Guarantee, GuaranteeSet, Guarantees, LimitsBackend, UnknownG
 pub use mode::{ExecutionMode, UnknownMode};
 pub use profile::ExecutionProfile;
 pub use refusal::{Refusal, RefusalRule};
-pub use result::{ToolResult, ToolStatus, exit_code};
+pub use result::{MAX_LISTED_CHANGES, ToolResult, ToolStatus, exit_code};
 pub use view::{SANDBOX_TMPDIR, SandboxView};

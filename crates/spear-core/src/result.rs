@@ -106,7 +106,23 @@ fn serialize_rule<S: serde::Serializer>(
     refusal.as_deref().map(Refusal::rule).serialize(serializer)
 }
 
+/// How many changed paths a result (and its audit record) names: past them, the last entry
+/// counts the rest (`... and N more`), so that a command that changed 200,000 files is answered
+/// with a bounded message.
+pub const MAX_LISTED_CHANGES: usize = 1_000;
+
 impl ToolResult {
+    /// Cuts `changed_paths` to [`MAX_LISTED_CHANGES`] entries and one more that counts the rest
+    /// (`... and 199000 more`); a shorter list is left as it is.
+    pub fn cap_changed_paths(&mut self) {
+        let total = self.changed_paths.len();
+        if total > MAX_LISTED_CHANGES {
+            self.changed_paths.truncate(MAX_LISTED_CHANGES);
+            self.changed_paths
+                .push(format!("... and {} more", total - MAX_LISTED_CHANGES));
+        }
+    }
+
     /// The keys of its JSON, every one always present (`null` when it does not apply): the
     /// documented interface of `--json`, of `spear tool` and of MCP results, held once here for
     /// every test that checks it.
@@ -190,6 +206,24 @@ impl ToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_changed_list_names_a_thousand_and_counts_the_rest() {
+        let mut r = ToolResult::new(ToolStatus::Ok);
+        r.changed_paths = (0..MAX_LISTED_CHANGES).map(|i| i.to_string()).collect();
+        r.cap_changed_paths();
+        assert_eq!(
+            r.changed_paths.len(),
+            MAX_LISTED_CHANGES,
+            "at the cap: as it was"
+        );
+        r.changed_paths.push("one more".into());
+        r.changed_paths.push("and another".into());
+        r.cap_changed_paths();
+        assert_eq!(r.changed_paths.len(), MAX_LISTED_CHANGES + 1);
+        assert_eq!(r.changed_paths[MAX_LISTED_CHANGES - 1], "999");
+        assert_eq!(r.changed_paths[MAX_LISTED_CHANGES], "... and 2 more");
+    }
 
     #[test]
     fn exit_codes() {

@@ -13,13 +13,25 @@
 //! The reader waits (reads no further) while answers it produced are not yet taken, and the
 //! transport stops receiving while too many answers wait for stdout: a client that floods bad
 //! lines and reads nothing back is slowed, not buffered.
+//!
+//! Requests in flight are bounded ([`InFlight`]): each request rmcp parsed holds its weight (its
+//! arguments as parsed, and [`REQUEST_COST`]) from the moment it is received until its call ends,
+//! at most [`MAX_HELD_BYTES`] together. A request that would go past it is answered at once
+//! with a JSON-RPC error (-32000) that says so and what to do, its memory let go: the server's
+//! resident memory stays bounded however many calls a client sends at once and however large
+//! (see [`MAX_HELD_BYTES`] for the bound). Refused rather than waiting, because a reader that
+//! stopped reading could not see the end of stdin, a cancellation or the answer to a question
+//! that a running call waits for.
 
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use rmcp::RoleServer;
+use rmcp::model::{ClientRequest, ErrorCode, ErrorData, GetExtensions as _, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -39,6 +51,139 @@ const WRITING_ANSWERS: usize = 64;
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// The size of each read from the client.
 const READ_CHUNK: usize = 64 * 1024;
+
+/// The most bytes the requests in flight of a session hold together (their arguments as parsed,
+/// and [`REQUEST_COST`] each), from their reading until their calls end: 64 MiB, four of the
+/// largest requests read ([`MAX_LINE_BYTES`]), hundreds of ordinary ones.
+///
+/// The resident bound this gives: the server at rest (about 35 MiB), plus what the requests in
+/// flight hold (64 MiB) times what a call makes of its arguments while it runs (the parsed
+/// value, the copy the router validates and the tool's own, 3 at most), plus one line being
+/// read (16 MiB) and parsed (16 MiB): under 320 MiB, however many calls come at once and however
+/// large. (`tests/mcp_bounds.rs` holds 60 concurrent 2 MiB calls to it.)
+pub const MAX_HELD_BYTES: usize = 64 << 20;
+
+/// What each request in flight counts for besides its arguments: its task, its context, the
+/// thread its call runs on, its answer (a result's output is cut to its preview).
+pub const REQUEST_COST: usize = 64 << 10;
+
+/// The JSON-RPC error code of a request refused because the requests in flight hold too much
+/// (implementation-defined server error).
+pub const BUSY: ErrorCode = ErrorCode(-32000);
+
+/// The weight of the requests in flight of one session ([`MAX_HELD_BYTES`] at most).
+#[derive(Debug)]
+pub struct InFlight {
+    held: AtomicUsize,
+    max: usize,
+}
+
+/// The weight one request in flight holds, given back when the last handle on it is dropped
+/// (its call's end: the server keeps one on the call's thread).
+#[derive(Debug)]
+pub struct Held {
+    budget: Arc<InFlight>,
+    bytes: usize,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.held.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+impl InFlight {
+    /// A budget of `max` bytes.
+    pub fn new(max: usize) -> Arc<InFlight> {
+        Arc::new(InFlight {
+            held: AtomicUsize::new(0),
+            max,
+        })
+    }
+
+    /// Takes `bytes` when they fit; otherwise says how much is held now.
+    pub fn take(self: &Arc<Self>, bytes: usize) -> Result<Held, usize> {
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(bytes).filter(|total| *total <= self.max)
+            })
+            .map(|_| Held {
+                budget: Arc::clone(self),
+                bytes,
+            })
+    }
+
+    /// Bytes held now.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+}
+
+/// About the bytes `value` takes in memory once parsed: its strings, and each value, array
+/// element and object entry at what `serde_json` spends on it. Recursion is bounded by
+/// [`screen::MAX_DEPTH`], checked before rmcp parsed it.
+pub fn weight(value: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    /// A `Value` (32 bytes) and its share of the spare room of the `Vec` that holds it.
+    const NODE: usize = 64;
+    /// An object entry: its key's `String` and its share of a B-tree node, half full at worst.
+    const ENTRY: usize = 2 * NODE;
+    match value {
+        Value::String(s) => NODE.saturating_add(s.len()),
+        Value::Array(items) => items
+            .iter()
+            .fold(NODE, |sum, v| sum.saturating_add(weight(v))),
+        Value::Object(map) => map.iter().fold(NODE, |sum, (k, v)| {
+            sum.saturating_add(ENTRY + k.len())
+                .saturating_add(weight(v))
+        }),
+        Value::Null | Value::Bool(_) | Value::Number(_) => NODE,
+    }
+}
+
+/// The weight of a request: [`REQUEST_COST`], and a tool call's arguments.
+fn request_weight(request: &ClientRequest) -> usize {
+    let arguments = match request {
+        ClientRequest::CallToolRequest(call) => call.params.arguments.as_ref().map_or(0, |a| {
+            a.iter().fold(0usize, |sum, (k, v)| {
+                sum.saturating_add(k.len()).saturating_add(weight(v))
+            })
+        }),
+        _ => 0,
+    };
+    REQUEST_COST.saturating_add(arguments)
+}
+
+/// The error a request too heavy for the budget now earns.
+fn busy(id: rmcp::model::RequestId, bytes: usize, held: usize, max: usize) -> Rejection {
+    const MIB: usize = 1 << 20;
+    let message = if bytes > max {
+        format!(
+            "the request is too large to run: its arguments take {} MiB once read, more than \
+             the {} MiB spear holds for all the calls in flight; send smaller arguments (write \
+             a large file in parts, or have a command produce it)",
+            bytes.div_ceil(MIB),
+            max / MIB
+        )
+    } else {
+        format!(
+            "spear is busy: the calls in flight hold {} MiB of arguments and this one needs {} \
+             MiB more, past the {} MiB it holds at once; it was not run. Send it again when \
+             one of your calls has answered",
+            held.div_ceil(MIB),
+            bytes.div_ceil(MIB),
+            max / MIB
+        )
+    };
+    Rejection {
+        error: ErrorData::new(
+            BUSY,
+            message,
+            Some(serde_json::json!({"request_bytes": bytes, "held_bytes": held, "max_bytes": max})),
+        ),
+        ids: vec![id],
+    }
+}
 
 /// The server's stdio transport: rmcp's, reading from `reader` through [`Screened`] and writing to
 /// `writer`, wrapped in [`Answering`]. Every line rmcp receives fits [`MAX_LINE_BYTES`], is UTF-8,
@@ -66,6 +211,7 @@ where
         inner,
         answers,
         writer: None,
+        budget: InFlight::new(MAX_HELD_BYTES),
     }
 }
 
@@ -180,6 +326,15 @@ pub struct Answering<T: Transport<RoleServer>> {
     inner: T,
     answers: mpsc::Receiver<Rejection>,
     writer: Option<Writer<T::Error>>,
+    /// The weight of the requests in flight.
+    budget: Arc<InFlight>,
+}
+
+impl<T: Transport<RoleServer>> Answering<T> {
+    /// The weight of the requests in flight, shared with nobody else (for tests and logs).
+    pub fn in_flight(&self) -> &Arc<InFlight> {
+        &self.budget
+    }
 }
 
 /// One `send` of the inner transport, not yet awaited.
@@ -235,6 +390,7 @@ impl<T: Transport<RoleServer> + 'static> Transport<RoleServer> for Answering<T> 
             inner,
             answers,
             writer,
+            budget,
         } = self;
         let writer = writer.get_or_insert_with(Writer::start);
         loop {
@@ -246,6 +402,31 @@ impl<T: Transport<RoleServer> + 'static> Transport<RoleServer> for Answering<T> 
                 biased;
                 Some(rejection) = answers.recv() => place.send(sends(inner, rejection)),
                 message = inner.receive() => {
+                    // Cancellation-safe from here on: nothing below awaits before the return,
+                    // but for the end of the input.
+                    let mut message = message;
+                    if let Some(JsonRpcMessage::Request(request)) = &mut message {
+                        let bytes = request_weight(&request.request);
+                        match budget.take(bytes) {
+                            Ok(held) => {
+                                request.request.extensions_mut().insert(Arc::new(held));
+                            }
+                            Err(now) => {
+                                tracing::warn!(
+                                    id = %request.id,
+                                    bytes,
+                                    held = now,
+                                    "refusing a request: the requests in flight hold too much"
+                                );
+                                let answer = busy(request.id.clone(), bytes, now, budget.max);
+                                // Dropped here: its memory goes now, its answer with the next
+                                // place.
+                                drop(message);
+                                place.send(sends(inner, answer));
+                                continue;
+                            }
+                        }
+                    }
                     drop(place);
                     // Answers to lines read on the way to this message go to the queue now,
                     // not when `receive` is called next.
@@ -312,6 +493,36 @@ mod tests {
             .unwrap()
             .expect("a line");
         serde_json::from_str(&line).unwrap()
+    }
+
+    #[test]
+    fn the_budget_takes_what_fits_and_gets_it_back() {
+        let budget = InFlight::new(100);
+        let a = budget.take(60).unwrap();
+        assert_eq!(budget.take(41).unwrap_err(), 60, "over the budget");
+        let b = budget.take(40).unwrap();
+        assert_eq!(budget.held(), 100);
+        drop(a);
+        assert_eq!(budget.held(), 40);
+        let shared = Arc::new(b);
+        let other = Arc::clone(&shared);
+        drop(shared);
+        assert_eq!(budget.held(), 40, "held while a handle remains");
+        drop(other);
+        assert_eq!(budget.held(), 0);
+        assert!(budget.take(usize::MAX).is_err());
+    }
+
+    #[test]
+    fn a_value_weighs_at_least_what_it_takes() {
+        let s = "x".repeat(1 << 20);
+        assert!(weight(&json!(s)) >= 1 << 20);
+        // A million small numbers: 32 MiB or more as values, whatever their few bytes.
+        let many = serde_json::Value::Array(vec![json!(0); 1 << 20]);
+        assert!(weight(&many) >= 32 << 20);
+        let entries: serde_json::Map<String, Value> =
+            (0..1000).map(|i| (format!("k{i}"), json!(null))).collect();
+        assert!(weight(&Value::Object(entries)) >= 1000 * 96);
     }
 
     #[tokio::test]

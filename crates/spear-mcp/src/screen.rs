@@ -10,6 +10,7 @@
 //! | over [`MAX_LINE_BYTES`] | -32600 (invalid request) |
 //! | not UTF-8 | -32700 (parse error) |
 //! | nested deeper than [`MAX_DEPTH`] | -32700 |
+//! | heavier than [`MAX_PARSED_BYTES`] once parsed ([`parsed_weight`]) | -32600 |
 //! | not JSON | -32700 |
 //! | a batch (a JSON array) | -32600 |
 //! | JSON but not an object (`42`) | -32600 |
@@ -29,6 +30,38 @@ use crate::scan::{BOM, Scan, Scanner, Top, is_whitespace};
 /// The longest line read, its newline included: rmcp's own default
 /// ([`rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH`]), 16 MiB.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most memory a line may take once parsed, by [`parsed_weight`]: a line of 16 MiB of
+/// small numbers (`[0,0,0,...]`) would take 16 times its size as `serde_json` values, so a line is
+/// weighed by its values, not only its bytes, before anything parses it.
+pub const MAX_PARSED_BYTES: usize = 32 * 1024 * 1024;
+
+/// What one value, array element or object entry costs once parsed, besides its bytes.
+const VALUE_COST: usize = 64;
+
+/// About the bytes `body` takes once parsed: its own, and [`VALUE_COST`] for each value (counted
+/// by the commas, colons and brackets outside strings). One pass, no allocation.
+pub fn parsed_weight(body: &[u8]) -> usize {
+    let (mut in_string, mut escaped, mut values) = (false, false, 1usize);
+    for &b in body {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b',' | b':' | b'[' | b'{' => values = values.saturating_add(1),
+                _ => {}
+            }
+        }
+    }
+    body.len().saturating_add(values.saturating_mul(VALUE_COST))
+}
 
 /// The deepest nesting of objects and arrays parsed; well under `serde_json`'s recursion limit
 /// (which rmcp's parse hits at 128), so that a line that passes here also parses there.
@@ -115,6 +148,19 @@ fn problem(body: &[u8], scan: &Scan) -> Option<(ErrorCode, String)> {
         return Some((
             ErrorCode::PARSE_ERROR,
             format!("the request is nested deeper than {MAX_DEPTH} levels of objects and arrays"),
+        ));
+    }
+    let weight = parsed_weight(body);
+    if weight > MAX_PARSED_BYTES {
+        return Some((
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "the request would take about {} MiB once parsed, more than the {} MiB spear \
+                 parses of one request (its values are many and small); it was not read: send \
+                 the data in fewer, larger values, or in several requests",
+                weight.div_ceil(1 << 20),
+                MAX_PARSED_BYTES >> 20
+            ),
         ));
     }
     if let Err(e) = serde_json::from_slice::<Checked>(body) {
@@ -212,6 +258,42 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    #[test]
+    fn a_line_is_weighed_by_its_values_before_it_is_parsed() {
+        assert_eq!(
+            parsed_weight(br#""a,b:[{""#),
+            8 + 64,
+            "inside a string, nothing counts"
+        );
+        assert_eq!(parsed_weight(b"[1,2]"), 5 + 3 * 64);
+        assert_eq!(
+            parsed_weight(br#""\",""#),
+            5 + 64,
+            "an escaped quote does not end it"
+        );
+        // 8 MiB of zeros in an array: refused before any parse, with its id.
+        let mut line = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":["#.to_vec();
+        for _ in 0..(4 << 20) {
+            line.extend_from_slice(b"0,");
+        }
+        line.extend_from_slice(b"0]}}");
+        let Verdict::Reject(r) = classify(&line) else {
+            panic!("passed");
+        };
+        assert_eq!(r.error.code, ErrorCode::INVALID_REQUEST);
+        assert_eq!(r.ids, vec![RequestId::Number(7)]);
+        assert!(
+            r.error.message.contains("once parsed"),
+            "{}",
+            r.error.message
+        );
+        // The same bytes as one string pass.
+        let mut line = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":""#.to_vec();
+        line.extend(std::iter::repeat_n(b'0', 8 << 20));
+        line.extend_from_slice(br#""}}"#);
+        assert_eq!(classify(&line), Verdict::Pass);
+    }
     use serde_json::{Value, json};
 
     fn nested(depth: usize) -> String {

@@ -3,6 +3,10 @@
 //! Each `tools/call` runs the router on a blocking thread, with the call's cancellation, its
 //! progress token and the way to ask its client. The router does everything else; this layer
 //! only translates.
+//!
+//! At most [`MAX_RUNNING_CALLS`] calls run at once; the others wait for a slot (cancellable),
+//! holding only their arguments, which the intake bounds ([`crate::intake::MAX_HELD_BYTES`]).
+//! A call keeps its weight in that bound until its thread ends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,11 +32,17 @@ use crate::asking::{
     self, BoundConfirmer, CONFIRM_KEY, CaptureConfirmer, ElicitConfirmer, FixedAnswer,
 };
 use crate::catalog;
+use crate::intake::Held;
 use crate::state::StateSealer;
 
 /// The first protocol version whose servers ask through input-required results rather than
 /// requests of their own.
 const INPUT_REQUIRED_SINCE: ProtocolVersion = ProtocolVersion::V_2026_07_28;
+
+/// The most calls of a session that run at once (each on a thread of its own, most of them
+/// waiting on a sandboxed command): enough for an agent's parallel tool calls, few enough that
+/// their threads, commits and checkpoints do not crowd two cores. More wait for a slot.
+pub const MAX_RUNNING_CALLS: usize = 8;
 
 /// spear's MCP server. Cheap to clone; every clone serves the same session.
 #[derive(Clone)]
@@ -51,6 +61,8 @@ struct Inner {
     next_call: AtomicU64,
     /// Where a call asks when its client cannot: the approval channel (`spear approve`).
     approvals: Option<ApprovalWait>,
+    /// A slot for each call running ([`MAX_RUNNING_CALLS`]).
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// The approval channel's registry, and how long a call waits on it.
@@ -102,6 +114,7 @@ impl SpearServer {
                 sealer: StateSealer::new()?,
                 next_call: AtomicU64::new(0),
                 approvals,
+                slots: Arc::new(tokio::sync::Semaphore::new(MAX_RUNNING_CALLS)),
             }),
         })
     }
@@ -351,8 +364,22 @@ impl ServerHandler for SpearServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let mut request = request;
         let name = request.name.to_string();
-        let args = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        // Taken, not copied: a call's arguments are held once (the intake counts them once).
+        let args = serde_json::Value::Object(request.arguments.take().unwrap_or_default());
+        // The weight the intake counted for this request, given back when the call ends.
+        let held = context.extensions.get::<Arc<Held>>().cloned();
+        // A slot to run in; waiting for it ends with the call's cancellation.
+        let slot = tokio::select! {
+            slot = Arc::clone(&self.inner.slots).acquire_owned() => slot.map_err(|_| {
+                McpError::internal_error("the server is stopping", None)
+            })?,
+            // rmcp sends no answer to a cancelled request: this error goes nowhere.
+            () = context.ct.cancelled() => {
+                return Err(McpError::internal_error("cancelled while waiting to run", None));
+            }
+        };
         let asker = match self.asker(&request, &args, &context) {
             Ok(a) => a,
             Err(result) => {
@@ -403,16 +430,22 @@ impl ServerHandler for SpearServer {
             ..CallOptions::default()
         };
         let server = self.clone();
-        let call_args = args.clone();
+        // The arguments are kept past the call only to seal a question it may defer.
+        let (call_args, kept_args) = if asker.capture.is_some() {
+            (args.clone(), Some(args))
+        } else {
+            (args, None)
+        };
         let call_name = name.clone();
         // The call counts itself out on its own thread, so that a server going away can wait for
-        // its calls to end without driving the runtime.
+        // its calls to end without driving the runtime; its slot and its weight go with it.
         let joined = tokio::task::spawn_blocking(move || {
             let envelope = server
                 .inner
                 .router
                 .call_with(&call_name, call_args, options);
             server.call_ends(id);
+            drop((slot, held));
             envelope
         })
         .await;
@@ -422,11 +455,12 @@ impl ServerHandler for SpearServer {
         if envelope.result.status == ToolStatus::Cancelled
             && let Some(question) = asker.capture.as_ref().and_then(|c| c.take())
             && let Some(input) = asking::input_request(&question)
+            && let Some(args) = &kept_args
         {
             let state = self.inner.sealer.seal(
                 self.inner.router.session(),
                 &name,
-                &args,
+                args,
                 &asking::request_digest(&question),
             );
             let mut requests = InputRequests::new();

@@ -139,6 +139,7 @@ impl Case {
                     &PolicyJudge::new(&policy),
                     None,
                     &TrackedRules::new(),
+                    &|| false,
                 )
                 .apply_to(&mut result);
         }

@@ -319,3 +319,54 @@ fn chrono_free_year(secs: i64) -> i64 {
         year += 1;
     }
 }
+
+/// A commit past its limit of changes, or stopped while it judges, commits nothing and says so;
+/// under the limit, the same command's changes land (positive control).
+#[test]
+fn a_commit_over_its_limit_or_stopped_commits_nothing() {
+    use spear_runtime::staging::TrackedRules;
+    let f = Fixture::with(|c| c.commit_max_changes = 50);
+    let make = |dir: &str, n: usize| {
+        CommandRequest::new(
+            CommandLine::Script(format!("mkdir {dir} && cd {dir} && seq {n} | xargs touch")),
+            writable(),
+        )
+    };
+    let r = run_committed(&f.runner, &make("small", 40));
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert_eq!(std::fs::read_dir(f.ws.join("small")).unwrap().count(), 40);
+    // Over the limit: the layer holds more than 50 entries.
+    let r = run_committed(&f.runner, &make("big", 100));
+    assert_eq!(r.status, ToolStatus::Failed, "{r:?}");
+    let reason = r.reason.unwrap();
+    assert!(reason.contains("the limit is 50"), "{reason}");
+    assert!(
+        reason.contains("none of its changes were committed"),
+        "{reason}"
+    );
+    assert!(r.changed_paths.is_empty());
+    assert!(!f.ws.join("big").exists());
+    assert!(no_staging_left(&f));
+    // Stopped while judging: nothing lands.
+    let report = f.runner.run_report(&make("stopped", 10));
+    let staged = report.staged.unwrap();
+    let ws = f.runner.workspace();
+    let fs = ws.fs().unwrap();
+    let policy = spear_policy::CommandPolicy::new(
+        std::sync::Arc::clone(ws),
+        spear_policy::PolicyConfig::new(None),
+    );
+    let judge = common::PolicyJudge::new(&policy);
+    let commit = staged.commit(ws, &fs, &judge, None, &TrackedRules::new(), &|| true);
+    assert_eq!(commit.stopped, Some(11), "the directory and its 10 files");
+    let mut result = report.result;
+    commit.apply_to(&mut result);
+    assert_eq!(result.status, ToolStatus::Cancelled);
+    assert!(
+        result
+            .reason
+            .unwrap()
+            .contains("none of them were committed")
+    );
+    assert!(!f.ws.join("stopped").exists());
+}

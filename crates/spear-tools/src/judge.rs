@@ -50,6 +50,8 @@ pub struct Committed {
 
 /// Judges and commits what a command staged, and says so in `result` (changed paths, refused
 /// changes, conflicts). Nothing staged, nothing to do.
+// Each argument is a separate store or rule of the call's context.
+#[allow(clippy::too_many_arguments)]
 pub fn commit_staged(
     staged: Option<&Arc<Staging>>,
     ws: &Workspace,
@@ -57,6 +59,7 @@ pub fn commit_staged(
     policy: &CommandPolicy,
     store: Option<&CheckpointStore>,
     tracked: &TrackedRules,
+    cancel: Option<&spear_sandbox::CancelToken>,
     result: &mut ToolResult,
 ) -> Committed {
     let Some(staging) = staged else {
@@ -67,7 +70,8 @@ pub fn commit_staged(
         };
     };
     let judge = TargetJudge::new(policy);
-    let report = staging.commit(ws, fs, &judge, store, tracked);
+    let stop = || cancel.is_some_and(spear_sandbox::CancelToken::is_cancelled);
+    let report = staging.commit(ws, fs, &judge, store, tracked, &stop);
     report.apply_to(result);
     mark_target_policy(result, report.unreadable.is_none());
     Committed {

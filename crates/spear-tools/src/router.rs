@@ -594,6 +594,7 @@ impl ToolRouter {
             turn_checkpoint,
             &not_kept,
             writing,
+            options.cancel.as_ref(),
             record,
         ))
     }
@@ -704,6 +705,7 @@ impl ToolRouter {
 
     /// After the call: what the audit record needs, the sandbox mark, and the checkpoint of what
     /// it changed (under the write lock, taken now if the call did not hold it).
+    #[allow(clippy::too_many_arguments)]
     fn settle<'r>(
         &'r self,
         outcome: Outcome,
@@ -711,6 +713,7 @@ impl ToolRouter {
         turn_checkpoint: Option<TurnCheckpoint>,
         not_kept: &[String],
         mut writing: Option<MutexGuard<'r, ()>>,
+        cancel: Option<&spear_sandbox::CancelToken>,
         record: &mut CallRecord,
     ) -> Settled {
         if let Some(target) = &outcome.target {
@@ -739,7 +742,7 @@ impl ToolRouter {
         if writing.is_none() && !outcome.captured.is_empty() {
             writing = Some(self.writing.lock().unwrap_or_else(PoisonError::into_inner));
         }
-        if let Err(e) = self.checkpoint(resolved, turn_checkpoint, &outcome) {
+        if let Err(e) = self.checkpoint(resolved, turn_checkpoint, &outcome, cancel) {
             append_reason(
                 &mut result,
                 &format!(
@@ -893,6 +896,7 @@ impl ToolRouter {
         resolved: &Resolved,
         turn: Option<TurnCheckpoint>,
         outcome: &Outcome,
+        cancel: Option<&spear_sandbox::CancelToken>,
     ) -> Result<(), String> {
         let Some(store) = &self.stores.checkpoints else {
             return Ok(());
@@ -910,13 +914,20 @@ impl ToolRouter {
             turn.note_before(ws, loc, prior.clone());
             touched.push(loc);
         }
-        for loc in touched {
-            match store.capture_after(&mut turn, ws, &self.fs, loc) {
-                // Not kept before either (too large, not a regular file): nothing to pair it with.
-                Ok(_)
-                | Err(CheckpointError::TooLarge { .. } | CheckpointError::Unsupported { .. }) => {}
-                Err(e) => return Err(e.to_string()),
-            }
+        let stop = || cancel.is_some_and(spear_sandbox::CancelToken::is_cancelled);
+        let stopped = store
+            .capture_after_all(&mut turn, ws, &self.fs, &touched, &stop)
+            .map_err(|e| e.to_string())?;
+        if let Some(done) = stopped {
+            // Cancelled (the server is stopping): what was recorded is kept, the rest is not
+            // waited for, and the result says so.
+            let saved = turn.save().map_err(|e| e.to_string());
+            return Err(format!(
+                "the call was cancelled while the state after of its changes was recorded \
+                 ({done} of {}), so `spear undo` may not restore all of them{}",
+                touched.len(),
+                saved.err().map(|e| format!(" ({e})")).unwrap_or_default()
+            ));
         }
         turn.save().map_err(|e| e.to_string())
     }
@@ -987,6 +998,9 @@ impl ToolRouter {
         }
         let turn_id = turn.id.clone();
         drop(turn);
+        // The evidence above holds every path; the answer and the audit record name at most
+        // MAX_LISTED_CHANGES of them and count the rest.
+        envelope.result.cap_changed_paths();
         self.audit(envelope, record, event, &turn_id);
     }
 

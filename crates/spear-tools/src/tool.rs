@@ -319,6 +319,7 @@ impl CallContext<'_> {
             self.policy,
             self.checkpoints,
             self.tracked,
+            self.cancel.as_ref(),
             result,
         )
     }

@@ -603,6 +603,46 @@ impl CheckpointStore {
         Ok(state)
     }
 
+    /// [`CheckpointStore::capture_after`] for each of `locs`, each directory on the way looked
+    /// at once however many entries it holds (a command that made 200,000 files in one new
+    /// directory costs 200,000 captures, not 400,000). `stop` is asked every 1,024 entries:
+    /// when it says so, the captures stop and `Ok(Some(done))` says how many were made. An entry
+    /// too large or not a file, a link or a directory is passed over, as before it was.
+    pub fn capture_after_all(
+        &self,
+        turn: &mut TurnCheckpoint,
+        ws: &Workspace,
+        fs: &WorkspaceFs,
+        locs: &[&Location],
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<usize>, CheckpointError> {
+        let mut parents_seen: std::collections::HashSet<Location> =
+            std::collections::HashSet::new();
+        for (done, loc) in locs.iter().enumerate() {
+            if done % 1024 == 0 && stop() {
+                return Ok(Some(done));
+            }
+            for parent in parents(loc) {
+                if parents_seen.contains(&parent) {
+                    // Its own parents were looked at with it.
+                    break;
+                }
+                if turn.before(ws, &parent) == Some(&EntryState::Absent) {
+                    let now = self.state_of(fs, &parent, Keep::HashOnly)?;
+                    turn.note_after(ws, &parent, now);
+                }
+                parents_seen.insert(parent);
+            }
+            match self.state_of(fs, loc, Keep::HashOnly) {
+                Ok(state) => turn.note_after(ws, loc, state),
+                // Not kept before either (too large, not a regular file): nothing to pair it with.
+                Err(CheckpointError::TooLarge { .. } | CheckpointError::Unsupported { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
     /// The checkpoint of turn `turn_id`: loaded if it was recorded, else created (and saved at
     /// once, so that it takes its place in the order of turns). Ids are 1 to 64 of
     /// `A-Z a-z 0-9 - _`.

@@ -44,6 +44,8 @@ pub struct Staging {
     pub(crate) started: (i64, i64),
     /// Set by the first commit: a staging is committed at most once.
     pub(crate) committed: std::sync::atomic::AtomicBool,
+    /// The most changes its commit takes (see [`super::commit::MAX_COMMITTED_CHANGES`]).
+    pub(crate) max_changes: usize,
 }
 
 impl Staging {
@@ -83,6 +85,7 @@ impl Staging {
             layers: Vec::new(),
             started: clock_now(),
             committed: std::sync::atomic::AtomicBool::new(false),
+            max_changes: super::commit::MAX_COMMITTED_CHANGES,
         };
         for (index, root) in roots.iter().enumerate() {
             let root_dev = std::fs::metadata(root)?.dev();
@@ -113,6 +116,14 @@ impl Staging {
         // The time is taken last: a host change after it is one the command may not have seen.
         staging.started = clock_now();
         Ok(staging)
+    }
+
+    /// This staging, its commit taking at most `max` changes: past them it commits none (see
+    /// [`Staging::commit`]).
+    #[must_use]
+    pub fn limit_changes(mut self, max: usize) -> Staging {
+        self.max_changes = max;
+        self
     }
 
     /// The overlays the sandbox mounts, one per root.

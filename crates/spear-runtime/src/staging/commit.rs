@@ -37,6 +37,18 @@ use crate::checkpoint::{CheckpointError, CheckpointStore, EntryState};
 /// Entries a layer may hold before the commit fails closed.
 pub const MAX_STAGED_ENTRIES: usize = 2_000_000;
 
+/// The most changes one command's commit takes by default: past them it commits none of them
+/// and says so, in bounded time. Judging, applying and recording a change for the checkpoint
+/// cost tens of microseconds (a debug build: about 75), so 250,000 changes are answered in
+/// seconds, not minutes, and a command that writes millions of files is answered as soon as
+/// its layer has shown more than the limit. An operator may set another
+/// (`SPEAR_COMMIT_MAX_CHANGES`).
+pub const MAX_COMMITTED_CHANGES: usize = 250_000;
+
+/// How many entries a result's or a reason's list names; the rest are counted ("... and N
+/// more").
+pub const MAX_LISTED: usize = 1_000;
+
 /// Files larger than this are never compared byte by byte (they count as changed).
 const MAX_COMPARE_BYTES: u64 = 64 << 20;
 
@@ -90,6 +102,31 @@ pub struct CommitReport {
     pub unreadable: Option<String>,
     /// Changes to untracked entries (`.git`, ignored build output) that were committed.
     pub untracked: usize,
+    /// The command left more changes than the commit takes: none was committed.
+    pub over_limit: Option<OverLimit>,
+    /// The call was cancelled before anything was applied: none was committed.
+    pub stopped: Option<usize>,
+}
+
+/// What a commit over its limit saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverLimit {
+    /// The limit.
+    pub max: usize,
+    /// The changes planned, when planning got that far (otherwise the layer alone held more
+    /// entries than the limit).
+    pub planned: Option<usize>,
+}
+
+/// `items` joined with `sep`, at most [`MAX_LISTED`] of them, the rest counted.
+pub fn listed(items: &[String], sep: &str) -> String {
+    let shown = items.get(..MAX_LISTED).unwrap_or(items);
+    let text = shown.join(sep);
+    if items.len() > shown.len() {
+        format!("{text}{sep}... and {} more", items.len() - shown.len())
+    } else {
+        text
+    }
 }
 
 impl CommitReport {
@@ -104,6 +141,33 @@ impl CommitReport {
             if seen.insert(label.clone()) {
                 result.changed_paths.push(label.clone());
             }
+        }
+        if let Some(over) = &self.over_limit {
+            result.status = ToolStatus::Failed;
+            let counted = over.planned.map_or_else(
+                || format!("its staged writes hold more than {} entries", over.max),
+                |n| format!("it made {n} changes"),
+            );
+            append(
+                result,
+                &format!(
+                    "the command changed more of the workspace than spear commits from one command \
+                     ({counted}; the limit is {max}), so none of its changes were committed: all or \
+                     nothing, the workspace is as it was before the command. Split the work into \
+                     smaller commands, or write bulk output outside the workspace (/tmp)",
+                    max = over.max
+                ),
+            );
+        }
+        if let Some(planned) = self.stopped {
+            result.status = ToolStatus::Cancelled;
+            append(
+                result,
+                &format!(
+                    "the call was cancelled while spear judged the command's {planned} changes; \
+                     none of them were committed: the workspace is as it was before the command"
+                ),
+            );
         }
         if let Some(why) = &self.unreadable {
             result.status = ToolStatus::Failed;
@@ -122,7 +186,7 @@ impl CommitReport {
                 result,
                 &format!(
                     "spear did not let these changes reach the workspace (the command saw them; nothing else did): {}",
-                    list.join("; ")
+                    listed(&list, "; ")
                 ),
             );
         }
@@ -136,7 +200,7 @@ impl CommitReport {
                 result,
                 &format!(
                     "changed on the host while the command ran, so left as the host has them: {}{kept}",
-                    self.conflicts.join(", ")
+                    listed(&self.conflicts, ", ")
                 ),
             );
         }
@@ -145,7 +209,7 @@ impl CommitReport {
                 result,
                 &format!(
                     "fifos, sockets and devices are not kept: {}",
-                    self.special.join(", ")
+                    listed(&self.special, ", ")
                 ),
             );
         }
@@ -154,7 +218,7 @@ impl CommitReport {
                 result,
                 &format!(
                     "the earlier content of {} was not kept (too large), so `spear undo` cannot restore it",
-                    self.not_kept.join(", ")
+                    listed(&self.not_kept, ", ")
                 ),
             );
         }
@@ -164,7 +228,7 @@ impl CommitReport {
                 result,
                 &format!(
                     "some changes could not be put into the workspace: {}",
-                    self.failures.join("; ")
+                    listed(&self.failures, "; ")
                 ),
             );
         }
@@ -338,6 +402,14 @@ impl Staging {
     /// Judges and commits what the command staged (see the module's doc). `store`, when given,
     /// receives the earlier content of every tracked entry that changes; `tracked` says which
     /// entries those are.
+    ///
+    /// Bounded: a layer holding more entries than the staging's limit, or more changes planned
+    /// than it, commits nothing ([`CommitReport::over_limit`]); `stop` is asked while the
+    /// changes are judged, and when it says so nothing is committed either
+    /// ([`CommitReport::stopped`]). Once the first change is applied, the rest are (applying is
+    /// the short part: renames).
+    // One step after another, each short; split, it would only pass its state around.
+    #[allow(clippy::too_many_lines)]
     pub fn commit(
         &self,
         ws: &Workspace,
@@ -345,6 +417,7 @@ impl Staging {
         judge: &dyn Judge,
         store: Option<&CheckpointStore>,
         tracked: &TrackedRules,
+        stop: &dyn Fn() -> bool,
     ) -> CommitReport {
         let mut report = CommitReport::default();
         // Attack: a report shared by two readers (a job's end) committed twice.
@@ -356,6 +429,13 @@ impl Staging {
         }
         let layers = match self.read_layers() {
             Ok(l) => l,
+            Err(UpperError::Limit(_)) => {
+                report.over_limit = Some(OverLimit {
+                    max: self.max_changes,
+                    planned: None,
+                });
+                return report;
+            }
             Err(e) => {
                 report.unreadable = Some(e.to_string());
                 return report;
@@ -378,6 +458,13 @@ impl Staging {
                 planner.dir(*root, Path::new(""), children, *opaque, true);
             }
         }
+        if ops.len() > self.max_changes {
+            report.over_limit = Some(OverLimit {
+                max: self.max_changes,
+                planned: Some(ops.len()),
+            });
+            return report;
+        }
         let view = StagedView {
             layers: &layers,
             host: fs,
@@ -396,12 +483,21 @@ impl Staging {
             to_sync: Vec::new(),
         };
         let planned = started.elapsed();
-        let judged: Vec<Option<Judged>> = ops
-            .iter()
-            .map(|p| applier.judge_one(p, judge, &view))
-            .collect();
+        let mut judged: Vec<Option<Judged>> = Vec::with_capacity(ops.len());
+        for (n, p) in ops.iter().enumerate() {
+            if n % 1024 == 0 && stop() {
+                let mut report = applier.report;
+                report.stopped = Some(ops.len());
+                return report;
+            }
+            judged.push(applier.judge_one(p, judge, &view));
+        }
+        if stop() {
+            let mut report = applier.report;
+            report.stopped = Some(ops.len());
+            return report;
+        }
         let judged_at = started.elapsed();
-        let mut judged: Vec<Option<Judged>> = judged;
         let mut i = 0;
         while i < ops.len() {
             // A directory new to the host, everything in it allowed: one rename for the tree.
@@ -436,7 +532,10 @@ impl Staging {
                     rel: PathBuf::new(),
                     source,
                 })?;
-            let tree = read_layer(fd.as_fd(), MAX_STAGED_ENTRIES)?;
+            // A layer with more entries than the commit takes is not read whole: its size is
+            // bounded by the limit, not by what the command wrote.
+            let bound = self.max_changes.min(MAX_STAGED_ENTRIES);
+            let tree = read_layer(fd.as_fd(), bound)?;
             trees.push((layer.root, tree, fd));
         }
         Ok(Layers { trees })

@@ -15,6 +15,9 @@ mod tracked;
 mod upper;
 
 pub use area::{Staging, default_bases, sweep_stale};
-pub use commit::{CommitReport, Judge, MAX_STAGED_ENTRIES, Proposed};
+pub use commit::{
+    CommitReport, Judge, MAX_COMMITTED_CHANGES, MAX_LISTED, MAX_STAGED_ENTRIES, OverLimit,
+    Proposed, listed,
+};
 pub use tracked::{TrackedRules, in_git_dir};
 pub use upper::{Staged, UpperError};

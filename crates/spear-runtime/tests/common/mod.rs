@@ -52,7 +52,7 @@ pub fn run_committed(runner: &CommandRunner, request: &CommandRequest) -> ToolRe
             spear_policy::CommandPolicy::new(Arc::clone(ws), spear_policy::PolicyConfig::new(None));
         let judge = PolicyJudge::new(&policy);
         staged
-            .commit(ws, &fs, &judge, None, &TrackedRules::new())
+            .commit(ws, &fs, &judge, None, &TrackedRules::new(), &|| false)
             .apply_to(&mut result);
     }
     result

@@ -1,0 +1,542 @@
+//! One `spear mcp` session in AUTO stays bounded whatever a client sends and whatever a command
+//! writes (issue 18, parts 3 and 4):
+//!
+//! - a command that creates 200,000 files is answered within 30 s, its changed paths listed up
+//!   to 1,000 and the rest counted, in the result and in the audit record;
+//! - past the limit of changes one command commits, nothing of it is committed and the result
+//!   says what was dropped and why;
+//! - SIGTERM, or the end of stdin, stops the server within seconds while it judges a command's
+//!   50,000 changes, and nothing is left behind (no process, no staging, no half commit);
+//! - 60 concurrent calls carrying 2 MiB each leave the server's peak resident memory under the
+//!   stated bound (320 MiB), every call answered: a result, or a JSON-RPC error that says the
+//!   server is busy.
+//!
+//! Spoken raw over stdio, so that calls can be sent before their answers are read. The tests
+//! take turns: each loads two cores on its own.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::Dirs;
+
+/// One test at a time.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The resident bound the server states (`spear_mcp::intake::MAX_HELD_BYTES`' doc), in KiB.
+const RESIDENT_BOUND_KIB: u64 = 320 * 1024;
+
+/// `spear mcp --auto` after the handshake, spoken to line by line.
+struct Raw {
+    server: Child,
+    stdin: Option<ChildStdin>,
+    answers: mpsc::Receiver<Value>,
+    dirs: Dirs,
+}
+
+impl Raw {
+    fn start(env: &[(&str, &str)]) -> Raw {
+        let dirs = Dirs::with(&[("a.txt", "alpha\n")]);
+        std::fs::create_dir_all(dirs.ws.join(".git/hooks")).unwrap();
+        let log = std::fs::File::create(dirs.base.join("server.log")).unwrap();
+        let mut cmd = dirs.spear_mcp(&["--auto"]);
+        cmd.envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log);
+        let mut server = cmd.spawn().unwrap();
+        let stdin = server.stdin.take();
+        let stdout = server.stdout.take().unwrap();
+        let (tx, answers) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let value: Value = serde_json::from_str(&line).unwrap();
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut raw = Raw {
+            server,
+            stdin,
+            answers,
+            dirs,
+        };
+        raw.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        );
+        let init = raw.next(Duration::from_secs(30)).unwrap();
+        assert_eq!(init["id"], 0, "{init}");
+        raw.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        let mut line = serde_json::to_vec(message).unwrap();
+        line.push(b'\n');
+        stdin.write_all(&line).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: &Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}));
+    }
+
+    /// The next message on stdout, within `limit`.
+    fn next(&self, limit: Duration) -> Option<Value> {
+        self.answers.recv_timeout(limit).ok()
+    }
+
+    /// The answer to `id`, within `limit` (other messages, progress, are passed over).
+    fn answer(&self, id: u64, limit: Duration) -> Value {
+        let until = Instant::now() + limit;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let message = self.next(left).unwrap_or_else(|| {
+                panic!("no answer to {id} within {limit:?}\n{}", self.dirs.log())
+            });
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.server.id()
+    }
+
+    /// The server's peak resident memory so far, in KiB.
+    fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    /// Waits for the server to exit, at most `limit`; returns how long it took.
+    fn exits_within(&mut self, limit: Duration) -> Option<Duration> {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if self.server.try_wait().unwrap().is_some() {
+                return Some(start.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    fn staging(&self) -> PathBuf {
+        self.dirs.state.join("spear/staging")
+    }
+}
+
+impl Drop for Raw {
+    /// The end of stdin first, so that the server ends its warm sandboxes and their cgroups
+    /// itself; killed only if it has not gone within 10 s.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        if self.exits_within(Duration::from_secs(10)).is_none() {
+            let _ = self.server.kill();
+        }
+        let _ = self.server.wait();
+    }
+}
+
+/// The processes under `pid`, all the way down.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut queue = vec![pid];
+    while let Some(p) = queue.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                found.push(child);
+                queue.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// Whether a process under `pid` runs a command line that starts with `start`.
+fn running(pid: u32, start: &[u8]) -> bool {
+    descendants(pid)
+        .into_iter()
+        .any(|p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(start)))
+}
+
+/// Processes anywhere whose command line names `path` (a sandbox binds the workspace by name).
+fn processes_naming(path: &Path) -> Vec<String> {
+    let needle = path.as_os_str().as_encoded_bytes();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline.windows(needle.len()).any(|w| w == needle) {
+            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
+        }
+    }
+    found
+}
+
+/// spear's cgroups of server `pid` (`spear-...-PID-N`), in the pids hierarchy (v1, where spear
+/// makes them beside its own, delegated or not) or the unified one.
+fn cgroups_of(pid: u32) -> Vec<PathBuf> {
+    let mark = format!("-{pid}-");
+    let mut found = Vec::new();
+    let mut queue: Vec<(PathBuf, usize)> = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"]
+        .iter()
+        .map(|p| (PathBuf::from(p), 0))
+        .collect();
+    while let Some((dir, depth)) = queue.pop() {
+        let Ok(read) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in read.flatten() {
+            let path = entry.path();
+            if !path.is_dir() {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("spear") && name.contains(&mark) {
+                found.push(path);
+            } else if depth < 4 {
+                queue.push((path, depth + 1));
+            }
+        }
+    }
+    found
+}
+
+fn entries(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, Iterator::count)
+}
+
+/// The audit records written so far.
+fn audit(dirs: &Dirs) -> Vec<Value> {
+    std::fs::read_to_string(dirs.state.join("spear/audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A command that makes `n` empty files under `dir`.
+fn make_files(dir: &str, n: usize) -> Value {
+    json!({"command": format!("mkdir {dir} && cd {dir} && seq {n} | xargs touch"), "timeout": 120})
+}
+
+#[test]
+fn a_command_making_200000_files_is_answered_within_30_s_with_a_capped_list() {
+    let _turn = turn();
+    let mut s = Raw::start(&[]);
+    let started = Instant::now();
+    s.call(1, "terminal", &make_files("d", 200_000));
+    let answer = s.answer(1, Duration::from_secs(120));
+    let took = started.elapsed();
+    let r = &answer["result"]["structuredContent"];
+    assert_eq!(r["status"], "ok", "{r}");
+    // spear's own work after the command (judging, committing, the checkpoint, the audit
+    // record, the answer) takes seconds; the whole call, under 30 s, unless the command alone
+    // took half of it (a host loaded by others: 2 cores, three builds).
+    let command = Duration::from_millis(r["duration_ms"].as_u64().unwrap());
+    let after = took.saturating_sub(command);
+    assert!(
+        after < Duration::from_secs(20),
+        "{after:?} after the command ({command:?})"
+    );
+    if command < Duration::from_secs(15) {
+        assert!(
+            took < Duration::from_secs(30),
+            "answered after {took:?} (the command itself: {command:?})"
+        );
+    }
+    // Everything landed; the answer names 1,000 paths and counts the rest.
+    assert_eq!(entries(&s.dirs.ws.join("d")), 200_000);
+    let changed = r["changed_paths"].as_array().unwrap();
+    assert_eq!(changed.len(), 1001, "{}", changed.len());
+    assert_eq!(changed[0], "d");
+    assert_eq!(changed[1000], "... and 199001 more");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.len() < 100_000, "{} bytes of text", text.len());
+    // So does the audit record.
+    let record = audit(&s.dirs)
+        .into_iter()
+        .rev()
+        .find(|r| r["tool"] == "terminal")
+        .unwrap();
+    let listed = record["changed_paths"].as_array().unwrap();
+    assert_eq!(listed.len(), 1001);
+    assert_eq!(listed[1000], "... and 199001 more");
+    eprintln!("200,000 files: answered in {took:?}, {after:?} after the command");
+}
+
+#[test]
+fn past_the_limit_nothing_is_committed_and_the_result_says_why() {
+    let _turn = turn();
+    let mut s = Raw::start(&[("SPEAR_COMMIT_MAX_CHANGES", "1000")]);
+    // Positive control: under the limit, the files land.
+    s.call(1, "terminal", &make_files("small", 500));
+    let r = s.answer(1, Duration::from_secs(60))["result"]["structuredContent"].clone();
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(entries(&s.dirs.ws.join("small")), 500);
+    // Over it: nothing lands, and the result says so.
+    s.call(2, "terminal", &make_files("big", 1500));
+    let r = s.answer(2, Duration::from_secs(60))["result"]["structuredContent"].clone();
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["exit_code"], 0, "the command itself succeeded: {r}");
+    let reason = r["reason"].as_str().unwrap();
+    for part in [
+        "the limit is 1000",
+        "none of its changes were committed",
+        "the workspace is as it was before the command",
+        "Split the work",
+    ] {
+        assert!(reason.contains(part), "{part:?} in {reason}");
+    }
+    assert_eq!(r["changed_paths"], json!([]), "{r}");
+    assert!(!s.dirs.ws.join("big").exists());
+    assert_eq!(entries(&s.staging()), 0, "the staged writes are gone");
+}
+
+/// Starts a command making `n` files, and waits until it has ended and spear is judging what it
+/// staged (the sandbox gone, its writes still staged, no answer yet): the positive control that
+/// the post-command work runs when the test acts.
+fn in_post_command_work(s: &mut Raw, n: usize) {
+    s.call(1, "terminal", &make_files("d", n));
+    let until = Instant::now() + Duration::from_secs(90);
+    let (mut ran, mut grouped) = (false, false);
+    loop {
+        assert!(Instant::now() < until, "never saw the post-command work");
+        // Positive control of the cgroup check after the server went: it finds them now.
+        grouped |= !cgroups_of(s.pid()).is_empty();
+        if let Some(answer) = s.next(Duration::from_millis(100)) {
+            assert!(
+                answer["id"] != 1,
+                "answered before the test could act: {answer}"
+            );
+        }
+        // The command's own processes (a warm sandbox waiting for the next command may stay).
+        let sandboxed = running(s.pid(), b"xargs\0");
+        ran |= sandboxed;
+        let staged = std::fs::read_dir(s.staging())
+            .unwrap()
+            .flatten()
+            .any(|d| entries(&d.path().join("0.upper/d")) >= n);
+        if ran && !sandboxed && staged {
+            assert!(grouped, "never saw the command's cgroup");
+            return;
+        }
+    }
+}
+
+/// After the server went: no process names the workspace, nothing is staged, and the workspace
+/// has all of the command's files or none.
+fn nothing_left_behind(s: &Raw, n: usize) {
+    assert_eq!(processes_naming(&s.dirs.ws), Vec::<String>::new());
+    assert_eq!(
+        cgroups_of(s.pid()),
+        Vec::<PathBuf>::new(),
+        "cgroups left behind"
+    );
+    assert_eq!(entries(&s.staging()), 0, "staged writes left behind");
+    let landed = entries(&s.dirs.ws.join("d"));
+    assert!(
+        landed == 0 || landed == n,
+        "half committed: {landed} of {n}"
+    );
+}
+
+#[test]
+fn sigterm_stops_the_server_while_it_judges_a_commands_changes() {
+    let _turn = turn();
+    let n = 50_000;
+    let mut s = Raw::start(&[]);
+    in_post_command_work(&mut s, n);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(s.pid()).unwrap()).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let took = s.exits_within(Duration::from_secs(15));
+    assert!(
+        took.is_some(),
+        "still running 15 s after SIGTERM\n{}",
+        s.dirs.log()
+    );
+    let took = took.unwrap();
+    assert!(took < Duration::from_secs(8), "stopped after {took:?}");
+    nothing_left_behind(&s, n);
+    eprintln!("SIGTERM during the post-command work: stopped in {took:?}");
+}
+
+#[test]
+fn the_end_of_stdin_stops_the_server_while_it_judges_a_commands_changes() {
+    let _turn = turn();
+    let n = 50_000;
+    let mut s = Raw::start(&[]);
+    in_post_command_work(&mut s, n);
+    drop(s.stdin.take());
+    let took = s.exits_within(Duration::from_secs(15));
+    assert!(
+        took.is_some(),
+        "still running 15 s after stdin closed\n{}",
+        s.dirs.log()
+    );
+    let took = took.unwrap();
+    assert!(took < Duration::from_secs(8), "stopped after {took:?}");
+    nothing_left_behind(&s, n);
+    eprintln!("stdin closed during the post-command work: stopped in {took:?}");
+}
+
+/// The answers to calls `sleepers + 1..=calls` (large ones, sent while calls `1..=sleepers` hold
+/// every slot), in any order: the refused ones come first. While the sleepers hold every slot,
+/// the large calls wait, held: 64 MiB hold 31 of them, so once all are read, at least 21 are
+/// refused. Then the sleepers are cancelled (and answer nothing, as MCP says), and the calls
+/// held run. Says whether the sleepers had to be cancelled.
+fn answers_of_large_calls(s: &mut Raw, sleepers: u64, calls: u64) -> (HashMap<u64, Value>, bool) {
+    let is_busy = |a: &Value| a["error"]["code"] == -32000;
+    let mut answers: HashMap<u64, Value> = HashMap::new();
+    let until = Instant::now() + Duration::from_secs(60);
+    let large = usize::try_from(calls - sleepers).unwrap();
+    let mut cancelled = false;
+    while answers.len() < large {
+        let left = until.saturating_duration_since(Instant::now());
+        let Some(answer) = s.next(left) else {
+            panic!(
+                "{} of {large} large calls answered within 60 s: {:?}\n{}",
+                answers.len(),
+                answers.keys().collect::<Vec<_>>(),
+                s.dirs.log()
+            );
+        };
+        if let Some(id) = answer["id"].as_u64() {
+            assert!(id > sleepers, "a sleeper answered: {answer}");
+            answers.insert(id, answer);
+        }
+        if !cancelled && answers.values().filter(|a| is_busy(a)).count() >= 21 {
+            for id in 1..=sleepers {
+                s.send(
+                    &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": id, "reason": "the test is done waiting"}}),
+                );
+            }
+            cancelled = true;
+        }
+    }
+    (answers, cancelled)
+}
+
+#[test]
+fn sixty_concurrent_large_calls_stay_under_the_resident_bound() {
+    const SIZE: usize = 2 << 20;
+    const CALLS: u64 = 60;
+    /// Calls that hold every slot a while (`MAX_RUNNING_CALLS`), so that the large ones wait,
+    /// held, as they would behind long commands.
+    const SLEEPERS: u64 = 8;
+    /// Large calls that really write.
+    const WRITES: u64 = 4;
+    let _turn = turn();
+    let mut s = Raw::start(&[]);
+    let at_rest = s.peak_rss_kib();
+    for id in 1..=SLEEPERS {
+        s.call(id, "terminal", &json!({"command": "sleep 50"}));
+    }
+    let content = "x".repeat(SIZE);
+    let writes = SLEEPERS + 1..=SLEEPERS + WRITES;
+    for id in SLEEPERS + 1..=CALLS {
+        // Most go to a protected path: refused once they run, but only after being read, parsed
+        // and held like any other.
+        let path = if writes.contains(&id) {
+            format!("big{id}.txt")
+        } else {
+            format!(".git/hooks/big{id}")
+        };
+        s.call(id, "write_file", &json!({"path": path, "content": content}));
+    }
+    let (mut answers, cancelled) = answers_of_large_calls(&mut s, SLEEPERS, CALLS);
+    let mut outcomes: HashMap<String, u64> = HashMap::new();
+    for id in SLEEPERS + 1..=CALLS {
+        let answer = answers.remove(&id).unwrap();
+        let outcome = if let Some(error) = answer.get("error") {
+            assert_eq!(error["code"], -32000, "{answer}");
+            let message = error["message"].as_str().unwrap();
+            assert!(message.contains("spear is busy"), "{message}");
+            assert!(message.contains("Send it again"), "{message}");
+            // Positive control: the refused calls carried their bytes.
+            assert!(error["data"]["request_bytes"].as_u64().unwrap() > SIZE as u64);
+            "busy".to_owned()
+        } else {
+            let r = &answer["result"]["structuredContent"];
+            if writes.contains(&id) {
+                assert_eq!(r["status"], "ok", "{answer}");
+            } else {
+                assert_eq!(r["status"], "denied", "{answer}");
+            }
+            r["status"].as_str().unwrap().to_owned()
+        };
+        *outcomes.entry(outcome).or_default() += 1;
+    }
+    let peak = s.peak_rss_kib();
+    eprintln!(
+        "60 calls, 52 of 2 MiB: {outcomes:?}; peak resident {peak} KiB (at rest {at_rest} KiB)"
+    );
+    // The cap engaged, the calls it let through ran, and the sleepers were killed.
+    assert!(cancelled && outcomes.contains_key("busy"), "{outcomes:?}");
+    assert!(outcomes.contains_key("denied"), "{outcomes:?}");
+    // (Warm sandboxes, waiting for a command, may stay.)
+    let sleeping = || running(s.pid(), b"sleep\0");
+    let until = Instant::now() + Duration::from_secs(10);
+    while sleeping() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!sleeping(), "sleepers left");
+    // Positive control: the writes that ran carried their 2 MiB.
+    let mut written = 0;
+    for id in writes {
+        if let Ok(meta) = std::fs::metadata(s.dirs.ws.join(format!("big{id}.txt"))) {
+            assert_eq!(meta.len(), SIZE as u64);
+            written += 1;
+        }
+    }
+    assert!(written > 0, "no large write ran: {outcomes:?}");
+    assert!(
+        peak < RESIDENT_BOUND_KIB,
+        "peak resident {peak} KiB, over the bound of {RESIDENT_BOUND_KIB} KiB"
+    );
+    // The weight went back: a large call runs after them.
+    s.call(
+        100,
+        "write_file",
+        &json!({"path": "after.txt", "content": content}),
+    );
+    assert_eq!(
+        s.answer(100, Duration::from_secs(30))["result"]["structuredContent"]["status"],
+        "ok"
+    );
+}
