@@ -50,7 +50,8 @@ failed=0
 for bin in "${binaries[@]}"; do
     printf -- '-- %s as %s\n' "$(basename "$bin")" "$user"
     if ! (cd "$scratch" && setpriv --reuid="$user" --regid="$user" --init-groups \
-            env -i PATH=/usr/bin:/bin HOME="$scratch" TMPDIR="$scratch" "$bin" --quiet); then
+            env -i PATH=/usr/bin:/bin HOME="$scratch" TMPDIR="$scratch" \
+            SPEAR_TEST_TMPFS="${SPEAR_TEST_TMPFS:-}" "$bin" --quiet); then
         failed=1
     fi
 done

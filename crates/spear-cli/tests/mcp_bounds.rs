@@ -49,7 +49,10 @@ struct Raw {
 
 impl Raw {
     fn start(env: &[(&str, &str)]) -> Raw {
-        let dirs = Dirs::with(&[("a.txt", "alpha\n")]);
+        Raw::start_with(Dirs::with(&[("a.txt", "alpha\n")]), env)
+    }
+
+    fn start_with(dirs: Dirs, env: &[(&str, &str)]) -> Raw {
         std::fs::create_dir_all(dirs.ws.join(".git/hooks")).unwrap();
         let log = std::fs::File::create(dirs.base.join("server.log")).unwrap();
         let mut cmd = dirs.spear_mcp(&["--auto"]);
@@ -254,28 +257,32 @@ fn make_files(dir: &str, n: usize) -> Value {
 #[test]
 fn a_command_making_200000_files_is_answered_within_30_s_with_a_capped_list() {
     let _turn = turn();
-    let mut s = Raw::start(&[]);
+    // The workspace and spear's state on the test network's tmpfs (scripts/test-host.sh): what
+    // is measured is spear's own work, not the host disk's (on our VMs' ext4,
+    // `seq 200000 | xargs touch` alone takes 20 to 60 s of system time; on a tmpfs, 1.2 s).
+    // Without it (a bare `cargo test`), the system's temporary directory.
+    let files = [("a.txt", "alpha\n")];
+    let on_tmpfs = std::env::var_os("SPEAR_TEST_TMPFS").filter(|p| !p.is_empty());
+    let dirs = match &on_tmpfs {
+        Some(p) => Dirs::within(Path::new(p), &files),
+        None => Dirs::with(&files),
+    };
+    let mut s = Raw::start_with(dirs, &[]);
     let started = Instant::now();
     s.call(1, "terminal", &make_files("d", 200_000));
     let answer = s.answer(1, Duration::from_secs(120));
     let took = started.elapsed();
     let r = &answer["result"]["structuredContent"];
     assert_eq!(r["status"], "ok", "{r}");
-    // spear's own work after the command (judging, committing, the checkpoint, the audit
-    // record, the answer) takes seconds; the whole call, under 30 s, unless the command alone
-    // took half of it (a host loaded by others: 2 cores, three builds).
+    // The whole call (the command; judging, committing, the checkpoint, the audit record, the
+    // answer) within 30 s.
     let command = Duration::from_millis(r["duration_ms"].as_u64().unwrap());
     let after = took.saturating_sub(command);
     assert!(
-        after < Duration::from_secs(20),
-        "{after:?} after the command ({command:?})"
+        took < Duration::from_secs(30) || (on_tmpfs.is_none() && after < Duration::from_secs(20)),
+        "answered after {took:?} (the command itself: {command:?}; on the test tmpfs: {})",
+        on_tmpfs.is_some()
     );
-    if command < Duration::from_secs(15) {
-        assert!(
-            took < Duration::from_secs(30),
-            "answered after {took:?} (the command itself: {command:?})"
-        );
-    }
     // Everything landed; the answer names 1,000 paths and counts the rest.
     assert_eq!(entries(&s.dirs.ws.join("d")), 200_000);
     let changed = r["changed_paths"].as_array().unwrap();

@@ -48,7 +48,16 @@ pub struct Dirs {
 impl Dirs {
     /// The directories, with `files` (path under the workspace, content) written.
     pub fn with(files: &[(&str, &str)]) -> Dirs {
-        let tmp = tempfile::tempdir().unwrap();
+        Dirs::make(tempfile::tempdir().unwrap(), files)
+    }
+
+    /// [`Dirs::with`], in a new directory under `parent` (a tmpfs such as `/dev/shm`, for a test
+    /// that measures spear's own work rather than the host disk's).
+    pub fn within(parent: &std::path::Path, files: &[(&str, &str)]) -> Dirs {
+        Dirs::make(tempfile::tempdir_in(parent).unwrap(), files)
+    }
+
+    fn make(tmp: tempfile::TempDir, files: &[(&str, &str)]) -> Dirs {
         let base = tmp.path().canonicalize().unwrap();
         let ws = base.join("ws");
         let home = base.join("home");
