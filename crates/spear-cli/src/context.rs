@@ -249,6 +249,9 @@ pub fn apply_limits(config: &mut spear_runtime::RunnerConfig, limits: &Limits) {
     if let Some(t) = limits.timeout_secs {
         config.default_timeout = std::time::Duration::from_secs_f64(t);
     }
+    if let Some(n) = limits.changes {
+        config.commit_max_changes = usize::try_from(n).unwrap_or(usize::MAX);
+    }
 }
 
 /// `path` as the caller named it: a relative one is the caller's current directory's (`host`'s,

@@ -306,7 +306,16 @@ fn a_command_making_200000_files_is_answered_within_30_s_with_a_capped_list() {
 #[test]
 fn past_the_limit_nothing_is_committed_and_the_result_says_why() {
     let _turn = turn();
-    let mut s = Raw::start(&[("SPEAR_COMMIT_MAX_CHANGES", "1000")]);
+    // The operator's limit of changes a command may make, lowered to 1,000.
+    let config = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(config.path().join("spear")).unwrap();
+    std::fs::write(
+        config.path().join("spear/config.toml"),
+        "[limits]\nchanges = 1000\n",
+    )
+    .unwrap();
+    let config_home = config.path().to_str().unwrap();
+    let mut s = Raw::start(&[("XDG_CONFIG_HOME", config_home)]);
     // Positive control: under the limit, the files land.
     s.call(1, "terminal", &make_files("small", 500));
     let r = s.answer(1, Duration::from_secs(60))["result"]["structuredContent"].clone();

@@ -14,6 +14,7 @@
 //! timeout = 120        # default wall-clock limit of a command, in seconds
 //! session_tasks = 2048 # processes and threads of all of a session's commands and jobs together
 //! session_memory = "16G" # memory of all of a session's commands and jobs together
+//! changes = 250000     # changes one command may make that spear commits (past it, none)
 //! ```
 //!
 //! A session (a `spear mcp` server, one `spear exec` or `spear tool` call, one sandbox
@@ -50,6 +51,10 @@ pub struct OperatorLimits {
     /// Memory of all of a session's commands and background jobs together.
     #[serde(default)]
     pub session_memory: Option<Size>,
+    /// Changes (files, directories, links, removals) one command may make that spear judges and
+    /// commits; past it, nothing of the command's is committed and the result says why.
+    #[serde(default)]
+    pub changes: Option<u64>,
 }
 
 /// A size as written: a number of bytes, or a string with an optional `K`, `M`, `G` or `T`
@@ -83,6 +88,8 @@ pub struct Limits {
     /// Memory of a session's commands together, in bytes; after [`Limits::resolve_session`],
     /// the value the session runs with.
     pub session_memory_bytes: Option<u64>,
+    /// Changes one command may make that spear commits.
+    pub changes: Option<u64>,
 }
 
 /// The built-in values of the layers that own the limits, for the checks that compare limits
@@ -117,6 +124,9 @@ impl Bounds {
     pub const SESSION_TASKS: (u64, u64) = (8, 262_144);
     /// A session's memory: 32 MiB to 4 TiB.
     pub const SESSION_MEMORY: (u64, u64) = (32 << 20, 4 << 40);
+    /// Changes one command may make that spear commits: 1 to 2,000,000 (what the staging layer
+    /// is ever read up to).
+    pub const CHANGES: (u64, u64) = (1, 2_000_000);
 }
 
 /// A limit that is malformed or out of bounds.
@@ -215,6 +225,19 @@ pub fn show_bytes(n: u64) -> String {
         }
     }
     format!("{n} bytes")
+}
+
+/// `[limits] changes`, within [`Bounds::CHANGES`] (no flag sets it).
+fn changes_of(config: &OperatorLimits, config_path: &str) -> Result<Option<u64>, LimitError> {
+    config
+        .changes
+        .map(|n| {
+            within_u64(n, Bounds::CHANGES, &|v| v.to_string()).map_err(|message| LimitError {
+                source_name: format!("[limits] changes in {config_path}"),
+                message,
+            })
+        })
+        .transpose()
 }
 
 impl Limits {
@@ -330,6 +353,7 @@ impl Limits {
             timeout_secs: timeout,
             session_tasks,
             session_memory_bytes: session_memory,
+            changes: changes_of(config, config_path)?,
         })
     }
 
@@ -447,6 +471,21 @@ mod tests {
     }
 
     #[test]
+    fn changes_are_bounded() {
+        for (n, ok) in [(0, false), (1, true), (2_000_000, true), (2_000_001, false)] {
+            let config = OperatorLimits {
+                changes: Some(n),
+                ..OperatorLimits::default()
+            };
+            let r = Limits::resolve(&config, "c.toml", &flags());
+            assert_eq!(r.is_ok(), ok, "{n}: {r:?}");
+            if let Err(e) = r {
+                assert_eq!(e.source_name, "[limits] changes in c.toml");
+            }
+        }
+    }
+
+    #[test]
     fn flags_win_over_the_configuration() {
         let config = OperatorLimits {
             memory: Some(Size::Text("4G".into())),
@@ -456,6 +495,7 @@ mod tests {
             timeout: Some(60.0),
             session_tasks: Some(2048),
             session_memory: Some(Size::Text("16G".into())),
+            changes: Some(1000),
         };
         let from_config = Limits::resolve(&config, "c.toml", &flags()).unwrap();
         assert_eq!(
@@ -468,6 +508,7 @@ mod tests {
                 timeout_secs: Some(60.0),
                 session_tasks: Some(2048),
                 session_memory_bytes: Some(16 << 30),
+                changes: Some(1000),
             }
         );
         let f = LimitFlags {
@@ -489,6 +530,7 @@ mod tests {
                 timeout_secs: Some(5.0),
                 session_tasks: Some(2048),
                 session_memory_bytes: Some(16 << 30),
+                changes: Some(1000),
             }
         );
     }

@@ -95,8 +95,8 @@ pub struct RunnerConfig {
     /// described, and does not look again. `None`: the runner looks when it is made.
     pub discovered: Option<Arc<HostOffer>>,
     /// The most changes one command's commit takes; past them it commits none and says so
-    /// ([`crate::staging::MAX_COMMITTED_CHANGES`] unless the operator's `SPEAR_COMMIT_MAX_CHANGES`
-    /// says otherwise).
+    /// ([`crate::staging::MAX_COMMITTED_CHANGES`] unless the operator's `[limits] changes` says
+    /// otherwise).
     pub commit_max_changes: usize,
 }
 
@@ -199,7 +199,7 @@ impl RunnerConfig {
             env_pass: Vec::new(),
             state_dir,
             discovered: None,
-            commit_max_changes: commit_max_changes(host),
+            commit_max_changes: crate::staging::MAX_COMMITTED_CHANGES,
         }
     }
 }
@@ -884,25 +884,6 @@ fn limit_notes(
 
 /// Writes the resolver file of networked sandboxes (slirp4netns's forwarder) into the user's
 /// private directory.
-/// The operator's `SPEAR_COMMIT_MAX_CHANGES` (1 to [`crate::staging::MAX_STAGED_ENTRIES`]), or
-/// the default; a value that does not read is warned about and the default holds.
-fn commit_max_changes(host: &HostSnapshot) -> usize {
-    use crate::staging::{MAX_COMMITTED_CHANGES, MAX_STAGED_ENTRIES};
-    let Some(text) = host.var("SPEAR_COMMIT_MAX_CHANGES") else {
-        return MAX_COMMITTED_CHANGES;
-    };
-    match text.trim().parse::<usize>() {
-        Ok(n) if (1..=MAX_STAGED_ENTRIES).contains(&n) => n,
-        _ => {
-            tracing::warn!(
-                "SPEAR_COMMIT_MAX_CHANGES={text:?} is not a number from 1 to {MAX_STAGED_ENTRIES}; \
-                 the limit stays {MAX_COMMITTED_CHANGES}"
-            );
-            MAX_COMMITTED_CHANGES
-        }
-    }
-}
-
 fn resolver_file() -> Option<PathBuf> {
     let dir = user_private_dir("net")?;
     let path = dir.join("resolv.conf");

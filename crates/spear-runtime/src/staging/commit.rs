@@ -41,8 +41,7 @@ pub const MAX_STAGED_ENTRIES: usize = 2_000_000;
 /// and says so, in bounded time. Judging, applying and recording a change for the checkpoint
 /// cost tens of microseconds (a debug build: about 75), so 250,000 changes are answered in
 /// seconds, not minutes, and a command that writes millions of files is answered as soon as
-/// its layer has shown more than the limit. An operator may set another
-/// (`SPEAR_COMMIT_MAX_CHANGES`).
+/// its layer has shown more than the limit. An operator may set another (`[limits] changes`).
 pub const MAX_COMMITTED_CHANGES: usize = 250_000;
 
 /// How many entries a result's or a reason's list names; the rest are counted ("... and N
