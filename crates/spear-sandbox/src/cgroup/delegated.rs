@@ -51,11 +51,7 @@ impl CgroupBackend for Delegated {
         command: &CgroupLimits,
         name: &str,
     ) -> Result<SessionCgroup, CgroupError> {
-        command.validate()?;
-        budget.validate(command)?;
-        if !parse::is_valid_name(name) {
-            return Err(CgroupError::InvalidName(name.to_owned()));
-        }
+        super::check_session(budget, command, name)?;
         Ok(SessionCgroup::new(
             BackendKind::Delegated,
             name,

@@ -102,6 +102,22 @@ impl Default for CgroupLimits {
     }
 }
 
+/// What every backend checks before it makes a session: the command's limits and the budget
+/// make sense, the budget holds one command, and `name` is a plain cgroup name. Attack: a name
+/// such as `../x` making a directory outside spear's own cgroup.
+fn check_session(
+    budget: &SessionBudget,
+    command: &CgroupLimits,
+    name: &str,
+) -> Result<(), CgroupError> {
+    command.validate()?;
+    budget.validate(command)?;
+    if !parse::is_valid_name(name) {
+        return Err(CgroupError::InvalidName(name.to_owned()));
+    }
+    Ok(())
+}
+
 /// What all of a session's commands together may hold at once: the parent cgroup of every
 /// command's own ([`SessionCgroup`]). Each command keeps its own [`CgroupLimits`] inside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -192,11 +192,7 @@ impl CgroupBackend for SystemdScope {
         command: &CgroupLimits,
         name: &str,
     ) -> Result<SessionCgroup, CgroupError> {
-        command.validate()?;
-        budget.validate(command)?;
-        if !parse::is_valid_name(name) {
-            return Err(CgroupError::InvalidName(name.to_owned()));
-        }
+        super::check_session(budget, command, name)?;
         let control = SliceControl {
             scope: self.clone(),
             unit: slice_unit(name),

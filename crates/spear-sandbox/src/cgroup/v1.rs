@@ -131,11 +131,7 @@ impl CgroupBackend for CgroupV1 {
         command: &CgroupLimits,
         name: &str,
     ) -> Result<SessionCgroup, CgroupError> {
-        command.validate()?;
-        budget.validate(command)?;
-        if !parse::is_valid_name(name) {
-            return Err(CgroupError::InvalidName(name.to_owned()));
-        }
+        super::check_session(budget, command, name)?;
         let writes = parse::v1_session_writes(budget, command, self.swap)
             .ok_or_else(|| self.memory_writes(command).err().unwrap_or_else(overflow))?;
         // Built up as directories are made: on an error, dropping it removes what exists.

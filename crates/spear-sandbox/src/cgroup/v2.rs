@@ -157,11 +157,7 @@ impl CgroupBackend for CgroupV2 {
         command: &CgroupLimits,
         name: &str,
     ) -> Result<SessionCgroup, CgroupError> {
-        command.validate()?;
-        budget.validate(command)?;
-        if !parse::is_valid_name(name) {
-            return Err(CgroupError::InvalidName(name.to_owned()));
-        }
+        super::check_session(budget, command, name)?;
         self.ensure_ready()?;
         let path = self.own.dir.join(name);
         ops::create_dir(&path)?;
