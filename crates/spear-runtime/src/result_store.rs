@@ -78,6 +78,39 @@ fn listing(dir: &Path) -> std::io::Result<Listing> {
     Ok((outputs, markers))
 }
 
+/// A session whose directory has not changed for this long is removed by the next process that
+/// stores an output ([`sweep_idle_sessions`]); `spear gc` removes them too.
+pub const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// Whether this process has swept idle sessions already.
+static SWEPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Removes every session directory under `base` but `keep` that has not changed for `idle` (its
+/// own modification time, which every output stored or evicted changes), not following links.
+/// Attack: none; bounds what one-shot calls, each a session of its own, leave over months.
+/// Returns how many were removed.
+pub fn sweep_idle_sessions(base: &Path, keep: &Path, idle: std::time::Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let old = entry.file_type().is_ok_and(|t| t.is_dir())
+            && entry.file_name().to_str().is_some_and(is_valid_id)
+            && path != keep
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|at| now.duration_since(at).is_ok_and(|d| d >= idle));
+        if old && std::fs::remove_dir_all(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// What the session directory `dir` holds.
 pub fn usage_of(dir: &Path) -> std::io::Result<ResultUsage> {
     let (outputs, _) = listing(dir)?;
@@ -278,6 +311,12 @@ impl ResultStore {
                 size: need,
                 budget: crate::checkpoint::quota::bytes_text(budget),
             });
+        }
+        // Once a process: the sessions that ended long ago go (each one-shot call is a session).
+        if !SWEPT.swap(true, std::sync::atomic::Ordering::Relaxed)
+            && let Some(base) = self.dir.parent()
+        {
+            sweep_idle_sessions(base, &self.dir, SESSION_IDLE);
         }
         let (mut outputs, mut markers) = listing(&self.dir).map_err(io)?;
         // The same content stored again replaces itself.

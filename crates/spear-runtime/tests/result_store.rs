@@ -355,3 +355,47 @@ fn a_sessions_outputs_stay_within_its_budget_and_evicted_refs_answer_expired() {
         Err(StoreError::NotFound { .. })
     ));
 }
+
+#[test]
+fn sessions_idle_for_a_week_are_swept_and_the_others_kept() {
+    use spear_runtime::result_store::{SESSION_IDLE, sweep_idle_sessions};
+    let fx = Fx::new();
+    let week_ago = std::time::SystemTime::now() - SESSION_IDLE - std::time::Duration::from_secs(60);
+    let mut stores = Vec::new();
+    for name in ["old", "recent", "current"] {
+        let store = ResultStore::open(&fx.results(), name).unwrap();
+        store.put(name.as_bytes()).unwrap();
+        stores.push(store);
+    }
+    for name in ["old", "current"] {
+        std::fs::File::open(fx.results().join(name))
+            .unwrap()
+            .set_modified(week_ago)
+            .unwrap();
+    }
+    // Not a session: a link to an old directory is never followed nor removed through.
+    let outside = fx.base.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("keep"), "x").unwrap();
+    std::fs::File::open(&outside)
+        .unwrap()
+        .set_modified(week_ago)
+        .unwrap();
+    std::os::unix::fs::symlink(&outside, fx.results().join("link")).unwrap();
+
+    let current = fx.results().join("current");
+    assert_eq!(
+        sweep_idle_sessions(&fx.results(), &current, SESSION_IDLE),
+        1
+    );
+    assert!(!fx.results().join("old").exists(), "idle a week: removed");
+    assert!(
+        fx.results().join("recent").exists(),
+        "control: a recent session stays"
+    );
+    assert!(
+        current.exists(),
+        "the session sweeping is kept, however old"
+    );
+    assert!(outside.join("keep").exists());
+}
