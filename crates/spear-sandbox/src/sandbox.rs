@@ -208,6 +208,10 @@ impl Sandbox {
     /// A sandbox with the host's cgroup backend ([`crate::cgroup::detect`]) and real processes.
     pub fn new(config: SandboxConfig) -> Self {
         let backend = crate::cgroup::detect().map_err(|e| e.to_string());
+        if let Ok(backend) = &backend {
+            // What a spear killed with SIGKILL left behind goes now.
+            backend.sweep_stale();
+        }
         Sandbox::with_parts(config, backend, Arc::new(ProcessSpawner))
     }
 

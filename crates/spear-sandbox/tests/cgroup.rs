@@ -382,6 +382,49 @@ mod cgroup {
     }
 
     #[test]
+    fn a_dead_spears_empty_cgroups_are_swept_and_nothing_else() {
+        let probe = prepare(&CgroupLimits::default());
+        let own = dir_with(&probe, "pids.max").parent().unwrap().to_owned();
+        drop(probe);
+        // A spear that is gone: a pid no process has now.
+        let mut gone = Command::new("true").spawn().unwrap();
+        let dead = gone.id();
+        gone.wait().unwrap();
+        assert!(!Path::new("/proc").join(dead.to_string()).exists());
+        let stale = own.join(format!("spear-session-{dead}-1"));
+        std::fs::create_dir(&stale).unwrap();
+        std::fs::create_dir(stale.join(format!("spear-{dead}-2"))).unwrap();
+        // Its cgroup still holding a process: left (nothing is killed by a sweep).
+        let busy = own.join(format!("spear-{dead}-3"));
+        std::fs::create_dir(&busy).unwrap();
+        let mut sleeper = Command::new("sleep").arg("2718.28").spawn().unwrap();
+        std::fs::write(busy.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+        // A spear that is alive (a pid that exists): left.
+        let alive = own.join(format!("spear-warm-{}-4", sleeper.id()));
+        std::fs::create_dir(&alive).unwrap();
+
+        assert!(backend().sweep_stale() >= 1);
+        assert!(
+            !stale.exists(),
+            "a dead spear's empty session and command cgroups are gone"
+        );
+        assert!(busy.exists(), "a cgroup holding a process is left");
+        assert!(alive.exists(), "a live spear's cgroup is left");
+        assert!(
+            procs_of(&busy).contains(&sleeper.id().to_string()),
+            "and its process is not touched"
+        );
+
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+        assert!(wait_for(Duration::from_secs(5), || procs_of(&busy)
+            .trim()
+            .is_empty()));
+        std::fs::remove_dir(&busy).unwrap();
+        std::fs::remove_dir(&alive).unwrap();
+    }
+
+    #[test]
     fn remove_and_drop_leave_nothing_behind() {
         let marker = "3141.54";
         let cgroup = prepare(&CgroupLimits::default());

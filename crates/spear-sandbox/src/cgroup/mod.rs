@@ -335,6 +335,14 @@ pub trait CgroupBackend: std::fmt::Debug + Send + Sync {
         command: &CgroupLimits,
         name: &str,
     ) -> Result<SessionCgroup, CgroupError>;
+
+    /// Removes the empty cgroups a spear process that no longer exists left under spear's own
+    /// cgroup (killed with SIGKILL, it could not remove them itself). Only empty directories are
+    /// removed (rmdir), never a process killed; returns how many. Backends that make nothing
+    /// there have nothing to do.
+    fn sweep_stale(&self) -> usize {
+        0
+    }
 }
 
 /// One directory of a cgroupfs per-command cgroup.

@@ -346,6 +346,23 @@ pub(crate) fn under_root(root: &Path, abs: &Path) -> PathBuf {
     }
 }
 
+/// The pid of the spear process a cgroup named `name` belongs to: `spear-<pid>-<n>`,
+/// `spear-warm-<pid>-<n>` or `spear-session-<pid>-<n>` (the names spear gives); `None` for any
+/// other name. Pure.
+pub(crate) fn spear_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("spear-")?;
+    let rest = rest
+        .strip_prefix("warm-")
+        .or_else(|| rest.strip_prefix("session-"))
+        .unwrap_or(rest);
+    let (pid, n) = rest.split_once('-')?;
+    let digits = |t: &str| !t.is_empty() && t.len() <= 20 && t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(pid) || !digits(n) {
+        return None;
+    }
+    pid.parse().ok().filter(|&p| p > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -728,5 +745,27 @@ mod tests {
             under_root(Path::new("/tmp/x"), Path::new("/sys/fs")),
             PathBuf::from("/tmp/x/sys/fs")
         );
+    }
+
+    #[test]
+    fn spear_owner_table() {
+        let cases = [
+            ("spear-123-4", Some(123)),
+            ("spear-warm-77-0", Some(77)),
+            ("spear-session-9-12", Some(9)),
+            ("spear-0-1", None),
+            ("spear-123", None),
+            ("spear-x-1", None),
+            ("spear-warm-77-", None),
+            ("spear-session--1", None),
+            ("spear-test", None),
+            ("spear-other-1-2", None),
+            ("notspear-1-2", None),
+            ("spear-1-2-3", None),
+            ("spear-99999999999999999999999-1", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(spear_owner(name), want, "{name}");
+        }
     }
 }

@@ -42,6 +42,34 @@ impl CgroupV1 {
 }
 
 impl CgroupBackend for CgroupV1 {
+    /// Under our own cgroup in each hierarchy: every directory spear named for a process that no
+    /// longer exists (`spear-<pid>-<n>` and the warm and session ones), removed deepest first
+    /// while empty. One still holding a process is left as it is.
+    fn sweep_stale(&self) -> usize {
+        let me = std::process::id();
+        let mut removed = 0;
+        for (_, own) in &self.own {
+            let Ok(entries) = std::fs::read_dir(&own.dir) else {
+                continue;
+            };
+            for entry in entries.filter_map(Result::ok) {
+                let stale = entry.file_type().is_ok_and(|t| t.is_dir())
+                    && entry
+                        .file_name()
+                        .to_str()
+                        .and_then(parse::spear_owner)
+                        .is_some_and(|pid| {
+                            pid != me && !Path::new("/proc").join(pid.to_string()).exists()
+                        });
+                if stale && remove_empty_tree(&entry.path()) {
+                    tracing::info!(cgroup = %entry.path().display(), "a dead spear's cgroup removed");
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+
     fn kind(&self) -> BackendKind {
         BackendKind::CgroupV1
     }
@@ -206,6 +234,19 @@ impl CgroupV1 {
             })
             .collect()
     }
+}
+
+/// Removes the cgroup directory `dir` and every one below it, deepest first, each only while it
+/// holds no process (rmdir fails otherwise); whether `dir` itself went.
+fn remove_empty_tree(dir: &Path) -> bool {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.filter_map(Result::ok) {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_empty_tree(&entry.path());
+            }
+        }
+    }
+    std::fs::remove_dir(dir).is_ok()
 }
 
 fn overflow() -> CgroupError {
