@@ -215,7 +215,7 @@ fn build_runner_config(
 }
 
 /// The built-in limits of the sandbox, for the policy's checks that compare them.
-const BUILT_IN: BuiltIn = BuiltIn {
+pub(crate) const BUILT_IN: BuiltIn = BuiltIn {
     tasks: CgroupLimits::DEFAULT_TASKS_MAX,
     memory_bytes: CgroupLimits::DEFAULT_MEMORY_MAX_BYTES,
     session_tasks: SessionBudget::DEFAULT_TASKS_MAX,

@@ -39,10 +39,67 @@ struct Report<'a> {
     mechanisms: Vec<Row<'a>>,
     guarantees: Vec<GuaranteeRow>,
     web: spear_tools::WebReport,
+    /// The limits commands and sessions run with, from the operator's `[limits]`.
+    limits: Option<LimitsReport>,
     /// What spear's own stores hold, against their quotas (as `spear gc` reports it).
     state: Option<crate::gc::StateReport>,
     /// Why the state could not be reported.
     state_error: Option<String>,
+}
+
+/// The limits one command and one session run with (the operator's `[limits]` over the
+/// built-in values), as `spear exec` and `spear mcp` would without flags.
+#[derive(Serialize)]
+struct LimitsReport {
+    command_memory_bytes: u64,
+    command_tasks: u32,
+    command_cpu_percent: u32,
+    session_memory_bytes: u64,
+    session_tasks: u32,
+    changes_per_command: u64,
+}
+
+/// The limits report, or why the configuration cannot give one.
+fn limits_report(
+    host: &spear_runtime::HostSnapshot,
+    config: Option<&std::path::Path>,
+) -> Result<LimitsReport, String> {
+    use spear_policy::limits::{LimitFlags, Limits};
+    let (operator, name) = crate::gc::operator(host, config)?;
+    let mut limits = Limits::resolve(&operator.limits, &name, &LimitFlags::default())
+        .map_err(|e| e.to_string())?;
+    limits
+        .resolve_session(&name, &LimitFlags::default(), &crate::context::BUILT_IN)
+        .map_err(|e| e.to_string())?;
+    let built_in = spear_sandbox::cgroup::CgroupLimits::default();
+    Ok(LimitsReport {
+        command_memory_bytes: limits.memory_bytes.unwrap_or(built_in.memory_max_bytes),
+        command_tasks: limits.tasks.unwrap_or(built_in.tasks_max),
+        command_cpu_percent: limits.cpu_percent.unwrap_or(built_in.cpu_percent),
+        session_memory_bytes: limits
+            .session_memory_bytes
+            .unwrap_or(crate::context::BUILT_IN.session_memory_bytes),
+        session_tasks: limits
+            .session_tasks
+            .unwrap_or(crate::context::BUILT_IN.session_tasks),
+        changes_per_command: limits.changes.unwrap_or(
+            u64::try_from(spear_runtime::staging::MAX_COMMITTED_CHANGES).unwrap_or(u64::MAX),
+        ),
+    })
+}
+
+/// Prints `l` as text.
+fn print_limits(l: &LimitsReport) {
+    use spear_policy::limits::show_bytes;
+    outln!(
+        "limits: each command {} memory, {} tasks, {:.1} CPUs; each session (its commands and background jobs together) {} memory, {} tasks; each command's commit at most {} changes",
+        show_bytes(l.command_memory_bytes),
+        l.command_tasks,
+        f64::from(l.command_cpu_percent) / 100.0,
+        show_bytes(l.session_memory_bytes),
+        l.session_tasks,
+        l.changes_per_command
+    );
 }
 
 /// One guarantee bit and whether this host can give it: what gives it, or why not.
@@ -87,6 +144,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
     let (web, config_path) = web_report(args, host);
     let state =
         crate::gc::quotas(host, args.config.as_deref()).and_then(|q| crate::gc::report(host, &q));
+    let limits = limits_report(host, args.config.as_deref());
     if args.json {
         let report = Report {
             ready,
@@ -94,6 +152,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
             mechanisms: found.iter().map(row).collect(),
             guarantees,
             web,
+            limits: limits.ok(),
             state_error: state.as_ref().err().cloned(),
             state: state.ok(),
         };
@@ -120,6 +179,10 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
             outln!("  {mark} {:<21} {}", g.name, g.detail);
         }
         print_web(&web, config_path.as_deref());
+        match &limits {
+            Ok(l) => print_limits(l),
+            Err(e) => outln!("the limits cannot be read: {e}"),
+        }
         match &state {
             Ok(report) => crate::gc::print_report(report),
             Err(e) => outln!("spear's state cannot be reported: {e}"),

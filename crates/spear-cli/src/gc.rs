@@ -90,6 +90,15 @@ pub struct StoreRow {
 
 /// The operator's quotas, from `config` or the default configuration file.
 pub fn quotas(host: &HostSnapshot, config: Option<&Path>) -> Result<Quotas, String> {
+    let (operator, name) = operator(host, config)?;
+    Quotas::resolve(&operator.state, &name).map_err(|e| e.to_string())
+}
+
+/// The operator's configuration, from `config` or the default file, and its name for messages.
+pub fn operator(
+    host: &HostSnapshot,
+    config: Option<&Path>,
+) -> Result<(OperatorConfig, String), String> {
     let home = spear_runtime::host_dirs::host_home(host).map_err(|e| e.to_string())?;
     let xdg = spear_runtime::host_dirs::host_xdg_config_home(host).map_err(|e| e.to_string())?;
     let path = match config {
@@ -104,7 +113,7 @@ pub fn quotas(host: &HostSnapshot, config: Option<&Path>) -> Result<Quotas, Stri
         || "the operator configuration".to_owned(),
         |p| p.display().to_string(),
     );
-    Quotas::resolve(&operator.state, &name).map_err(|e| e.to_string())
+    Ok((operator, name))
 }
 
 /// Where the stores are.

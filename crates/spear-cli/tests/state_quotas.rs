@@ -176,7 +176,8 @@ tool read_file '{{"path": "small.txt"}}' below_read
 fn gc_and_doctor_report_the_stores_against_their_quotas_and_gc_clears_them() {
     let d = Dirs::with(&[("a.txt", "one\n")]);
     let cfg = support::config(
-        "[state]\ncheckpoints = \"2M\"\ncheckpoints_all = \"8M\"\nresults = \"3M\"\naudit = \"1M\"\n",
+        "[state]\ncheckpoints = \"2M\"\ncheckpoints_all = \"8M\"\nresults = \"3M\"\naudit = \"1M\"\n\
+         [limits]\nsession_tasks = 2048\nchanges = 1000\n",
     );
     let tool = |name: &str, args: &str, turn: &str| {
         let out = d
@@ -208,6 +209,11 @@ fn gc_and_doctor_report_the_stores_against_their_quotas_and_gc_clears_them() {
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
     };
     let doctor = report(&["doctor", "--json", "--no-network", "--config", &cfg.path]);
+    // The limits commands and sessions run with, the configuration's over the built-in ones.
+    let limits = &doctor["limits"];
+    assert_eq!(limits["session_tasks"], 2048, "{limits}");
+    assert_eq!(limits["changes_per_command"], 1000, "{limits}");
+    assert_eq!(limits["command_tasks"], 256, "{limits}");
     let state = &doctor["state"];
     assert_eq!(state["checkpoints_quota"], 2 << 20, "{state}");
     assert_eq!(state["checkpoints_all_quota"], 8 << 20);
