@@ -202,7 +202,7 @@ impl TurnCheckpoint {
             source,
         };
         let json =
-            serde_json::to_vec_pretty(&self.manifest).map_err(|e| io(std::io::Error::other(e)))?;
+            serde_json::to_vec(&self.manifest).map_err(|e| io(std::io::Error::other(e)))?;
         let (Some(dir), Some(name)) = (
             self.path.parent(),
             self.path.file_name().and_then(|n| n.to_str()),
