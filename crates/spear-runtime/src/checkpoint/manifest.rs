@@ -201,8 +201,7 @@ impl TurnCheckpoint {
             path: self.path.clone(),
             source,
         };
-        let json =
-            serde_json::to_vec(&self.manifest).map_err(|e| io(std::io::Error::other(e)))?;
+        let json = serde_json::to_vec(&self.manifest).map_err(|e| io(std::io::Error::other(e)))?;
         let (Some(dir), Some(name)) = (
             self.path.parent(),
             self.path.file_name().and_then(|n| n.to_str()),
