@@ -236,17 +236,7 @@ impl SliceControl {
     /// `systemctl --user stop <slice>`: stops every scope in it (killing their processes), and
     /// the transient slice is gone.
     pub(crate) fn stop(&self) -> Result<(), CgroupError> {
-        let output = Command::new(&self.scope.systemctl)
-            .args(["--user", "stop", &self.unit])
-            .envs(self.scope.bus_env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| {
-                CgroupError::Systemd(format!(
-                    "cannot run {}: {e}",
-                    self.scope.systemctl.display()
-                ))
-            })?;
+        let output = self.scope.systemctl_user(&["stop", &self.unit])?;
         if output.status.success() {
             Ok(())
         } else {
@@ -259,6 +249,21 @@ impl SliceControl {
     }
 }
 
+impl SystemdScope {
+    /// `systemctl --user ARGS` on the user's bus, its output captured.
+    fn systemctl_user(&self, args: &[&str]) -> Result<std::process::Output, CgroupError> {
+        Command::new(&self.systemctl)
+            .arg("--user")
+            .args(args)
+            .envs(self.bus_env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| {
+                CgroupError::Systemd(format!("cannot run {}: {e}", self.systemctl.display()))
+            })
+    }
+}
+
 /// A command's scope unit.
 #[derive(Debug)]
 pub(crate) struct ScopeControl {
@@ -268,18 +273,7 @@ pub(crate) struct ScopeControl {
 
 impl ScopeControl {
     fn systemctl(&self, args: &[&str]) -> Result<(bool, String), CgroupError> {
-        let output = Command::new(&self.scope.systemctl)
-            .arg("--user")
-            .args(args)
-            .envs(self.scope.bus_env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| {
-                CgroupError::Systemd(format!(
-                    "cannot run {}: {e}",
-                    self.scope.systemctl.display()
-                ))
-            })?;
+        let output = self.scope.systemctl_user(args)?;
         Ok((
             output.status.success(),
             String::from_utf8_lossy(&output.stdout).trim().to_owned(),
