@@ -15,7 +15,7 @@ use spear_policy::OperatorConfig;
 use spear_policy::quotas::Quotas;
 use spear_runtime::HostSnapshot;
 use spear_runtime::checkpoint::quota::{bytes_text, free_bytes};
-use spear_runtime::checkpoint::{CheckpointStore, list_stores, stores_base};
+use spear_runtime::checkpoint::{CheckpointStore, list_stores, store_usage, stores_base};
 use spear_runtime::result_store::{default_base, usage_of};
 
 use crate::out::outln;
@@ -140,8 +140,8 @@ pub fn report(host: &HostSnapshot, quotas: &Quotas) -> Result<StateReport, Strin
     let mut checkpoints = Vec::new();
     if let Some(base) = &at.checkpoints {
         for dir in list_stores(base).map_err(|e| format!("{}: {e}", base.display()))? {
-            // Read as they are: a store that cannot be scanned is shown empty, not created.
-            let usage = CheckpointStore::open(&dir).and_then(|s| s.usage());
+            // Read as they are (nothing created or changed); one that cannot be scanned shows empty.
+            let usage = store_usage(&dir);
             let (turns, blobs, bytes) = usage.map_or((0, 0, 0), |u| (u.turns, u.blobs, u.bytes()));
             checkpoints.push(StoreRow {
                 dir,

@@ -98,6 +98,17 @@ pub fn list_stores(base: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// What the store at `dir` holds, read without opening it as a store (nothing is created or
+/// changed), for reports.
+pub fn store_usage(dir: &Path) -> Result<StoreUsage, CheckpointError> {
+    quota::scan(dir)
+        .map(|s| s.usage())
+        .map_err(|source| CheckpointError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
 /// Whether `name` names a workspace's store: 32 lowercase hex digits.
 pub(crate) fn is_store_key(name: &str) -> bool {
     name.len() == WORKSPACE_KEY_LEN
@@ -148,9 +159,7 @@ impl CheckpointStore {
 
     /// What the store holds now (a scan of its directories).
     pub fn usage(&self) -> Result<StoreUsage, CheckpointError> {
-        quota::scan(&self.dir)
-            .map(|s| s.usage())
-            .map_err(|source| self.io_err(source))
+        store_usage(&self.dir)
     }
 
     /// Brings the store within its quota (and every store of the user within theirs): evicts
