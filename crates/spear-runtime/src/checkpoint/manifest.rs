@@ -24,7 +24,7 @@ use super::{CheckpointError, EntryState};
 const VERSION: u32 = 1;
 
 /// Largest manifest read back (a turn records at most a few thousand entries).
-const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 /// One recorded entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -226,7 +226,12 @@ pub(crate) fn scan(dir: &Path) -> io::Result<Scanned> {
         if !meta.is_file() {
             continue;
         }
-        let bytes = std::fs::read(entry.path())?;
+        // As a turn is loaded: one over the largest manifest read back is damaged, not read.
+        let bytes = if meta.len() > super::manifest::MAX_MANIFEST_BYTES {
+            Vec::new()
+        } else {
+            std::fs::read(entry.path())?
+        };
         let (id, refs) = match serde_json::from_slice::<Manifest>(&bytes) {
             Ok(m) => {
                 let blobs = m
