@@ -276,11 +276,30 @@ impl Confirmer for TerminalConfirmer {
             .iter()
             .map(spear_core::Capability::as_str)
             .collect();
+        let mut host_config = String::new();
+        for line in spear_tools::host_config_lines(&request.host_config).lines() {
+            host_config.push_str("  ");
+            host_config.push_str(line);
+            host_config.push('\n');
+        }
+        let (head, prompt) = if request.after_run {
+            (
+                "spear: this command ran in the sandbox and wrote host-run configuration there; nothing of it has reached the workspace".to_owned(),
+                "Let these writes reach the workspace? [y/N] ",
+            )
+        } else {
+            (
+                format!(
+                    "spear: this command needs confirmation ({}; {})",
+                    request.class,
+                    make_visible(&request.reason)
+                ),
+                "Run it? [y/N] ",
+            )
+        };
         let _ = write!(
             writer,
-            "spear: this command needs confirmation ({}; {}).\n  capabilities: {}\n{}  command:\n    {}\n{}Run it? [y/N] ",
-            request.class,
-            make_visible(&request.reason),
+            "{head}.\n  capabilities: {}\n{}{host_config}  command:\n    {}\n{}{prompt}",
             caps.join(", "),
             request
                 .setting

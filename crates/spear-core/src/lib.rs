@@ -22,7 +22,7 @@ mod refusal;
 mod result;
 mod view;
 
-pub use assessment::CommandAssessment;
+pub use assessment::{CommandAssessment, HostConfigWrite};
 pub use capability::{Capability, CapabilityPolicy, CapabilitySet, Grant, UnknownCapability};
 pub use change::ChangeKind;
 pub use class::CommandClass;

@@ -41,8 +41,13 @@ pub enum RefusalRule {
     GeneratedFile,
     /// A snapshot or third-party copy; the original should change instead.
     SnapshotCopy,
-    /// An entry that makes other programs run code later, or configures an agent.
+    /// An entry no tool and no command writes: spear's own configuration, one the operator or
+    /// the workspace protects, a repository whose configuration cannot be read.
     ProtectedEntry,
+    /// Host-run configuration (a file a tool on the host runs or obeys without the user asking:
+    /// git's configuration, hooks and includes, editors' tasks, agents' configurations, ...):
+    /// written only with the user's approval, or where the operator allows its entry.
+    HostRunConfig,
     /// A check that could not be made (a file whose header cannot be read): refused, never passed.
     Unverifiable,
     /// The person asked declined.
@@ -106,6 +111,7 @@ impl RefusalRule {
             RefusalRule::GeneratedFile => "generated_file",
             RefusalRule::SnapshotCopy => "snapshot_copy",
             RefusalRule::ProtectedEntry => "protected_entry",
+            RefusalRule::HostRunConfig => "host_run_config",
             RefusalRule::Unverifiable => "unverifiable",
             RefusalRule::Declined => "declined",
             RefusalRule::NoConfirmer => "no_confirmer",
@@ -221,6 +227,17 @@ pub enum Refusal {
         /// The path.
         path: String,
         /// What writing it would let happen.
+        why: String,
+    },
+    /// `path` is host-run configuration of the catalogue entry `entry`; `why` says which tool on
+    /// the host runs or obeys it.
+    HostRunConfig {
+        /// The path.
+        path: String,
+        /// The catalogue entry (`git-hooks`, `vscode`, ...), as `[policy] allow_host_config`
+        /// names it.
+        entry: String,
+        /// What runs or obeys it on the host.
         why: String,
     },
     /// A check of `path` could not be made, for the reason `why`.
@@ -397,6 +414,7 @@ macro_rules! subject_of {
             | Refusal::GeneratedFile { path, .. }
             | Refusal::SnapshotCopy { path, .. }
             | Refusal::ProtectedEntry { path, .. }
+            | Refusal::HostRunConfig { path, .. }
             | Refusal::Unverifiable { path, .. }
             | Refusal::InvalidPath { path, .. } => path,
             Refusal::ToolNotInMode { target, .. } => target,
@@ -497,6 +515,26 @@ impl Refusal {
             path: path.into(),
             why: why.into(),
         }
+    }
+
+    /// `path` is host-run configuration of the catalogue entry `entry`, which `why` says what
+    /// runs or obeys on the host.
+    pub fn host_run_config(
+        path: impl Into<String>,
+        entry: impl Into<String>,
+        why: impl Into<String>,
+    ) -> Self {
+        Refusal::HostRunConfig {
+            path: path.into(),
+            entry: entry.into(),
+            why: why.into(),
+        }
+    }
+
+    /// Whether a person's approval may let the refused write through (host-run configuration),
+    /// where every other rule refuses whatever anyone answers.
+    pub fn is_askable(&self) -> bool {
+        matches!(self, Refusal::HostRunConfig { .. })
     }
 
     /// A check of `path` could not be made, for the reason `why`.
@@ -670,6 +708,7 @@ impl Refusal {
             Refusal::GeneratedFile { .. } => RefusalRule::GeneratedFile,
             Refusal::SnapshotCopy { .. } => RefusalRule::SnapshotCopy,
             Refusal::ProtectedEntry { .. } => RefusalRule::ProtectedEntry,
+            Refusal::HostRunConfig { .. } => RefusalRule::HostRunConfig,
             Refusal::Unverifiable { .. } => RefusalRule::Unverifiable,
             Refusal::Declined { .. } => RefusalRule::Declined,
             Refusal::NoConfirmer { .. } => RefusalRule::NoConfirmer,
@@ -798,6 +837,18 @@ impl Refusal {
                 "`{s}` is protected: {why}. No mode writes it; ask the user to change it if it \
                  must change."
             ),
+            Refusal::HostRunConfig {
+                path: s,
+                entry,
+                why,
+            } => format!(
+                "`{s}` is host-run configuration: {why}, on the host, outside every sandbox. \
+                 spear writes it only when the user approves that write (ASK and AUTO ask, \
+                 through a client that can ask them or `spear approve` in another terminal; SAFE \
+                 writes nothing), or when the operator lists `{entry}` in `[policy] \
+                 allow_host_config`. Nobody approved this write, so it was not made; ask the user \
+                 to make the change if it must be made."
+            ),
             Refusal::Unverifiable { path: s, why } => format!(
                 "spear cannot check `{s}` ({why}), so it is not written. Check the file's \
                  permissions, or write to another path."
@@ -808,9 +859,10 @@ impl Refusal {
                 )
             }
             Refusal::NoConfirmer { what: s } => format!(
-                "`{s}` needs confirmation in ASK mode, and nobody could be asked. Ask the user to \
-                 run spear in AUTO mode (--auto), or from a client that can ask them (an MCP \
-                 client with elicitation)."
+                "`{s}` needs the user's confirmation, and nobody could be asked. Ask the user to \
+                 run spear from a client that can ask them (an MCP client with elicitation), or \
+                 to answer with `spear approve` in another terminal; in ASK mode, AUTO mode \
+                 (--auto) asks only before host-run configuration is written."
             ),
             Refusal::Unapproved { what: s, wait_secs } => format!(
                 "`{s}` needs confirmation in ASK mode; it waited {wait_secs} s for the user to \

@@ -635,6 +635,8 @@ mod tests {
             setting: None,
             escalation: None,
             bound: None,
+            host_config: Vec::new(),
+            after_run: false,
         }
     }
 

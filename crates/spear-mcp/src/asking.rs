@@ -60,6 +60,16 @@ pub fn request_digest(request: &ConfirmRequest) -> [u8; 32] {
             h.update(e.justification.as_bytes());
         }
     }
+    // Attack: an approval of a plain write reused for host-run configuration, or of writes
+    // before a command ran for what it wrote after.
+    h.update([u8::from(request.after_run)]);
+    h.update((request.host_config.len() as u64).to_le_bytes());
+    for w in &request.host_config {
+        for part in [w.path.as_bytes(), w.entry.as_bytes(), w.why.as_bytes()] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+    }
     // Attack: an answer given for the command in one place reused after the place changed (a
     // directory swapped for a link between the input-required round and its answer).
     match &request.bound {
@@ -89,7 +99,20 @@ pub fn question(request: &ConfirmRequest) -> String {
     let warning = spear_tools::hidden_characters_warning(&request.command)
         .map(|w| format!("{w}\n\n"))
         .unwrap_or_default();
+    let host_config = spear_tools::host_config_lines(&request.host_config);
+    if request.after_run {
+        return format!(
+            "spear asks before host-run configuration reaches your workspace. This command ran \
+             in the sandbox and wrote it there; nothing of it has reached your files yet:\n\n{}\n\n\
+             {warning}{host_config}\nAccept to let exactly these writes reach the workspace; \
+             decline and they are kept out (the command's other changes are kept).",
+            spear_tools::confirmation_text(&request.command),
+        );
+    }
     let head = match &request.escalation {
+        None if !request.host_config.is_empty() => {
+            "spear asks before this runs: it writes host-run configuration.".to_owned()
+        }
         None => "spear (ASK mode) asks before this runs:".to_owned(),
         Some(e) => {
             let wider: Vec<&str> = e
@@ -106,7 +129,7 @@ pub fn question(request: &ConfirmRequest) -> String {
         }
     };
     format!(
-        "{head}\n\n{}\n\n{warning}{setting}class: {}\nwhy: {}\n\
+        "{head}\n\n{}\n\n{warning}{setting}{host_config}class: {}\nwhy: {}\n\
          capabilities: {}\n\nAccept to run exactly this; decline and nothing runs.",
         spear_tools::confirmation_text(&request.command),
         request.class.as_str(),
@@ -295,6 +318,8 @@ mod tests {
             setting: None,
             escalation: None,
             bound: None,
+            host_config: Vec::new(),
+            after_run: false,
         }
     }
 
@@ -398,6 +423,46 @@ mod tests {
         let q = question(&asked);
         assert!(q.contains("\nruns: in sub"), "{q}");
         assert!(!q.contains('\u{202e}'), "{q}");
+    }
+
+    /// Host-run configuration is named in the question, with what runs it, before a command runs
+    /// and after it wrote it; an approval of one question is not one of the other (the digest
+    /// holds the writes and which moment it is).
+    #[test]
+    fn host_run_configuration_is_named_and_bound() {
+        let mut asked = request("npx husky init");
+        asked.host_config = vec![spear_core::HostConfigWrite {
+            path: ".husky/pre-commit".into(),
+            entry: "husky".into(),
+            why: "git runs husky's hooks".into(),
+        }];
+        let q = question(&asked);
+        assert!(
+            q.starts_with("spear asks before this runs: it writes host-run"),
+            "{q}"
+        );
+        assert!(
+            q.contains("`.husky/pre-commit` (husky): git runs husky's hooks"),
+            "{q}"
+        );
+        assert!(!q.contains("ASK mode"), "AUTO asks too: {q}");
+        let mut after = asked.clone();
+        after.after_run = true;
+        let q = question(&after);
+        assert!(q.contains("ran in the sandbox and wrote it there"), "{q}");
+        assert!(q.contains(".husky/pre-commit"), "{q}");
+        assert!(q.contains("decline and they are kept out"), "{q}");
+        let plain = request("npx husky init");
+        let digests = [
+            request_digest(&plain),
+            request_digest(&asked),
+            request_digest(&after),
+        ];
+        assert_ne!(digests[0], digests[1]);
+        assert_ne!(digests[1], digests[2]);
+        let mut other = asked.clone();
+        other.host_config[0].path = ".husky/pre-push".into();
+        assert_ne!(request_digest(&other), digests[1]);
     }
 
     #[test]

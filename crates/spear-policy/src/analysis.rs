@@ -8,7 +8,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use spear_core::{Capability, CapabilitySet, CommandAssessment, CommandClass, Refusal};
+use spear_core::{
+    Capability, CapabilitySet, CommandAssessment, CommandClass, HostConfigWrite, Refusal,
+};
 
 use crate::CommandPolicy;
 use crate::shell::word::Arg;
@@ -48,6 +50,8 @@ pub(crate) struct Findings {
     pub private_write: Option<String>,
     pub writes: Vec<PathBuf>,
     pub host_reads: Vec<PathBuf>,
+    /// Host-run configuration among the writes: asked about before the command runs.
+    pub host_config: Vec<HostConfigWrite>,
     pub caps: CapabilitySet,
     pub programs: Vec<String>,
     /// The script's top-level commands, for the executable summary.
@@ -125,6 +129,20 @@ impl<'p> Analysis<'p> {
         }
     }
 
+    /// Records that a known write inside the roots is host-run configuration (`refusal`, an
+    /// askable one): the command runs only if a person approves (ASK and AUTO ask), and its
+    /// commit lets that write through. Any other refusal refuses the command.
+    pub(crate) fn host_config(&mut self, refusal: Refusal) {
+        match HostConfigWrite::of_refusal(&refusal) {
+            Some(write) => {
+                if !self.found.host_config.contains(&write) {
+                    self.found.host_config.push(write);
+                }
+            }
+            None => self.refuse(refusal),
+        }
+    }
+
     /// Records a write that lands in the sandbox's private places (its `/tmp`, `/dev/shm` or
     /// home): it needs no capability, and the host never sees it.
     pub(crate) fn private_write(&mut self, program: &str, path: &Path) {
@@ -179,6 +197,7 @@ impl<'p> Analysis<'p> {
             private_write,
             writes,
             host_reads,
+            host_config,
             mut caps,
             programs,
             runs,
@@ -222,6 +241,7 @@ impl<'p> Analysis<'p> {
             capabilities: caps,
             write_targets: writes,
             host_reads,
+            host_config,
             reason,
             refusal,
             executable: runs.summary(),

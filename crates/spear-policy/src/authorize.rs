@@ -4,7 +4,7 @@
 use spear_core::authority::{Access, AccessKind, AccessPolicy};
 use spear_core::{
     Capability, CapabilityPolicy, CapabilitySet, CommandAssessment, CommandClass, ExecutionMode,
-    Grant, Refusal, ToolResult,
+    Grant, HostConfigWrite, Refusal, ToolResult,
 };
 
 /// What a mode decides for an assessment, before anyone is asked.
@@ -41,6 +41,34 @@ pub struct ConfirmRequest {
     /// it in a place that changed since (a directory swapped between an input-required round
     /// and its answer is another question).
     pub bound: Option<String>,
+    /// Host-run configuration the call writes, each with what runs or obeys it on the host
+    /// (in AUTO, the only reason a call is asked about). Part of what is approved.
+    pub host_config: Vec<HostConfigWrite>,
+    /// Whether the command already ran in the sandbox and the question is whether the
+    /// host-run configuration it wrote there may reach the workspace (none of it has yet).
+    pub after_run: bool,
+}
+
+impl ConfirmRequest {
+    /// The question about `assessment` run as `command` with `capabilities`: its class, its
+    /// reason, and the host-run configuration it is known to write.
+    pub fn for_assessment(
+        assessment: &CommandAssessment,
+        capabilities: CapabilitySet,
+        command: &str,
+    ) -> Self {
+        ConfirmRequest {
+            command: command.to_owned(),
+            class: assessment.class,
+            capabilities,
+            reason: assessment.reason.clone(),
+            setting: None,
+            escalation: None,
+            bound: None,
+            host_config: assessment.host_config.clone(),
+            after_run: false,
+        }
+    }
 }
 
 /// A request to run one command once with capabilities beyond the session's: what it asks for
@@ -128,6 +156,8 @@ impl Authorization {
 ///   sandbox confines what it does.
 /// - ASK confirms anything that may mutate, has unknown effects, or needs a capability the matrix
 ///   marks `confirm` (network, host reads).
+/// - ASK and AUTO confirm a command known to write host-run configuration
+///   ([`CommandAssessment::host_config`]).
 pub fn decide(assessment: &CommandAssessment, policy: CapabilityPolicy, command: &str) -> Decision {
     let subject = summary(command);
     if let Some(r) = &assessment.refusal {
@@ -151,6 +181,12 @@ pub fn decide(assessment: &CommandAssessment, policy: CapabilityPolicy, command:
         && (granted.contains(Capability::WorkspaceWrite)
             || assessment.class >= CommandClass::ShellComplex)
     {
+        confirm = true;
+    }
+    // Host-run configuration is never written silently: AUTO asks as ASK does (SAFE grants no
+    // write, so it denied above). Attack stopped: a hook or an editor task planted for the host
+    // by a mode that runs everything else without asking.
+    if !assessment.host_config.is_empty() {
         confirm = true;
     }
     if confirm {
@@ -200,31 +236,39 @@ pub fn authorize(
         Decision::Deny(r) => Authorization::Denied(r),
         Decision::Confirm(caps) => {
             let Some(confirmer) = confirmer else {
-                return Authorization::Cancelled(Refusal::no_confirmer(summary(command)));
+                return Authorization::Cancelled(unanswered(
+                    assessment,
+                    Refusal::no_confirmer(summary(command)),
+                ));
             };
-            let request = ConfirmRequest {
-                command: command.to_owned(),
-                class: assessment.class,
-                capabilities: caps,
-                reason: assessment.reason.clone(),
-                setting: None,
-                escalation: None,
-                bound: None,
-            };
+            let request = ConfirmRequest::for_assessment(assessment, caps, command);
             match confirmer.confirm(&request) {
                 Confirmation::Approved => Authorization::Granted(caps),
                 // A dismissal is no approval: in ASK it counts as declining.
                 Confirmation::Declined | Confirmation::Dismissed => {
                     Authorization::Denied(Refusal::declined(summary(command)))
                 }
-                Confirmation::Unavailable => {
-                    Authorization::Cancelled(confirmer.unanswered(summary(command)))
-                }
+                Confirmation::Unavailable => Authorization::Cancelled(unanswered(
+                    assessment,
+                    confirmer.unanswered(summary(command)),
+                )),
                 Confirmation::Deferred => {
                     Authorization::Cancelled(Refusal::awaiting_confirmation(summary(command)))
                 }
             }
         }
+    }
+}
+
+/// The refusal of a call nobody could be asked about: for host-run configuration, what it is and
+/// who may let it through (the refusal of its first write), rather than only that nobody
+/// answered; a confirmer's own account (`spear approve` waited and nobody answered) is kept.
+fn unanswered(assessment: &CommandAssessment, refusal: Refusal) -> Refusal {
+    match assessment.host_config.first() {
+        Some(w) if refusal.rule() == spear_core::RefusalRule::NoConfirmer => {
+            Refusal::host_run_config(&w.path, &w.entry, &w.why)
+        }
+        _ => refusal,
     }
 }
 
@@ -343,14 +387,10 @@ pub fn escalation_request(
         justification: justification.to_owned(),
     };
     ConfirmRequest {
-        command: command.to_owned(),
-        class: assessment.class,
-        capabilities: granted,
         // Every confirmer shows the reason: the escalation and its justification come first.
         reason: format!("{}; {}", escalation.reason(), assessment.reason),
-        setting: None,
         escalation: Some(escalation),
-        bound: None,
+        ..ConfirmRequest::for_assessment(assessment, granted, command)
     }
 }
 

@@ -23,7 +23,7 @@ use crate::target_policy::TargetRules;
 ///
 /// [targets]
 /// protect = ["deploy/"]              # more entries no tool may write (a trailing / means a tree)
-/// unprotect = [".vscode/"]           # built-in protected entries to allow again
+/// unprotect = []                     # built-in protected entries to allow again (`.spear/`)
 /// generated = ["gen/"]               # more generated trees
 /// not_generated = []                 # built-in generated trees to allow again
 ///
@@ -32,6 +32,9 @@ use crate::target_policy::TargetRules;
 ///
 /// [sandbox]
 /// require = ["resource_limits"]      # guarantees every command must get, or it does not run
+///
+/// [policy]
+/// allow_host_config = ["vscode"]     # host-run configuration written without asking
 ///
 /// [web]                              # see crate::web for every key
 /// enabled = true                     # fetch_url and search_internet (the default)
@@ -75,6 +78,20 @@ pub struct OperatorConfig {
     /// floor) ([`crate::quotas`]).
     #[serde(default)]
     pub state: crate::quotas::OperatorState,
+    /// `[policy]`: what the operator lets through without asking.
+    #[serde(default)]
+    pub policy: OperatorPolicy,
+}
+
+/// `[policy]` of the operator's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorPolicy {
+    /// Host-run configuration entries ([`crate::host_config::CATALOGUE`] ids: `vscode`,
+    /// `git-hooks`, ...) that are written without asking. Every other write to host-run
+    /// configuration is asked about in ASK and AUTO. An unknown id is a configuration error.
+    #[serde(default)]
+    pub allow_host_config: Vec<String>,
 }
 
 /// `[sandbox]` of the operator's configuration, and of the workspace's policy file (which can
@@ -193,6 +210,29 @@ pub enum ConfigError {
 }
 
 impl OperatorConfig {
+    /// Checks what the decision layer's part of the file names: every `[policy]
+    /// allow_host_config` id is a catalogue entry, and `[targets] unprotect` names no host-run
+    /// configuration (which is allowed by `[policy] allow_host_config`, and no longer a
+    /// protected entry). Called at startup: a file that does not say what the operator meant is
+    /// refused before anything runs.
+    pub fn check_policy(&self) -> Result<(), String> {
+        crate::host_config::check_allowed(&self.policy.allow_host_config)?;
+        for name in &self.targets.unprotect {
+            let rel = Path::new(name);
+            let entry = crate::host_config::by_name(rel, false)
+                .map(|e| e.id)
+                .or_else(|| crate::git_layout::control_by_name(rel).map(|i| i.entry));
+            if let Some(entry) = entry {
+                return Err(format!(
+                    "`{name}` in [targets] unprotect is host-run configuration (entry `{entry}`), \
+                     which spear asks about rather than refuses; to let it be written without \
+                     asking, list `{entry}` in [policy] allow_host_config instead"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Parses the text of an operator configuration file.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         toml::from_str(text).map_err(|e| ConfigError::Parse {
@@ -289,6 +329,9 @@ pub struct PolicyConfig {
     /// The operator's `XDG_CONFIG_HOME` (absolute, or `None`): where git's global configuration
     /// may live besides `~/.gitconfig`, for [`crate::GitIndirections`].
     pub xdg_config_home: Option<PathBuf>,
+    /// Host-run configuration entries written without asking (the operator's `[policy]
+    /// allow_host_config`, checked).
+    pub allow_host_config: Vec<String>,
 }
 
 impl PolicyConfig {
@@ -302,6 +345,7 @@ impl PolicyConfig {
             required: GuaranteeSet::EMPTY,
             state_dir: None,
             xdg_config_home: None,
+            allow_host_config: Vec::new(),
         }
     }
 
@@ -314,6 +358,8 @@ impl PolicyConfig {
             self.targets
                 .adjusted(&t.protect, &t.unprotect, &t.generated, &t.not_generated);
         self.required = self.required.union(operator.sandbox.require);
+        self.allow_host_config
+            .clone_from(&operator.policy.allow_host_config);
         self
     }
 
@@ -355,22 +401,54 @@ mod tests {
         let cfg = PolicyConfig::new(None).with_workspace(&f);
         assert!(cfg.targets.check(Path::new("deploy/prod.yaml")).is_err());
         assert!(
-            cfg.targets.check(Path::new(".envrc")).is_err(),
+            cfg.targets.check(Path::new(".spear/policy.toml")).is_err(),
             "built-ins stay"
+        );
+        assert!(
+            WorkspacePolicyFile::parse(
+                "[policy]\nallow_host_config = [\"vscode\"]\n",
+                Path::new("p")
+            )
+            .is_err(),
+            "only the operator lets host-run configuration through"
         );
     }
 
     #[test]
     fn operator_can_unprotect() {
-        let op = OperatorConfig::parse("[targets]\nunprotect = [\".vscode/\"]\n", Path::new("c"))
+        let op = OperatorConfig::parse("[targets]\nunprotect = [\".spear/\"]\n", Path::new("c"))
             .unwrap();
+        assert_eq!(op.check_policy(), Ok(()));
         let cfg = PolicyConfig::new(None).with_operator(&op);
-        assert!(
-            cfg.targets
-                .check(Path::new(".vscode/settings.json"))
-                .is_ok()
-        );
-        assert!(cfg.targets.check(Path::new(".idea/x.xml")).is_err());
+        assert!(cfg.targets.check(Path::new(".spear/policy.toml")).is_ok());
+    }
+
+    /// Host-run configuration is let through by its catalogue id in `[policy]`, never by
+    /// `[targets] unprotect` (which would have meant "allow without asking" before it was asked
+    /// about); an unknown id is refused at startup with the known ones.
+    #[test]
+    fn host_run_configuration_is_allowed_by_its_entry() {
+        let op = OperatorConfig::parse(
+            "[policy]\nallow_host_config = [\"vscode\", \"git-hooks\"]\n",
+            Path::new("c"),
+        )
+        .unwrap();
+        assert_eq!(op.check_policy(), Ok(()));
+        let cfg = PolicyConfig::new(None).with_operator(&op);
+        assert_eq!(cfg.allow_host_config, vec!["vscode", "git-hooks"]);
+        for (text, says) in [
+            ("[policy]\nallow_host_config = [\"vs-code\"]\n", "vs-code"),
+            (
+                "[targets]\nunprotect = [\".vscode/\"]\n",
+                "allow_host_config",
+            ),
+            ("[targets]\nunprotect = [\".git/hooks/\"]\n", "git-hooks"),
+            ("[targets]\nunprotect = [\".envrc\"]\n", "direnv"),
+        ] {
+            let op = OperatorConfig::parse(text, Path::new("c")).unwrap();
+            let e = op.check_policy().unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! git to another directory where it would read them, by whatever name it is reached
 //! (`git help gitrepository-layout`).
 //!
-//! A change is refused when it touches:
+//! A change is host-run configuration (entries `git-config`, `git-hooks`, `git-include` and
+//! `git-program` of [`crate::host_config`]: never written without a person's approval, unless
+//! the operator allows the entry) when it touches:
 //! 1. by its own name, in any `.git` directory: `config`, `config.worktree`, `commondir`, `gitdir`,
 //!    `hooks/`; the same files of every linked worktree (`.git/worktrees/<id>/...`) and of every
 //!    submodule (`.git/modules/<name>/...`, at any depth); and a `.git` that is not a directory (a
@@ -11,14 +13,22 @@
 //!    `objects/` or `commondir`: a bare repository, or one with an unusual name), and the
 //!    `HEAD`, `objects` or `refs` that would make git take a directory already holding a `config`
 //!    or `hooks` for one;
-//! 3. what the host's own repositories send git to, read from the host before the change: the
+//! 3. what the host's repositories and the user's configuration send git to, read from the host
+//!    before the change: every file a configuration includes (`include.path`, `includeIf.*.path`
+//!    whatever the condition, transitively, whether it exists yet or not: git reads it as
+//!    configuration, so a `core.fsmonitor` written there runs on the next `git status`), the
 //!    hooks directory and configuration files when they are links (`.git/hooks -> ../.githooks`:
-//!    the target is protected as well as the name), the directory `core.hooksPath` names (husky's
-//!    `.husky/`, lefthook), and the programs the configuration names by a path (`core.fsmonitor`,
-//!    `core.pager`, filter and diff drivers, aliases that run a shell command, ...). Every
-//!    repository that contains the change counts, inside or above the workspace, with system,
-//!    global and repository configuration and their includes;
+//!    the target is host-run as well as the name), the directory `core.hooksPath` names (and, in
+//!    husky's layout `<dir>/_`, the `<dir>` whose files its stubs run), and the programs the
+//!    configuration names by a path (`core.fsmonitor`, `core.pager`, filter and diff drivers,
+//!    aliases that run a shell command, ...). Every repository that contains the change counts,
+//!    inside or above the workspace, with system, global and repository configuration; what the
+//!    system's and the user's configuration name counts for every path, in a repository or not,
+//!    and their relative names under every repository the command leaves (one it makes too);
 //! 4. for a link the command creates, what it points at, judged as if it were written there.
+//!
+//! A repository whose `.git` or configuration cannot be read is refused whole (a protected entry,
+//! whatever anyone answers): what git would run there cannot be known.
 //!
 //! Ordinary git work keeps working: objects, refs, the index, `HEAD`, logs, `ORIG_HEAD`,
 //! `COMMIT_EDITMSG`, `info/exclude` and everything else git writes during commit, checkout, merge,
@@ -295,8 +305,23 @@ fn key_matches(pattern: &str, name: &str, sub: bool, key: &str) -> bool {
     }
 }
 
+/// One of git's indirections a path is: the host-run configuration entry it belongs to
+/// (`git-config` or `git-hooks`, see [`crate::host_config`]) and what git does with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Indirection {
+    /// The catalogue entry.
+    pub entry: &'static str,
+    /// What git does with it.
+    pub why: &'static str,
+}
+
+const HOOKS: Indirection = Indirection {
+    entry: "git-hooks",
+    why: "git runs the hooks in it",
+};
+
 /// Why git would read a path as configuration or hooks, from its own components (rule 1).
-pub fn control_by_name(rel: &Path) -> Option<&'static str> {
+pub fn control_by_name(rel: &Path) -> Option<Indirection> {
     let parts: Vec<&OsStr> = rel
         .components()
         .filter_map(|c| match c {
@@ -313,16 +338,23 @@ pub fn control_by_name(rel: &Path) -> Option<&'static str> {
             continue;
         };
         if is(first, "hooks") {
-            return Some("git runs the hooks in it");
+            return Some(HOOKS);
         }
         if CONTROL_FILES.iter().any(|f| is(first, f)) {
             return Some(control_reason(first));
         }
         if is(first, "worktrees")
             && let Some(third) = tail.get(2)
-            && (is(third, "hooks") || CONTROL_FILES.iter().any(|f| is(third, f)))
         {
-            return Some("git reads it for a linked worktree, which may lie outside the workspace");
+            if is(third, "hooks") {
+                return Some(HOOKS);
+            }
+            if CONTROL_FILES.iter().any(|f| is(third, f)) {
+                return Some(Indirection {
+                    entry: "git-config",
+                    why: "git reads it for a linked worktree, which may lie outside the workspace",
+                });
+            }
         }
         if is(first, "modules")
             && let Some(hit) = tail
@@ -330,18 +362,30 @@ pub fn control_by_name(rel: &Path) -> Option<&'static str> {
                 .skip(2)
                 .find(|p| is(p, "hooks") || CONTROL_FILES.iter().any(|f| is(p, f)))
         {
-            let _ = hit;
-            return Some("git reads it for a submodule");
+            return Some(Indirection {
+                entry: if is(hit, "hooks") {
+                    "git-hooks"
+                } else {
+                    "git-config"
+                },
+                why: "git reads it for a submodule",
+            });
         }
     }
     None
 }
 
-fn control_reason(name: &OsStr) -> &'static str {
+fn control_reason(name: &OsStr) -> Indirection {
     if is(name, "commondir") || is(name, "gitdir") {
-        "it sends git to another directory, whose configuration and hooks git then uses"
+        Indirection {
+            entry: "git-config",
+            why: "it sends git to another directory, whose configuration and hooks git then uses",
+        }
     } else {
-        "git reads it on every command, and it can name programs to run"
+        Indirection {
+            entry: "git-config",
+            why: "git reads it on every command, and it can name programs to run",
+        }
     }
 }
 
@@ -363,23 +407,49 @@ fn is_git_dir(view: &dyn TreeView, dir: &Location) -> bool {
         || view.kind(&at("commondir")).is_some())
 }
 
-/// A place the host's repositories make git read or run, and why.
+/// A place the host's repositories (or the user's configuration) make git read or run, and why.
 #[derive(Debug, Clone)]
 struct Control {
     path: PathBuf,
+    /// The host-run configuration entry; `None`: refused whatever anyone answers (what git would
+    /// run there cannot be known).
+    entry: Option<&'static str>,
     why: &'static str,
 }
 
-/// Why a place the configuration names is protected.
-const NAMED_BY_CONFIG: &str =
-    "the repository's configuration sends git to it: it holds hooks or programs git runs";
+/// Why a place the configuration names as a program is host-run.
+const NAMED_BY_CONFIG: &str = "git's configuration names it as a program git runs";
 
-/// Why a repository's own hooks directory and configuration files are protected.
-const OWN_FILE: &str =
-    "it is the repository's own hooks directory or configuration, which git reads and runs";
+/// Why the directory `core.hooksPath` names is host-run.
+const HOOKS_PATH: &str = "git's configuration (`core.hooksPath`) makes it the hooks directory, and git runs the hooks in it";
+
+/// Why a file a configuration includes is host-run.
+const INCLUDED: &str = "git's configuration includes it (`include.path` or `includeIf`), so git reads it as configuration on every command, and it can name programs to run";
+
+/// Why a repository's own configuration files are host-run.
+const OWN_CONFIG: &str = "it is the repository's own configuration, which git reads on every command and which can name programs to run";
+
+/// Why a repository's own hooks directory is host-run.
+const OWN_HOOKS: &str = "it is the repository's own hooks directory, and git runs the hooks in it";
 
 /// Why everything in a repository whose configuration cannot be read is protected.
-const UNREADABLE: &str = "it lies in a repository whose `.git` or configuration cannot be read, so      what git would run cannot be known; make them readable by the user running spear";
+const UNREADABLE: &str = "it lies in a repository whose `.git` or configuration cannot be read, so what git would run cannot be known; make them readable by the user running spear";
+
+/// How deep git follows includes (git's own limit).
+const MAX_INCLUDE_DEPTH: usize = 10;
+
+/// What the system's and the user's configuration make git read or run, for every repository.
+#[derive(Debug, Default)]
+struct Global {
+    /// Places by their absolute path: included files, programs named by an absolute or `~/`
+    /// path.
+    controls: Vec<Control>,
+    /// Places relative to each repository's worktree: programs and `core.hooksPath` named by a
+    /// relative path.
+    relative: Vec<(String, &'static str, &'static str)>,
+    /// The configuration exists and cannot be read or parsed.
+    unreadable: bool,
+}
 
 /// The configuration and hooks of the host's repositories, read once per judge.
 #[derive(Debug)]
@@ -387,25 +457,39 @@ pub struct GitIndirections {
     home: Option<PathBuf>,
     xdg_config: Option<PathBuf>,
     system_config: PathBuf,
+    /// Entries the operator lets through without asking (`[policy] allow_host_config`).
+    allowed: Vec<String>,
     /// Per directory: the control paths of every repository whose worktree holds it.
     repos: Mutex<HashMap<PathBuf, Arc<Vec<Control>>>>,
+    global: std::sync::OnceLock<Global>,
 }
 
 impl GitIndirections {
     /// A judge that reads the user's global configuration under `home` (and `xdg_config`, else
-    /// `home/.config`) and the system's `/etc/gitconfig`.
-    pub fn new(home: Option<PathBuf>, xdg_config: Option<PathBuf>) -> Self {
+    /// `home/.config`) and the system's `/etc/gitconfig`, and lets through without asking the
+    /// host-run configuration entries in `allowed`.
+    pub fn new(home: Option<PathBuf>, xdg_config: Option<PathBuf>, allowed: Vec<String>) -> Self {
         GitIndirections {
             home,
             xdg_config,
             system_config: PathBuf::from("/etc/gitconfig"),
+            allowed,
             repos: Mutex::new(HashMap::new()),
+            global: std::sync::OnceLock::new(),
         }
     }
 
+    /// The host-run refusal of `shown` for `entry`, or `None` when the operator allows it.
+    fn host_run(&self, shown: &str, entry: &'static str, why: &str) -> Option<Refusal> {
+        (!self.allowed.iter().any(|a| a == entry))
+            .then(|| Refusal::host_run_config(shown, entry, why))
+    }
+
     /// Refuses `change` at `loc` when it touches one of git's indirections (see the module's
-    /// doc). `view` shows the workspace as it will be (the staged changes over the host), `host`
-    /// as it is (the same view for a change that is not staged).
+    /// doc): a host-run configuration refusal ([`Refusal::is_askable`]: a person's approval may
+    /// let it through) unless the operator allows its entry, or a protected-entry refusal where
+    /// what git would run cannot be known. `view` shows the workspace as it will be (the staged
+    /// changes over the host), `host` as it is (the same view for a change that is not staged).
     pub fn check(
         &self,
         ws: &Workspace,
@@ -414,74 +498,162 @@ impl GitIndirections {
         loc: &Location,
         change: ChangeKind<'_>,
     ) -> Result<(), Refusal> {
-        let shown = ws.label(loc);
         let inert = is_inert(view, host, loc, change);
+        self.judge(ws, view, host, loc, change, inert)
+    }
+
+    /// [`GitIndirections::check`] for a file about to be written whose content is not known yet
+    /// (a redirection, a file tool's write judged before it is made): nothing is inert, so a
+    /// repository's configuration is host-run whatever it holds now.
+    pub fn check_unknown_write(
+        &self,
+        ws: &Workspace,
+        host: &dyn TreeView,
+        loc: &Location,
+    ) -> Result<(), Refusal> {
+        self.judge(ws, host, host, loc, ChangeKind::File, false)
+    }
+
+    fn judge(
+        &self,
+        ws: &Workspace,
+        view: &dyn TreeView,
+        host: &dyn TreeView,
+        loc: &Location,
+        change: ChangeKind<'_>,
+        inert: bool,
+    ) -> Result<(), Refusal> {
+        let shown = ws.label(loc);
+        let refuse = |ind: Indirection| match self.host_run(&shown, ind.entry, ind.why) {
+            Some(r) => Err(r),
+            None => Ok(()),
+        };
         // Rule 1, by name (a hooks directory being made included).
-        if !inert && let Some(why) = control_by_name(&loc.rel) {
-            return Err(Refusal::protected_entry(shown, why));
+        if !inert && let Some(ind) = control_by_name(&loc.rel) {
+            refuse(ind)?;
         }
         if let (Some(leaf), ChangeKind::File | ChangeKind::Symlink { .. }) =
             (loc.rel.file_name(), change)
             && is(leaf, ".git")
         {
-            return Err(Refusal::protected_entry(
-                shown,
-                "a `.git` that is not a directory sends git to another repository, whose configuration and hooks git then uses",
-            ));
+            refuse(Indirection {
+                entry: "git-config",
+                why: "a `.git` that is not a directory sends git to another repository, whose configuration and hooks git then uses",
+            })?;
         }
         // Rule 2, by what the view shows around it.
-        if !inert && let Some(why) = in_other_git_dir(view, host, loc, change) {
-            return Err(Refusal::protected_entry(shown, why));
+        if !inert && let Some(ind) = in_other_git_dir(view, host, loc, change) {
+            refuse(ind)?;
         }
-        // Rule 3, what the host's repositories name. A configuration file rewritten with inert
-        // entries only is judged by its content, not by being the repository's own file.
+        // Rule 3, what the host's repositories and the user's configuration name. A
+        // configuration file rewritten with inert entries only is judged by its content, not by
+        // being the repository's own file.
         let own_config = inert && matches!(change, ChangeKind::File);
-        if let Some(why) = self.named_by_host(ws, loc, own_config) {
-            return Err(Refusal::protected_entry(shown, why));
+        for control in self.named_by_host(ws, view, loc, own_config) {
+            match control.entry {
+                None => return Err(Refusal::protected_entry(shown, control.why)),
+                Some(entry) => {
+                    if let Some(r) = self.host_run(&shown, entry, control.why) {
+                        return Err(r);
+                    }
+                }
+            }
         }
         // Rule 4, a link judged by where it points.
         if let ChangeKind::Symlink { target } = change
             && let Some(pointed) = link_destination(ws, loc, target)
         {
-            let through = self.check(ws, view, host, &pointed, ChangeKind::File);
-            if let Err(r) = through {
-                return Err(Refusal::protected_entry(
-                    shown,
-                    format!(
-                        "it is a link to {}, and {}",
-                        ws.label(&pointed),
-                        r.message()
-                    ),
-                ));
+            let through = self.judge(ws, view, host, &pointed, ChangeKind::File, false);
+            match through {
+                Err(Refusal::HostRunConfig { entry, why, .. }) => {
+                    return Err(Refusal::host_run_config(
+                        shown,
+                        entry,
+                        format!("it is a link to {}, and {why}", ws.label(&pointed)),
+                    ));
+                }
+                Err(r) => {
+                    return Err(Refusal::protected_entry(
+                        shown,
+                        format!(
+                            "it is a link to {}, and {}",
+                            ws.label(&pointed),
+                            r.message()
+                        ),
+                    ));
+                }
+                Ok(()) => {}
             }
         }
         Ok(())
     }
 
-    /// Rule 3: the control paths of every host repository whose worktree holds `loc`.
-    /// `own_config`: the change is an inert rewrite of a configuration file, so the repository's
-    /// own files at exactly this path do not refuse it (what the configuration names still does).
+    /// Rule 3: the controls that hold `loc`: those of every host repository whose worktree
+    /// holds it, those the user's and the system's configuration name, and the relative ones of
+    /// that configuration under every repository `view` shows around it (one the command is
+    /// making included). `own_config`: the change is an inert rewrite of a configuration file,
+    /// so the repository's own files at exactly this path do not count (what the configuration
+    /// names still does). Hard controls (`entry` `None`) first.
     fn named_by_host(
         &self,
         ws: &Workspace,
+        view: &dyn TreeView,
         loc: &Location,
         own_config: bool,
-    ) -> Option<&'static str> {
+    ) -> Vec<Control> {
         let host = ws.host_path(loc);
-        let parent = host.parent()?;
+        let Some(parent) = host.parent() else {
+            return Vec::new();
+        };
         let real = parent
             .canonicalize()
             .ok()
             .and_then(|p| host.file_name().map(|n| p.join(n)));
+        let holds = |c: &Control| {
+            host.starts_with(&c.path) || real.as_ref().is_some_and(|r| r.starts_with(&c.path))
+        };
         let this_file = |c: &Control| {
             own_config
-                && c.why == OWN_FILE
+                && c.why == OWN_CONFIG
                 && (c.path == host || real.as_ref().is_some_and(|r| c.path == *r))
         };
-        self.controls_above(parent)
+        let global = self.global();
+        let mut found: Vec<Control> = self
+            .controls_above(parent)
             .iter()
-            .find(|control| host.starts_with(&control.path) && !this_file(control))
-            .map(|control| control.why)
+            .chain(&global.controls)
+            .filter(|c| holds(c) && !this_file(c))
+            .cloned()
+            .collect();
+        // The user's relative programs and hooks directory, under every repository around `loc`
+        // as the command leaves the workspace.
+        if !global.relative.is_empty() {
+            let mut dir = loc.rel.parent();
+            while let Some(d) = dir {
+                let git = Location {
+                    root: loc.root,
+                    rel: d.join(".git"),
+                };
+                if view.kind(&git).is_some() {
+                    for (path, entry, why) in &global.relative {
+                        let named = normalise(&d.join(path));
+                        if loc.rel.starts_with(&named) {
+                            found.push(Control {
+                                path: ws.host_path(&Location {
+                                    root: loc.root,
+                                    rel: named,
+                                }),
+                                entry: Some(entry),
+                                why,
+                            });
+                        }
+                    }
+                }
+                dir = d.parent();
+            }
+        }
+        found.sort_by_key(|c| c.entry.is_some());
+        found
     }
 
     /// The control paths of every repository whose worktree holds `dir` (`dir` itself or one of
@@ -507,6 +679,66 @@ impl GitIndirections {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The system's and the user's configuration files, in git's order.
+    fn global_configs(&self) -> Vec<PathBuf> {
+        let mut configs = vec![self.system_config.clone()];
+        if let Some(home) = &self.home {
+            configs.push(home.join(".gitconfig"));
+        }
+        if let Some(x) = self
+            .xdg_config
+            .clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join(".config")))
+        {
+            configs.push(x.join("git/config"));
+        }
+        configs
+    }
+
+    /// What the system's and the user's configuration name, read once.
+    fn global(&self) -> &Global {
+        self.global.get_or_init(|| {
+            let Ok(closure) = config_closure(&self.global_configs(), self.home.as_deref()) else {
+                return Global {
+                    unreadable: true,
+                    ..Global::default()
+                };
+            };
+            let mut global = Global::default();
+            let mut absolute = Vec::new();
+            for include in &closure.includes {
+                push_spellings(&mut absolute, include);
+            }
+            global
+                .controls
+                .extend(absolute.into_iter().map(|path| Control {
+                    path,
+                    entry: Some("git-include"),
+                    why: INCLUDED,
+                }));
+            for named in closure.programs() {
+                let (entry, why) = named.entry_and_why();
+                if named.path.starts_with('/') || named.path.starts_with("~/") {
+                    let mut paths = Vec::new();
+                    push_spellings(
+                        &mut paths,
+                        &expand(&named.path, self.home.as_deref(), Path::new("/")),
+                    );
+                    global
+                        .controls
+                        .extend(paths.into_iter().map(|path| Control {
+                            path,
+                            entry: Some(entry),
+                            why,
+                        }));
+                } else {
+                    global.relative.push((named.path, entry, why));
+                }
+            }
+            global
+        })
+    }
+
     /// The controls of the repository whose worktree is `worktree`, if it holds a `.git`.
     ///
     /// Fails closed: a `.git` or a configuration that exists and cannot be read or parsed makes
@@ -519,6 +751,7 @@ impl GitIndirections {
         let unreadable = || {
             vec![Control {
                 path: worktree.to_path_buf(),
+                entry: None,
                 why: UNREADABLE,
             }]
         };
@@ -536,98 +769,184 @@ impl GitIndirections {
         let common = std::fs::read_to_string(git_dir.join("commondir"))
             .ok()
             .map_or_else(|| git_dir.clone(), |c| git_dir.join(c.trim()));
-        let mut own = Vec::new();
-        for base in [&git_dir, &common] {
-            for name in ["hooks", "config", "config.worktree", "commondir"] {
-                push_spellings(&mut own, &base.join(name));
+        let mut controls = Vec::new();
+        let mut own = |names: &[&str], why: &'static str, entry: &'static str| {
+            let mut paths = Vec::new();
+            for base in [&git_dir, &common] {
+                for name in names {
+                    push_spellings(&mut paths, &base.join(name));
+                }
             }
+            controls.extend(paths.into_iter().map(|path| Control {
+                path,
+                entry: Some(entry),
+                why,
+            }));
+        };
+        own(&["hooks"], OWN_HOOKS, "git-hooks");
+        own(
+            &["config", "config.worktree", "commondir"],
+            OWN_CONFIG,
+            "git-config",
+        );
+        let global = self.global();
+        if global.unreadable {
+            return unreadable();
         }
-        let mut paths = Vec::new();
-        let mut configs = vec![self.system_config.clone()];
-        if let Some(home) = &self.home {
-            configs.push(home.join(".gitconfig"));
-        }
-        if let Some(x) = self
-            .xdg_config
-            .clone()
-            .or_else(|| self.home.as_ref().map(|h| h.join(".config")))
-        {
-            configs.push(x.join("git/config"));
-        }
-        configs.push(common.join("config"));
-        configs.push(git_dir.join("config.worktree"));
-        let Ok(programs) = self.programs(&configs, &git_dir) else {
+        let repo_configs = [common.join("config"), git_dir.join("config.worktree")];
+        let Ok(closure) = config_closure(&repo_configs, self.home.as_deref()) else {
             return unreadable();
         };
-        for program in programs {
-            let path = expand(&program, self.home.as_deref(), worktree);
-            push_spellings(&mut paths, &path);
+        let mut included = Vec::new();
+        for include in &closure.includes {
+            push_spellings(&mut included, include);
         }
-        own.into_iter()
-            .map(|path| Control {
-                path,
-                why: OWN_FILE,
+        controls.extend(included.into_iter().map(|path| Control {
+            path,
+            entry: Some("git-include"),
+            why: INCLUDED,
+        }));
+        let named = closure
+            .programs()
+            .into_iter()
+            .map(|n| {
+                let (entry, why) = n.entry_and_why();
+                (n.path, entry, why)
             })
-            .chain(paths.into_iter().map(|path| Control {
+            .chain(global.relative.iter().cloned());
+        for (program, entry, why) in named {
+            let mut paths = Vec::new();
+            push_spellings(
+                &mut paths,
+                &expand(&program, self.home.as_deref(), worktree),
+            );
+            controls.extend(paths.into_iter().map(|path| Control {
                 path,
-                why: NAMED_BY_CONFIG,
-            }))
-            .collect()
+                entry: Some(entry),
+                why,
+            }));
+        }
+        controls
     }
+}
 
-    /// The paths named by program-valued keys (and `core.hooksPath`) in `configs`, includes
-    /// followed.
-    /// A configuration that exists and cannot be read or parsed is an error (the caller fails
-    /// closed); an include that names no file is skipped, as git skips it.
-    fn programs(&self, configs: &[PathBuf], git_dir: &Path) -> Result<Vec<String>, ()> {
-        let metas: Vec<gix_config::file::Metadata> = configs
-            .iter()
-            .filter(|p| std::fs::symlink_metadata(p).is_ok())
-            .map(|p| gix_config::file::Metadata::try_from_path(p, gix_config::Source::Local))
-            .collect::<Result<_, _>>()
-            .map_err(|_| ())?;
-        let mut includes = gix_config::file::includes::Options::follow(
-            gix_config::path::interpolate::Context {
-                home_dir: self.home.as_deref(),
-                ..Default::default()
-            },
-            gix_config::file::includes::conditional::Context {
-                git_dir: Some(git_dir),
-                branch_name: None,
-            },
-        );
-        includes.err_on_missing_config_path = false;
-        let options = gix_config::file::init::Options {
-            includes,
-            lossy: true,
-            ..Default::default()
-        };
-        let Some(file) = gix_config::File::from_paths_metadata(metas, options).map_err(|_| ())?
-        else {
-            return Ok(Vec::new());
-        };
+/// A path a configuration names as a program, or as the hooks directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Named {
+    path: String,
+    hooks_dir: bool,
+}
+
+impl Named {
+    fn entry_and_why(&self) -> (&'static str, &'static str) {
+        if self.hooks_dir {
+            ("git-hooks", HOOKS_PATH)
+        } else {
+            ("git-program", NAMED_BY_CONFIG)
+        }
+    }
+}
+
+/// Configuration files and everything they include, transitively.
+#[derive(Debug, Default)]
+struct Closure {
+    /// The entries of every file that exists, includes not followed (each file once).
+    entries: Vec<Entry>,
+    /// Every file an include names, whatever its condition, whether it exists or not (absolute,
+    /// as git resolves it: `~/` under home, relative to the including file's directory).
+    includes: Vec<PathBuf>,
+}
+
+impl Closure {
+    /// The paths program-valued keys (and `core.hooksPath`) name.
+    fn programs(&self) -> Vec<Named> {
         let mut out = Vec::new();
-        for section in file.sections() {
-            let name = section.header().name().to_string().to_ascii_lowercase();
-            let sub = section.header().subsection_name().is_some();
-            for key in section.body().value_names() {
-                let key = key.to_ascii_lowercase();
-                let wanted = PROGRAM_KEYS
-                    .iter()
-                    .any(|k| key_matches(k, &name, sub, &key));
-                if !wanted {
-                    continue;
-                }
-                for value in section.body().values(&key) {
-                    let text = value.to_string();
-                    if let Some(word) = first_path_word(&text, key == "hookspath") {
-                        out.push(word);
-                    }
+        for (name, sub, key, value) in &self.entries {
+            let wanted = PROGRAM_KEYS
+                .iter()
+                .any(|k| key_matches(k, name, sub.is_some(), key));
+            if !wanted {
+                continue;
+            }
+            let hooks_dir = name == "core" && sub.is_none() && key == "hookspath";
+            let Some(word) = first_path_word(value, hooks_dir) else {
+                continue;
+            };
+            // husky's layout: `core.hooksPath = <dir>/_`, whose stubs run `<dir>/<hook>`; the
+            // hooks are the parent's files, however the directory is named.
+            let husky_parent = hooks_dir
+                .then(|| {
+                    word.trim_end_matches('/')
+                        .strip_suffix("/_")
+                        .map(str::to_owned)
+                })
+                .flatten();
+            for path in std::iter::once(word).chain(husky_parent) {
+                let named = Named { path, hooks_dir };
+                if !out.contains(&named) {
+                    out.push(named);
                 }
             }
         }
-        Ok(out)
+        out
     }
+}
+
+/// Reads `configs` and follows their includes (every `include.path` and `includeIf.*.path`,
+/// whatever the condition: a condition can become true later, on another branch or in another
+/// directory), up to git's depth. A file that does not exist is skipped, as git skips it; one
+/// that exists and cannot be read or parsed is an error (the caller fails closed).
+fn config_closure(configs: &[PathBuf], home: Option<&Path>) -> Result<Closure, ()> {
+    let mut closure = Closure::default();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut queue: Vec<(PathBuf, usize)> = configs.iter().map(|c| (c.clone(), 0)).collect();
+    while let Some((file, depth)) = queue.pop() {
+        if seen.contains(&file) {
+            continue;
+        }
+        seen.push(file.clone());
+        let bytes = match std::fs::read(&file) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => continue,
+            Err(_) => return Err(()),
+        };
+        let entries = config_entries(&bytes).ok_or(())?;
+        let dir = file.parent().unwrap_or(Path::new("/"));
+        for (name, _, key, value) in &entries {
+            if (name == "include" || name == "includeif") && key == "path" {
+                let Some(target) = include_target(value, dir, home) else {
+                    continue;
+                };
+                if !closure.includes.contains(&target) {
+                    closure.includes.push(target.clone());
+                }
+                if depth < MAX_INCLUDE_DEPTH {
+                    queue.push((target, depth + 1));
+                }
+            }
+        }
+        closure.entries.extend(entries);
+    }
+    Ok(closure)
+}
+
+/// Where an include's `path` sends git (`git help config`, "Includes"): `~/` under home, a
+/// relative path from the directory of the file that holds the include. `:(optional)` is
+/// dropped. `None` for what cannot be placed (`%(prefix)/`, `~user/`, an empty value).
+fn include_target(value: &str, dir: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let v = value.trim();
+    let v = v.strip_prefix(":(optional)").unwrap_or(v);
+    if v.is_empty() || v.starts_with("%(prefix)") {
+        return None;
+    }
+    if let Some(rest) = v.strip_prefix("~/") {
+        return home.map(|h| normalise(&h.join(rest)));
+    }
+    if v.starts_with('~') {
+        return None;
+    }
+    Some(normalise(&dir.join(v)))
 }
 
 /// Whether `change` puts something git reads but that cannot make it run anything: a
@@ -676,7 +995,7 @@ fn in_other_git_dir(
     host: &dyn TreeView,
     loc: &Location,
     change: ChangeKind<'_>,
-) -> Option<&'static str> {
+) -> Option<Indirection> {
     let parts: Vec<&OsStr> = loc
         .rel
         .components()
@@ -697,7 +1016,7 @@ fn in_other_git_dir(
     if let Some(k) = parts.iter().position(|p| is(p, "hooks"))
         && is_git_dir(view, &dir_of(k))
     {
-        return Some("git runs the hooks in it");
+        return Some(HOOKS);
     }
     let makes_repo = ["HEAD", "objects", "refs", "commondir"]
         .iter()
@@ -712,9 +1031,10 @@ fn in_other_git_dir(
             .is_some()
         };
         if (holds("config") || holds("hooks")) && !is_git_dir(host, &dir) {
-            return Some(
-                "it would make git take a directory that already holds a configuration or hooks for a repository",
-            );
+            return Some(Indirection {
+                entry: "git-config",
+                why: "it would make git take a directory that already holds a configuration or hooks for a repository",
+            });
         }
     }
     None
@@ -939,7 +1259,7 @@ mod tests {
         };
         let judge = |config: &str| {
             std::fs::write(root.join(".git/config"), config).unwrap();
-            GitIndirections::new(None, None)
+            GitIndirections::new(None, None, Vec::new())
                 .check(&ws, &fs, &fs, &file, ChangeKind::File)
                 .map_err(|r| r.message())
         };
@@ -948,7 +1268,127 @@ mod tests {
         // Positive control: the same repository with a configuration git can read.
         assert_eq!(judge("[core]\n\tbare = false\n"), Ok(()));
         let hooks = judge("[core]\n\thooksPath = src\n").unwrap_err();
-        assert!(hooks.contains("configuration sends git to it"), "{hooks}");
+        assert!(hooks.contains("the hooks directory"), "{hooks}");
+    }
+
+    /// A view of the host with entries a command added (a repository it made).
+    struct WithStaged<'a> {
+        host: &'a spear_workspace::WorkspaceFs,
+        added: Vec<PathBuf>,
+    }
+
+    impl TreeView for WithStaged<'_> {
+        fn kind(&self, loc: &Location) -> Option<EntryKind> {
+            if self.added.contains(&loc.rel) {
+                return Some(EntryKind::Dir);
+            }
+            TreeView::kind(self.host, loc)
+        }
+        fn link_target(&self, loc: &Location) -> Option<std::ffi::OsString> {
+            TreeView::link_target(self.host, loc)
+        }
+        fn read_head(&self, loc: &Location, limit: usize) -> Option<Vec<u8>> {
+            TreeView::read_head(self.host, loc, limit)
+        }
+    }
+
+    /// Rule 3, row by row: what a repository's configuration includes (transitively, whatever
+    /// the condition, existing or not), what the user's configuration includes and names (its
+    /// relative names under every repository, one the command makes too), and husky's layout,
+    /// each host-run with its entry; the operator's allowance lets an entry through; a file no
+    /// configuration names is ordinary (the positive control that the judge lets writes by).
+    #[test]
+    fn includes_and_what_configurations_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let (root, home) = (base.join("ws"), base.join("home"));
+        std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+        std::fs::create_dir_all(root.join("inc")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\thooksPath = tools/hooks/_\n[include]\n\tpath = ../inc/a.cfg\n\
+             [includeIf \"onbranch:never\"]\n\tpath = ../never.cfg\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("inc/a.cfg"), "[include]\n\tpath = b.cfg\n").unwrap();
+        std::fs::write(
+            home.join(".gitconfig"),
+            format!(
+                "[include]\n\tpath = {}\n[core]\n\tfsmonitor = ./fsmon.sh\n",
+                root.join("global.inc").display()
+            ),
+        )
+        .unwrap();
+        let ws = Workspace::open(&spear_workspace::WorkspaceConfig::new(&root)).unwrap();
+        let fs = ws.fs().unwrap();
+        let staged = WithStaged {
+            host: &fs,
+            added: vec![PathBuf::from("made/.git")],
+        };
+        let judge = |rel: &str, allowed: Vec<String>| {
+            let loc = Location {
+                root: 0,
+                rel: PathBuf::from(rel),
+            };
+            match GitIndirections::new(Some(home.clone()), None, allowed).check(
+                &ws,
+                &staged,
+                &fs,
+                &loc,
+                ChangeKind::File,
+            ) {
+                Ok(()) => None,
+                Err(Refusal::HostRunConfig { entry, .. }) => Some(entry),
+                Err(r) => panic!("{rel}: {}", r.message()),
+            }
+        };
+        for (rel, entry) in [
+            ("inc/a.cfg", Some("git-include")),
+            ("inc/b.cfg", Some("git-include")),
+            ("never.cfg", Some("git-include")),
+            ("global.inc", Some("git-include")),
+            ("fsmon.sh", Some("git-program")),
+            ("made/fsmon.sh", Some("git-program")),
+            ("tools/hooks/_/h", Some("git-hooks")),
+            ("tools/hooks/pre-commit", Some("git-hooks")),
+            (".git/config.worktree", Some("git-config")),
+            (".git/hooks/pre-push", Some("git-hooks")),
+            ("inc/c.cfg", None),
+            ("tools/other", None),
+            ("src/main.rs", None),
+            ("other/fsmon.sh", None),
+        ] {
+            assert_eq!(judge(rel, Vec::new()).as_deref(), entry, "{rel}");
+        }
+        assert_eq!(judge("inc/a.cfg", vec!["git-include".into()]), None);
+        assert_eq!(
+            judge("tools/hooks/pre-commit", vec!["git-include".into()]).as_deref(),
+            Some("git-hooks")
+        );
+    }
+
+    #[test]
+    fn include_targets() {
+        let home = Path::new("/home/u");
+        let dir = Path::new("/ws/.git");
+        for (value, target) in [
+            ("../inc.cfg", Some("/ws/inc.cfg")),
+            ("sub/x", Some("/ws/.git/sub/x")),
+            ("/abs/x", Some("/abs/x")),
+            ("~/x.cfg", Some("/home/u/x.cfg")),
+            (":(optional)~/y", Some("/home/u/y")),
+            ("%(prefix)/etc/x", None),
+            ("~other/x", None),
+            ("", None),
+        ] {
+            assert_eq!(
+                include_target(value, dir, Some(home)),
+                target.map(PathBuf::from),
+                "{value}"
+            );
+        }
     }
 
     #[test]

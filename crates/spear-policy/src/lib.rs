@@ -7,7 +7,9 @@
 //! - Nothing is `READ_ONLY` by default: a script that cannot be parsed, a word known only at run
 //!   time in a place that matters, or a program spear does not know is `SHELL_COMPLEX` or worse.
 //! - Every write target is checked against the workspace roots and the target policy, on the path
-//!   as written and on its resolved spelling.
+//!   as written and on its resolved spelling; a write to host-run configuration
+//!   ([`host_config`]) is never allowed without asking (SAFE writes nothing; ASK and AUTO ask)
+//!   unless the operator allows its entry.
 //! - [`decide`] is pure; [`authorize`] only adds the call to a [`Confirmer`], and never makes it
 //!   for a call no mode would allow.
 //!
@@ -33,6 +35,7 @@ mod config;
 mod env_rules;
 mod executable;
 mod git_layout;
+pub mod host_config;
 mod host_read;
 pub mod limits;
 mod paths;
@@ -48,10 +51,10 @@ pub use authorize::{
     escalation_capabilities, escalation_request, make_visible,
 };
 pub use config::{
-    ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorTargets,
+    ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorPolicy, OperatorTargets,
     OperatorWorkspace, PolicyConfig, WorkspacePolicyFile, WorkspaceTargets,
 };
-pub use git_layout::{GitIndirections, control_by_name};
+pub use git_layout::{GitIndirections, Indirection, control_by_name};
 pub use policy::CommandPolicy;
 pub use shell::pipe_status::{script_to_run, tolerate_sigpipe};
 pub use target_policy::{HEADER_BYTES, Pattern, TargetRules, generated_header};

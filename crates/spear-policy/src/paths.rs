@@ -185,15 +185,26 @@ impl Analysis<'_> {
         if let Some((_, host)) = insides.first() {
             let targets = &self.policy.config().targets;
             let mut verdict = Ok(());
+            let mut host_run = Vec::new();
             for (loc, _) in &insides {
                 verdict = verdict.and_then(|()| targets.check(&loc.rel));
+                match self.policy.host_config_at(loc) {
+                    Ok(()) => {}
+                    Err(r) if r.is_askable() => host_run.push(r),
+                    Err(r) => verdict = verdict.and(Err(r)),
+                }
             }
             if let Some((real_loc, _)) = insides.last() {
                 verdict = verdict
                     .and_then(|()| self.policy.check_generated_header(real_loc, arg.display()));
             }
             match verdict {
-                Ok(()) => self.write_inside(host.clone(), program),
+                Ok(()) => {
+                    self.write_inside(host.clone(), program);
+                    for r in host_run {
+                        self.host_config(r);
+                    }
+                }
                 Err(r) => self.refuse(r),
             }
             return;
@@ -203,11 +214,12 @@ impl Analysis<'_> {
         }
     }
 
-    /// A write of git's configuration by `git config` of a key that runs nothing (the key was
-    /// judged by the caller): `.git/config`, `.git/config.worktree` or a submodule's or linked
-    /// worktree's configuration is then an ordinary workspace write, on both spellings; the other
-    /// protected names still refuse. Any other file is judged as [`Analysis::write_path`] does.
-    pub(crate) fn write_git_config(&mut self, arg: &Arg, cwd: &Cwd) {
+    /// A write of git's configuration by `git config`: `.git/config`, `.git/config.worktree` or a
+    /// submodule's or linked worktree's configuration is an ordinary workspace write when the
+    /// keys it sets run nothing (`keys` `None`), and host-run configuration otherwise (`keys`:
+    /// why they may run code): asked about, never silent. Any other file is judged as
+    /// [`Analysis::write_path`] does.
+    pub(crate) fn write_git_config(&mut self, arg: &Arg, cwd: &Cwd, keys: Option<String>) {
         let Some((literal, resolved)) = self.place(arg, cwd) else {
             return;
         };
@@ -223,18 +235,38 @@ impl Analysis<'_> {
         }
         let targets = &self.policy.config().targets;
         let mut verdict = Ok(());
+        let mut host_run = Vec::new();
         for l in [loc, real] {
-            verdict = verdict.and_then(|()| {
-                targets.check_protected_except(&l.rel, false, crate::policy::GIT_ENTRIES)
-            });
+            verdict = verdict.and_then(|()| targets.check_protected(&l.rel, false));
             if !is_git_config_file(&l.rel)
-                && let Some(why) = crate::git_layout::control_by_name(&l.rel)
+                && let Some(ind) = crate::git_layout::control_by_name(&l.rel)
             {
-                verdict = verdict.and(Err(Refusal::protected_entry(arg.display(), why)));
+                host_run.push(Refusal::host_run_config(
+                    self.policy.workspace().label(l),
+                    ind.entry,
+                    ind.why,
+                ));
             }
         }
+        if let Some(why) = keys {
+            host_run.push(Refusal::host_run_config(
+                self.policy.workspace().label(real),
+                "git-config",
+                why,
+            ));
+        }
+        let allowed = &self.policy.config().allow_host_config;
+        host_run.retain(|r| match r {
+            Refusal::HostRunConfig { entry, .. } => !allowed.contains(entry),
+            _ => true,
+        });
         match verdict {
-            Ok(()) => self.write_inside(host.clone(), "git config"),
+            Ok(()) => {
+                self.write_inside(host.clone(), "git config");
+                for r in host_run {
+                    self.host_config(r);
+                }
+            }
             Err(r) => self.refuse(r),
         }
     }

@@ -101,24 +101,38 @@ impl CommandPolicy {
     }
 
     /// The target policy for a file tool's write to `loc` (already resolved inside a root): the
-    /// name rules on the entry, the generated-file header of an existing file, and git's
-    /// indirections as the host shows them.
+    /// name rules on the entry, the generated-file header of an existing file, and host-run
+    /// configuration (by name, and git's indirections as the host shows them). A host-run refusal
+    /// is askable ([`Refusal::is_askable`]): a person's approval may let the write through.
     pub fn check_write(&self, loc: &Location) -> Result<(), Refusal> {
         self.config.targets.check(&loc.rel)?;
         self.check_generated_header(loc, &loc.rel.display().to_string())?;
-        if let Some(fs) = self.fs() {
-            let git = self.git_indirections();
-            git.check(&self.workspace, fs, fs, loc, ChangeKind::File)?;
-        }
-        Ok(())
+        self.host_config_at(loc)
+    }
+
+    /// Host-run configuration at `loc` as the host shows it now, for a write whose content is not
+    /// known yet: by name, and git's indirections. An askable refusal ([`Refusal::is_askable`]) unless the operator allows the
+    /// entry; a protected-entry refusal where what git would run cannot be known.
+    pub fn host_config_at(&self, loc: &Location) -> Result<(), Refusal> {
+        let git = match self.fs() {
+            Some(fs) => self
+                .git_indirections()
+                .check_unknown_write(&self.workspace, fs, loc),
+            None => Ok(()),
+        };
+        // git's own verdict first: a hard refusal (a repository that cannot be read) before any
+        // askable one, and git's entry, which says more than a name would.
+        git?;
+        self.host_config_by_name(loc, false)
     }
 
     /// The name rules on a path as the caller wrote it, before any link on the way was followed
     /// (`write_file .git/hooks/pre-commit` where `.git/hooks` is a link to `../.githooks`): the
-    /// protected names and git's control files. `Ok` for a path that names no place in a root.
+    /// protected names, host-run configuration by name and git's control files. `Ok` for a path
+    /// that names no place in a root.
     ///
-    /// Attack stopped: a protected entry reached through a link, where only the resolved
-    /// spelling would be judged.
+    /// Attack stopped: a protected entry or host-run configuration reached through a link, where
+    /// only the resolved spelling would be judged.
     pub fn check_as_written(&self, written: &str) -> Result<(), Refusal> {
         let path = self.workspace.launch_dir().join(written);
         let Some(loc) = self.workspace.locate(&path) else {
@@ -129,9 +143,30 @@ impl CommandPolicy {
             .targets
             .check_protected(&loc.rel, false)
             .map_err(|r| r.with_subject(&shown))?;
+        self.host_config_by_name(&loc, false)?;
         match crate::git_layout::control_by_name(&loc.rel) {
-            Some(why) => Err(Refusal::protected_entry(shown, why)),
+            Some(ind) => self.host_run(&shown, ind.entry, ind.why),
             None => Ok(()),
+        }
+    }
+
+    /// Host-run configuration found by its name ([`crate::host_config::by_name`]) at `loc` (a
+    /// directory being made when `dir`): an askable refusal unless the operator allows the
+    /// entry.
+    pub fn host_config_by_name(&self, loc: &Location, dir: bool) -> Result<(), Refusal> {
+        match crate::host_config::by_name(&loc.rel, dir) {
+            Some(entry) => self.host_run(&self.workspace.label(loc), entry.id, entry.runs),
+            None => Ok(()),
+        }
+    }
+
+    /// The askable refusal of a write to `shown`, host-run configuration of `entry`; `Ok` when
+    /// the operator allows the entry (`[policy] allow_host_config`).
+    fn host_run(&self, shown: &str, entry: &str, why: &str) -> Result<(), Refusal> {
+        if self.config.allow_host_config.iter().any(|a| a == entry) {
+            Ok(())
+        } else {
+            Err(Refusal::host_run_config(shown, entry, why))
         }
     }
 
@@ -141,15 +176,17 @@ impl CommandPolicy {
         GitIndirections::new(
             self.config.home.clone(),
             self.config.xdg_config_home.clone(),
+            self.config.allow_host_config.clone(),
         )
     }
 
-    /// The target policy on one change a command staged (or a tool makes): the protected names
-    /// and git's indirections everywhere; for a tracked entry (not ignored build output, not in
-    /// `.git`) also the generated, snapshot and vendored names and the generated-file header of
-    /// what the host holds there now. A directory being made is refused only when it is such an
-    /// entry or lies in one, not because it will hold one (`git init` makes `.git`). `staged`
-    /// shows the workspace as the change would leave it, `host` as it is.
+    /// The target policy on one change a command staged (or a tool makes): the protected names,
+    /// host-run configuration and git's indirections everywhere; for a tracked entry (not ignored
+    /// build output, not in `.git`) also the generated, snapshot and vendored names and the
+    /// generated-file header of what the host holds there now. A directory being made is refused
+    /// only when it is such an entry or lies in one, not because it will hold one (`git init`
+    /// makes `.git`). `staged` shows the workspace as the change would leave it, `host` as it is.
+    /// A host-run refusal is askable ([`Refusal::is_askable`]); every other one is final.
     pub fn judge_change(
         &self,
         git: &GitIndirections,
@@ -164,19 +201,7 @@ impl CommandPolicy {
         let container = change == ChangeKind::Dir
             || (change == ChangeKind::Mode && host_kind == Some(EntryKind::Dir));
         let targets = &self.config.targets;
-        // What `git init` and `git clone` write and git cannot run anything from is judged by
-        // git's own rules, not by the blanket `.git/config` and `.git/hooks/` entries.
-        let inert = crate::git_layout::is_inert(staged, host, loc, change);
         let by_name = match (tracked, container) {
-            _ if inert => targets
-                .check_protected_except(&loc.rel, container, GIT_ENTRIES)
-                .and_then(|()| {
-                    if tracked {
-                        targets.check_sources(&loc.rel)
-                    } else {
-                        Ok(())
-                    }
-                }),
             (true, true) => targets.check_dir(&loc.rel),
             (true, false) => targets.check(&loc.rel),
             (false, dir) => targets.check_protected(&loc.rel, dir),
@@ -198,12 +223,12 @@ impl CommandPolicy {
                 }
             }
         }
-        git.check(&self.workspace, staged, host, loc, change)
+        // git's own verdict first: a hard refusal (a repository that cannot be read) before any
+        // askable one, and git's entry, which says more than a name would.
+        git.check(&self.workspace, staged, host, loc, change)?;
+        self.host_config_by_name(loc, container)
     }
 }
-
-/// The built-in protected entries that git's own rules judge more finely ([`GitIndirections`]).
-pub(crate) const GIT_ENTRIES: &[&str] = &[".git/config", ".git/hooks/"];
 
 /// The home directories of `/etc/passwd` entries, by user name.
 fn parse_passwd(text: &str) -> HashMap<String, PathBuf> {

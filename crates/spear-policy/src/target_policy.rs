@@ -6,13 +6,15 @@
 //!   MODIFY, DO NOT EDIT, auto-generated or @generated): the change belongs in the source;
 //! - snapshot and third-party copies (`*.back`, `*.pristine`, `*.0` trees, vendored trees): the
 //!   change belongs in the original;
-//! - protected entries, at any depth: files that make other programs run code later
-//!   (`.git/hooks/`, `.git/config`, `.gitmodules`, `.envrc`, `.vscode/`, `.idea/`, `.mcp.json`)
-//!   and agent configuration (`.spear/`, `.claude/`, `.codex/`, `.cursor/`).
+//! - protected entries, at any depth: spear's own configuration (`.spear/`), and what the operator
+//!   or the workspace's policy file protects (`[targets] protect`).
 //!
-//! Attack stopped: persistence. A hook, an `.envrc` or an MCP configuration written by the agent
-//! runs later on the host, outside every sandbox, when the user commits, enters the directory or
-//! starts an agent.
+//! Files that make other programs run code later (git's hooks and configuration, `.envrc`, an
+//! editor's tasks, an agent's MCP servers) are host-run configuration ([`crate::host_config`]):
+//! written only with a person's approval, never refused outright like these.
+//!
+//! Attack stopped: an agent changing spear's own configuration, or what the operator protects,
+//! whatever the mode.
 
 use std::path::{Component, Path};
 
@@ -70,32 +72,8 @@ impl Pattern {
     }
 }
 
-/// The built-in protected entries and what each would let run.
-const PROTECTED: &[(&str, &str)] = &[
-    (
-        ".git/hooks/",
-        "git runs its hooks on commit, checkout and merge",
-    ),
-    (
-        ".git/config",
-        "git reads it on every command, and it can name programs to run",
-    ),
-    (
-        ".gitmodules",
-        "git submodule commands fetch and check out what it names",
-    ),
-    (".envrc", "direnv runs it when a shell enters the directory"),
-    (".vscode/", "editors run the tasks and settings it holds"),
-    (
-        ".idea/",
-        "IDEs run the run configurations and settings it holds",
-    ),
-    (".mcp.json", "agents start the MCP servers it names"),
-    (".spear/", "it is spear's own configuration"),
-    (".claude/", "it configures an agent"),
-    (".codex/", "it configures an agent"),
-    (".cursor/", "it configures an agent"),
-];
+/// The built-in protected entries and why.
+const PROTECTED: &[(&str, &str)] = &[(".spear/", "it is spear's own configuration")];
 
 /// Built-in generated trees.
 const GENERATED: &[&str] = &["generated/", "build/tmp/"];
@@ -186,32 +164,9 @@ impl TargetRules {
         self.check_sources(rel)
     }
 
-    /// [`TargetRules::check_protected`] with the built-in entries `except` (as configured, such
-    /// as `.git/config`) left out: for changes a finer rule has already judged.
-    pub fn check_protected_except(
-        &self,
-        rel: &Path,
-        dir: bool,
-        except: &[&str],
-    ) -> Result<(), Refusal> {
-        let parts = parts(rel);
-        for (pattern, why) in &self.protected {
-            if except.contains(&pattern.as_str()) {
-                continue;
-            }
-            if pattern.matches(&parts) || (!dir && pattern.parent_matches(&parts)) {
-                return Err(Refusal::protected_entry(
-                    rel.display().to_string(),
-                    why.clone(),
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// The protected entries alone: `rel` is one or lies in one, or (unless `dir`, a directory
-    /// being made) is a directory holding one that a write would replace (`.git` of
-    /// `.git/hooks/`). These hold everywhere, in ignored build output too: they run code later.
+    /// being made) is a directory holding one that a write would replace. These hold everywhere,
+    /// in ignored build output too.
     pub fn check_protected(&self, rel: &Path, dir: bool) -> Result<(), Refusal> {
         let parts = parts(rel);
         let shown = rel.display().to_string();
@@ -348,26 +303,17 @@ mod tests {
         for (rel, expected) in [
             ("src/main.rs", None),
             ("README.md", None),
-            (".git/hooks/pre-commit", Some(P)),
-            (".git/hooks", Some(P)),
-            ("vendor/lib/.git/hooks/post-checkout", Some(P)),
-            ("sub/.git/config", Some(P)),
-            (".git", Some(P)),
-            ("sub/.git", Some(P)),
+            // Host-run configuration is judged by `crate::host_config`, not here.
+            (".git/hooks/pre-commit", None),
+            (".git/config", None),
+            (".gitmodules", None),
+            (".envrc", None),
+            (".vscode/tasks.json", None),
             (".git/index", None),
-            (".git/objects/ab/cdef", None),
-            (".git/config.lock", None),
-            (".gitmodules", Some(P)),
-            (".envrc", Some(P)),
-            ("a/b/.envrc", Some(P)),
-            (".vscode/tasks.json", Some(P)),
-            (".idea/workspace.xml", Some(P)),
-            (".mcp.json", Some(P)),
             (".spear/policy.toml", Some(P)),
-            (".claude/settings.json", Some(P)),
-            (".codex/config.toml", Some(P)),
-            (".cursor/mcp.json", Some(P)),
-            ("envrc", None),
+            ("sub/.spear/policy.toml", Some(P)),
+            (".spear", Some(P)),
+            ("spear/policy.toml", None),
             ("src/generated/api.rs", Some(G)),
             ("generated", Some(G)),
             ("build/tmp/x.o", Some(G)),
@@ -392,32 +338,25 @@ mod tests {
         let rules = TargetRules::default();
         let dir = |rel: &str| rules.check_dir(Path::new(rel)).is_ok();
         // A directory that will hold protected entries may be made; one that is one may not.
-        assert!(dir(".git"));
-        assert!(dir("sub/.git"));
         assert!(dir("src"));
-        assert!(!dir(".git/hooks"));
-        assert!(!dir(".vscode"));
+        assert!(dir("a"));
+        assert!(!dir(".spear"));
         assert!(!dir("generated"));
         assert!(!dir("vendor/x"));
         // Protected entries bind everywhere, the rules about sources only tracked files.
         let protected = |rel: &str| rules.check_protected(Path::new(rel), false).is_err();
-        assert!(protected("target/x/.envrc"));
-        assert!(protected(".git"));
+        assert!(protected("target/x/.spear/policy.toml"));
         assert!(!protected("target/out/generated/x.rs"));
         assert!(
             rules
                 .check_sources(Path::new("target/out/generated/x.rs"))
                 .is_err()
         );
-        // A finer rule may take over some built-in entries, and only those.
-        let except = |rel: &str| {
-            rules
-                .check_protected_except(Path::new(rel), false, &[".git/config"])
-                .is_ok()
-        };
-        assert!(except(".git/config"));
-        assert!(!except(".git/hooks/pre-commit"));
-        assert!(!except(".envrc"));
+        // A configured entry protects; a removed one no longer does.
+        let more = TargetRules::default().adjusted(&["deploy/".into()], &[], &[], &[]);
+        assert!(more.check(Path::new("deploy/prod.yaml")).is_err());
+        let less = TargetRules::default().adjusted(&[], &[".spear/".into()], &[], &[]);
+        assert!(less.check(Path::new(".spear/policy.toml")).is_ok());
     }
 
     #[test]
@@ -427,9 +366,9 @@ mod tests {
             .unwrap_err();
         assert!(r.message().contains("`linux/Makefile`"), "{}", r.message());
         let r = TargetRules::default()
-            .check(Path::new(".git/hooks/pre-commit"))
+            .check(Path::new(".spear/policy.toml"))
             .unwrap_err();
-        assert!(r.message().contains("hooks"), "{}", r.message());
+        assert!(r.message().contains("spear's own"), "{}", r.message());
     }
 
     #[test]

@@ -145,7 +145,29 @@ const MATRIX: &[(&str, Kind, Kind, Kind, Kind)] = &[
     ("docker ps", Kind::Deny, Kind::Deny, Kind::Deny, Kind::Deny),
     ("git push", Kind::Deny, Kind::Deny, Kind::Deny, Kind::Deny),
     (
+        // Host-run configuration: asked about in ASK and AUTO, never written in SAFE.
         "echo x > .envrc",
+        Kind::Deny,
+        Kind::Confirm,
+        Kind::Confirm,
+        Kind::Confirm,
+    ),
+    (
+        "git config core.hooksPath .githooks",
+        Kind::Deny,
+        Kind::Confirm,
+        Kind::Confirm,
+        Kind::Confirm,
+    ),
+    (
+        "git config user.name x",
+        Kind::Deny,
+        Kind::Confirm,
+        Kind::Allow,
+        Kind::Allow,
+    ),
+    (
+        "echo x > .spear/policy.toml",
         Kind::Deny,
         Kind::Deny,
         Kind::Deny,
@@ -383,7 +405,7 @@ fn a_denial_never_calls_the_confirmer() {
         "git push",
         "cat ~/.ssh/id_rsa",
         "docker ps",
-        "echo x > .git/config",
+        "echo x > .spear/policy.toml",
     ] {
         let a = assess(&fx, script);
         for mode in ExecutionMode::ALL {
@@ -428,4 +450,85 @@ fn refusal_subjects_show_hidden_characters() {
         "a bidi override must not reach a message raw"
     );
     assert!(r.message().contains("\\u{202e}"), "{}", r.message());
+}
+
+/// A command known to write host-run configuration is asked about in AUTO as ASK would ask, and
+/// the question names each file with what runs it on the host; declined or unanswered, it does
+/// not run. The operator's allowance lets the entry through without asking (AUTO allows, ASK
+/// asks as for any write). Positive control: the same write elsewhere is allowed in AUTO.
+#[test]
+fn host_run_configuration_is_asked_about_in_auto() {
+    let fx = Fixture::new();
+    let auto = CapabilityPolicy::for_mode(Auto);
+    for script in [
+        "echo x > .envrc",
+        "printf '{}' > .vscode/tasks.json",
+        "cp evil .husky/pre-commit",
+        "echo '[core] fsmonitor = x' >> .git/config",
+        "git config core.fsmonitor ./x",
+        "mkdir -p .devcontainer && echo '{}' > .devcontainer/devcontainer.json",
+        "ln -s ../x .mcp.json",
+    ] {
+        let a = assess(&fx, script);
+        assert!(
+            !a.host_config.is_empty(),
+            "{script}: no host-run configuration found ({})",
+            a.reason
+        );
+        assert!(
+            matches!(decide(&a, auto, script), Decision::Confirm(_)),
+            "{script}"
+        );
+        let rec = Recorder::new(Confirmation::Approved);
+        assert!(matches!(
+            authorize(&a, auto, script, Some(&rec)),
+            Authorization::Granted(_)
+        ));
+        let asked = rec.asked.borrow();
+        assert_eq!(asked.len(), 1, "{script}");
+        assert_eq!(asked[0].host_config, a.host_config, "{script}");
+        assert!(!asked[0].after_run);
+        for answer in [Confirmation::Declined, Confirmation::Unavailable] {
+            let rec = Recorder::new(answer);
+            assert!(
+                !matches!(
+                    authorize(&a, auto, script, Some(&rec)),
+                    Authorization::Granted(_)
+                ),
+                "{script}: {answer:?}"
+            );
+        }
+        assert!(
+            matches!(
+                authorize(&a, auto, script, None),
+                Authorization::Cancelled(_)
+            ),
+            "{script}: nobody to ask"
+        );
+    }
+    let hit = assess(&fx, "echo x > .vscode/tasks.json");
+    let w = &hit.host_config[0];
+    assert_eq!(
+        (w.path.as_str(), w.entry.as_str()),
+        (".vscode/tasks.json", "vscode")
+    );
+    assert!(w.why.contains("VS Code"), "{}", w.why);
+    // Positive control: an ordinary write is not asked about in AUTO.
+    let plain = assess(&fx, "echo x > notes.txt");
+    assert!(plain.host_config.is_empty());
+    assert!(matches!(decide(&plain, auto, "echo"), Decision::Allow(_)));
+    // The operator's allowance: that entry is not asked about, another still is.
+    let allowing = Fixture::with_config(|mut c| {
+        c.allow_host_config = vec!["vscode".into()];
+        c
+    });
+    let a = allowing
+        .policy
+        .classify_script("echo x > .vscode/tasks.json", &allowing.ws);
+    assert!(a.host_config.is_empty(), "{:?}", a.host_config);
+    assert!(matches!(decide(&a, auto, "echo"), Decision::Allow(_)));
+    let a = allowing
+        .policy
+        .classify_script("echo x > .envrc", &allowing.ws);
+    assert!(matches!(decide(&a, auto, "echo"), Decision::Confirm(_)));
 }

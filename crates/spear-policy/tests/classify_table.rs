@@ -24,9 +24,12 @@ enum Check {
     NoWrites,
     /// A host read (absolute path, after substitution).
     HostRead(&'static str),
+    /// A write of host-run configuration of this catalogue entry: asked about in ASK and AUTO,
+    /// never refused outright.
+    HostRun(&'static str),
 }
 
-use Check::{HostRead, Lacks, Needs, NoWrites, Rule, Writes};
+use Check::{HostRead, HostRun, Lacks, Needs, NoWrites, Rule, Writes};
 
 /// Everyday commands an agent runs: they must keep the class they deserve. A harness that refuses
 /// everything is as useless as one that allows everything.
@@ -342,8 +345,8 @@ const ORDINARY: &[(&str, CommandClass, &[Check])] = &[
     // Backups and derived names are written too (a backup suffix with `*` names a path).
     (
         "sed -i'.git/hooks/*' s/x/x/ pre-commit",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-hooks")],
     ),
     (
         "sed --in-place='bak/*' s/x/y/ README.md",
@@ -357,8 +360,8 @@ const ORDINARY: &[(&str, CommandClass, &[Check])] = &[
     ),
     (
         "perl -pi'.git/hooks/*' -e 1 pre-commit",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        C,
+        &[HostRun("git-hooks")],
     ),
     (
         "perl -pi.bak -e 's/a/b/' README.md",
@@ -375,8 +378,8 @@ const ORDINARY: &[(&str, CommandClass, &[Check])] = &[
     ("cp -b -t dir a b", M, &[Writes("dir/a~"), Writes("dir/b~")]),
     (
         "patch -B .git/hooks/ -p1 < fix.diff",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-hooks")],
     ),
     (
         "patch -b -z .old README.md fix.diff",
@@ -386,7 +389,7 @@ const ORDINARY: &[(&str, CommandClass, &[Check])] = &[
     ("gzip payload.txt", M, &[Writes("payload.txt.gz")]),
     ("gunzip payload.txt.gz", M, &[Writes("payload.txt")]),
     ("xz -k payload.txt", M, &[Writes("payload.txt.xz")]),
-    ("gzip .envrc", D, &[Rule(RefusalRule::ProtectedEntry)]),
+    ("gzip .envrc", M, &[HostRun("direnv")]),
     // Options with an optional argument never take the next word (GNU getopt).
     ("tar --checkpoint -xf a.tgz", M, &[Writes(".")]),
     ("cp --backup README.md copy.md", M, &[Writes("copy.md")]),
@@ -1222,38 +1225,31 @@ const HOST_READS: &[(&str, CommandClass, &[Check])] = &[
 
 /// The target policy: generated, snapshot, vendored and protected paths are never written.
 const TARGETS: &[(&str, CommandClass, &[Check])] = &[
-    (
-        "echo x > .git/hooks/pre-commit",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
+    ("echo x > .git/hooks/pre-commit", M, &[HostRun("git-hooks")]),
     (
         "printf '#!/bin/sh\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-hooks")],
     ),
     (
         "cp evil.sh .git/hooks/post-checkout",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-hooks")],
     ),
     (
         "echo x > vendor/lib/.git/hooks/post-checkout",
         D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        &[Rule(RefusalRule::SnapshotCopy)],
     ),
-    (
-        "echo '[core]' >> .git/config",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
+    ("echo '[core]' >> .git/config", M, &[HostRun("git-config")]),
     (
         "git config core.pager 'sh -c x'",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     // `git config` of a key that runs nothing writes the configuration; one that makes git run
-    // code later is refused however it is spelled.
+    // code later is host-run configuration however it is spelled (asked about in ASK and AUTO),
+    // except in the sandbox's own home or /tmp, which the host never sees.
     ("git config --global user.name x", R, &[NoWrites]),
     (
         "git config --local user.name x",
@@ -1280,107 +1276,79 @@ const TARGETS: &[(&str, CommandClass, &[Check])] = &[
         &[],
     ),
     ("git config set user.name x", M, &[Writes(".git/config")]),
-    (
-        "git config core.hooksPath x",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
+    ("git config core.hooksPath x", M, &[HostRun("git-config")]),
     (
         "git config core.hookspath .husky",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     (
         "git config --file .git/config core.fsmonitor x",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
-    (
-        "git config include.path x",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
+    ("git config include.path x", M, &[HostRun("git-config")]),
     (
         "git config includeIf.gitdir:/x.path y",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
-    (
-        "git config alias.x '!sh'",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
-    (
-        "git config core.editor vim",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
+    ("git config alias.x '!sh'", M, &[HostRun("git-config")]),
+    ("git config core.editor vim", M, &[HostRun("git-config")]),
     (
         "git config core.sshCommand 'ssh -i x'",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     (
         "git config filter.lfs.smudge 'x'",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     (
         "git config diff.x.textconv cat",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     (
         "git config credential.helper store",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     (
         "git config remote.origin.url 'ext::sh -c x'",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     (
         "git config --unset core.hooksPath",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
-    (
-        "git config --global core.pager x",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
-    (
-        "git config --global include.path /x",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
-    (
-        "git config -f /tmp/c core.fsmonitor x",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
+    ("git config --global core.pager x", R, &[NoWrites]),
+    ("git config --global include.path /x", R, &[NoWrites]),
+    ("git config -f /tmp/c core.fsmonitor x", R, &[NoWrites]),
     (
         "git config --worktree core.hooksPath x",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     (
         "git config --rename-section user alias",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     (
         "git config --remove-section core",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     // A key known only at run time: never READ_ONLY; the commit-time judge holds the line.
     ("git config \"$K\" x", C, &[]),
     (
         "git init x && git -C x config core.pager x",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-config")],
     ),
     (
         "git init x && git -C x config user.name me",
@@ -1389,8 +1357,8 @@ const TARGETS: &[(&str, CommandClass, &[Check])] = &[
     ),
     (
         "git config -f .gitmodules submodule.x.url y",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("gitmodules")],
     ),
     // `git -c` holds for one invocation in the sandbox: a key that runs nothing is harmless.
     ("git -c user.name=x -c user.email=y log -1", R, &[]),
@@ -1399,59 +1367,23 @@ const TARGETS: &[(&str, CommandClass, &[Check])] = &[
     ("git -c alias.x='!sh' x", C, &[]),
     ("git -c include.path=/x status", C, &[]),
     ("git --config-env=core.fsmonitor=X status", C, &[]),
-    ("mv crafted .git", D, &[Rule(RefusalRule::ProtectedEntry)]),
-    ("rm -rf .git/hooks", D, &[Rule(RefusalRule::ProtectedEntry)]),
-    (
-        "echo x > .gitmodules",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
-    (
-        "echo 'touch x' > .envrc",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
-    (
-        "echo x > sub/.envrc",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
-    (
-        "echo '{}' > .vscode/tasks.json",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
-    ("mkdir -p .idea", D, &[Rule(RefusalRule::ProtectedEntry)]),
-    (
-        "echo '{}' > .mcp.json",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
+    ("mv crafted .git", M, &[HostRun("git-config")]),
+    ("rm -rf .git/hooks", M, &[HostRun("git-hooks")]),
+    ("echo x > .gitmodules", M, &[HostRun("gitmodules")]),
+    ("echo 'touch x' > .envrc", M, &[HostRun("direnv")]),
+    ("echo x > sub/.envrc", M, &[HostRun("direnv")]),
+    ("echo '{}' > .vscode/tasks.json", M, &[HostRun("vscode")]),
+    ("mkdir -p .idea", M, &[HostRun("idea")]),
+    ("echo '{}' > .mcp.json", M, &[HostRun("mcp")]),
     (
         "echo x > .spear/policy.toml",
         D,
         &[Rule(RefusalRule::ProtectedEntry)],
     ),
-    (
-        "echo x > .claude/settings.json",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
-    (
-        "echo x > .codex/config.toml",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
-    (
-        "echo x > .cursor/mcp.json",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
-    (
-        "sed -i s/a/b/ .envrc",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
-    ),
+    ("echo x > .claude/settings.json", M, &[HostRun("claude")]),
+    ("echo x > .codex/config.toml", M, &[HostRun("codex")]),
+    ("echo x > .cursor/mcp.json", M, &[HostRun("cursor")]),
+    ("sed -i s/a/b/ .envrc", M, &[HostRun("direnv")]),
     (
         "echo x > src/api.rs",
         D,
@@ -1977,8 +1909,8 @@ const OPTION_EFFECTS: &[(&str, CommandClass, &[Check])] = &[
     ),
     (
         "info -o .git/hooks/pre-commit ls",
-        D,
-        &[Rule(RefusalRule::ProtectedEntry)],
+        M,
+        &[HostRun("git-hooks")],
     ),
     (
         "info -f {HOME}/.ssh/id_rsa",
@@ -2142,6 +2074,14 @@ fn run(cases: &[(&str, CommandClass, &[Check])]) -> usize {
                 Check::HostRead(p) => {
                     if !a.host_reads.iter().any(|h| h == std::path::Path::new(p)) {
                         problems.push(format!("host reads {:?} lack {p}", a.host_reads));
+                    }
+                }
+                Check::HostRun(entry) => {
+                    if !a.host_config.iter().any(|w| w.entry == *entry) {
+                        problems.push(format!(
+                            "host-run configuration {:?} lacks {entry}",
+                            a.host_config
+                        ));
                     }
                 }
             }

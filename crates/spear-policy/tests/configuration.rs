@@ -45,6 +45,15 @@ fn a_target_under_a_mount_path_is_not_an_escape() {
 
     let a = classify("echo x > /workspace/.envrc");
     assert_eq!(
+        a.host_config
+            .iter()
+            .map(|w| w.path.as_str())
+            .collect::<Vec<_>>(),
+        vec![".envrc"],
+        "host-run configuration is found on the mount spelling"
+    );
+    let a = classify("echo x > /workspace/.spear/policy.toml");
+    assert_eq!(
         a.refusal.map(|r| r.rule()),
         Some(RefusalRule::ProtectedEntry)
     );
@@ -132,19 +141,22 @@ fn a_named_path_under_home_is_readable_but_its_credential_stores_are_not() {
 #[test]
 fn the_operator_can_unprotect_and_the_workspace_can_only_add() {
     let op = OperatorConfig::parse(
-        "[targets]\nunprotect = [\".vscode/\"]\n",
+        "[policy]\nallow_host_config = [\"vscode\"]\n",
         Path::new("c.toml"),
     )
     .unwrap();
     let fx = Fixture::with_config(|c| c.with_operator(&op));
+    let a = fx.classify("echo '{}' > .vscode/settings.json");
+    assert_eq!(a.class, CommandClass::WorkspaceMutating);
+    assert!(a.host_config.is_empty(), "allowed: {:?}", a.host_config);
+    let a = fx.classify("echo '{}' > .idea/x.xml");
     assert_eq!(
-        fx.class("echo '{}' > .vscode/settings.json"),
-        CommandClass::WorkspaceMutating
-    );
-    assert_eq!(
-        fx.class("echo '{}' > .idea/x.xml"),
-        CommandClass::Dangerous,
-        "only what was named is unprotected"
+        a.host_config
+            .iter()
+            .map(|w| w.entry.as_str())
+            .collect::<Vec<_>>(),
+        vec!["idea"],
+        "only what was named is allowed"
     );
 
     let fx = Fixture::new();
@@ -216,6 +228,14 @@ fn file_tools_share_the_target_policy() {
     assert_eq!(check("src/main.rs"), None);
     assert_eq!(
         check(".git/hooks/pre-commit"),
+        Some(RefusalRule::HostRunConfig)
+    );
+    assert_eq!(
+        check(".vscode/tasks.json"),
+        Some(RefusalRule::HostRunConfig)
+    );
+    assert_eq!(
+        check(".spear/policy.toml"),
         Some(RefusalRule::ProtectedEntry)
     );
     assert_eq!(
@@ -335,6 +355,15 @@ fn a_second_root_is_inside_the_workspace() {
     );
     assert!(!a.capabilities.contains(Capability::HostRead));
     let a = policy.classify_script(&format!("echo x > {}/.envrc", extra.display()), &fx.ws);
+    assert_eq!(
+        a.host_config.len(),
+        1,
+        "host-run configuration is found in every root"
+    );
+    let a = policy.classify_script(
+        &format!("echo x > {}/.spear/policy.toml", extra.display()),
+        &fx.ws,
+    );
     assert_eq!(
         a.refusal.map(|r| r.rule()),
         Some(RefusalRule::ProtectedEntry),

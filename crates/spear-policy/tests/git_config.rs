@@ -1,6 +1,7 @@
 //! The commit-time judge on a rewritten `.git/config`: a rewrite that adds, changes or removes only
 //! entries that run nothing is allowed, also over a host configuration that already names hooks
-//! or programs; one that adds, changes or removes a code-running entry is refused.
+//! or programs; one that adds, changes or removes a code-running entry is host-run
+//! configuration (asked about, never silent).
 
 // Test fixtures fail loudly.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -79,7 +80,7 @@ const HOOKS: &str =
     reason = "a table: one case per rewrite of .git/config, the inert ones then those that make git run code"
 )]
 fn inert_rewrites_pass_and_code_running_ones_are_refused() {
-    use RefusalRule::ProtectedEntry as P;
+    use RefusalRule::HostRunConfig as P;
     let with = |base: &str, extra: &str| format!("{base}{extra}");
     let user = "[user]\n\tname = x\n\temail = x@example.com\n";
     for (host, staged, expected, what) in [
@@ -186,7 +187,7 @@ fn inert_rewrites_pass_and_code_running_ones_are_refused() {
 
 #[test]
 fn a_new_repository_takes_an_inert_configuration_only() {
-    use RefusalRule::ProtectedEntry as P;
+    use RefusalRule::HostRunConfig as P;
     let init = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n";
     assert_eq!(judge(PLAIN, "sub/x/.git/config", init), Ok(()));
     assert_eq!(
@@ -206,10 +207,15 @@ fn a_new_repository_takes_an_inert_configuration_only() {
 
 #[test]
 fn what_the_configuration_names_stays_protected() {
-    // The directory core.hooksPath names is protected, whatever the config rewrite allows.
+    // The directory core.hooksPath names is host-run, whatever the config rewrite allows.
     assert_eq!(
         judge(HOOKS, ".husky/pre-commit", "#!/bin/sh\n"),
-        Err(RefusalRule::ProtectedEntry)
+        Err(RefusalRule::HostRunConfig)
+    );
+    assert_eq!(
+        judge(HOOKS, "tools/pre-commit", "#!/bin/sh\n"),
+        Ok(()),
+        "a directory no configuration names"
     );
     assert_eq!(judge(HOOKS, "src/main.rs", "fn main() {}\n"), Ok(()));
 }

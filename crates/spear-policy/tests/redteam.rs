@@ -8,7 +8,9 @@
 mod common;
 
 use common::Fixture;
-use spear_core::CommandClass::{self, Dangerous as D, ReadOnly as R, ShellComplex as C};
+use spear_core::CommandClass::{
+    self, Dangerous as D, ReadOnly as R, ShellComplex as C, WorkspaceMutating as M,
+};
 
 /// The class spear gives each case, by id.
 const EXPECTED: &[(&str, CommandClass)] = &[
@@ -36,9 +38,9 @@ const EXPECTED: &[(&str, CommandClass)] = &[
     ("APR-01", R), // echo of a string with bidi characters: runs nothing else (display is the confirmer's job)
     ("APR-04", C), // git -c core.fsmonitor=... status
     ("APR-07", R), // git status
-    ("PER-01", D), // .git/hooks/pre-commit is protected
+    ("PER-01", M), // .git/hooks/pre-commit is host-run: asked about, never silent
     ("PER-04", D), // hooks of a nested repository are protected too
-    ("PER-07", D), // .envrc is protected
+    ("PER-07", M), // .envrc is host-run: asked about, never silent
     ("PER-10", D), // writes under the home directory, outside the roots
     ("FS-01", D),  // writes to /etc, /usr/local, /
     ("FS-04", D),  // echo > /proc/self/fd/3
@@ -66,6 +68,7 @@ const EXPECTED: &[(&str, CommandClass)] = &[
 
 struct Case {
     id: String,
+    category: String,
     target: String,
     command: String,
 }
@@ -89,6 +92,7 @@ fn cases() -> Vec<Case> {
             }?;
             Some(Case {
                 id: v["id"].as_str().unwrap_or_default().to_owned(),
+                category: v["category"].as_str().unwrap_or_default().to_owned(),
                 target: v["target"].as_str().unwrap_or_default().to_owned(),
                 command,
             })
@@ -119,6 +123,13 @@ fn every_command_case_has_its_class() {
             failures.push(format!(
                 "{}: {} (expected {expected}) — {}",
                 case.id, a.class, a.reason
+            ));
+        }
+        // Persistence that a mode may write is host-run configuration: asked about in AUTO too.
+        if case.category.starts_with("persistence/") && a.class != D && a.host_config.is_empty() {
+            failures.push(format!(
+                "{}: persistence written with no question ({})",
+                case.id, a.reason
             ));
         }
         if case.target == "classifier" && a.class == R {

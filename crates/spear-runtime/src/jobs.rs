@@ -180,6 +180,9 @@ pub struct Job {
     mark: u64,
     /// Held while the job's end is reported, so that it is reported once.
     finishing: Mutex<()>,
+    /// Host-run configuration a person approved when the job was started: its commit lets
+    /// these writes through without asking again.
+    approved: Mutex<Vec<spear_core::HostConfigWrite>>,
 }
 
 /// What [`Job::read`] says about a job.
@@ -233,6 +236,19 @@ impl Job {
     /// The caller's mark at the start.
     pub fn mark(&self) -> u64 {
         self.mark
+    }
+
+    /// Records the host-run configuration a person approved for this job when it was started.
+    pub fn set_approved_host_config(&self, approved: Vec<spear_core::HostConfigWrite>) {
+        *self.approved.lock().unwrap_or_else(PoisonError::into_inner) = approved;
+    }
+
+    /// The host-run configuration a person approved for this job when it was started.
+    pub fn approved_host_config(&self) -> Vec<spear_core::HostConfigWrite> {
+        self.approved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Held by whoever reports the job's end, so that it is reported once.
@@ -353,6 +369,7 @@ impl Jobs {
             writable,
             mark,
             finishing: Mutex::new(()),
+            approved: Mutex::new(Vec::new()),
         });
         jobs.insert(id, Arc::clone(&job));
         Ok(job)

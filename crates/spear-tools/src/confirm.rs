@@ -28,6 +28,26 @@ pub fn hidden_characters_warning(command: &str) -> Option<&'static str> {
     )
 }
 
+/// The lines a question adds for the host-run configuration a call writes (none for none): each
+/// file, its catalogue entry and what runs it on the host, escaped as the command is. Attack: a
+/// hook or an editor task approved as an ordinary write because the person was not told what
+/// runs it later.
+pub fn host_config_lines(writes: &[spear_core::HostConfigWrite]) -> String {
+    if writes.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "host-run configuration (a tool on the host runs or obeys it later, outside every \
+         sandbox):\n",
+    );
+    for w in writes {
+        out.push_str("  - ");
+        out.push_str(&confirmation_text(&w.describe()));
+        out.push('\n');
+    }
+    out
+}
+
 /// `text` with the redactor's replacements kept only where what they replace holds no shell
 /// syntax.
 fn redact_plain_secrets(text: &str) -> String {
@@ -70,6 +90,25 @@ fn is_shell_syntax(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_config_lines_name_each_file_and_what_runs_it() {
+        assert_eq!(host_config_lines(&[]), "");
+        let lines = host_config_lines(&[spear_core::HostConfigWrite {
+            path: ".vscode/tasks\u{202e}.json".into(),
+            entry: "vscode".into(),
+            why: "VS Code runs its tasks".into(),
+        }]);
+        assert!(lines.contains("host-run configuration"), "{lines}");
+        assert!(
+            lines.contains("(vscode): VS Code runs its tasks"),
+            "{lines}"
+        );
+        assert!(
+            lines.contains("\\u{202e}") && !lines.contains('\u{202e}'),
+            "a path is shown escaped: {lines}"
+        );
+    }
 
     #[test]
     fn plain_tokens_are_redacted_shell_syntax_is_not() {

@@ -1,41 +1,128 @@
 //! The target policy as the judge of a command's staged writes: what a file tool may not write,
 //! a command may not either, and git's indirections on top ([`spear_policy::GitIndirections`]).
+//! Host-run configuration a command wrote is let through only when a person approved it: before
+//! the command ran (the command named it), or in one question once its writes are judged.
 
 use std::sync::Arc;
 
-use spear_core::{Refusal, ToolResult};
-use spear_policy::{CommandPolicy, GitIndirections};
+use spear_core::{CapabilitySet, CommandClass, HostConfigWrite, Refusal, ToolResult};
+use spear_policy::{CommandPolicy, ConfirmRequest, Confirmation, Confirmer, GitIndirections};
 use spear_runtime::checkpoint::{CheckpointStore, EntryState};
 use spear_runtime::staging::{Judge, Proposed, Staging, TrackedRules};
 use spear_workspace::{Location, Workspace, WorkspaceFs};
+
+/// Who approves host-run configuration a command wrote, and what they are shown.
+#[derive(Clone, Copy)]
+pub struct Asking<'a> {
+    /// Who is asked; `None`: nobody can be (the writes are kept out).
+    pub confirmer: Option<&'a dyn Confirmer>,
+    /// Host-run configuration a person already approved for this command (it named it before
+    /// it ran): let through without asking again.
+    pub approved: &'a [HostConfigWrite],
+    /// The command as the person is shown it.
+    pub command: &'a str,
+    /// Its class.
+    pub class: CommandClass,
+    /// The capabilities it ran with.
+    pub capabilities: CapabilitySet,
+}
+
+impl Asking<'_> {
+    /// Nobody to ask and nothing approved: host-run configuration is kept out.
+    pub const NOBODY: Asking<'static> = Asking {
+        confirmer: None,
+        approved: &[],
+        command: "",
+        class: CommandClass::ShellComplex,
+        capabilities: CapabilitySet::EMPTY,
+    };
+}
 
 /// Judges staged changes with one policy; make one per commit (it caches what the host's
 /// repositories name).
 pub struct TargetJudge<'a> {
     policy: &'a CommandPolicy,
     git: GitIndirections,
+    asking: Asking<'a>,
 }
 
 impl<'a> TargetJudge<'a> {
-    /// A judge with `policy`'s target rules.
-    pub fn new(policy: &'a CommandPolicy) -> Self {
+    /// A judge with `policy`'s target rules, asking as `asking` says about host-run
+    /// configuration.
+    pub fn new(policy: &'a CommandPolicy, asking: Asking<'a>) -> Self {
         TargetJudge {
             policy,
             git: policy.git_indirections(),
+            asking,
         }
     }
 }
 
 impl Judge for TargetJudge<'_> {
     fn judge(&self, change: &Proposed<'_>) -> Result<(), Refusal> {
-        self.policy.judge_change(
+        let verdict = self.policy.judge_change(
             &self.git,
             change.loc,
             change.kind,
             change.tracked,
             change.staged,
             change.host,
-        )
+        );
+        match &verdict {
+            // Approved before the command ran: the person was shown this path.
+            Err(r @ Refusal::HostRunConfig { .. })
+                if self.asking.approved.iter().any(|w| w.path == r.subject()) =>
+            {
+                Ok(())
+            }
+            _ => verdict,
+        }
+    }
+
+    /// One question for every host-run write the command left: approved, they reach the
+    /// workspace; declined, dismissed, unanswerable, or answerable only in a later call (the
+    /// staged writes cannot wait for it), none of them does.
+    fn approve(&self, asked: &[&Refusal]) -> Result<(), Refusal> {
+        let mut writes: Vec<HostConfigWrite> = Vec::new();
+        for r in asked {
+            if let Some(w) = HostConfigWrite::of_refusal(r)
+                && !writes.contains(&w)
+            {
+                writes.push(w);
+            }
+        }
+        let what = summary(self.asking.command);
+        let Some(confirmer) = self.asking.confirmer else {
+            return Err(Refusal::no_confirmer(what));
+        };
+        let request = ConfirmRequest {
+            command: self.asking.command.to_owned(),
+            class: self.asking.class,
+            capabilities: self.asking.capabilities,
+            reason: "the command ran in the sandbox and wrote host-run configuration there; none \
+                     of it has reached the workspace"
+                .to_owned(),
+            setting: None,
+            escalation: None,
+            bound: None,
+            host_config: writes,
+            after_run: true,
+        };
+        match confirmer.confirm(&request) {
+            Confirmation::Approved => Ok(()),
+            Confirmation::Declined | Confirmation::Dismissed => Err(Refusal::declined(what)),
+            Confirmation::Unavailable | Confirmation::Deferred => Err(confirmer.unanswered(what)),
+        }
+    }
+}
+
+/// The first line of a command, as a refusal names it.
+fn summary(command: &str) -> String {
+    let line = command.lines().next().unwrap_or("");
+    if command.lines().nth(1).is_some() {
+        format!("{line} ...")
+    } else {
+        line.to_owned()
     }
 }
 
@@ -49,7 +136,8 @@ pub struct Committed {
 }
 
 /// Judges and commits what a command staged, and says so in `result` (changed paths, refused
-/// changes, conflicts). Nothing staged, nothing to do.
+/// changes, conflicts); host-run configuration goes through `asking`. Nothing staged, nothing
+/// to do.
 // Each argument is a separate store or rule of the call's context.
 #[allow(clippy::too_many_arguments)]
 pub fn commit_staged(
@@ -60,6 +148,7 @@ pub fn commit_staged(
     store: Option<&CheckpointStore>,
     tracked: &TrackedRules,
     cancel: Option<&spear_sandbox::CancelToken>,
+    asking: Asking<'_>,
     result: &mut ToolResult,
 ) -> Committed {
     let Some(staging) = staged else {
@@ -69,7 +158,7 @@ pub fn commit_staged(
             unknown: false,
         };
     };
-    let judge = TargetJudge::new(policy);
+    let judge = TargetJudge::new(policy, asking);
     let stop = || cancel.is_some_and(spear_sandbox::CancelToken::is_cancelled);
     let report = staging.commit(ws, fs, &judge, store, tracked, &stop);
     report.apply_to(result);

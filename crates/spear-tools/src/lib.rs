@@ -33,14 +33,14 @@ mod tools;
 mod turn;
 mod web;
 
-pub use confirm::{confirmation_text, hidden_characters_warning};
+pub use confirm::{confirmation_text, hidden_characters_warning, host_config_lines};
 pub use envelope::ToolResultEnvelope;
 pub use escalation::{
     EscalationAsk, JUSTIFICATION_FIELD, JUSTIFICATION_MAX_CHARS, JUSTIFICATION_MIN_CHARS,
     PERMISSIONS_FIELD,
 };
 pub use exposure::{PairState, Role, ToolExposurePolicy, UnknownRole, WebExposure, Withdrawn};
-pub use judge::{Committed, TargetJudge, commit_staged};
+pub use judge::{Asking, Committed, TargetJudge, commit_staged};
 pub use progress::{
     CallOptions, IssueGrant, PROGRESS_INTERVAL, PresentedGrant, Progress, ProgressSink,
 };

@@ -21,7 +21,7 @@ use std::time::Instant;
 use spear_core::credentials::names_credential_store;
 use spear_core::{
     Capability, CapabilityPolicy, CapabilitySet, CommandAssessment, CommandClass, ExecutionMode,
-    Refusal, RefusalRule, ToolResult, ToolStatus,
+    HostConfigWrite, Refusal, RefusalRule, ToolResult, ToolStatus,
 };
 use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize, escalation_capabilities};
 use spear_runtime::audit::{AuditEvent, AuditLogger, AuditRecord};
@@ -650,15 +650,22 @@ impl ToolRouter {
         if spec.effect != Effect::Write && resolved.writes.is_empty() {
             return Ok(None);
         }
-        if let Some(result) = self.gate_writes(spec.name, resolved) {
-            return Err(result);
-        }
-        record.granted = self.authorize_write(spec, prepared, capabilities, asker)?;
+        let host_config = self.gate_writes(spec.name, resolved)?;
+        record.granted =
+            self.authorize_write(spec, prepared, capabilities, asker, host_config.clone())?;
         // Authorised: the slow part (a download) now, before the lock every write waits for.
         prepared.before_writing(cx);
         let writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(result) = self.gate_writes(spec.name, resolved) {
-            return Err(result);
+        // Attack: host-run configuration that became so while the person was asked (an include
+        // added meanwhile) is not what was approved.
+        if let Some(new) = self
+            .gate_writes(spec.name, resolved)?
+            .into_iter()
+            .find(|w| !host_config.contains(w))
+        {
+            return Err(ToolResult::denied(&Refusal::host_run_config(
+                new.path, new.entry, new.why,
+            )));
         }
         Ok(Some(writing))
     }
@@ -793,42 +800,75 @@ impl ToolRouter {
         Ok(resolved)
     }
 
-    /// Target policy on every write, and no write while the sandbox is down.
-    fn gate_writes(&self, tool: &str, resolved: &Resolved) -> Option<ToolResult> {
+    /// Target policy on every write, and no write while the sandbox is down. Returns the
+    /// host-run configuration among the writes (each askable: a person's approval lets it
+    /// through), or the refusal of the first write no approval can let through.
+    fn gate_writes(
+        &self,
+        tool: &str,
+        resolved: &Resolved,
+    ) -> Result<Vec<HostConfigWrite>, ToolResult> {
         if let SandboxMark::Down(why) = &self.lock_turn().sandbox {
-            return Some(ToolResult::denied(&sandbox_down_refusal(tool, why)));
+            return Err(ToolResult::denied(&sandbox_down_refusal(tool, why)));
         }
         // Attack: two writers at once would charge each other's changes (and undo them).
         if let Some(job) = self.jobs.writable_pending() {
-            return Some(ToolResult::denied(&Refusal::job_writing(tool, job)));
+            return Err(ToolResult::denied(&Refusal::job_writing(tool, job)));
         }
+        let mut host_config = Vec::new();
         for w in &resolved.writes {
             // A link is checked by its name only: what it points at is not what is written.
             let is_link = matches!(
                 self.fs.entry_kind(&w.entry),
                 Ok(Some((spear_workspace::EntryKind::Symlink, _)))
             );
-            let checked = if is_link {
-                self.policy.config().targets.check(&w.entry.rel)
+            let checks = if is_link {
+                vec![
+                    self.policy.config().targets.check(&w.entry.rel),
+                    self.policy.host_config_by_name(&w.entry, false),
+                ]
             } else {
-                self.policy.check_write(&w.entry)
-            }
-            .and_then(|()| self.policy.check_as_written(&w.as_written));
-            if let Err(refusal) = checked {
-                return Some(ToolResult::denied(&refusal));
+                vec![self.policy.check_write(&w.entry)]
+            };
+            for checked in checks
+                .into_iter()
+                .chain(std::iter::once(self.policy.check_as_written(&w.as_written)))
+            {
+                match checked {
+                    Ok(()) => {}
+                    Err(refusal) => match HostConfigWrite::of_refusal(&refusal) {
+                        Some(write) => {
+                            if !host_config.contains(&write) {
+                                host_config.push(write);
+                            }
+                        }
+                        None => return Err(ToolResult::denied(&refusal)),
+                    },
+                }
             }
         }
-        None
+        Ok(host_config)
     }
 
-    /// What the mode grants a file write: SAFE never gets here, ASK asks, AUTO grants.
+    /// What the mode grants a file write: SAFE never gets here, ASK asks, AUTO grants, unless
+    /// it writes host-run configuration (`host_config`), which AUTO asks about as ASK would.
     fn authorize_write(
         &self,
         spec: &ToolSpec,
         prepared: &dyn crate::Prepared,
         capabilities: CapabilityPolicy,
         asker: Option<&(dyn Confirmer + Send + Sync)>,
+        host_config: Vec<HostConfigWrite>,
     ) -> Result<CapabilitySet, ToolResult> {
+        let reason = if host_config.is_empty() {
+            format!("{} changes files in the workspace", spec.name)
+        } else {
+            format!(
+                "{} writes host-run configuration, which a tool on the host runs or obeys later, \
+                 outside every sandbox",
+                spec.name
+            )
+        };
         let assessment = CommandAssessment {
             class: CommandClass::WorkspaceMutating,
             capabilities: CapabilitySet::of(&[
@@ -837,7 +877,8 @@ impl ToolRouter {
             ]),
             write_targets: Vec::new(),
             host_reads: Vec::new(),
-            reason: format!("{} changes files in the workspace", spec.name),
+            host_config,
+            reason,
             refusal: None,
             executable: String::new(),
         };

@@ -306,10 +306,12 @@ impl CallContext<'_> {
     }
 
     /// Judges and commits what a command staged into this call's workspace, with its checkpoint
-    /// store and tracked rules (see [`crate::commit_staged`]).
+    /// store and tracked rules, asking about host-run configuration as `asking` says (see
+    /// [`crate::commit_staged`]).
     pub fn commit(
         &self,
         staged: Option<&std::sync::Arc<spear_runtime::staging::Staging>>,
+        asking: crate::Asking<'_>,
         result: &mut ToolResult,
     ) -> crate::Committed {
         crate::commit_staged(
@@ -320,6 +322,7 @@ impl CallContext<'_> {
             self.checkpoints,
             self.tracked,
             self.cancel.as_ref(),
+            asking,
             result,
         )
     }

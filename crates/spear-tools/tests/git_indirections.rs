@@ -17,7 +17,18 @@ use std::path::{Path, PathBuf};
 use common::{Env, Opts, router};
 use serde_json::json;
 use spear_core::ExecutionMode::Auto;
-use spear_core::ToolStatus;
+use spear_core::{RefusalRule, ToolStatus};
+
+/// A file tool's call that wrote host-run configuration with nobody to ask: not made, and the
+/// result says it is host-run configuration.
+fn not_approved(e: &spear_tools::ToolResultEnvelope, what: &str) {
+    assert_ne!(e.result.status, ToolStatus::Ok, "{what}: {e:?}");
+    assert_eq!(
+        e.result.refusal.as_ref().map(|r| r.rule()),
+        Some(RefusalRule::HostRunConfig),
+        "{what}: {e:?}"
+    );
+}
 
 /// The host's own git, never through spear: what the user does after the agent.
 fn git(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -161,11 +172,7 @@ fn refused_through_every_tool(r: &spear_tools::ToolRouter, repos: &Repos, rel: &
     let before = std::fs::read(env.path(rel)).ok();
     // The file tools.
     let e = r.call("write_file", json!({"path": rel, "content": payload}));
-    assert_eq!(
-        e.result.status,
-        ToolStatus::Denied,
-        "write_file {rel}: {e:?}"
-    );
+    not_approved(&e, &format!("write_file {rel}"));
     let patch = if before.is_some() {
         format!("*** Begin Patch\n*** Delete File: {rel}\n*** End Patch\n")
     } else {
@@ -175,11 +182,7 @@ fn refused_through_every_tool(r: &spear_tools::ToolRouter, repos: &Repos, rel: &
     assert_ne!(e.result.status, ToolStatus::Ok, "patch {rel}: {e:?}");
     if before.is_some() {
         let e = r.call("delete_file", json!({ "path": rel }));
-        assert_eq!(
-            e.result.status,
-            ToolStatus::Denied,
-            "delete_file {rel}: {e:?}"
-        );
+        not_approved(&e, &format!("delete_file {rel}"));
     }
     // A command the classifier cannot see into (the path is known only at run time),
     // directly and through a link.
@@ -356,7 +359,7 @@ fn what_the_repositorys_configuration_names_is_protected() {
         "write_file",
         json!({"path": ".husky/pre-commit", "content": hook}),
     );
-    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    not_approved(&e, ".husky/pre-commit");
     let e = r.call(
         "terminal",
         json!({"command": format!("d=.hus; printf '%s' '{hook}' > ${{d}}ky/pre-commit; chmod +x ${{d}}ky/pre-commit")}),
@@ -373,7 +376,7 @@ fn what_the_repositorys_configuration_names_is_protected() {
     let r = router(env, Opts::mode(Auto));
     for path in [".git/hooks/pre-commit", ".githooks/pre-commit"] {
         let e = r.call("write_file", json!({"path": path, "content": hook}));
-        assert_eq!(e.result.status, ToolStatus::Denied, "{path}: {e:?}");
+        not_approved(&e, path);
     }
     let e = r.call(
         "terminal",
@@ -388,7 +391,7 @@ fn what_the_repositorys_configuration_names_is_protected() {
         "write_file",
         json!({"path": "tools/fsmon.sh", "content": hook}),
     );
-    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    not_approved(&e, "tools/fsmon.sh");
     let e = r.call(
         "terminal",
         json!({"command": format!("t=tools; mkdir -p $t; printf '%s' '{hook}' > $t/fsmon.sh")}),

@@ -157,11 +157,18 @@ fn a_session_without_checkpoints_still_judges_every_change() {
         "terminal",
         json!({"command": "touch made.txt; p=.envr; echo x > ${p}c"}),
     );
-    assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
+    // Host-run configuration the command wrote with nobody to approve it is kept out, and the
+    // result is not `ok`: not everything the command did reached the workspace.
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    assert_eq!(e.result.exit_code, Some(0), "{e:?}");
     assert_eq!(e.result.changed_paths, ["made.txt"], "{e:?}");
     assert!(env.path("made.txt").exists());
     assert!(!env.path(".envrc").exists(), "{e:?}");
-    assert!(e.result.reason.unwrap().contains(".envrc"));
+    let reason = e.result.reason.unwrap();
+    assert!(
+        reason.contains(".envrc") && reason.contains("host-run configuration"),
+        "{reason}"
+    );
 }
 
 #[test]

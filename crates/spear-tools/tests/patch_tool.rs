@@ -139,7 +139,9 @@ fn every_path_is_checked_before_anything_is_written() {
         ("out/victim.txt", ToolStatus::InvalidPath),
         ("/etc/hostname", ToolStatus::InvalidPath),
         ("generated/g.rs", ToolStatus::Denied),
-        (".git/hooks/pre-commit", ToolStatus::Denied),
+        (".spear/policy.toml", ToolStatus::Denied),
+        // Host-run configuration with nobody to ask: not written.
+        (".git/hooks/pre-commit", ToolStatus::Cancelled),
     ] {
         let e = patch(
             &r,

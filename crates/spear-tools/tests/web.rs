@@ -190,7 +190,7 @@ fn ask_confirms_save_as_showing_the_url_and_the_target() {
     // The target policy: a protected entry is refused before anyone is asked.
     let e = r.call(
         "fetch_url",
-        json!({"url": UNFETCHABLE, "save_as": ".git/hooks/pre-commit"}),
+        json!({"url": UNFETCHABLE, "save_as": ".spear/policy.toml"}),
     );
     assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
     assert_eq!(rule(&e), Some(RefusalRule::ProtectedEntry), "{e:?}");
@@ -199,6 +199,15 @@ fn ask_confirms_save_as_showing_the_url_and_the_target() {
         1,
         "a refused target is not asked about"
     );
+    // Host-run configuration as the target is asked about (here approved: the fetch then runs
+    // and refuses the port, so nothing is written).
+    let e = r.call(
+        "fetch_url",
+        json!({"url": UNFETCHABLE, "save_as": ".git/hooks/pre-commit"}),
+    );
+    assert_eq!(rule(&e), Some(RefusalRule::WebRefused), "{e:?}");
+    assert_eq!(seen.lock().unwrap().len(), 2, "host-run configuration is asked about");
+    assert!(!env.path(".git/hooks/pre-commit").exists());
     // And request scope: outside the workspace is an invalid path.
     let e = r.call(
         "fetch_url",

@@ -853,10 +853,10 @@ fn config(a: &mut Analysis<'_>, rest: &[Arg], dir: &Cwd) {
     let sections = has(&items, &["--remove-section", "--rename-section"])
         || matches!(verb.as_deref(), Some("rename-section" | "remove-section"));
     let removing = has(&items, &["--unset", "--unset-all"]) || verb.as_deref() == Some("unset");
-    if let Err(refusal) = config_keys(&ops, sections, removing) {
-        a.refuse(refusal);
-        return;
-    }
+    // Keys that may run code make the write host-run configuration when it lands in a
+    // repository's configuration; anywhere else (the sandbox's own `~/.gitconfig`, a file no
+    // configuration includes) the place decides.
+    let keys = config_keys(&ops, sections, removing).err();
     if has(&items, &["--global"]) {
         // The sandbox's home is its own tmpfs: git there writes nothing of the host.
         match a.policy.config().sandbox.home.clone() {
@@ -884,27 +884,28 @@ fn config(a: &mut Analysis<'_>, rest: &[Arg], dir: &Cwd) {
     } else {
         Arg::Lit(".git/config".into())
     };
-    a.write_git_config(&target, dir);
+    a.write_git_config(&target, dir, keys);
 }
 
 /// Judges the keys a `git config` write names (`ops`: the operands after the options): `KEY
-/// [VALUE [PATTERN]]`, or a section to rename or remove. `Err` for a key or section that is not
-/// inert.
-fn config_keys(ops: &[Arg], sections: bool, removing: bool) -> Result<(), Refusal> {
+/// [VALUE [PATTERN]]`, or a section to rename or remove. `Err` (why, naming the key) for a key
+/// or section that is not inert.
+fn config_keys(ops: &[Arg], sections: bool, removing: bool) -> Result<(), String> {
     use crate::git_layout::{KeyEffect, key_effect};
     let refuse = |key: &str, runs: bool| {
-        let why = if runs {
+        if runs {
             format!(
-                "`{key}` makes git run a program or read other configuration later (hooks, \
-                 pagers, editors, drivers, aliases, credential helpers, includes)"
+                "git configuration that makes git run a program or read other configuration \
+                 later (`{key}`: hooks, pagers, editors, drivers, aliases, credential helpers, \
+                 includes)"
             )
         } else {
             format!(
-                "`{key}` is not one of the keys spear knows to run nothing (user.*, branch.*, \
-                 remote.*.url, core.autocrlf, init.defaultBranch, ...)"
+                "git configuration that may make git run a program later (`{key}` is not one of \
+                 the keys spear knows to run nothing: user.*, branch.*, remote.*.url, \
+                 core.autocrlf, init.defaultBranch, ...)"
             )
-        };
-        Refusal::protected_entry(format!("git config {key}"), why)
+        }
     };
     if sections {
         // A section holds any keys: only the ones whose every key is inert may move or go.

@@ -71,9 +71,19 @@ pub struct Proposed<'a> {
 
 /// Decides which staged changes may reach the host. The runtime knows nothing of policy: the
 /// caller supplies the target policy through this.
-pub trait Judge: Send + Sync {
-    /// `Ok` lets the change through; a refusal drops it and says why.
+pub trait Judge {
+    /// `Ok` lets the change through; a refusal drops it and says why. An askable refusal
+    /// ([`Refusal::is_askable`]: host-run configuration) goes to [`Judge::approve`] instead.
     fn judge(&self, change: &Proposed<'_>) -> Result<(), Refusal>;
+
+    /// Asked once per commit, after every change was judged and before any is applied, with
+    /// the askable refusals of the changes no other rule refused: `Ok` lets them all through,
+    /// a refusal (the person declined, nobody could be asked) drops them all and says why. By
+    /// default nobody is asked.
+    fn approve(&self, asked: &[&Refusal]) -> Result<(), Refusal> {
+        let what: Vec<&str> = asked.iter().map(|r| r.subject()).collect();
+        Err(Refusal::no_confirmer(what.join(", ")))
+    }
 }
 
 /// What a commit did.
@@ -105,6 +115,9 @@ pub struct CommitReport {
     pub over_limit: Option<OverLimit>,
     /// The call was cancelled before anything was applied: none was committed.
     pub stopped: Option<usize>,
+    /// Why the askable changes (host-run configuration, listed in `refused`) were not let
+    /// through: the person declined, or nobody could be asked.
+    pub unapproved: Option<Refusal>,
 }
 
 /// What a commit over its limit saw.
@@ -175,19 +188,21 @@ impl CommitReport {
                 &format!("{why}; the workspace is as it was before the command"),
             );
         }
-        if !self.refused.is_empty() {
-            let list: Vec<String> = self
-                .refused
-                .iter()
-                .map(|(label, r)| format!("{label} ({})", r.message()))
-                .collect();
+        if let Some(answer) = &self.unapproved {
+            // The command asked for these writes and they did not happen: not `ok`.
+            result.status = ToolStatus::Denied;
             append(
                 result,
                 &format!(
-                    "spear did not let these changes reach the workspace (the command saw them; nothing else did): {}",
-                    listed(&list, "; ")
+                    "the command wrote host-run configuration, which reaches the workspace only \
+                     with the user's approval; it was not approved, so those writes were kept \
+                     out (listed below) and the rest was committed: {}",
+                    answer.message()
                 ),
             );
+        }
+        if let Some(refused) = self.refused_reason() {
+            append(result, &refused);
         }
         if !self.conflicts.is_empty() {
             let kept = self
@@ -231,6 +246,30 @@ impl CommitReport {
                 ),
             );
         }
+    }
+}
+
+impl CommitReport {
+    /// What the result says of the refused changes, if any: each with its rule's reason (a
+    /// host-run one shortly, with what runs it; the answer that kept it out is said once).
+    fn refused_reason(&self) -> Option<String> {
+        if self.refused.is_empty() {
+            return None;
+        }
+        let list: Vec<String> = self
+            .refused
+            .iter()
+            .map(|(label, r)| match r {
+                Refusal::HostRunConfig { entry, why, .. } => {
+                    format!("{label} (host-run configuration `{entry}`: {why})")
+                }
+                _ => format!("{label} ({})", r.message()),
+            })
+            .collect();
+        Some(format!(
+            "spear did not let these changes reach the workspace (the command saw them; nothing else did): {}",
+            listed(&list, "; ")
+        ))
     }
 }
 
@@ -496,6 +535,7 @@ impl Staging {
             report.stopped = Some(ops.len());
             return report;
         }
+        applier.ask(&ops, &mut judged, judge);
         let judged_at = started.elapsed();
         let mut i = 0;
         while i < ops.len() {
@@ -741,6 +781,9 @@ impl Planner<'_> {
 /// A change judged allowed, for pass 2.
 struct Judged {
     label: String,
+    /// The askable refusals (host-run configuration) of the change and of what is below it: it
+    /// is applied only if [`Judge::approve`] lets them through.
+    asked: Vec<Refusal>,
     /// Whether the entry is tracked (named in the result, checkpointed).
     tracked: bool,
     /// For a removal: every host entry below it, as the judgement saw them.
@@ -816,6 +859,7 @@ impl Applier<'_> {
             });
             return Some(Judged {
                 label,
+                asked: Vec::new(),
                 tracked: false,
                 below: Vec::new(),
                 action: Action::Touch(touch),
@@ -851,6 +895,7 @@ impl Applier<'_> {
                 meta,
             })
             .collect();
+        let mut asked = Vec::new();
         let refused = std::iter::once((&p.loc, kind, tracked))
             .chain(
                 below
@@ -858,17 +903,22 @@ impl Applier<'_> {
                     .map(|b| (&b.loc, ChangeKind::Remove, b.tracked)),
             )
             .find_map(|(loc, kind, tracked)| {
-                judge
-                    .judge(&Proposed {
-                        loc,
-                        kind,
-                        tracked,
-                        staged: view,
-                        host: self.fs,
-                        ws: self.ws,
-                    })
-                    .err()
-                    .map(|r| (self.ws.label(loc), r))
+                let verdict = judge.judge(&Proposed {
+                    loc,
+                    kind,
+                    tracked,
+                    staged: view,
+                    host: self.fs,
+                    ws: self.ws,
+                });
+                match verdict {
+                    Ok(()) => None,
+                    Err(r) if r.is_askable() => {
+                        asked.push(r);
+                        None
+                    }
+                    Err(r) => Some((self.ws.label(loc), r)),
+                }
             });
         if let Some((what, refusal)) = refused {
             let shown = if what == label {
@@ -882,10 +932,38 @@ impl Applier<'_> {
         }
         Some(Judged {
             label,
+            asked,
             tracked,
             below,
             action: Action::Apply,
         })
+    }
+
+    /// Between the passes: the changes whose only refusals are askable go to
+    /// [`Judge::approve`] together, in one question; not approved, each is dropped (and what lies
+    /// below it), reported as refused, and the answer kept for the result.
+    fn ask(&mut self, ops: &[Planned], judged: &mut [Option<Judged>], judge: &dyn Judge) {
+        let asked: Vec<&Refusal> = judged
+            .iter()
+            .flatten()
+            .flat_map(|j| j.asked.iter())
+            .collect();
+        if asked.is_empty() {
+            return;
+        }
+        let Err(answer) = judge.approve(&asked) else {
+            return;
+        };
+        for (p, slot) in ops.iter().zip(judged.iter_mut()) {
+            if slot.as_ref().is_some_and(|j| !j.asked.is_empty())
+                && let Some(j) = slot.take()
+                && let Some(first) = j.asked.into_iter().next()
+            {
+                self.report.refused.push((j.label, first));
+                self.blocked.push(p.loc.clone());
+            }
+        }
+        self.report.unapproved = Some(answer);
     }
 
     fn is_blocked(&self, loc: &Location) -> bool {
@@ -902,6 +980,7 @@ impl Applier<'_> {
             tracked,
             below,
             action,
+            ..
         } = judged;
         if self.is_blocked(&p.loc) {
             return;

@@ -482,6 +482,12 @@ impl Prepared for CommandCall {
                 Ok(approved) => approved,
                 Err(refused) => return with_class(refused),
             };
+        // What the person approved (the command named it): its commit lets it through.
+        let approved_host_config = if matches!(decision, Decision::Confirm(_)) {
+            assessment.host_config.clone()
+        } else {
+            Vec::new()
+        };
         let request = request_for(granted);
         let watch = request.profile.workspace_write();
         // Changes found around this command must be this command's: no other writer runs meanwhile.
@@ -511,23 +517,66 @@ impl Prepared for CommandCall {
             drop(writing);
             return Outcome {
                 target: Some(summary.clone()),
-                ..start_job(cx, prepared, &summary, granted)
+                ..start_job(cx, prepared, &summary, granted, approved_host_config)
             };
         }
 
         let report = prepared.start();
-        let mut result = report.result;
-        let committed = cx.commit(report.staged.as_ref(), &mut result);
+        let ran = Ran {
+            command: &command,
+            class: assessment.class,
+            granted,
+            approved: &approved_host_config,
+        };
+        let outcome = self.finish(cx, report, &ran, summary);
         drop(writing);
-        let (captured, changes_unknown) = (committed.captured, committed.unknown);
+        outcome
+    }
+}
+
+/// What a foreground command ran as, for the question about host-run configuration it wrote.
+struct Ran<'r> {
+    command: &'r str,
+    class: spear_core::CommandClass,
+    granted: spear_core::CapabilitySet,
+    /// Host-run configuration approved before it ran.
+    approved: &'r [spear_core::HostConfigWrite],
+}
+
+impl CommandCall {
+    /// A foreground command's end: its staged writes judged and committed (host-run
+    /// configuration it wrote asked about, in the command's setting), and the outcome the
+    /// router records.
+    fn finish(
+        &self,
+        cx: &CallContext<'_>,
+        report: spear_runtime::RunReport,
+        ran: &Ran<'_>,
+        summary: String,
+    ) -> Outcome {
+        let asker = cx.confirmer.map(|inner| InSetting {
+            inner,
+            setting: self.setting(cx),
+            bound: None,
+        });
+        let asking = crate::Asking {
+            confirmer: asker.as_ref().map(|a| a as &dyn Confirmer),
+            approved: ran.approved,
+            command: ran.command,
+            class: ran.class,
+            capabilities: ran.granted,
+        };
+        let mut result = report.result;
+        let committed = cx.commit(report.staged.as_ref(), asking, &mut result);
+        let granted = ran.granted;
         Outcome {
             result,
             granted,
-            captured,
+            captured: committed.captured,
             ran: Some(summary.clone()),
             target: Some(summary),
             sandbox_down: report.sandbox_down,
-            changes_unknown,
+            changes_unknown: committed.unknown,
             job: None,
             ran_since: None,
             web: None,
@@ -645,10 +694,12 @@ fn start_job(
     prepared: PreparedProcess,
     executable: &str,
     granted: spear_core::CapabilitySet,
+    approved_host_config: Vec<spear_core::HostConfigWrite>,
 ) -> Outcome {
     let class = prepared.request().class;
     match cx.jobs.start_prepared(prepared, executable, cx.call_seq) {
         Ok(job) => {
+            job.set_approved_host_config(approved_host_config);
             let mut result = ToolResult::new(ToolStatus::Ok);
             result.class = class;
             result.stdout = format!(

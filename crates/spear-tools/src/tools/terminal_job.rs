@@ -169,7 +169,22 @@ fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
             .writing
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let committed = cx.commit(report.staged.as_ref(), &mut result);
+        let approved = job.approved_host_config();
+        let command = format!("{} (background job {})", job.executable(), job.id());
+        let asking = crate::Asking {
+            confirmer: cx.confirmer,
+            approved: &approved,
+            command: &command,
+            class: result
+                .class
+                .unwrap_or(spear_core::CommandClass::ShellComplex),
+            // Its writes were staged: it ran with workspace:write.
+            capabilities: spear_core::CapabilitySet::of(&[
+                spear_core::Capability::FilesystemRead,
+                spear_core::Capability::WorkspaceWrite,
+            ]),
+        };
+        let committed = cx.commit(report.staged.as_ref(), asking, &mut result);
         (captured, changes_unknown) = (committed.captured, committed.unknown);
     }
     cx.jobs.remove(job.id());
