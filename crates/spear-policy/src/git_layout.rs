@@ -545,11 +545,9 @@ impl GitIndirections {
         if !inert && let Some(ind) = in_other_git_dir(view, host, loc, change) {
             refuse(ind)?;
         }
-        // Rule 3, what the host's repositories and the user's configuration name. A
-        // configuration file rewritten with inert entries only is judged by its content, not by
-        // being the repository's own file.
-        let own_config = inert && matches!(change, ChangeKind::File);
-        for control in self.named_by_host(ws, view, loc, own_config) {
+        // Rule 3, what the host's repositories and the user's configuration name. An inert
+        // change is judged by its content, not by being in the repository's own files.
+        for control in self.named_by_host(ws, view, loc, inert) {
             match control.entry {
                 None => return Err(Refusal::protected_entry(shown, control.why)),
                 Some(entry) => {
@@ -591,15 +589,15 @@ impl GitIndirections {
     /// Rule 3: the controls that hold `loc`: those of every host repository whose worktree
     /// holds it, those the user's and the system's configuration name, and the relative ones of
     /// that configuration under every repository `view` shows around it (one the command is
-    /// making included). `own_config`: the change is an inert rewrite of a configuration file,
-    /// so the repository's own files at exactly this path do not count (what the configuration
-    /// names still does). Hard controls (`entry` `None`) first.
+    /// making included). `inert`: the change is inert ([`is_inert`]), so the repository's own
+    /// configuration file at exactly this path and its own hooks directory do not count (what
+    /// the configuration names still does). Hard controls (`entry` `None`) first.
     fn named_by_host(
         &self,
         ws: &Workspace,
         view: &dyn TreeView,
         loc: &Location,
-        own_config: bool,
+        inert: bool,
     ) -> Vec<Control> {
         let host = ws.host_path(loc);
         let Some(parent) = host.parent() else {
@@ -612,10 +610,13 @@ impl GitIndirections {
         let holds = |c: &Control| {
             host.starts_with(&c.path) || real.as_ref().is_some_and(|r| r.starts_with(&c.path))
         };
+        // An inert change (an inert configuration rewrite, a sample hook, an empty hooks
+        // directory) is judged by what it is, not by lying in the repository's own files.
         let this_file = |c: &Control| {
-            own_config
-                && c.why == OWN_CONFIG
-                && (c.path == host || real.as_ref().is_some_and(|r| c.path == *r))
+            inert
+                && ((c.why == OWN_CONFIG
+                    && (c.path == host || real.as_ref().is_some_and(|r| c.path == *r)))
+                    || c.why == OWN_HOOKS)
         };
         let global = self.global();
         let mut found: Vec<Control> = self
@@ -951,8 +952,9 @@ fn include_target(value: &str, dir: &Path, home: Option<&Path>) -> Option<PathBu
 
 /// Whether `change` puts something git reads but that cannot make it run anything: a
 /// configuration of inert keys only ([`is_inert_config`]) or, over one the host has, a rewrite
-/// that adds, changes or removes only inert entries ([`config_change_is_inert`]), a sample hook (git runs a hook by its
-/// exact name, never `pre-commit.sample`), or an empty hooks directory being made. This is what
+/// that adds, changes or removes only inert entries ([`config_change_is_inert`]), a sample hook
+/// written or removed (git runs a hook by its exact name, never `pre-commit.sample`), or an empty
+/// hooks directory being made. This is what
 /// `git init` and `git clone` write; everything else of rules 1 and 2 is refused.
 pub fn is_inert(
     view: &dyn TreeView,
@@ -969,8 +971,13 @@ pub fn is_inert(
         .and_then(Path::file_name)
         .is_some_and(|p| is(p, "hooks"));
     match change {
-        ChangeKind::Dir => is(leaf, "hooks"),
-        ChangeKind::File if in_hooks => leaf.as_encoded_bytes().ends_with(b".sample"),
+        // An empty hooks directory made; a hooks directory removed (what it holds is judged on
+        // its own, each hook by its name).
+        ChangeKind::Dir | ChangeKind::Remove if is(leaf, "hooks") => true,
+        // git runs a hook by its exact name: a sample is never run, written or removed.
+        ChangeKind::File | ChangeKind::Remove if in_hooks => {
+            leaf.as_encoded_bytes().ends_with(b".sample")
+        }
         ChangeKind::File if is(leaf, "config") || is(leaf, "config.worktree") => {
             let Some(staged) = view.read_head(loc, 1 << 20).filter(|b| b.len() < 1 << 20) else {
                 return false;

@@ -326,6 +326,34 @@ pub fn check_allowed(names: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// One name pattern of the catalogue, split into its components once.
+struct Compiled {
+    entry: &'static Entry,
+    scope: Scope,
+    parts: Vec<&'static str>,
+}
+
+/// Every name pattern, compiled at first use: the judge asks about each of a command's changes
+/// (hundreds of thousands for a build), so a question costs no allocation per pattern.
+fn compiled() -> &'static [Compiled] {
+    static COMPILED: std::sync::OnceLock<Vec<Compiled>> = std::sync::OnceLock::new();
+    COMPILED.get_or_init(|| {
+        let mut out = Vec::new();
+        for entry in CATALOGUE {
+            if let Match::Names(names, scope) = entry.matches {
+                for name in names {
+                    out.push(Compiled {
+                        entry,
+                        scope,
+                        parts: name.split('/').filter(|p| !p.is_empty()).collect(),
+                    });
+                }
+            }
+        }
+        out
+    })
+}
+
 /// The entry by name that `rel` (a path relative to its root) is, lies in, or (unless `dir`, a
 /// directory being made) would replace as a parent (`mv crafted .git` replaces
 /// `.git/info/attributes`). `None` when no name entry covers it.
@@ -337,19 +365,14 @@ pub fn by_name(rel: &Path, dir: bool) -> Option<&'static Entry> {
             _ => None,
         })
         .collect();
-    CATALOGUE.iter().find(|e| {
-        let Match::Names(names, scope) = e.matches else {
-            return false;
-        };
-        names
-            .iter()
-            .any(|name| matches_name(name, &parts, scope, dir))
-    })
+    compiled()
+        .iter()
+        .find(|c| matches_name(&c.parts, &parts, c.scope, dir))
+        .map(|c| c.entry)
 }
 
-/// Whether the pattern `name` covers `parts` (see [`Match::Names`]).
-fn matches_name(name: &str, parts: &[&[u8]], scope: Scope, dir: bool) -> bool {
-    let pattern: Vec<&str> = name.split('/').filter(|p| !p.is_empty()).collect();
+/// Whether the pattern's components `pattern` cover `parts` (see [`Match::Names`]).
+fn matches_name(pattern: &[&str], parts: &[&[u8]], scope: Scope, dir: bool) -> bool {
     let n = pattern.len();
     if n == 0 {
         return false;
@@ -366,7 +389,7 @@ fn matches_name(name: &str, parts: &[&[u8]], scope: Scope, dir: bool) -> bool {
     let within = (0..parts.len().saturating_sub(n - 1)).any(|start| {
         parts[start..start + n]
             .iter()
-            .zip(&pattern)
+            .zip(pattern)
             .all(|(part, pat)| component_matches(pat, part))
             && outside_dependencies(start)
     });
@@ -377,7 +400,7 @@ fn matches_name(name: &str, parts: &[&[u8]], scope: Scope, dir: bool) -> bool {
                 let start = parts.len() - k;
                 parts[start..]
                     .iter()
-                    .zip(&pattern)
+                    .zip(pattern)
                     .all(|(part, pat)| component_matches(pat, part))
                     && outside_dependencies(start)
             }

@@ -226,7 +226,9 @@ impl CommandPolicy {
         // git's own verdict first: a hard refusal (a repository that cannot be read) before any
         // askable one, and git's entry, which says more than a name would.
         git.check(&self.workspace, staged, host, loc, change)?;
-        self.host_config_by_name(loc, container)
+        // Each staged entry is judged on its own, so a parent is never judged for what it will
+        // hold (`mv sub moved` removes `sub/.git/...` entry by entry): names alone.
+        self.host_config_by_name(loc, true)
     }
 }
 

@@ -90,13 +90,15 @@ fn every_sandbox_and_limits_case() {
                     !f.ws.join("vendor/lib/.git/hooks/post-checkout").exists(),
                     "{ctx}"
                 );
-                // Staged, judged and dropped: the result names it.
+                // Staged, judged and kept out (host-run, nobody to approve it): the result
+                // names it and is not `ok`.
                 let reason = r.reason.clone().unwrap_or_default();
                 assert!(
                     reason.contains("vendor/lib/.git/hooks/post-checkout")
-                        && reason.contains("protected"),
+                        && reason.contains("host-run configuration"),
                     "{ctx}"
                 );
+                assert_eq!(r.status, ToolStatus::Denied, "{ctx}");
             }
             "PER-07" => assert!(!f.ws.join(".envrc").exists(), "{ctx}"),
             "PER-10" => {

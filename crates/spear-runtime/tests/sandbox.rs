@@ -114,9 +114,14 @@ fn protected_entries_never_reach_the_host_whatever_the_command_does() {
         "{r:?}"
     );
     assert!(!f.ws.join(".git-moved/config").exists(), "{r:?}");
-    // `rm -rf .git` is refused as a whole: it holds the hooks and the configuration.
+    // `rm -rf .git` is kept out as a whole: it holds the hooks and the configuration, which
+    // nobody approved removing; the result is not `ok` and says why.
     let reason = r.reason.clone().unwrap_or_default();
-    assert!(reason.contains(".git (`.git` is protected"), "{reason}");
+    assert!(
+        reason.contains(".git (it holds .git/config) (host-run configuration `git-config`"),
+        "{reason}"
+    );
+    assert_eq!(r.status, ToolStatus::Denied, "{r:?}");
     // The host's own git runs nothing planted.
     std::fs::write(f.ws.join("file.txt"), "x\n").unwrap();
     for args in [
@@ -174,8 +179,12 @@ fn protected_entries_of_a_repository_made_by_the_command_never_reach_the_host() 
     );
     assert!(!f.ws.join(".envrc").exists());
     assert!(!f.ws.join(".vscode").exists());
+    assert_eq!(r.status, ToolStatus::Denied, "not everything landed: {r:?}");
     let reason = r.reason.unwrap_or_default();
-    assert!(reason.contains("protected"), "the result says so: {reason}");
+    assert!(
+        reason.contains("host-run configuration"),
+        "the result says so: {reason}"
+    );
     let _ = host_git(&f.ws.join("libs/inner"), &["status"]);
     assert!(!canary.exists());
 }
@@ -502,8 +511,9 @@ fn host_reads_are_visible_only_when_granted_and_never_writable() {
 }
 
 /// A command that moves a nested repository away and puts a link in its place: the removal of
-/// the repository holds its hooks, so it is refused whole (nothing of the real `.git/config` or
-/// hooks is deleted), and the copy `mv` made lands without the hook.
+/// the repository holds its hooks and configuration (host-run, which nobody approved here), so
+/// it is kept out whole (nothing of the real `.git/config` or hooks is deleted), and the copy
+/// `mv` made lands without the hook.
 #[test]
 fn a_nested_repository_moved_away_keeps_its_config_and_hooks() {
     let f = Fixture::new();
@@ -514,7 +524,9 @@ fn a_nested_repository_moved_away_keeps_its_config_and_hooks() {
     std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
     let config = std::fs::read_to_string(sub.join(".git/config")).unwrap();
     let r = f.auto("mv sub moved && ln -s moved sub && echo ok > marker.txt");
-    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    // Not everything the command did landed (nobody approved moving the repository's hooks and
+    // configuration): not `ok`.
+    assert_eq!(r.status, ToolStatus::Denied, "{r:?}");
     assert!(std::fs::symlink_metadata(&sub).unwrap().is_dir(), "{r:?}");
     assert_eq!(
         std::fs::read_to_string(sub.join(".git/config")).unwrap(),

@@ -91,6 +91,14 @@ impl Judge for TargetJudge<'_> {
                 writes.push(w);
             }
         }
+        // A directory made for what it holds is said by what it holds.
+        let holds = |dir: &HostConfigWrite| {
+            writes
+                .iter()
+                .any(|w| w.path.starts_with(&format!("{}/", dir.path)))
+        };
+        let shown: Vec<HostConfigWrite> = writes.iter().filter(|w| !holds(w)).cloned().collect();
+        let writes = shown;
         let what = summary(self.asking.command);
         let Some(confirmer) = self.asking.confirmer else {
             return Err(Refusal::no_confirmer(what));

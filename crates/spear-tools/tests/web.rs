@@ -206,7 +206,11 @@ fn ask_confirms_save_as_showing_the_url_and_the_target() {
         json!({"url": UNFETCHABLE, "save_as": ".git/hooks/pre-commit"}),
     );
     assert_eq!(rule(&e), Some(RefusalRule::WebRefused), "{e:?}");
-    assert_eq!(seen.lock().unwrap().len(), 2, "host-run configuration is asked about");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        2,
+        "host-run configuration is asked about"
+    );
     assert!(!env.path(".git/hooks/pre-commit").exists());
     // And request scope: outside the workspace is an invalid path.
     let e = r.call(

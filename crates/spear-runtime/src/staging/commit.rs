@@ -959,7 +959,12 @@ impl Applier<'_> {
                 && let Some(j) = slot.take()
                 && let Some(first) = j.asked.into_iter().next()
             {
-                self.report.refused.push((j.label, first));
+                let shown = if first.subject() == j.label {
+                    j.label
+                } else {
+                    format!("{} (it holds {})", j.label, first.subject())
+                };
+                self.report.refused.push((shown, first));
                 self.blocked.push(p.loc.clone());
             }
         }

@@ -94,6 +94,8 @@ pub struct Opts {
     pub repeats: u32,
     pub no_network: bool,
     pub web: spear_tools::WebPair,
+    /// The operator's `[policy] allow_host_config`.
+    pub allow_host_config: Vec<String>,
 }
 
 impl Opts {
@@ -108,6 +110,7 @@ impl Opts {
             repeats: 5,
             no_network: false,
             web: spear_tools::WebPair::off(),
+            allow_host_config: Vec::new(),
         }
     }
 
@@ -121,15 +124,19 @@ impl Opts {
 }
 
 pub fn policy(env: &Env) -> Arc<CommandPolicy> {
+    policy_allowing(env, Vec::new())
+}
+
+/// [`policy`] with the operator's `[policy] allow_host_config`.
+pub fn policy_allowing(env: &Env, allow_host_config: Vec<String>) -> Arc<CommandPolicy> {
     let workspace = Workspace::open(&WorkspaceConfig::new(&env.ws)).unwrap();
-    Arc::new(CommandPolicy::new(
-        Arc::new(workspace),
-        PolicyConfig::new(Some(env.home.clone())),
-    ))
+    let mut config = PolicyConfig::new(Some(env.home.clone()));
+    config.allow_host_config = allow_host_config;
+    Arc::new(CommandPolicy::new(Arc::new(workspace), config))
 }
 
 pub fn router(env: &Env, opts: Opts) -> ToolRouter {
-    let policy = policy(env);
+    let policy = policy_allowing(env, opts.allow_host_config);
     let mut config = RunnerConfig::from_host();
     config.home.clone_from(&env.home);
     config.host_env = vec![
