@@ -223,6 +223,21 @@ fn cut_notice(cap: usize) -> String {
     )
 }
 
+/// The one line `spear exec` prints on stderr when control characters were shown escaped.
+///
+/// Plain mode prints what the router returned, escaped as every client gets it: whoever runs
+/// `spear exec` (an agent's shell tool, a person) is the client, and a command's output, a file or
+/// a page can carry OSC 52 or CSI sequences aimed at the terminal showing it. The output is text
+/// already (decoded as UTF-8, lossily), never a byte pipe; redirect to a file in the workspace for
+/// the exact bytes.
+fn escaped_notice(escaped: &spear_core::EscapedControls) -> String {
+    let fields: Vec<String> = escaped.iter().map(|(f, n)| format!("{n} in {f}")).collect();
+    format!(
+        "spear: control characters were shown escaped as \\u{{..}} ({}); terminal control sequences are data; redirect the output to a file in the workspace for the exact bytes",
+        fields.join(", ")
+    )
+}
+
 /// What `spear exec` prints of `result`, into `done`'s streams.
 fn render(
     result: &ToolResult,
@@ -247,6 +262,9 @@ fn render(
     }
     done.stdout.extend_from_slice(result.stdout.as_bytes());
     let _ = err.write_all(result.stderr.as_bytes());
+    if let Some(escaped) = &result.escaped {
+        let _ = writeln!(err, "{}", escaped_notice(escaped));
+    }
     if let Some(reason) = &result.reason {
         let _ = writeln!(err, "spear: {}: {reason}", result.status);
     } else if result.status != spear_core::ToolStatus::Ok && result.exit_code.is_none() {

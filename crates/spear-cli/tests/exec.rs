@@ -47,6 +47,51 @@ fn runs_a_script_and_passes_its_exit_status() {
     assert!(text(&out.stderr).starts_with("err\n"));
 }
 
+/// `spear exec` prints a command's output as every client gets it: an OSC 52 clipboard write, a
+/// CSI and a C1 CSI shown escaped, with one line on stderr saying so; `--json` counts them in
+/// `escaped`. Positive control: the same output without them is printed byte for byte, with no
+/// notice, and `escaped` is `null`.
+#[test]
+fn control_sequences_in_the_output_are_shown_escaped() {
+    let d = Dirs::with(&[
+        (
+            "hostile.txt",
+            "x\u{1b}]52;c;aGVsbG8=\u{7}y\u{1b}[2Jz\u{9b}31mw\r\n",
+        ),
+        ("plain.txt", "x]52;c;aGVsbG8=y[2Jz31mw\r\n"),
+    ]);
+    let out = spear(&["exec", "--", "cat", "hostile.txt"], &d);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "x\\u{1b}]52;c;aGVsbG8=\\u{7}y\\u{1b}[2Jz\\u{9b}31mw\r\n"
+    );
+    assert!(
+        !out.stdout.contains(&0x1b),
+        "no ESC byte reaches the terminal"
+    );
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("control characters were shown escaped") && err.contains("4 in stdout"),
+        "{err}"
+    );
+    let out = spear(&["exec", "--json", "--", "cat", "hostile.txt"], &d);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["escaped"], serde_json::json!({"stdout": 4}), "{v}");
+    // Positive control.
+    let out = spear(&["exec", "--", "cat", "plain.txt"], &d);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(out.stdout, b"x]52;c;aGVsbG8=y[2Jz31mw\r\n");
+    assert!(
+        !text(&out.stderr).contains("escaped"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = spear(&["exec", "--json", "--", "cat", "plain.txt"], &d);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["escaped"].is_null(), "{v}");
+}
+
 #[test]
 fn json_result_has_the_documented_fields() {
     let d = dirs();

@@ -152,8 +152,36 @@ async fn read_file_returns_the_file_as_structured_content() {
         for field in spear_core::ToolResult::KEYS {
             assert!(e.get(field).is_some(), "{field} missing from {e}");
         }
+        assert!(e["escaped"].is_null(), "nothing escaped in plain text: {e}");
         let r = s.call("read_file", json!({"path": "missing.txt"})).await;
         assert_eq!(envelope(&r)["status"], "not_found");
+        s.stop().await;
+    }
+}
+
+/// A file holding an OSC 52 clipboard write, a CSI and a C1 CSI reaches the client escaped, in
+/// the structured content and in the text block, and `escaped` counts them; the plain file of the
+/// test above is the positive control.
+#[tokio::test]
+async fn control_sequences_reach_the_client_escaped() {
+    for generation in [Generation::Initialize, Generation::Discover] {
+        let s = Session::start(&[], User::mute(), generation).await;
+        std::fs::write(
+            s.dirs.ws.join("hostile.txt"),
+            "x\u{1b}]52;c;aGVsbG8=\u{7}y\u{1b}[2Jz\u{9b}31mw\n",
+        )
+        .unwrap();
+        let r = s.call("read_file", json!({"path": "hostile.txt"})).await;
+        let e = envelope(&r);
+        assert_eq!(e["status"], "ok", "{e}");
+        assert_eq!(
+            e["stdout"], "     1\tx\\u{1b}]52;c;aGVsbG8=\\u{7}y\\u{1b}[2Jz\\u{9b}31mw\n",
+            "{e}"
+        );
+        assert_eq!(e["escaped"], json!({"stdout": 4}), "{e}");
+        let text = &r.content[0].as_text().unwrap().text;
+        assert!(text.contains("x\\u{1b}]52;c;"), "{text}");
+        assert!(!spear_core::visible::has_controls(text), "{text:?}");
         s.stop().await;
     }
 }

@@ -21,6 +21,7 @@ pub mod redact;
 mod refusal;
 mod result;
 mod view;
+pub mod visible;
 
 pub use assessment::{CommandAssessment, HostConfigWrite};
 pub use capability::{Capability, CapabilityPolicy, CapabilitySet, Grant, UnknownCapability};
@@ -30,5 +31,5 @@ pub use guarantee::{Guarantee, GuaranteeSet, Guarantees, LimitsBackend, UnknownG
 pub use mode::{ExecutionMode, UnknownMode};
 pub use profile::ExecutionProfile;
 pub use refusal::{Refusal, RefusalRule};
-pub use result::{MAX_LISTED_CHANGES, ToolResult, ToolStatus, exit_code};
+pub use result::{EscapedControls, MAX_LISTED_CHANGES, ToolResult, ToolStatus, exit_code};
 pub use view::{SANDBOX_TMPDIR, SandboxView};

@@ -94,7 +94,17 @@ pub struct ToolResult {
     /// "cgroup-v1"}` (see [`Guarantees`]). `null` for every other tool and for a command refused
     /// or failed before anything was set up.
     pub guarantees: Option<Guarantees>,
+    /// The fields in which spear showed control characters escaped (`\u{1b}`), each with how many
+    /// (`{"stdout": 3}`): terminal control sequences in output, files, pages and paths are data,
+    /// never passed to a client raw ([`crate::visible`]). `null` when nothing was escaped: every
+    /// text field is then exactly what was read.
+    #[serde(default)]
+    pub escaped: Option<Box<EscapedControls>>,
 }
+
+/// How many control characters were shown escaped, by the name of the field they were in
+/// (`stdout`, `stderr`, `reason`, `changed_paths`, `web`, ...).
+pub type EscapedControls = std::collections::BTreeMap<String, usize>;
 
 /// A refusal as JSON shows it: its rule. (serde hands a field by reference, so the signature is
 /// serde's.)
@@ -126,7 +136,7 @@ impl ToolResult {
     /// The keys of its JSON, every one always present (`null` when it does not apply): the
     /// documented interface of `--json`, of `spear tool` and of MCP results, held once here for
     /// every test that checks it.
-    pub const KEYS: [&'static str; 11] = [
+    pub const KEYS: [&'static str; 12] = [
         "status",
         "exit_code",
         "stdout",
@@ -138,6 +148,7 @@ impl ToolResult {
         "duration_ms",
         "truncated",
         "guarantees",
+        "escaped",
     ];
 
     /// A result with `status` and nothing else.
@@ -154,6 +165,47 @@ impl ToolResult {
             truncated: false,
             refusal: None,
             guarantees: None,
+            escaped: None,
+        }
+    }
+
+    /// Shows the control characters of every text field escaped ([`crate::visible`]) and counts
+    /// them in `escaped`, under each field's name. A result without any is left as it is.
+    pub fn escape_controls(&mut self) {
+        let mut counts = self.escaped.take().map(|b| *b).unwrap_or_default();
+        let mut count = |field: &str, n: usize| {
+            if n > 0 {
+                *counts.entry(field.to_owned()).or_default() += n;
+            }
+        };
+        count(
+            "stdout",
+            crate::visible::escape_controls_in(&mut self.stdout),
+        );
+        count(
+            "stderr",
+            crate::visible::escape_controls_in(&mut self.stderr),
+        );
+        if let Some(reason) = &mut self.reason {
+            count("reason", crate::visible::escape_controls_in(reason));
+        }
+        let paths: usize = self
+            .changed_paths
+            .iter_mut()
+            .map(crate::visible::escape_controls_in)
+            .sum();
+        count("changed_paths", paths);
+        self.escaped = (!counts.is_empty()).then(|| Box::new(counts));
+    }
+
+    /// Adds `n` escaped characters of `field` to `escaped` (for the fields a wrapper adds).
+    pub fn count_escaped(&mut self, field: &str, n: usize) {
+        if n > 0 {
+            *self
+                .escaped
+                .get_or_insert_with(Box::default)
+                .entry(field.to_owned())
+                .or_default() += n;
         }
     }
 
@@ -225,6 +277,45 @@ mod tests {
         assert_eq!(r.changed_paths[MAX_LISTED_CHANGES], "... and 2 more");
     }
 
+    /// Every text field of a result carrying an OSC 52, a CSI and a C1 control comes back escaped
+    /// and counted; the same text without them comes back byte for byte, and `escaped` stays
+    /// `null` (the positive control).
+    #[test]
+    fn every_text_field_is_escaped_and_counted() {
+        let hostile = "a\u{1b}]52;c;aGVsbG8=\u{7}b\u{1b}[2Jc\u{9b}31md";
+        let mut r = ToolResult::new(ToolStatus::Ok);
+        r.stdout = hostile.to_owned();
+        r.stderr = hostile.to_owned();
+        r.reason = Some(hostile.to_owned());
+        r.changed_paths = vec![hostile.to_owned(), "plain".to_owned()];
+        r.escape_controls();
+        for text in [
+            &r.stdout,
+            &r.stderr,
+            r.reason.as_ref().unwrap(),
+            &r.changed_paths[0],
+        ] {
+            assert_eq!(text, "a\\u{1b}]52;c;aGVsbG8=\\u{7}b\\u{1b}[2Jc\\u{9b}31md");
+        }
+        assert_eq!(r.changed_paths[1], "plain");
+        let counts = r.escaped.clone().unwrap();
+        for field in ["stdout", "stderr", "reason", "changed_paths"] {
+            assert_eq!(counts[field], 4, "{field}");
+        }
+        // Escaping again changes nothing and counts nothing more.
+        let before = r.clone();
+        r.escape_controls();
+        assert_eq!(r, before);
+        let mut clean = ToolResult::new(ToolStatus::Ok);
+        clean.stdout = "a]52;c;aGVsbG8= b[2J c 31m\r\nd\t".to_owned();
+        clean.reason = Some("why".to_owned());
+        clean.changed_paths = vec!["x".to_owned()];
+        let kept = clean.clone();
+        clean.escape_controls();
+        assert_eq!(clean, kept);
+        assert!(clean.escaped.is_none());
+    }
+
     #[test]
     fn exit_codes() {
         let with = |status, code| ToolResult {
@@ -252,6 +343,7 @@ mod tests {
         assert_eq!(json["status"], "invalid_path");
         assert_eq!(json["rule"], serde_json::Value::Null);
         assert_eq!(json["guarantees"], serde_json::Value::Null);
+        assert_eq!(json["escaped"], serde_json::Value::Null);
         let denied = ToolResult::denied(&Refusal::credential_store("~/.ssh/id_rsa"));
         let json = serde_json::to_value(&denied).unwrap();
         assert_eq!(json["rule"], "credential_store");

@@ -83,6 +83,17 @@ fn keep_standard_formats(value: &mut serde_json::Value) {
 /// The MCP result for `envelope`: the envelope as structured content, its text rendering as the
 /// one content block, and `isError` for every status but ok.
 pub fn call_result(envelope: &ToolResultEnvelope) -> CallToolResult {
+    // The router escapes every answer it gives; an envelope made elsewhere (a refusal before the
+    // router) is escaped here, the last step before the wire.
+    let escaped;
+    let envelope = if envelope.has_controls() {
+        let mut copy = envelope.clone();
+        copy.escape_controls();
+        escaped = copy;
+        &escaped
+    } else {
+        envelope
+    };
     let structured = serde_json::to_value(envelope).unwrap_or_else(|e| {
         serde_json::json!({ "status": "failed", "reason": format!("cannot encode the result: {e}") })
     });
@@ -161,6 +172,27 @@ mod tests {
         let mut r = ToolResult::new(status);
         r.duration_ms = 7;
         ToolResultEnvelope::new("terminal", r)
+    }
+
+    /// An envelope made outside the router (a refusal before it runs) is escaped on its way to
+    /// the wire, in the structured content and the text block; a plain one is passed as it is.
+    #[test]
+    fn call_results_carry_no_control_characters() {
+        let mut e = envelope(ToolStatus::Denied);
+        e.result.reason = Some("refused `a\u{1b}]52;c;aGk=\u{7}\u{9b}2J`".to_owned());
+        let result = call_result(&e);
+        let s = result.structured_content.unwrap();
+        assert_eq!(s["reason"], "refused `a\\u{1b}]52;c;aGk=\\u{7}\\u{9b}2J`");
+        assert_eq!(s["escaped"], serde_json::json!({"reason": 3}));
+        let text = &result.content[0].as_text().unwrap().text;
+        assert!(text.contains("a\\u{1b}]52;c;aGk=\\u{7}\\u{9b}2J"), "{text}");
+        assert!(!spear_core::visible::has_controls(text), "{text:?}");
+        // Positive control: a plain reason is passed as it is, with nothing counted.
+        let mut plain = envelope(ToolStatus::Denied);
+        plain.result.reason = Some("refused `a`".to_owned());
+        let s = call_result(&plain).structured_content.unwrap();
+        assert_eq!(s["reason"], "refused `a`");
+        assert!(s["escaped"].is_null());
     }
 
     #[test]

@@ -433,7 +433,7 @@ fn summary(command: &str) -> String {
             break;
         }
         if c.is_control() || is_bidi_or_invisible(c) {
-            out.extend(c.escape_unicode());
+            spear_core::visible::push_escaped(&mut out, c);
         } else {
             out.push(c);
         }
@@ -447,7 +447,7 @@ pub fn make_visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if (c.is_control() && c != '\n') || is_bidi_or_invisible(c) {
-            out.extend(c.escape_unicode());
+            spear_core::visible::push_escaped(&mut out, c);
         } else {
             out.push(c);
         }

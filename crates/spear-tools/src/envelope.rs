@@ -45,6 +45,56 @@ impl ToolResultEnvelope {
         }
     }
 
+    /// Shows every control character of every text the envelope carries escaped, and counts them
+    /// in the result's `escaped` by field: the result's own text fields, the tool name as the
+    /// client gave it (`tool`), and the web pair's URL, content type, titles and snippets (`web`).
+    /// Idempotent: an envelope already escaped holds no control character.
+    ///
+    /// Attack stopped: a fetched page, a file, a command's output or a file name carrying OSC 52
+    /// (clipboard write), CSI or C1 sequences that a client shows on a terminal.
+    pub fn escape_controls(&mut self) {
+        use spear_core::visible::escape_controls_in as esc;
+        self.result.escape_controls();
+        let tool = esc(&mut self.tool);
+        self.result.count_escaped("tool", tool);
+        for r in [&mut self.output_ref, &mut self.stderr_ref]
+            .into_iter()
+            .flatten()
+        {
+            let n = esc(r);
+            self.result.count_escaped("output_ref", n);
+        }
+        if let Some(job) = &mut self.job {
+            let n = esc(&mut job.id);
+            self.result.count_escaped("job", n);
+        }
+        if let Some(web) = &mut self.web {
+            let n: usize = web.texts_mut().into_iter().map(esc).sum();
+            self.result.count_escaped("web", n);
+        }
+    }
+
+    /// Whether any text of the envelope holds a control character [`Self::escape_controls`]
+    /// would escape (read only: nothing is copied).
+    pub fn has_controls(&self) -> bool {
+        use spear_core::visible::has_controls as has;
+        let r = &self.result;
+        has(&r.stdout)
+            || has(&r.stderr)
+            || r.reason.as_deref().is_some_and(has)
+            || r.changed_paths.iter().any(|p| has(p))
+            || has(&self.tool)
+            || [&self.output_ref, &self.stderr_ref]
+                .into_iter()
+                .flatten()
+                .any(|x| has(x))
+            || self.job.as_ref().is_some_and(|j| has(&j.id))
+            || self
+                .web
+                .as_ref()
+                .is_some_and(crate::WebDetail::has_controls)
+    }
+
     /// Whether the call ended ok.
     pub fn is_ok(&self) -> bool {
         self.result.status == spear_core::ToolStatus::Ok

@@ -458,6 +458,11 @@ impl ToolRouter {
                 u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         }
         self.finish(envelope, record);
+        // The one place every call's answer leaves the router (MCP, `spear tool`, `spear exec`,
+        // a served call): terminal control sequences in output, files, pages and paths go back
+        // as text. After the preview is cut and the whole kept: what is stored stays exact, and
+        // `read_output` of it is escaped on its own way out.
+        envelope.escape_controls();
         for o in &self.observers {
             o.after_call(envelope);
         }

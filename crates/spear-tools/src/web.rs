@@ -284,6 +284,61 @@ pub enum WebDetail {
     },
 }
 
+impl WebDetail {
+    /// Every text it carries, for [`crate::ToolResultEnvelope::escape_controls`].
+    pub(crate) fn texts_mut(&mut self) -> Vec<&mut String> {
+        match self {
+            WebDetail::Fetch {
+                url,
+                content_type,
+                next,
+                saved_as,
+                ..
+            } => {
+                let mut out = vec![url];
+                out.extend(content_type.as_mut());
+                out.extend(saved_as.as_mut());
+                if let Some(NextSlice::Pages(pages)) = next {
+                    out.push(pages);
+                }
+                out
+            }
+            WebDetail::Search { backend, hits } => {
+                let mut out = vec![backend];
+                for hit in hits {
+                    out.extend([&mut hit.title, &mut hit.url, &mut hit.snippet]);
+                }
+                out
+            }
+        }
+    }
+
+    /// Whether any text it carries holds a control character.
+    pub(crate) fn has_controls(&self) -> bool {
+        use spear_core::visible::has_controls as has;
+        match self {
+            WebDetail::Fetch {
+                url,
+                content_type,
+                next,
+                saved_as,
+                ..
+            } => {
+                has(url)
+                    || content_type.as_deref().is_some_and(has)
+                    || saved_as.as_deref().is_some_and(has)
+                    || matches!(next, Some(NextSlice::Pages(p)) if has(p))
+            }
+            WebDetail::Search { backend, hits } => {
+                has(backend)
+                    || hits
+                        .iter()
+                        .any(|h| has(&h.title) || has(&h.url) || has(&h.snippet))
+            }
+        }
+    }
+}
+
 /// The argument that continues a slice.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -621,3 +621,94 @@ fn a_slow_download_holds_up_no_other_write() {
     assert_eq!(slow_e.result.status, ToolStatus::Timeout, "{slow_e:?}");
     assert!(!env.path("slow.bin").exists());
 }
+
+/// Terminal control sequences in what the web returns are data: a page's text (plain and HTML)
+/// and a search backend's titles and snippets come back with their C0 and C1 controls shown
+/// escaped, and `escaped` names the fields. Positive control: the same pages and query without
+/// them come back exact, and `escaped` is `null`.
+#[test]
+fn control_sequences_from_the_web_come_back_escaped() {
+    let env = setup();
+    let r = router(&env, Opts::web(Safe, pair(&[])));
+    let osc52 = "x\u{1b}]52;c;aGVsbG8=\u{7}y\u{1b}[2Jz\u{9b}31mw";
+    let shown = "x\\u{1b}]52;c;aGVsbG8=\\u{7}y\\u{1b}[2Jz\\u{9b}31mw";
+    let plain = "x]52;c;aGVsbG8=y[2Jz31mw";
+    for (ct, body) in [
+        ("text/plain; charset=utf-8", format!("{osc52}\n")),
+        (
+            "text/html; charset=utf-8",
+            format!("<html><body><p>{osc52}</p></body></html>"),
+        ),
+    ] {
+        for (text, want, says) in [
+            (body.clone(), shown, true),
+            (body.replace(osc52, plain), plain, false),
+        ] {
+            let url = format!(
+                "http://public.test/echo?ct={}&body={}",
+                url_escape(ct),
+                url_escape(&text)
+            );
+            let e = fetch(&r, json!({"url": url}));
+            let v = ok(&e);
+            assert!(
+                e.result.stdout.contains(want),
+                "{ct}: {:?}",
+                e.result.stdout
+            );
+            assert_eq!(v["escaped"].is_object(), says, "{ct}: {v}");
+            if says {
+                assert_eq!(v["escaped"]["stdout"], 4, "{ct}: {v}");
+            }
+            let mut strings = Vec::new();
+            collect_strings(&v, &mut strings);
+            for s in strings {
+                assert!(!spear_core::visible::has_controls(&s), "{s:?} in {v}");
+            }
+        }
+    }
+    let r = router(
+        &env,
+        Opts::web(Safe, searxng("http://public.test/searxng/")),
+    );
+    for (query, want, says) in [(osc52, shown, true), (plain, plain, false)] {
+        let e = r.call("search_internet", json!({"query": query}));
+        let v = ok(&e);
+        let title = v["web"]["hits"][0]["title"].as_str().unwrap();
+        assert_eq!(title, format!("First result for {want}"), "{v}");
+        assert!(e.result.stdout.contains(want), "{}", e.result.stdout);
+        assert_eq!(v["escaped"].is_object(), says, "{v}");
+        if says {
+            assert!(v["escaped"]["web"].as_u64().unwrap() >= 8, "{v}");
+            assert!(v["escaped"]["stdout"].as_u64().unwrap() >= 4, "{v}");
+        }
+        let mut strings = Vec::new();
+        collect_strings(&v, &mut strings);
+        for s in strings {
+            assert!(!spear_core::visible::has_controls(&s), "{s:?} in {v}");
+        }
+    }
+}
+
+/// Percent-encodes a query value.
+fn url_escape(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Every string of a JSON value.
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Object(o) => o.values().for_each(|x| collect_strings(x, out)),
+        _ => {}
+    }
+}

@@ -11,6 +11,7 @@ use spear_core::{Capability, Refusal};
 
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::options::{OptionSpec, has, operands, scan, values};
+use crate::commands::workspace_code::{self, CargoUse};
 use crate::commands::{Call, Programs};
 use crate::shell::word::Arg;
 
@@ -228,14 +229,7 @@ const CARGO_OPTIONS: OptionSpec = OptionSpec::gnu(
 /// cargo: its global options come before the subcommand; `--config` and `-Z` change what it runs.
 fn cargo(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     let spec = CARGO_OPTIONS;
-    let mut args = args;
-    if args
-        .first()
-        .and_then(Arg::lit)
-        .is_some_and(|t| t.starts_with('+'))
-    {
-        args = &args[1..];
-    }
+    let args = cargo_toolchain(a, args, cwd);
     let items = scan(args, &spec);
     if has(&items, &["--config", "-Z"]) {
         a.complex(
@@ -270,10 +264,14 @@ fn cargo(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
         }
     };
     match sub {
-        "" | "version" | "help" | "tree" | "metadata" | "locate-project" | "pkgid"
-        | "verify-project" | "read-manifest" | "report" => {}
-        "search" | "info" => a.needs(Capability::Network),
-        "fmt" if has(&items, &["--check"]) => {}
+        "" | "version" | "help" | "locate-project" | "pkgid" | "verify-project"
+        | "read-manifest" | "report" => {}
+        "tree" | "metadata" => cargo_config(a, CargoUse::Rustc, sub, cwd),
+        "search" | "info" => {
+            a.needs(Capability::Network);
+            cargo_config(a, CargoUse::Rustc, sub, cwd);
+        }
+        "fmt" if has(&items, &["--check"]) => cargo_config(a, CargoUse::Alias("fmt"), sub, cwd),
         "build" | "b" | "check" | "c" | "test" | "t" | "bench" | "doc" | "d" | "clippy" | "fix"
         | "fmt" | "clean" | "new" | "init" | "rustc" | "rustdoc" | "generate-lockfile" => {
             write_project(a);
@@ -321,6 +319,43 @@ fn cargo(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     }
 }
 
+/// The toolchain cargo runs: `cargo +/dir` runs `/dir/bin/cargo`, a program of that directory,
+/// not one rustup installed; so does a toolchain file that names a directory. Returns the
+/// arguments after `+TOOLCHAIN`.
+fn cargo_toolchain<'x>(a: &mut Analysis<'_>, args: &'x [Arg], cwd: &Cwd) -> &'x [Arg] {
+    rust_toolchain(a, "cargo", cwd);
+    match args
+        .first()
+        .and_then(Arg::lit)
+        .filter(|t| t.starts_with('+'))
+    {
+        Some(toolchain) => {
+            if toolchain.contains(['/', '\\']) {
+                a.complex(format!(
+                    "`cargo {toolchain}` runs the cargo of that directory, not a toolchain rustup \
+                     installed"
+                ));
+            }
+            &args[1..]
+        }
+        None => args,
+    }
+}
+
+/// `cargo SUB` takes programs from `.cargo/config.toml` in the working directory or above
+/// ([`workspace_code::cargo_config`]).
+fn cargo_config(a: &mut Analysis<'_>, using: CargoUse<'_>, sub: &str, cwd: &Cwd) {
+    a.workspace_code(&format!("cargo {sub}"), cwd, |dir| {
+        workspace_code::cargo_config(dir, using)
+    });
+}
+
+/// rustup's proxies (`cargo`, `rustc`, `rustfmt`) run the toolchain that a `rust-toolchain.toml`
+/// in the working directory or above names ([`workspace_code::rust_toolchain_path`]).
+fn rust_toolchain(a: &mut Analysis<'_>, name: &str, cwd: &Cwd) {
+    a.workspace_code(name, cwd, workspace_code::rust_toolchain_path);
+}
+
 /// The global options of npm, pnpm and yarn that matter here.
 const NODE_PACKAGE_OPTIONS: OptionSpec = OptionSpec::gnu(
     "C",
@@ -341,6 +376,9 @@ const NODE_PACKAGE_OPTIONS: OptionSpec = OptionSpec::gnu(
 /// npm, pnpm, yarn and bun: installing fetches and runs package scripts; running scripts runs
 /// project code; publishing changes a registry; global installs write outside the workspace.
 fn node_packages(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    a.workspace_code(name, cwd, |dir| {
+        workspace_code::node_package_manager(dir, name)
+    });
     let items = scan(args, &NODE_PACKAGE_OPTIONS);
     let ops = operands(&items);
     let sub = ops
@@ -549,7 +587,7 @@ fn uv(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
                 "package",
                 "output-format",
             ],
-            &["bump", "dry-run"],
+            &["bump", "dry-run", "frozen", "locked", "offline"],
         ),
     );
     let ops = operands(&items);
@@ -563,7 +601,12 @@ fn uv(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
             a.complex("`uv version NEW` locks and syncs the environment, which runs build code");
             a.write_path(&Arg::Lit(".".into()), cwd, "uv version");
         }
-        "" | "version" | "help" | "--version" | "tree" => {}
+        "" | "help" | "--version" => {}
+        "version" | "tree" => {
+            if !has(&items, &["--frozen"]) {
+                a.workspace_code(&format!("uv {sub}"), cwd, workspace_code::uv_project);
+            }
+        }
         "venv" | "lock" | "init" => a.write_path(&Arg::Lit(".".into()), cwd, "uv"),
         "sync" | "add" | "remove" | "pip" | "build" => {
             a.needs(Capability::Network);
@@ -742,15 +785,14 @@ fn cmake(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
 fn go(a: &mut Analysis<'_>, args: &[Arg], cwd: &Cwd) {
     let sub = args.first().and_then(Arg::lit).unwrap_or("");
     let rest = args.get(1..).unwrap_or(&[]);
+    // `go vet -vettool=PROG` runs PROG as the analysis tool.
     if rest.iter().any(|x| {
-        x.lit().is_some_and(|t| {
-            t.starts_with("-toolexec")
-                || t.starts_with("-exec")
-                || t.starts_with("--toolexec")
-                || t.starts_with("--exec")
+        x.lit().filter(|t| t.starts_with('-')).is_some_and(|t| {
+            let t = t.trim_start_matches('-');
+            t.starts_with("toolexec") || t.starts_with("exec") || t.starts_with("vettool")
         })
     }) {
-        a.complex("`go -toolexec`/`-exec` runs another program");
+        a.complex("`go -toolexec`, `-exec` and `vet -vettool` run another program");
     }
     for (i, x) in rest.iter().enumerate() {
         if x.lit() == Some("-o")
@@ -818,6 +860,9 @@ const SIDE_FILE_OPTIONS: &[&str] = &[
 /// Compilers write their output (`-o`, or beside the sources in the current directory); plugins,
 /// wrappers and response files change what they run.
 fn compiler(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    if name == "rustc" {
+        rust_toolchain(a, name, cwd);
+    }
     let mut only_query = !args.is_empty();
     // `-fsyntax-only` checks, `-E`, `-M` and `-MM` print to stdout: the sources are read and no
     // file is written unless `-o` names one (judged where it is met).
@@ -934,6 +979,9 @@ fn print_request(a: &mut Analysis<'_>, kind: &Arg, cwd: &Cwd) {
 
 /// Formatters rewrite their files in place unless told to check or print.
 fn formatter(a: &mut Analysis<'_>, name: &str, args: &[Arg], cwd: &Cwd) {
+    if name == "rustfmt" {
+        rust_toolchain(a, name, cwd);
+    }
     let checking = args.iter().any(|x| {
         matches!(
             x.lit(),

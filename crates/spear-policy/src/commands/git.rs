@@ -678,6 +678,9 @@ fn subcommand(
     dir: &Cwd,
     repo: &Arg,
 ) {
+    if READ_ONLY.contains(&sub) {
+        repository_programs(a, sub, dir, repo);
+    }
     match sub {
         _ if PUSHING.contains(&sub) => {
             a.needs(Capability::RemoteWrite);
@@ -768,6 +771,20 @@ fn subcommand(
             ));
         }
     }
+}
+
+/// A reading subcommand runs what the repository's own configuration names for it (an external
+/// diff, a textconv driver, `core.fsmonitor`): the repository git finds from the working
+/// directory, `-C` or `--git-dir`/`--work-tree`
+/// ([`crate::commands::workspace_code::git_repository_programs`]).
+fn repository_programs(a: &mut Analysis<'_>, sub: &str, dir: &Cwd, repo: &Arg) {
+    let mut start = dir.clone();
+    if repo.lit() != Some(".") {
+        crate::commands::builtins::change_dir(a, "cd", std::slice::from_ref(repo), &mut start);
+    }
+    a.workspace_code(&format!("git {sub}"), &start, |d| {
+        crate::commands::workspace_code::git_repository_programs(d)
+    });
 }
 
 /// The options of a read-only subcommand: one not in [`READ_LONG`] or [`READ_SHORT`] could run a

@@ -5,7 +5,7 @@
 use std::ops::ControlFlow;
 
 use crate::analysis::{Analysis, Cwd};
-use crate::commands::{Call, Naming, Programs, build};
+use crate::commands::{Call, Naming, Programs, build, workspace_code};
 use crate::shell::walk::Stdin;
 use crate::shell::word::Arg;
 
@@ -30,12 +30,11 @@ fn interpret(a: &mut Analysis<'_>, call: &Call<'_>, cwd: &mut Cwd) {
         a.complex(format!("`{name}` is not an interpreter spear knows"));
         return;
     };
-    let version_only = args.len() == 1
-        && matches!(
-            args[0].lit(),
-            Some("--version" | "-V" | "-v" | "-version" | "--help" | "-h")
-        );
-    if version_only {
+    if let [only] = args
+        && only
+            .lit()
+            .is_some_and(|flag| prints_and_exits(name, family, flag))
+    {
         return;
     }
     let mut scan = InterpreterScan {
@@ -45,6 +44,7 @@ fn interpret(a: &mut Analysis<'_>, call: &Call<'_>, cwd: &mut Cwd) {
         i: 0,
         program_seen: false,
         in_place: None,
+        safe_path: false,
     };
     while scan.i < args.len() {
         let arg = &args[scan.i];
@@ -114,6 +114,8 @@ struct InterpreterScan<'c> {
     program_seen: bool,
     /// `-i[SUFFIX]` of perl and ruby: `None` when not editing in place.
     in_place: Option<String>,
+    /// Python's `-I` or `-P`: the current directory is not put on the module path.
+    safe_path: bool,
 }
 
 impl InterpreterScan<'_> {
@@ -183,6 +185,9 @@ impl InterpreterScan<'_> {
                 }
                 Letter::Module => {
                     let module = next_value(&mut self.i).unwrap_or_default();
+                    if !self.safe_path {
+                        shadowed_module(a, name, &module, cwd);
+                    }
                     python_module(a, name, &module, args.get(self.i..).unwrap_or(&[]), cwd);
                     return ControlFlow::Break(());
                 }
@@ -211,6 +216,9 @@ impl InterpreterScan<'_> {
                 Letter::Flag => {
                     if family == "php" && flag == 'S' {
                         a.complex("`php -S` runs a web server");
+                    }
+                    if family == "python" && matches!(flag, 'I' | 'P') {
+                        self.safe_path = true;
                     }
                 }
             }
@@ -269,6 +277,49 @@ fn separate_value(family: &str, c: char) -> bool {
             | ("node", 'r')
             | ("lua", 'l')
     )
+}
+
+/// Whether `flag`, alone, makes the interpreter `name` (of `family`) print its version or usage
+/// and exit, reading no program.
+///
+/// Attack stopped: `tclsh -v < script.tcl` and `jshell -v <<< 'code'`: tclsh takes no version
+/// flag and runs its input, jshell's `-v` is verbose and runs its input; `erl` passes unknown
+/// flags on and starts a shell, `escript --version` runs a file named `--version`. Only the flags
+/// each interpreter documents as printing and exiting count (checked by running them with a
+/// program on their input where the interpreter was at hand: python, node, perl, tclsh, java,
+/// jshell).
+fn prints_and_exits(name: &str, family: &str, flag: &str) -> bool {
+    const VERSION_HELP: &[&str] = &["--version", "--help"];
+    const VERSION_V: &[&str] = &["--version", "-v", "--help", "-h"];
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let flags: &[&str] = match (family, base) {
+        // python's `-v` is verbose, then it runs its input.
+        ("python", _) => &["--version", "-V", "--help", "-h"],
+        ("node" | "php" | "julia", _)
+        | ("ruby", "irb")
+        | ("other", "groovy" | "elixir" | "guile" | "swipl" | "tsx" | "ts-node") => VERSION_V,
+        ("perl", _) => &["--version", "-v", "-V", "--help", "-h"],
+        ("ruby", _) => &["--version", "--help", "-h"],
+        ("lua", _) | ("tclsh", "expect") => &["-v"],
+        ("Rscript", _) | ("other", "jshell" | "ghci" | "runghc" | "sbcl") => VERSION_HELP,
+        ("other", "java") => &["-version", "--version", "-help", "--help", "-h"],
+        ("other", "ocaml") => &["-version", "-vnum", "--version", "-v", "-help", "--help"],
+        ("other", "bb" | "clojure") => &["--version"],
+        _ => &[],
+    };
+    flags.contains(&flag)
+}
+
+/// `python -m MODULE` imports MODULE, and what it imports, from the current directory first.
+fn shadowed_module(a: &mut Analysis<'_>, name: &str, module: &str, cwd: &Cwd) {
+    let imports = match module {
+        "pip" | "venv" | "virtualenv" | "ensurepip" => workspace_code::Imports::Any,
+        "" => return,
+        other => workspace_code::Imports::StandardLibrary(other),
+    };
+    a.workspace_code(&format!("{name} -m {module}"), cwd, |dir| {
+        workspace_code::python_shadow(dir, imports)
+    });
 }
 
 /// An inline program: `SHELL_COMPLEX`, and every path it names is a write target.

@@ -23,6 +23,7 @@ pub(crate) mod readers;
 pub(crate) mod search;
 pub(crate) mod sed;
 pub(crate) mod system;
+pub(crate) mod workspace_code;
 pub(crate) mod wrappers;
 pub(crate) mod writers;
 

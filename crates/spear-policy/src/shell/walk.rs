@@ -509,7 +509,11 @@ impl Analysis<'_> {
             .find(|prefix| text.starts_with(prefix));
         if let Some(prefix) = socket {
             self.needs(spear_core::Capability::Network);
-            self.runs(prefix.trim_end_matches('/'));
+            // Not "only reads": the reason names the connection the redirection opens.
+            self.runs(&format!(
+                "{} (a network connection bash opens)",
+                prefix.trim_end_matches('/')
+            ));
         }
         socket.is_some()
     }

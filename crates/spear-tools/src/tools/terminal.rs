@@ -505,7 +505,8 @@ impl Prepared for CommandCall {
         }
         let prepared = match prepare(cx, request, access, grant.as_ref(), targets, &summary) {
             Ok(p) => p,
-            Err((refused, sandbox_down)) => {
+            Err(boxed) => {
+                let (refused, sandbox_down) = *boxed;
                 return Outcome {
                     sandbox_down,
                     ..with_class(refused)
@@ -595,7 +596,7 @@ fn prepare(
     grant: Option<&(String, &GrantAuthority)>,
     targets: Vec<PathBuf>,
     summary: &str,
-) -> Result<PreparedProcess, (ToolResult, Option<String>)> {
+) -> Result<PreparedProcess, Box<(ToolResult, Option<String>)>> {
     let options = PrepareOptions {
         request,
         execution: Some(cx.execution.clone()),
@@ -605,16 +606,18 @@ fn prepare(
     };
     cx.runner
         .prepare(options, std::time::SystemTime::now())
-        .map_err(|e| match e {
-            PrepareError::Grant(e) => (
-                ToolResult::denied(&Refusal::grant_refused(summary, e)),
-                None,
-            ),
-            PrepareError::Sandbox(e) if e.means_sandbox_down() => {
-                let why = e.to_string();
-                (failed(why.clone()), Some(why))
-            }
-            e => (failed(e.to_string()), None),
+        .map_err(|e| {
+            Box::new(match e {
+                PrepareError::Grant(e) => (
+                    ToolResult::denied(&Refusal::grant_refused(summary, e)),
+                    None,
+                ),
+                PrepareError::Sandbox(e) if e.means_sandbox_down() => {
+                    let why = e.to_string();
+                    (failed(why.clone()), Some(why))
+                }
+                e => (failed(e.to_string()), None),
+            })
         })
 }
 
