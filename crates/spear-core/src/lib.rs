@@ -20,6 +20,7 @@ mod profile;
 pub mod redact;
 mod refusal;
 mod result;
+pub mod secret;
 mod view;
 
 pub use assessment::CommandAssessment;
