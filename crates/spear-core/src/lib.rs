@@ -15,6 +15,7 @@ mod change;
 mod class;
 pub mod credentials;
 mod guarantee;
+pub mod known_secrets;
 mod mode;
 mod profile;
 pub mod redact;
