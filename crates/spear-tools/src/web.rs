@@ -607,6 +607,97 @@ mod tests {
         );
     }
 
+    /// Each row: a request, and what the guard says of it. A known secret anywhere in the URL or
+    /// a header is refused, and named (never shown); the operator's own key is expected in its
+    /// endpoint's request and refused anywhere else. Positive controls: the same requests
+    /// without a known value pass.
+    #[test]
+    fn the_guard_refuses_known_secrets_but_the_operators_key_at_its_endpoint() {
+        let token = "ghp_Sp34rT3stT0k3nV4lu3AbCdEf0123456789";
+        let key = "brave-k3y-0001";
+        let mut known = KnownSecrets::from_environment([("GITHUB_TOKEN", token)]);
+        known.add("the search backend's key (K)", key, Origin::Operator);
+        let guard = SecretGuard {
+            foreign: known.without_operator(),
+            all: Arc::new(known),
+        };
+        let header = |v: &str| vec![("x-subscription-token", v.to_owned())];
+        for (url, headers, redirect, operator, refused) in [
+            (
+                format!("https://e.example/?k={token}"),
+                vec![],
+                false,
+                false,
+                Some("the URL holds the value of the environment variable GITHUB_TOKEN"),
+            ),
+            (
+                format!("https://e.example/{token}"),
+                vec![],
+                true,
+                false,
+                Some("a redirect's URL holds"),
+            ),
+            (
+                format!("https://e.example/?q={key}"),
+                vec![],
+                false,
+                false,
+                Some("the search backend's key (K)"),
+            ),
+            (
+                "https://api.example/search?q=x".to_owned(),
+                header(key),
+                false,
+                true,
+                None,
+            ),
+            (
+                "https://api.example/search?q=x".to_owned(),
+                header(token),
+                false,
+                true,
+                Some("its x-subscription-token header holds"),
+            ),
+            (
+                format!("https://api.example/search?q={token}"),
+                header(key),
+                false,
+                true,
+                Some("GITHUB_TOKEN"),
+            ),
+            (
+                "https://e.example/?k=ghp_other".to_owned(),
+                vec![],
+                false,
+                false,
+                None,
+            ),
+            (
+                "https://api.example/search?q=x".to_owned(),
+                header("other-key-1"),
+                false,
+                true,
+                None,
+            ),
+        ] {
+            let url = url::Url::parse(&url).unwrap();
+            let got = guard.check(&Outgoing {
+                url: &url,
+                headers: &headers,
+                redirect,
+                operator,
+            });
+            match (refused, got) {
+                (None, Ok(())) => {}
+                (Some(want), Err(why)) => {
+                    assert!(why.contains(want), "{url}: {why}");
+                    assert!(!why.contains(token) && !why.contains(key), "{why}");
+                }
+                (want, got) => panic!("{url}: expected {want:?}, got {got:?}"),
+            }
+        }
+    }
+
     #[test]
     fn a_key_is_reported_set_or_not_never_shown() {
         let pair = WebPair::from_settings(&WebSettings {
