@@ -130,6 +130,26 @@ impl WebPair {
                 );
             }
         }
+        // The backend's URL may carry a credential of its own (`?token=...` of a SearXNG behind
+        // a proxy): a secret-looking query value is the operator's too.
+        let endpoint = match &self.backend {
+            Some(Backend::Searxng { url }) => Some(url),
+            Some(Backend::Brave { endpoint, .. } | Backend::Bing { endpoint, .. }) => {
+                Some(endpoint)
+            }
+            None => None,
+        };
+        if let Some(url) = endpoint.and_then(|e| url::Url::parse(e).ok()) {
+            for (name, value) in url.query_pairs() {
+                if spear_core::known_secrets::is_known_secret(&name, &value) {
+                    known.add(
+                        &format!("the search backend's URL (its {name})"),
+                        &value,
+                        Origin::Operator,
+                    );
+                }
+            }
+        }
         if let Some(Backend::Brave { key_env, .. } | Backend::Bing { key_env, .. }) = &self.backend
             && let Some(key) = std::env::var_os(key_env)
         {
@@ -696,6 +716,33 @@ mod tests {
                 (want, got) => panic!("{url}: expected {want:?}, got {got:?}"),
             }
         }
+    }
+
+    /// A secret-looking query value of the backend's configured URL is the operator's
+    /// credential: refused in any request but its endpoint's.
+    #[test]
+    fn a_token_in_the_backends_url_is_a_known_secret() {
+        let searx = WebPair::from_settings(&WebSettings {
+            search: Some(SearchSettings::Searxng {
+                url: "http://127.0.0.1:8888/?token=Zq8Xv2LpR9sKd3WmZ8tNc4Yb&format=json".into(),
+            }),
+            ..WebSettings::default()
+        });
+        assert_eq!(
+            searx
+                .known_secrets()
+                .find("https://e.example/?t=Zq8Xv2LpR9sKd3WmZ8tNc4Yb")
+                .map(|l| l.source),
+            Some("the search backend's URL (its token)".to_owned())
+        );
+        assert!(
+            searx
+                .known_secrets()
+                .without_operator()
+                .find("Zq8Xv2LpR9sKd3WmZ8tNc4Yb")
+                .is_none(),
+            "the operator's, expected at its endpoint"
+        );
     }
 
     #[test]
