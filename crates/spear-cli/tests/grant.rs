@@ -390,15 +390,29 @@ fn a_grant_never_runs_with_more_than_it_was_issued_for() {
             reason: "the limits changed",
         },
         Row {
+            what: "a host path the operator lets commands read",
+            argv: touch.clone(),
+            flags: vec![
+                "--config".into(),
+                write(
+                    "paths.toml",
+                    format!("[paths]\nread = [\"{}\"]\n", outside.display()),
+                ),
+            ],
+            env: vec![],
+            issued_env: vec![],
+            reason: "other rules for what it may read or write",
+        },
+        Row {
             what: "rules that protect less",
             argv: touch.clone(),
             flags: vec![
                 "--config".into(),
-                config("targets.toml", "[targets]\nunprotect = [\".vscode/\"]\n"),
+                config("targets.toml", "[targets]\nunprotect = [\".spear/\"]\n"),
             ],
             env: vec![],
             issued_env: vec![],
-            reason: "other rules for what it may write",
+            reason: "other rules for what it may read or write",
         },
         Row {
             what: "an egress allowance",

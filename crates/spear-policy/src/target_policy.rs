@@ -130,27 +130,6 @@ impl Default for TargetRules {
 }
 
 impl TargetRules {
-    /// Every rule, one per line (`protected PATTERN`, `generated PATTERN`, `vendored PATTERN`,
-    /// `snapshot SUFFIX`), in order: what a grant binds of the rules a command's writes are
-    /// judged by, so that two sets of rules with the same text judge alike.
-    pub fn fingerprint(&self) -> String {
-        use std::fmt::Write as _;
-        let mut out = String::new();
-        for (p, _) in &self.protected {
-            let _ = writeln!(out, "protected {}", p.as_str());
-        }
-        for p in &self.generated {
-            let _ = writeln!(out, "generated {}", p.as_str());
-        }
-        for p in &self.vendored {
-            let _ = writeln!(out, "vendored {}", p.as_str());
-        }
-        for s in &self.snapshot_suffixes {
-            let _ = writeln!(out, "snapshot {s}");
-        }
-        out
-    }
-
     /// Adds and removes entries. Removal matches the configured text of a built-in entry, with or
     /// without a trailing `/`; a snapshot suffix is removed by naming it (`.0`).
     #[must_use]

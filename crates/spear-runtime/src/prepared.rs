@@ -52,9 +52,9 @@ pub struct PrepareOptions<'a> {
     pub grant: Option<GrantCheck<'a>>,
     /// Host paths of the files the command is known to write (identities bound by a grant).
     pub targets: Vec<PathBuf>,
-    /// The rules its writes will be judged by, as text (the caller's target policy): bound by a
-    /// grant, so that one issued under rules that protect an entry does not run under rules
-    /// that do not.
+    /// The rules it is judged by, as text (the caller's decision configuration, its target
+    /// policy included): bound by a grant, so that one issued under rules that protect an entry
+    /// does not run under rules that do not.
     pub rules: String,
 }
 
@@ -298,7 +298,8 @@ impl CommandRunner {
     ///   takes, the rlimits, the cgroup's memory, swap, tasks and CPU, the session's budget, the
     ///   tmpfs sizes (`[limits]`, `--memory`, `--timeout`, ...);
     /// - for a networked command, the egress allowances (`[network] allow`);
-    /// - `rules`, the rules its writes are judged by (`[targets]`, the workspace's policy).
+    /// - `rules`, the rules it is judged by (the decision layer's configuration: `[paths]`,
+    ///   `[targets]`, the workspace's policy, ...).
     ///
     /// The host paths it reads (`[paths] read`), its capabilities, its network route and the
     /// guarantees it requires are the profile's, bound beside this.

@@ -77,7 +77,8 @@ pub struct SandboxBinding {
     pub limits: Vec<String>,
     /// The egress allowances of a networked command (`[network] allow`); none for a closed one.
     pub egress: Vec<String>,
-    /// SHA-256 of the rules its writes are judged by (`[targets]`, the workspace's policy), hex.
+    /// SHA-256 of the rules it is judged by (the decision layer's configuration: `[paths]`,
+    /// `[targets]`, the workspace's policy, ...), hex.
     pub rules: String,
     /// SHA-256 of all of the above and of what is only a value (each passed variable's value,
     /// the toolchain directories bound, the home directory, the working directory as the sandbox
@@ -112,7 +113,7 @@ impl SandboxBinding {
         }
         if self.rules != now.rules {
             return other(
-                "other rules for what it may write ([targets] of the configuration, the workspace's policy)"
+                "other rules for what it may read or write ([paths], [targets] and the other rules of the configuration, the workspace's policy)"
                     .into(),
             );
         }

@@ -174,7 +174,7 @@ fn a_wider_sandbox_is_refused_saying_what_changed() {
         ),
         (
             |b| b.sandbox.rules = "s".into(),
-            "other rules for what it may write",
+            "other rules for what it may read or write",
         ),
         (
             |b| b.sandbox.digest = "e".into(),

@@ -541,10 +541,11 @@ impl Prepared for CommandCall {
     }
 }
 
-/// The rules a command's writes are judged by in this session (the target policy, as the
-/// operator's and the workspace's configuration made it): what a grant binds of them.
+/// The rules a command is judged by in this session (the decision layer's whole configuration:
+/// the target policy, the host paths named, what the sandbox shows, ...): what a grant binds of
+/// them.
 fn judged_by(cx: &CallContext<'_>) -> String {
-    cx.policy.config().targets.fingerprint()
+    cx.policy.config().fingerprint()
 }
 
 /// Prepares `request` for this call (see [`spear_runtime::PreparedProcess`]): nothing is spawned
