@@ -10,6 +10,8 @@ DIR (a directory on the test network's private tmpfs) receives, made at start wi
   server.pem     signed by the CA for the names and addresses in SERVER_NAMES (key 0600)
   untrusted.pem  self-signed, for untrusted.test / 93.184.216.36, signed by nobody trusted
   files/         world-writable (sticky): whatever a test writes there is served at /files/NAME
+  requests.log   every request's Host header and target, one line each, as it arrives (0644):
+                 tests that must show a request never reached a web host look for it there
   ready          written last, once every server listens
 
 It serves HTTP on port 80 and HTTPS on port 443 of every address in ADDRESSES (IPv4 and IPv6),
@@ -180,9 +182,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "spear-test-web-host"
     files = None
+    log = None
+    log_lock = threading.Lock()
 
     def log_message(self, *args):
         pass
+
+    def record(self):
+        # One line per request, before it is answered: "HOST TARGET" (the target as sent).
+        line = f"{self.headers.get('Host', '')} {self.path}\n".encode("utf-8", "replace")
+        with Handler.log_lock, open(Handler.log, "ab") as f:
+            f.write(line)
 
     def respond(self, status, ctype, body, extra=()):
         self.send_response(status)
@@ -212,6 +222,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         try:
+            self.record()
             self.route()
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, TimeoutError, OSError):
             self.close_connection = True
@@ -354,6 +365,10 @@ def main():
     os.makedirs(files, exist_ok=True)
     os.chmod(files, 0o1777)
     Handler.files = files
+    Handler.log = os.path.join(d, "requests.log")
+    with open(Handler.log, "w"):
+        pass
+    os.chmod(Handler.log, 0o644)
     contexts = {}
     for name in ("server", "untrusted"):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -14,7 +14,8 @@ use std::time::{Duration, SystemTime};
 
 use libfuzzer_sys::fuzz_target;
 use spear_runtime::grant::{
-    Binding, GrantAuthority, GrantKey, Issuer, MemoryLedger, NetworkRoute, command_digest,
+    Binding, GrantAuthority, GrantKey, Issuer, MemoryLedger, NetworkRoute, SandboxBinding,
+    command_digest,
 };
 
 fn authority() -> &'static GrantAuthority {
@@ -39,6 +40,14 @@ fn binding(script: &str) -> Binding {
         guarantees: Vec::new(),
         class: None,
         targets: Vec::new(),
+        sandbox: SandboxBinding {
+            env: Vec::new(),
+            roots: Vec::new(),
+            limits: Vec::new(),
+            egress: Vec::new(),
+            rules: String::new(),
+            digest: String::new(),
+        },
     }
 }
 

@@ -13,12 +13,18 @@ use crate::limit_args::LimitArgs;
 use crate::mode_args::ModeArgs;
 use crate::out::outln;
 
-/// `spear grant [--no-network] [--workspace DIR] [--cwd DIR] [--expires SECS] (-c SCRIPT | --
-/// ARGV...)`, or `spear grant --rotate`.
+/// `spear grant [--no-network] [--workspace DIR] [--config FILE] [--env NAME]... [limit flags]
+/// [--cwd DIR] [--expires SECS] (-c SCRIPT | -- ARGV...)`, or `spear grant --rotate`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
     workspace: WorkspaceArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
+    /// The grant is for a run that passes this host variable into the sandbox (as `spear exec
+    /// --env NAME` does; repeatable). A run that passes others, or other values, is refused.
+    #[arg(long = "env", value_name = "NAME")]
+    env: Vec<String>,
     /// The grant is for a session without the network (as `spear exec --no-network` runs).
     #[arg(long)]
     no_network: bool,
@@ -41,9 +47,11 @@ pub struct Args {
 
 /// Runs `spear grant`: prints the token (or, with `--rotate`, says the key was replaced).
 ///
-/// The command is prepared as `spear exec --ask` would prepare it in that directory (the same
-/// classification, profile, working directory and its identity, write targets and theirs), and
-/// the grant binds all of that: it runs that command there once, and nothing else anywhere.
+/// The command is prepared as `spear exec --ask` would prepare it in that directory, with the same
+/// configuration, `--env` names and limit flags (the same classification, profile, working
+/// directory and its identity, write targets and theirs, environment, roots, limits, egress and
+/// rules), and the grant binds all of that: it runs that command there, in that sandbox, once,
+/// and nothing else anywhere or in a wider sandbox.
 pub fn run(args: &Args) -> Result<i32, String> {
     let host = spear_runtime::HostSnapshot::of_process();
     let state = crate::state::state_dir(&host)?;
@@ -77,12 +85,12 @@ pub fn run(args: &Args) -> Result<i32, String> {
         host: &host,
         workspace: &args.workspace,
         mode: &ModeArgs::ask(args.no_network),
-        limits: &LimitArgs::default(),
+        limits: &args.limits,
         role: spear_tools::Role::Implementation,
         session: None,
         background_jobs: false,
         session_scratch: false,
-        env: &[],
+        env: &args.env,
         whole_output: true,
         web: false,
         shelf: None,

@@ -68,7 +68,10 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
     if args.web {
         // One fetcher for the session; one that cannot be set up leaves the pair withdrawn (and
         // `spear doctor` says why), not the session unopened.
-        router_config_web = spear_tools::WebPair::from_settings(&ctx.web);
+        // Guarded against the secrets of spear's environment and of the caller's (a served
+        // call's), besides the backend's key.
+        router_config_web =
+            spear_tools::WebPair::from_settings(&ctx.web).with_environment(args.host.env());
         if let Some(why) = router_config_web.unavailable() {
             tracing::warn!("the web pair is not offered: {why}");
         }

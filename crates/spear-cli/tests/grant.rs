@@ -272,3 +272,236 @@ fn apr_07_a_grant_stays_in_its_repository() {
         "{v}"
     );
 }
+
+/// `spear ARGS` with `env` added to its environment: its exit status and, for `exec --json`, its
+/// result.
+fn spear_with(d: &Dirs, args: &[String], env: &[(&str, &str)]) -> Output {
+    d.spear(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("spear runs")
+}
+
+/// One widening of a granted run: the command, the flags and environment of the run, the
+/// environment the grant was issued in, and what the refusal names.
+struct Row {
+    what: &'static str,
+    argv: Vec<&'static str>,
+    flags: Vec<String>,
+    env: Vec<(&'static str, &'static str)>,
+    issued_env: Vec<(&'static str, &'static str)>,
+    reason: &'static str,
+}
+
+/// Issue 31, part 5, at the binary: a grant issued under one configuration runs under no wider
+/// one. Each row is what `spear exec --grant` adds (flags, a `--config`, the environment): the
+/// grant is refused with `grant_refused` naming what changed, and nothing is written. Positive
+/// control per row: issued with the same flags, configuration and environment, the same run is
+/// granted, once.
+#[test]
+#[allow(clippy::too_many_lines, reason = "a table: one row per widening")]
+fn a_grant_never_runs_with_more_than_it_was_issued_for() {
+    let d = Dirs::with(&[("README.md", "hi\n")]);
+    let outside = d.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let write = |name: &str, text: String| {
+        let path = d.path(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let config = |name: &str, text: &str| write(name, text.to_owned());
+    let touch = vec!["touch", "granted.txt"];
+    let rows = vec![
+        Row {
+            what: "--env of a secret",
+            argv: touch.clone(),
+            flags: vec!["--env".into(), "APP_TOKEN".into()],
+            env: vec![("APP_TOKEN", "s3cr3t-token-value")],
+            issued_env: vec![("APP_TOKEN", "s3cr3t-token-value")],
+            reason: "the variables passed into the sandbox changed: now APP_TOKEN",
+        },
+        Row {
+            what: "[env] pass",
+            argv: touch.clone(),
+            flags: vec![
+                "--config".into(),
+                config("env.toml", "[env]\npass = [\"APP_*\"]\n"),
+            ],
+            env: vec![("APP_MODE", "dev")],
+            issued_env: vec![("APP_MODE", "dev")],
+            reason: "now APP_MODE",
+        },
+        Row {
+            what: "another value of a variable passed",
+            argv: touch.clone(),
+            flags: vec!["--env".into(), "APP_MODE".into()],
+            env: vec![("APP_MODE", "prod")],
+            issued_env: vec![("APP_MODE", "dev")],
+            reason: "another value of a variable passed",
+        },
+        Row {
+            what: "a root outside the workspace",
+            argv: touch.clone(),
+            flags: vec![
+                "--config".into(),
+                write(
+                    "roots.toml",
+                    format!("[workspace]\nroots = [\"{}\"]\n", outside.display()),
+                ),
+            ],
+            env: vec![],
+            issued_env: vec![],
+            reason: "the workspace roots changed: now",
+        },
+        Row {
+            what: "more memory",
+            argv: touch.clone(),
+            flags: vec!["--memory".into(), "3G".into()],
+            env: vec![],
+            issued_env: vec![],
+            reason: "the limits changed",
+        },
+        Row {
+            what: "more tasks",
+            argv: touch.clone(),
+            flags: vec!["--tasks".into(), "512".into()],
+            env: vec![],
+            issued_env: vec![],
+            reason: "the limits changed",
+        },
+        Row {
+            what: "a longer timeout",
+            argv: touch.clone(),
+            flags: vec!["--timeout".into(), "90".into()],
+            env: vec![],
+            issued_env: vec![],
+            reason: "the limits changed",
+        },
+        Row {
+            what: "[limits] in a --config",
+            argv: touch.clone(),
+            flags: vec![
+                "--config".into(),
+                config("limits.toml", "[limits]\ncpu = 12\noutput_cap = \"4M\"\n"),
+            ],
+            env: vec![],
+            issued_env: vec![],
+            reason: "the limits changed",
+        },
+        Row {
+            what: "a host path the operator lets commands read",
+            argv: touch.clone(),
+            flags: vec![
+                "--config".into(),
+                write(
+                    "paths.toml",
+                    format!("[paths]\nread = [\"{}\"]\n", outside.display()),
+                ),
+            ],
+            env: vec![],
+            issued_env: vec![],
+            reason: "other rules for what it may read or write",
+        },
+        Row {
+            what: "rules that protect less",
+            argv: touch.clone(),
+            flags: vec![
+                "--config".into(),
+                config("targets.toml", "[targets]\nunprotect = [\".spear/\"]\n"),
+            ],
+            env: vec![],
+            issued_env: vec![],
+            reason: "other rules for what it may read or write",
+        },
+        Row {
+            what: "an egress allowance",
+            argv: vec!["curl", "--version"],
+            flags: vec![
+                "--config".into(),
+                config("network.toml", "[network]\nallow = [\"203.0.113.0/24\"]\n"),
+            ],
+            env: vec![],
+            issued_env: vec![],
+            reason: "the network's egress allowances changed",
+        },
+    ];
+    for r in rows {
+        let _ = std::fs::remove_file(d.ws.join("granted.txt"));
+        // Issued plainly; run with the row's widening.
+        let mut words: Vec<String> = vec!["grant".into(), "--".into()];
+        words.extend(r.argv.iter().map(|a| (*a).to_owned()));
+        let out = spear_with(&d, &words, &r.issued_env);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            r.what,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let plain = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        let run = |token: &str| -> (Option<i32>, Value) {
+            let mut words: Vec<String> = vec!["exec".into(), "--json".into()];
+            words.extend(r.flags.iter().cloned());
+            words.extend(["--grant".into(), token.to_owned(), "--".into()]);
+            words.extend(r.argv.iter().map(|a| (*a).to_owned()));
+            let out = spear_with(&d, &words, &r.env);
+            let text = String::from_utf8_lossy(&out.stdout);
+            let v: Value = serde_json::from_str(text.trim())
+                .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)));
+            (out.status.code(), v)
+        };
+        if r.what == "another value of a variable passed" {
+            // Issued with the variable passed: the widening is its value alone.
+            let mut words: Vec<String> = vec!["grant".into()];
+            words.extend(r.flags.iter().cloned());
+            words.push("--".into());
+            words.extend(r.argv.iter().map(|a| (*a).to_owned()));
+            let out = spear_with(&d, &words, &r.issued_env);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+            let (code, v) = run(&token);
+            assert_eq!(code, Some(126), "{}: {v}", r.what);
+            refused_for(&v, r.reason);
+        } else {
+            let (code, v) = run(&plain);
+            assert_eq!(code, Some(126), "{}: {v}", r.what);
+            refused_for(&v, r.reason);
+            assert!(
+                !v["reason"].as_str().unwrap().contains("s3cr3t"),
+                "{}: a value shown: {v}",
+                r.what
+            );
+        }
+        assert!(!d.ws.join("granted.txt").exists(), "{}: written", r.what);
+        // Positive control: issued with the same flags and environment, it runs, once.
+        let mut words: Vec<String> = vec!["grant".into()];
+        words.extend(r.flags.iter().cloned());
+        words.push("--".into());
+        words.extend(r.argv.iter().map(|a| (*a).to_owned()));
+        let out = spear_with(&d, &words, &r.env);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            r.what,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        let (code, v) = run(&token);
+        assert_eq!(code, Some(0), "{}: the control: {v}", r.what);
+        if r.argv == touch {
+            assert!(
+                d.ws.join("granted.txt").exists(),
+                "{}: the control wrote",
+                r.what
+            );
+            std::fs::remove_file(d.ws.join("granted.txt")).unwrap();
+        }
+        let (code, v) = run(&token);
+        assert_eq!(code, Some(126), "{}: {v}", r.what);
+        refused_for(&v, "already used");
+    }
+}

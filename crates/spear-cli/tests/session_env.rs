@@ -152,3 +152,66 @@ fn a_name_that_loads_code_is_refused_with_why() {
         );
     }
 }
+
+/// Issue 31, part 7, at the binary: `[env] pass = ["APP_*"]` passes none of the host's
+/// secret-looking `APP_` variables (by a name a substring list did not know, or only by the value)
+/// and passes the setting beside them; the positive control names each exactly with `--env`, and
+/// the command then sees every one of them.
+#[test]
+fn a_glob_passes_no_secret_looking_variable_and_exact_names_pass_each() {
+    let dirs = Dirs::with(&[]);
+    let secrets: &[(&str, &str)] = &[
+        ("APP_DB_CREDS", "app:s3cr3t-creds"),
+        ("APP_SIGNING_PHRASE", "correct horse battery staple"),
+        ("APP_SESSION_COOKIE", "c00kie-value-1"),
+        ("APP_GH", "ghp_0123456789abcdefABCDEF0123456789abcd"),
+        ("APP_DB", "postgres://app:hunter2@db:5432/app"),
+        ("APP_BLOB", "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2Rl"),
+    ];
+    let file = dirs.path("config.toml");
+    std::fs::write(&file, "[env]\npass = [\"APP_*\"]\n").unwrap();
+    let run = |extra: &[&str]| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_spear"))
+            .arg("exec")
+            .arg("--config")
+            .arg(&file)
+            .args(extra)
+            .args(["--", "env"])
+            .current_dir(&dirs.ws)
+            .env("HOME", &dirs.home)
+            .env("XDG_STATE_HOME", &dirs.state)
+            .env("APP_MODE", "production")
+            .envs(secrets.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let by_glob = run(&[]);
+    assert!(by_glob.contains("APP_MODE=production\n"), "{by_glob}");
+    for (name, value) in secrets {
+        assert!(
+            !by_glob.contains(name),
+            "{name} passed by the glob: {by_glob}"
+        );
+        assert!(!by_glob.contains(value), "{name}'s value passed: {by_glob}");
+    }
+    let mut named = Vec::new();
+    for (name, _) in secrets {
+        named.extend(["--env", name]);
+    }
+    let by_name = run(&named);
+    for (name, value) in secrets {
+        assert!(
+            by_name.contains(&format!("{name}={value}\n")),
+            "{name} named exactly: {by_name}"
+        );
+    }
+}

@@ -15,11 +15,13 @@ mod change;
 mod class;
 pub mod credentials;
 mod guarantee;
+pub mod known_secrets;
 mod mode;
 mod profile;
 pub mod redact;
 mod refusal;
 mod result;
+pub mod secret;
 mod view;
 pub mod visible;
 

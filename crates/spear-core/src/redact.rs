@@ -120,7 +120,7 @@ fn pem_blocks(b: &[u8], spans: &mut Vec<Range<usize>>) {
 // ---------------------------------------------------------------------------------------------
 // URL userinfo
 
-fn url_userinfo(b: &[u8], spans: &mut Vec<Range<usize>>) {
+pub(crate) fn url_userinfo(b: &[u8], spans: &mut Vec<Range<usize>>) {
     let mut from = 0;
     while let Some(sep) = find(b, b"://", from) {
         let start = sep + 3;
@@ -248,7 +248,7 @@ const LONG_SCHEMES: &[&[u8]] = &[
     b"signature",
 ];
 
-fn named_values(b: &[u8], spans: &mut Vec<Range<usize>>) {
+pub(crate) fn named_values(b: &[u8], spans: &mut Vec<Range<usize>>) {
     let mut i = 0;
     while i < b.len() {
         if !is_name_byte(b[i]) || (i > 0 && is_name_byte(b[i - 1])) {
@@ -533,7 +533,7 @@ const TOKEN_SHAPES: &[(&[u8], Body, usize)] = &[
     (b"eyJ", Body::UrlDot, 20),
 ];
 
-fn token_shapes(b: &[u8], spans: &mut Vec<Range<usize>>) {
+pub(crate) fn token_shapes(b: &[u8], spans: &mut Vec<Range<usize>>) {
     for i in 0..b.len() {
         if i > 0 && b[i - 1].is_ascii_alphanumeric() {
             continue;
@@ -573,7 +573,7 @@ fn looks_hex(segment: &[u8]) -> bool {
 /// Whether the letters and digits of `run` (20 or more, mixing lower case, upper case and
 /// digits) switch class as often as random base64 does: one lower-to-upper or digit boundary per
 /// four characters or more. Words, `CamelCase` names and versioned paths switch far less.
-fn looks_random(run: &[u8]) -> bool {
+pub(crate) fn looks_random(run: &[u8]) -> bool {
     let alnum: Vec<u8> = run
         .iter()
         .copied()

@@ -91,6 +91,9 @@ pub enum RefusalRule {
     EscalationNotNeeded,
     /// `fetch_url`'s URL guard or address policy refused a URL, a redirect or an address.
     WebRefused,
+    /// A request of spear's (a fetch, a redirect, a search) would have carried a secret value
+    /// spear holds (its environment's, the operator's credentials).
+    SecretInRequest,
 }
 
 impl RefusalRule {
@@ -132,6 +135,7 @@ impl RefusalRule {
             RefusalRule::EscalationRejectedBefore => "escalation_rejected_before",
             RefusalRule::EscalationNotNeeded => "escalation_not_needed",
             RefusalRule::WebRefused => "web_refused",
+            RefusalRule::SecretInRequest => "secret_in_request",
         }
     }
 }
@@ -379,6 +383,14 @@ pub enum Refusal {
         /// The guard's account: the rule and the address.
         why: String,
     },
+    /// `what` (a fetch or a search, as the audit log shows it: the secret redacted) would have
+    /// sent a secret value spear holds; `why` names whose and in what encoding, never the value.
+    SecretInRequest {
+        /// The call, redacted.
+        what: String,
+        /// Which known secret, where in the request, in what form.
+        why: String,
+    },
 }
 
 /// The field of each variant that holds its subject: one list for [`Refusal::subject`] and
@@ -398,7 +410,8 @@ macro_rules! subject_of {
             | Refusal::SandboxDown { what, .. }
             | Refusal::TurnStopped { what, .. }
             | Refusal::JobWriting { what, .. }
-            | Refusal::GrantRefused { what, .. } => what,
+            | Refusal::GrantRefused { what, .. }
+            | Refusal::SecretInRequest { what, .. } => what,
             Refusal::EscalationDeclined { what, .. }
             | Refusal::EscalationUnanswered { what, .. }
             | Refusal::EscalationUnavailable { what, .. }
@@ -691,6 +704,15 @@ impl Refusal {
         }
     }
 
+    /// `what` would have sent a known secret: `why` says whose, where and in what form (never
+    /// the value).
+    pub fn secret_in_request(what: impl Into<String>, why: impl Into<String>) -> Self {
+        Refusal::SecretInRequest {
+            what: what.into(),
+            why: why.into(),
+        }
+    }
+
     /// The rule behind this refusal.
     pub const fn rule(&self) -> RefusalRule {
         match self {
@@ -729,6 +751,7 @@ impl Refusal {
             Refusal::EscalationRejectedBefore { .. } => RefusalRule::EscalationRejectedBefore,
             Refusal::EscalationNotNeeded { .. } => RefusalRule::EscalationNotNeeded,
             Refusal::WebRefused { .. } => RefusalRule::WebRefused,
+            Refusal::SecretInRequest { .. } => RefusalRule::SecretInRequest,
         }
     }
 
@@ -980,6 +1003,12 @@ impl Refusal {
                 "fetch_url refused `{url}`: {why}. No mode fetches it; nothing was connected to \
                  or written. Read a public page instead."
             ),
+            Refusal::SecretInRequest { what, why } => format!(
+                "`{what}` was not sent: {why}. spear never sends a secret it holds (a secret of its \
+                 own environment, a credential the operator configured) in a request's URL, \
+                 headers or body; nothing was resolved or connected to. Leave the value out of \
+                 the request. If it must be sent, ask the user: in ASK mode they are asked."
+            ),
         }
     }
 }
@@ -1120,6 +1149,7 @@ mod tests {
             Refusal::escalation_rejected_before("SUBJ"),
             Refusal::escalation_not_needed("SUBJ", write()),
             Refusal::web_refused("SUBJ", "OTHER"),
+            Refusal::secret_in_request("SUBJ", "OTHER"),
         ]
     }
 

@@ -335,6 +335,16 @@ pub struct PolicyConfig {
 }
 
 impl PolicyConfig {
+    /// Every setting of the decision layer, as text: what a grant binds of the rules a command is
+    /// judged by (the host paths named, the target rules, what the sandbox shows, the guarantees
+    /// required, spear's state directory, and any setting added later: the text is the whole
+    /// configuration's `Debug`, which holds no map and so is the same for the same settings).
+    /// Attack stopped: a grant issued under rules that protect an entry run under a
+    /// configuration that does not.
+    pub fn fingerprint(&self) -> String {
+        format!("{self:?}")
+    }
+
     /// The built-in policy for an operator whose home is `home`.
     pub fn new(home: Option<PathBuf>) -> Self {
         PolicyConfig {

@@ -47,8 +47,8 @@ pub mod web;
 
 pub use authorize::{
     Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, Escalation, access_for,
-    authorize, confirm_escalation, decide, decide_escalation, escalation_access,
-    escalation_capabilities, escalation_request, make_visible,
+    authorize, authorize_secret_request, confirm_escalation, decide, decide_escalation,
+    escalation_access, escalation_capabilities, escalation_request, make_visible,
 };
 pub use config::{
     ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorPolicy, OperatorTargets,

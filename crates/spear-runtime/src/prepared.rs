@@ -24,7 +24,8 @@ use spear_sandbox::{BwrapSpec, SandboxError, SpecError};
 use spear_workspace::Location;
 
 use crate::grant::{
-    Binding, GrantAuthority, GrantClaims, NetworkRoute, TargetBinding, command_digest,
+    Binding, GrantAuthority, GrantClaims, NetworkRoute, SandboxBinding, TargetBinding,
+    command_digest,
 };
 use crate::runner::{CommandLine, CommandRequest, CommandRunner, RunReport};
 use crate::staging::Staging;
@@ -51,6 +52,10 @@ pub struct PrepareOptions<'a> {
     pub grant: Option<GrantCheck<'a>>,
     /// Host paths of the files the command is known to write (identities bound by a grant).
     pub targets: Vec<PathBuf>,
+    /// The rules it is judged by, as text (the caller's decision configuration, its target
+    /// policy included): bound by a grant, so that one issued under rules that protect an entry
+    /// does not run under rules that do not.
+    pub rules: String,
 }
 
 /// Why a command could not be prepared. In every case no process was created.
@@ -148,6 +153,7 @@ impl CommandRunner {
             access,
             grant,
             targets,
+            rules,
         } = options;
         validate(&request, execution.as_deref())?;
         let granted = request.profile.granted();
@@ -167,7 +173,7 @@ impl CommandRunner {
             return Err(GrantError::Required { kind }.into());
         }
         let binding = gated
-            .map(|_| self.binding(&request, execution, &targets))
+            .map(|_| self.binding(&request, execution, &targets, &rules))
             .transpose()?;
         let (staging, spec) = self.compile(&request)?;
         self.sandbox().check_mechanisms()?;
@@ -203,12 +209,15 @@ impl CommandRunner {
 
     /// What a grant for `request` binds, read now: its command's digest, its working directory
     /// and that directory's identity, its profile's fingerprint, its network route, its class,
-    /// and the identity of every target (read through `openat2`, no link followed).
+    /// the identity of every target (read through `openat2`, no link followed), and its sandbox
+    /// beyond the profile ([`CommandRunner::sandbox_binding`], with `rules`, the text of the
+    /// rules its writes will be judged by).
     pub fn binding(
         &self,
         request: &CommandRequest,
         execution: Option<String>,
         targets: &[PathBuf],
+        rules: &str,
     ) -> Result<Binding, PrepareError> {
         let ws = self.workspace();
         let cwd = request
@@ -274,6 +283,91 @@ impl CommandRunner {
                 .collect(),
             class: request.class.map(|c| c.as_str().to_owned()),
             targets: bound,
+            sandbox: self.sandbox_binding(request, rules)?,
+        })
+    }
+
+    /// What a grant binds of `request`'s sandbox beyond its profile: everything that widens what
+    /// the command may see or do. Read from the spec the runner would build (before any layer is
+    /// staged: [`spear_sandbox::BwrapSpec::reach`]) and from the runner's own limits:
+    /// - the environment, every name and value (`--env`, `[env] pass`, the allowlist's host
+    ///   values), and the names passed exactly;
+    /// - the workspace roots (`[workspace] roots`, `--workspace`, `--single-root`), the toolchain
+    ///   directories bound (from the host's `PATH` and toolchain variables), the home directory;
+    /// - the limits: the command's time, its output cap and flood limit, the changes one commit
+    ///   takes, the rlimits, the cgroup's memory, swap, tasks and CPU, the session's budget, the
+    ///   tmpfs sizes (`[limits]`, `--memory`, `--timeout`, ...);
+    /// - for a networked command, the egress allowances (`[network] allow`);
+    /// - `rules`, the rules it is judged by (the decision layer's configuration: `[paths]`,
+    ///   `[targets]`, the workspace's policy, ...).
+    ///
+    /// The host paths it reads (`[paths] read`), its capabilities, its network route and the
+    /// guarantees it requires are the profile's, bound beside this.
+    pub fn sandbox_binding(
+        &self,
+        request: &CommandRequest,
+        rules: &str,
+    ) -> Result<SandboxBinding, PrepareError> {
+        use sha2::Digest as _;
+        use std::os::unix::ffi::OsStrExt as _;
+        let builder = self.spec_builder(request, None)?;
+        let spec = builder.unchecked();
+        let mut env: Vec<String> = spec
+            .env()
+            .iter()
+            .map(|(n, _)| n.to_string_lossy().into_owned())
+            .collect();
+        env.sort();
+        let roots: Vec<String> = spec
+            .roots()
+            .iter()
+            .map(|r| format!("{} -> {}", r.host.display(), r.mount.display()))
+            .collect();
+        let c = self.config();
+        let sandbox = &c.sandbox;
+        let timeout = request.timeout.unwrap_or(c.default_timeout);
+        let limits = vec![
+            format!("timeout={}ms", timeout.as_millis()),
+            format!("output_cap={}", c.output_cap),
+            format!("flood={}", request.flood_bytes.unwrap_or(c.flood_bytes)),
+            format!("changes={}", c.commit_max_changes),
+            format!("rlimits={:?}", sandbox.rlimits),
+            format!("cgroup={:?}", sandbox.cgroup),
+            format!("session={:?}", sandbox.session),
+            format!("tmpfs={} {} {}", c.tmpfs.tmp, c.tmpfs.home, c.tmpfs.shm),
+        ];
+        let egress: Vec<String> = if request.profile.network() {
+            sandbox
+                .network
+                .allow
+                .iter()
+                .map(|a| format!("{a:?}"))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let rules = crate::grant::hex_digest(&sha2::Sha256::digest(rules.as_bytes()));
+        let mut h = sha2::Sha256::new();
+        let mut part = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        part(&spec.reach());
+        for line in env.iter().chain(&roots).chain(&limits).chain(&egress) {
+            part(line.as_bytes());
+        }
+        part(rules.as_bytes());
+        if let Some(state) = &c.state_dir {
+            part(state.as_os_str().as_bytes());
+        }
+        let digest = crate::grant::hex_digest(&h.finalize());
+        Ok(SandboxBinding {
+            env,
+            roots,
+            limits,
+            egress,
+            rules,
+            digest,
         })
     }
 }

@@ -510,7 +510,7 @@ impl CommandRunner {
 
     /// What the sandbox of `request` is for, not yet checked: refused here only when its working
     /// directory lies in no root.
-    fn spec_builder(
+    pub(crate) fn spec_builder(
         &self,
         request: &CommandRequest,
         staging: Option<&Staging>,

@@ -26,6 +26,9 @@ use spear_runtime::{
 };
 use spear_sandbox::{Launch, ProcessSpawner, Running, Sandbox, Spawner};
 
+/// The rules the tests' commands are judged by, as a grant binds them.
+const RULES: &str = "protected .git/hooks/\n";
+
 /// Counts launches, then really spawns them.
 #[derive(Debug, Default)]
 struct CountingSpawner(AtomicUsize);
@@ -39,7 +42,9 @@ impl Spawner for CountingSpawner {
 
 struct Case {
     _dir: tempfile::TempDir,
+    base: PathBuf,
     ws: PathBuf,
+    config: RunnerConfig,
     spawner: Arc<CountingSpawner>,
     runner: Arc<CommandRunner>,
     grants: GrantAuthority,
@@ -67,14 +72,36 @@ impl Case {
         let spawner = Arc::new(CountingSpawner::default());
         let backend = spear_sandbox::cgroup::detect().map_err(|e| e.to_string());
         let sandbox = Sandbox::with_parts(config.sandbox.clone(), backend, spawner.clone());
-        let runner = Arc::new(runner_for(&ws, config, Some(sandbox)));
+        let runner = Arc::new(runner_for(&ws, config.clone(), Some(sandbox)));
         Case {
             _dir: dir,
+            base,
             ws,
+            config,
             spawner,
             runner,
             grants: GrantAuthority::for_session().unwrap(),
         }
+    }
+
+    /// Another runner over the same workspace (with `roots` besides it), its configuration
+    /// this case's as `edit` leaves it, and the spawner that counts its launches.
+    fn other_runner(
+        &self,
+        roots: Vec<PathBuf>,
+        edit: impl FnOnce(&mut RunnerConfig),
+    ) -> (Arc<CommandRunner>, Arc<CountingSpawner>) {
+        let mut config = self.config.clone();
+        edit(&mut config);
+        let spawner = Arc::new(CountingSpawner::default());
+        let backend = spear_sandbox::cgroup::detect().map_err(|e| e.to_string());
+        let sandbox = Sandbox::with_parts(config.sandbox.clone(), backend, spawner.clone());
+        let mut wc = spear_workspace::WorkspaceConfig::new(&self.ws);
+        wc.single_root = roots.is_empty();
+        wc.extra_roots = roots;
+        let workspace = Arc::new(spear_workspace::Workspace::open(&wc).unwrap());
+        let runner = Arc::new(CommandRunner::with_sandbox(workspace, config, sandbox));
+        (runner, spawner)
     }
 
     fn launches(&self) -> usize {
@@ -91,7 +118,7 @@ impl Case {
     fn approve(&self, request: &CommandRequest, exec: &str, targets: &[PathBuf]) -> String {
         let binding = self
             .runner
-            .binding(request, Some(exec.into()), targets)
+            .binding(request, Some(exec.into()), targets, RULES)
             .unwrap();
         self.grants
             .issue(&binding, SESSION_GRANT_TTL, SystemTime::now())
@@ -116,6 +143,7 @@ impl Case {
                     authority: &self.grants,
                 }),
                 targets,
+                rules: RULES.into(),
             },
             now,
         )
@@ -183,6 +211,7 @@ fn a_refused_prepare_creates_no_process_and_a_used_grant_is_a_replay() {
                 authority: &c.grants,
             }),
             targets: vec![],
+            rules: RULES.into(),
         },
         SystemTime::now(),
     );
@@ -386,6 +415,7 @@ fn an_invalid_command_or_directory_is_refused_before_anything() {
                 access: AccessPolicy::all_gated(),
                 grant: None,
                 targets: vec![],
+                rules: RULES.into(),
             },
             SystemTime::now(),
         );
@@ -402,6 +432,7 @@ fn an_invalid_command_or_directory_is_refused_before_anything() {
         },
         None,
         &[],
+        RULES,
     );
     assert!(
         matches!(outside, Err(PrepareError::Directory { .. })),
@@ -448,4 +479,187 @@ fn a_grant_needs_the_guarantees_it_binds() {
         .unwrap();
     assert_eq!(c.start(prepared).status, ToolStatus::Ok);
     assert!(c.exists("sub/limited"));
+}
+
+/// Issue 31, part 5: a grant issued for a command in one sandbox is refused in every wider one,
+/// with nothing spawned and nothing written: each row widens one thing the operator's
+/// configuration or flags decide (a variable passed by name or by a glob, a host value passed,
+/// a root outside the workspace, a host path read, the network's egress allowances, each limit,
+/// rules that protect less). Positive control: the same grant, in the sandbox it was issued for,
+/// runs once (and a second time is a replay).
+#[test]
+#[allow(clippy::too_many_lines, reason = "a table: one row per widening")]
+fn a_grant_never_runs_in_a_wider_sandbox() {
+    use spear_sandbox::EnvPass;
+    type Widen = fn(&mut RunnerConfig);
+    struct Row {
+        what: &'static str,
+        roots: bool,
+        widen: Widen,
+        networked: bool,
+        host_read: bool,
+        rules: &'static str,
+    }
+    let row = |what, widen: Widen| Row {
+        what,
+        roots: false,
+        widen,
+        networked: false,
+        host_read: false,
+        rules: RULES,
+    };
+    let rows = vec![
+        row("--env NAME of a secret", |c| {
+            c.host_env.push(("APP_TOKEN".into(), "s3cr3t-value".into()));
+            c.env_pass.push(EnvPass::parse("APP_TOKEN").unwrap());
+        }),
+        row("[env] pass APP_*", |c| {
+            c.host_env.push(("APP_MODE".into(), "dev".into()));
+            c.env_pass.push(EnvPass::parse("APP_*").unwrap());
+        }),
+        row("another value of a variable the allowlist copies", |c| {
+            c.host_env.push(("LANG".into(), "de_DE.UTF-8".into()));
+        }),
+        row("another home directory", |c| c.home.push("elsewhere")),
+        row("more memory", |c| {
+            c.sandbox.cgroup.as_mut().unwrap().memory_max_bytes *= 4;
+        }),
+        row("more tasks", |c| {
+            c.sandbox.cgroup.as_mut().unwrap().tasks_max *= 4;
+        }),
+        row("more CPU", |c| {
+            c.sandbox.cgroup.as_mut().unwrap().cpu_percent *= 4;
+        }),
+        row("a longer timeout", |c| c.default_timeout *= 4),
+        row("a larger output cap", |c| c.output_cap *= 4),
+        row("more changes committed", |c| c.commit_max_changes *= 4),
+        row("a larger /tmp", |c| c.tmpfs.tmp *= 4),
+        row("more open files", |c| c.sandbox.rlimits.open_files *= 4),
+        Row {
+            roots: true,
+            ..row("a root outside the workspace", |_| {})
+        },
+        Row {
+            host_read: true,
+            ..row("a host path read", |_| {})
+        },
+        Row {
+            networked: true,
+            ..row("an egress allowance", |c| {
+                c.sandbox
+                    .network
+                    .allow
+                    .push("203.0.113.0/24".parse().unwrap());
+            })
+        },
+        Row {
+            rules: "",
+            ..row("rules that protect less", |_| {})
+        },
+    ];
+    let c = Case::new();
+    let outside = c.base.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let read = c.base.join("data");
+    std::fs::create_dir_all(&read).unwrap();
+    let request = |networked: bool| {
+        let mut r = c.request("touch sub/granted", "");
+        if networked {
+            r.profile = common::networked();
+        }
+        r
+    };
+    let token = c.approve(&request(false), "s:1", &[]);
+    let networked_token = c.approve(&request(true), "s:1", &[]);
+    for r in &rows {
+        let roots = if r.roots {
+            vec![outside.clone()]
+        } else {
+            Vec::new()
+        };
+        let (runner, spawner) = c.other_runner(roots, r.widen);
+        let mut wider = request(r.networked);
+        if r.host_read {
+            wider.profile = common::reading_host(&wider.profile, vec![read.clone()]);
+        }
+        let result = runner.prepare(
+            PrepareOptions {
+                request: wider,
+                execution: Some("s:1".into()),
+                access: AccessPolicy::all_gated(),
+                grant: Some(GrantCheck {
+                    token: if r.networked {
+                        &networked_token
+                    } else {
+                        &token
+                    },
+                    authority: &c.grants,
+                }),
+                targets: vec![],
+                rules: r.rules.into(),
+            },
+            SystemTime::now(),
+        );
+        let e = grant_error(result);
+        assert_eq!(e.as_str(), "other_profile", "{}: {e}", r.what);
+        assert_eq!(spawner.0.load(Ordering::SeqCst), 0, "{}", r.what);
+        assert!(!c.exists("sub/granted"), "{}", r.what);
+        assert!(
+            !e.to_string().contains("s3cr3t-value"),
+            "{}: a value named: {e}",
+            r.what
+        );
+    }
+    // The rows' positive control: another runner of the same configuration (built as the rows'
+    // are) holds a grant for the same command.
+    let control = c.approve(&request(false), "s:1", &[]);
+    let (runner, _) = c.other_runner(Vec::new(), |_| {});
+    let mut prepared = runner
+        .prepare(
+            PrepareOptions {
+                request: request(false),
+                execution: Some("s:1".into()),
+                access: AccessPolicy::all_gated(),
+                grant: Some(GrantCheck {
+                    token: &control,
+                    authority: &c.grants,
+                }),
+                targets: vec![],
+                rules: RULES.into(),
+            },
+            SystemTime::now(),
+        )
+        .unwrap();
+    prepared.release();
+    // The networked grant holds in its own sandbox (prepared, not started: nothing widened).
+    let mut prepared = c
+        .prepare(
+            request(true),
+            "s:1",
+            Some(&networked_token),
+            vec![],
+            SystemTime::now(),
+        )
+        .unwrap();
+    prepared.release();
+    // Positive control: in the sandbox it was issued for, the grant runs, once.
+    let prepared = c
+        .prepare(
+            request(false),
+            "s:1",
+            Some(&token),
+            vec![],
+            SystemTime::now(),
+        )
+        .unwrap();
+    assert_eq!(c.start(prepared).status, ToolStatus::Ok);
+    assert!(c.exists("sub/granted"));
+    let e = grant_error(c.prepare(
+        request(false),
+        "s:1",
+        Some(&token),
+        vec![],
+        SystemTime::now(),
+    ));
+    assert_eq!(e, GrantError::Replayed);
 }

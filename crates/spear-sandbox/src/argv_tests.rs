@@ -456,13 +456,13 @@ fn refusals() {
         ),
         (
             "secret value",
-            |s| s.env.push(("X".into(), "ghp_123".into())),
+            |s| s.env.push(("X".into(), "ghp_0123456789abcdefghij".into())),
             |e| matches!(e, SpecError::SecretInEnvironment(_)),
         ),
         (
             "secret env named under another name",
             |s| {
-                s.env.push(("X".into(), "ghp_123".into()));
+                s.env.push(("X".into(), "ghp_0123456789abcdefghij".into()));
                 s.env_named.push("Y".into());
             },
             |e| matches!(e, SpecError::SecretInEnvironment(n) if n == "X"),

@@ -133,6 +133,12 @@ impl SpecBuilder {
         self
     }
 
+    /// The spec as built so far, unchecked: what a grant binds is read from it before any layer
+    /// is staged ([`BwrapSpec::reach`]).
+    pub fn unchecked(&self) -> &BwrapSpec {
+        &self.spec
+    }
+
     /// The spec, or why the sandbox would refuse it (every check of [`crate::build_argv`]).
     pub fn build(self) -> Result<BwrapSpec, SpecError> {
         validate(&self.spec)?;
@@ -141,6 +147,73 @@ impl SpecBuilder {
 }
 
 impl BwrapSpec {
+    /// Every part of this sandbox that decides what its command can see or do, beyond its
+    /// command: the profile, the working directory, the home directory, the toolchain directories
+    /// bound, the workspace roots, the whole environment (each name and value) and the names
+    /// passed exactly, the tmpfs sizes, and whether it gets a network path. Canonical bytes
+    /// (each part tagged and length-prefixed), for a grant to bind: two sandboxes with the same
+    /// reach show and allow the same.
+    ///
+    /// Left out, each for its reason: the command (a grant binds its digest itself); the system
+    /// directories and `/etc` (spear's own curated list of the host's fixed layout, which no
+    /// setting widens); the staged layers and the session's private directories (fresh per call
+    /// or per session, holding only the command's own files); the credential masks (they follow
+    /// from the home directory, the binds and spear's state directory, and only narrow); spear's
+    /// git configuration file and the seccomp fd (spear's own). Every field is named, so that a
+    /// new one cannot be forgotten here.
+    pub fn reach(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let BwrapSpec {
+            profile,
+            command: _,
+            cwd,
+            home,
+            system: _,
+            etc: _,
+            toolchains,
+            roots,
+            staged: _,
+            masks: _,
+            env,
+            tmpfs,
+            scratch: _,
+            git_config: _,
+            env_named,
+            seccomp_fd: _,
+            network,
+        } = self;
+        let mut out = Vec::new();
+        let mut part = |tag: &str, bytes: &[u8]| {
+            out.extend_from_slice(tag.as_bytes());
+            out.push(0);
+            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            out.extend_from_slice(bytes);
+        };
+        part("profile", format!("{profile:?}").as_bytes());
+        part("cwd", cwd.as_os_str().as_bytes());
+        part("home", home.as_os_str().as_bytes());
+        for dir in toolchains {
+            part("toolchain", dir.as_os_str().as_bytes());
+        }
+        for root in roots {
+            part("root", root.host.as_os_str().as_bytes());
+            part("root-mount", root.mount.as_os_str().as_bytes());
+        }
+        for (name, value) in env {
+            part("env", name.as_bytes());
+            part("env-value", value.as_bytes());
+        }
+        for name in env_named {
+            part("env-named", name.as_bytes());
+        }
+        part(
+            "tmpfs",
+            format!("{} {} {}", tmpfs.tmp, tmpfs.home, tmpfs.shm).as_bytes(),
+        );
+        part("network", if network.is_some() { b"1" } else { b"0" });
+        out
+    }
+
     /// What the decision layer granted.
     pub fn profile(&self) -> &ExecutionProfile {
         &self.profile
@@ -226,6 +299,97 @@ mod tests {
             host: p("/work/proj"),
             mount: p("/work/proj"),
         }])
+    }
+
+    /// Each row changes one part of a spec: the reach changes exactly when the part decides what
+    /// the command sees or does (the control rows change a part it leaves out).
+    #[test]
+    fn the_reach_holds_every_part_that_widens() {
+        type Edit = fn(SpecBuilder) -> SpecBuilder;
+        let base = || builder(&[Capability::FilesystemRead]);
+        let rows: Vec<(&str, Edit, bool)> = vec![
+            (
+                "a root added",
+                |b| {
+                    b.roots(vec![
+                        Bind {
+                            host: p("/work/proj"),
+                            mount: p("/work/proj"),
+                        },
+                        Bind {
+                            host: p("/srv/other"),
+                            mount: p("/srv/other"),
+                        },
+                    ])
+                },
+                true,
+            ),
+            (
+                "a toolchain bound",
+                |b| b.toolchains(vec![p("/opt/tool")]),
+                true,
+            ),
+            (
+                "a variable",
+                |b| b.env(vec![("APP_MODE".into(), "x".into())], Vec::new()),
+                true,
+            ),
+            (
+                "a variable's value",
+                |b| b.env(vec![("APP_MODE".into(), "y".into())], Vec::new()),
+                true,
+            ),
+            (
+                "a name passed exactly",
+                |b| b.env(Vec::new(), vec!["HF_TOKEN".into()]),
+                true,
+            ),
+            (
+                "a larger /tmp",
+                |b| {
+                    b.tmpfs(TmpfsSizes {
+                        tmp: 2 << 30,
+                        ..TmpfsSizes::default()
+                    })
+                },
+                true,
+            ),
+            (
+                "a network path",
+                |b| b.resolver(Some(p("/run/spear/net/resolv.conf"))),
+                true,
+            ),
+            (
+                "a mask (control)",
+                |b| b.masks(vec![Mask::Dir(p("/work/proj/.ssh"))]),
+                false,
+            ),
+            (
+                "the system directories (control)",
+                |b| b.system(vec![SystemDir::Bind(p("/opt"))]),
+                false,
+            ),
+            (
+                "spear's git configuration (control)",
+                |b| b.git_config(Some(p("/run/g"))),
+                false,
+            ),
+        ];
+        let reference = base().unchecked().reach();
+        assert_eq!(
+            base().unchecked().reach(),
+            reference,
+            "the same spec, the same reach"
+        );
+        for (what, edit, widens) in rows {
+            assert_eq!(
+                edit(base()).unchecked().reach() != reference,
+                widens,
+                "{what}"
+            );
+        }
+        let other = builder(&[Capability::FilesystemRead, Capability::Network]);
+        assert_ne!(other.unchecked().reach(), reference, "another profile");
     }
 
     #[test]

@@ -27,61 +27,12 @@ const COPIED: &[&str] = &[
     "PYENV_VERSION",
 ];
 
-/// Name fragments that mark a secret (compared case-insensitively).
-const SECRET_NAMES: &[&str] = &[
-    "KEY",
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "CREDENTIAL",
-    "AUTH",
-    "COOKIE",
-    "SESSION",
-];
-
-/// Value prefixes of well-known token shapes.
-const SECRET_PREFIXES: &[&str] = &[
-    "ghp_",
-    "gho_",
-    "ghs_",
-    "ghu_",
-    "ghr_",
-    "github_pat_",
-    "glpat-",
-    "sk-",
-    "xoxa-",
-    "xoxb-",
-    "xoxp-",
-    "xoxr-",
-    "xoxs-",
-    "AKIA",
-    "ASIA",
-    "AIza",
-    "eyJ",
-];
-
-/// Whether a variable's name or value looks like a secret.
+/// Whether a variable's name or value looks like a secret: [`spear_core::secret::looks_secret`],
+/// the one rule (names split into words: `CREDS`, `PHRASE`, `SIGNING`, `AUTH`, `SESSION`, ...;
+/// values by their shape: token prefixes, private-key PEM blocks, URLs with a password, long
+/// high-entropy runs). A glob never passes such a variable; an exact name still may.
 pub fn looks_secret(name: &OsStr, value: &OsStr) -> bool {
-    let name = name.to_string_lossy().to_ascii_uppercase();
-    let value = value.to_string_lossy();
-    SECRET_NAMES.iter().any(|s| name.contains(s))
-        || SECRET_PREFIXES.iter().any(|p| value.starts_with(p))
-        || value.contains("-----BEGIN")
-        || value.contains("://") && value.contains('@')
-}
-
-/// The stricter test a variable matched by a glob must pass: [`looks_secret`], names that hold
-/// `PASS` or `PRIVATE` or start with `AWS_`, and any value in which spear's redaction finds a
-/// secret (token shapes, high-entropy runs, URLs with userinfo, PEM blocks).
-pub fn looks_secret_strict(name: &OsStr, value: &OsStr) -> bool {
-    let upper = name.to_string_lossy().to_ascii_uppercase();
-    let text = value.to_string_lossy();
-    looks_secret(name, value)
-        || upper.contains("PASS")
-        || upper.contains("PRIVATE")
-        || upper.starts_with("AWS_")
-        || spear_core::redact::redact(&text) != text
+    spear_core::secret::looks_secret(&name.to_string_lossy(), &value.to_string_lossy())
 }
 
 /// Names that change how programs load or run code, never passed into a sandbox.
@@ -292,9 +243,7 @@ pub fn sandbox_env(inputs: EnvInputs<'_>) -> Vec<(OsString, OsString)> {
         }
         let passed = inputs.pass.iter().any(|p| match p {
             EnvPass::Exact(n) => n == text,
-            EnvPass::Prefix(pre) => {
-                text.starts_with(pre.as_str()) && !looks_secret_strict(name, value)
-            }
+            EnvPass::Prefix(pre) => text.starts_with(pre.as_str()) && !looks_secret(name, value),
         });
         if passed {
             set(&mut env, name, value);
@@ -459,19 +408,34 @@ mod tests {
                     ("MY_APP_DB_PASS", "hunter2"),
                     ("MY_APP_URL", "https://u:p@db.example/"),
                     ("MY_APP_ID", "ghp_0123456789abcdefABCDEF0123456789abcd"),
-                    ("MY_APP_BLOB", "3f786850e387550fdab836ed7e6dc881de23001b"),
-                    ("AWS_REGION", "eu-west-1"),
+                    ("MY_APP_BLOB", "q7Xv2LpR9sKd3WmZ8tNc4YbH1eJ6"),
                     ("MY_APP_MODE", "dev"),
                 ],
-                vec!["MY_APP_*", "AWS_*"],
+                vec!["MY_APP_*"],
                 vec![
                     ("MY_APP_TOKEN", None),
                     ("MY_APP_DB_PASS", None),
                     ("MY_APP_URL", None),
                     ("MY_APP_ID", None),
                     ("MY_APP_BLOB", None),
-                    ("AWS_REGION", None),
                     ("MY_APP_MODE", Some("dev")),
+                ],
+            ),
+            (
+                "a glob passes settings whose shape is an identifier, not a secret",
+                vec![
+                    ("MY_APP_COMMIT", "3f786850e387550fdab836ed7e6dc881de23001b"),
+                    ("MY_APP_RUN", "550e8400-e29b-41d4-a716-446655440000"),
+                    ("AWS_REGION", "eu-west-1"),
+                ],
+                vec!["MY_APP_*", "AWS_*"],
+                vec![
+                    (
+                        "MY_APP_COMMIT",
+                        Some("3f786850e387550fdab836ed7e6dc881de23001b"),
+                    ),
+                    ("MY_APP_RUN", Some("550e8400-e29b-41d4-a716-446655440000")),
+                    ("AWS_REGION", Some("eu-west-1")),
                 ],
             ),
             (
@@ -500,8 +464,8 @@ mod tests {
                 vec![
                     ("GIT_SSH_COMMAND", None),
                     ("GIT_CONFIG_COUNT", None),
-                    // Inert, but `AUTH` in its name looks like a secret: only by its exact name.
-                    ("GIT_AUTHOR_NAME", None),
+                    // Inert, and `AUTHOR` is not `AUTH`: a setting.
+                    ("GIT_AUTHOR_NAME", Some("A")),
                     ("PATH", Some("/usr/bin")),
                 ],
             ),
@@ -587,17 +551,91 @@ mod tests {
         assert!(env.contains(&("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())));
     }
 
+    /// Issue 31, part 7: each row is a host variable, and whether the glob `APP_*` passes it. The
+    /// positive control of every row: the same variable named exactly (`--env NAME`) is passed,
+    /// so the variable was there to be passed and only the glob's rule kept it out.
+    #[test]
+    fn globs_never_pass_secrets_exact_names_do() {
+        let rows: &[(&str, &str, bool)] = &[
+            // The red team's: a name a substring list did not know.
+            ("APP_DB_CREDS", "app:s3cr3t", false),
+            ("APP_SIGNING_PHRASE", "correct horse battery staple", false),
+            ("APP_CREDENTIALS", "x", false),
+            ("APP_PASSPHRASE", "x", false),
+            ("APP_PASSWD", "x", false),
+            ("APP_AUTH", "x", false),
+            ("APP_OAUTH2_CLIENT", "x", false),
+            ("APP_COOKIE", "x", false),
+            ("APP_SESSION", "x", false),
+            ("APP_PRIVATE_PEM", "x", false),
+            ("APP_SIGNING", "x", false),
+            ("APP_SENTRY_DSN", "https://abc@o1.ingest.example/1", false),
+            ("APP_apiKey", "x", false),
+            ("APP_HMAC", "x", false),
+            // Only the value says it.
+            ("APP_GH", "ghp_0123456789abcdefABCDEF0123456789abcd", false),
+            ("APP_HF", "hf_0123456789abcdefghijklmnopqrstuvwxyz", false),
+            ("APP_AWS", "AKIAIOSFODNN7EXAMPLE", false),
+            (
+                "APP_JWT_LIKE",
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijk",
+                false,
+            ),
+            ("APP_STRIPE", "sk_live_0123456789abcdefABCD", false),
+            ("APP_NPM", "npm_0123456789abcdefghijklmnopqrstuvwxyz", false),
+            (
+                "APP_PYPI",
+                "pypi-AgEIcHlwaS5vcmcCJDAwMDAwMDAwLTAwMDAtMDAwMC0w",
+                false,
+            ),
+            ("APP_SLACK", "xoxb-1234567890-abcdefghij", false),
+            (
+                "APP_KEYDATA",
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----",
+                false,
+            ),
+            ("APP_DB", "postgres://app:hunter2@db:5432/app", false),
+            ("APP_CONN", "Server=db;User Id=app;Password=hunter2;", false),
+            ("APP_BLOB", "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2Rl", false),
+            // Settings, passed.
+            ("APP_MODE", "production", true),
+            ("APP_AUTHOR", "Ada", true),
+            ("APP_KEYBOARD", "us", true),
+            (
+                "APP_COMMIT",
+                "3f786850e387550fdab836ed7e6dc881de23001b",
+                true,
+            ),
+            ("APP_URL", "https://registry.npmjs.org/@scope/pkg", true),
+            (
+                "APP_DIR",
+                "/nix/store/0c5gq3w0mbcrwxa8fahx8pjfdmvq3mww-bash-5.2/bin",
+                true,
+            ),
+            ("APP_VERSION", "1.80.0-nightly", true),
+        ];
+        for (name, value, by_glob) in rows {
+            let passed = |pass: &str| get(&build(&[(*name, *value)], &[pass]), name).is_some();
+            assert_eq!(passed("APP_*"), *by_glob, "{name}={value} through APP_*");
+            assert!(
+                passed(name),
+                "{name}: its exact name passes it (the control)"
+            );
+        }
+    }
+
     #[test]
     fn secret_shapes() {
         for (n, v, secret) in [
-            ("X", "ghp_abc", true),
-            ("X", "github_pat_1", true),
-            ("X", "xoxb-1", true),
+            ("X", "ghp_0123456789abcdefghijKLMN", true),
+            ("X", "github_pat_11ABCDEFG0123456789_abc", true),
+            ("X", "xoxb-1234567890-abcdef", true),
             ("X", "AKIAIOSFODNN7EXAMPLE", true),
             ("X", "-----BEGIN OPENSSH PRIVATE KEY-----", true),
             ("X", "https://user:pw@example.com", true),
             ("my_api_key", "v", true),
             ("NPM_TOKEN", "v", true),
+            ("X", "ghp_abc", false),
             ("LANG", "C.UTF-8", false),
             ("PATH", "/usr/bin", false),
             ("URL", "https://example.com", false),

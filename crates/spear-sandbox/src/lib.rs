@@ -44,9 +44,7 @@ mod warm;
 
 pub use argv::{BwrapArgv, build_argv};
 pub use builder::SpecBuilder;
-pub use env::{
-    EnvInputs, EnvPass, EnvPassError, loads_code, looks_secret, looks_secret_strict, sandbox_env,
-};
+pub use env::{EnvInputs, EnvPass, EnvPassError, loads_code, looks_secret, sandbox_env};
 pub use etc_view::prepare as prepare_etc_view;
 pub use layout::{
     ETC_ENTRIES, EntryKind, TREE_CREDENTIALS, ToolchainInputs, Toolchains, credential_masks,

@@ -564,13 +564,17 @@ impl ToolRouter {
         options: &CallOptions,
         record: &mut CallRecord,
     ) -> Result<Settled, ToolResult> {
-        record.target = Some(prepared.target());
+        // A web call's target is the URL as results show it: every known secret redacted.
+        let target = self.config.web.scrub(&prepared.target());
+        record.target = Some(target.clone());
         let access = prepared.access();
         // A call that names paths to write is gated as a write whatever its tool's effect
         // (`fetch_url`'s `save_as`): the target policy, SAFE's refusal, ASK's question, the
         // checkpoint, all before it runs.
         let writes = !access.writes.is_empty() || !access.removes.is_empty();
-        let capabilities = self.admit(spec, &prepared.target(), writes)?;
+        let capabilities = self.admit(spec, &target, writes)?;
+        let send_approved =
+            self.gate_known_secrets(spec, &*prepared, options.confirmer.as_deref())?;
         let resolved = self.resolve(&access)?;
         if let Some(label) = resolved
             .writes
@@ -580,7 +584,8 @@ impl ToolRouter {
             record.target = Some(label);
         }
         let mut prepared = prepared;
-        let cx = self.context(capabilities, options, record.seq);
+        let mut cx = self.context(capabilities, options, record.seq);
+        cx.send_approved = send_approved;
         let writing = self.gate_file_write(
             spec,
             &mut *prepared,
@@ -592,7 +597,10 @@ impl ToolRouter {
         )?;
         not_cancelled(options)?;
         let (turn_checkpoint, not_kept) = self.checkpoint_before(&resolved)?;
-        let outcome = prepared.run(&cx, &resolved);
+        let mut outcome = prepared.run(&cx, &resolved);
+        if spec.web.is_some() {
+            self.config.web.scrub_outcome(&mut outcome);
+        }
         Ok(self.settle(
             outcome,
             &resolved,
@@ -712,6 +720,39 @@ impl ToolRouter {
             audit: self.stores.audit.as_ref(),
             session: &self.config.session,
             web: &self.config.web,
+            send_approved: false,
+        }
+    }
+
+    /// Step 4b, for a call that sends requests of spear's own (the web pair): what it would send
+    /// ([`crate::Prepared::outgoing`]) is checked for the secrets spear holds, before anything
+    /// else happens. One found: SAFE and AUTO refuse (`secret_in_request`), ASK asks, showing
+    /// the call with the secret redacted and naming whose it is. Returns whether a person
+    /// approved sending one (the call's first request then goes out as approved; its
+    /// redirects are still guarded).
+    fn gate_known_secrets(
+        &self,
+        spec: &ToolSpec,
+        prepared: &dyn crate::Prepared,
+        asker: Option<&(dyn Confirmer + Send + Sync)>,
+    ) -> Result<bool, ToolResult> {
+        let known = self.config.web.known_secrets();
+        if spec.web.is_none() || known.is_empty() {
+            return Ok(false);
+        }
+        let Some(leak) = prepared.outgoing().iter().find_map(|text| known.find(text)) else {
+            return Ok(false);
+        };
+        let what = self.config.web.scrub(prepared.describe().trim_end());
+        let confirmer = asker
+            .or(self.confirmer.as_deref())
+            .map(|c| c as &dyn Confirmer);
+        let why = format!("it holds {}", leak.describe());
+        match spear_policy::authorize_secret_request(self.config.mode, &what, &why, confirmer) {
+            Authorization::Granted(_) => Ok(true),
+            refused => Err(refused
+                .refusal_result()
+                .unwrap_or_else(|| ToolResult::new(ToolStatus::Denied))),
         }
     }
 
@@ -890,7 +931,9 @@ impl ToolRouter {
         let confirmer = asker
             .or(self.confirmer.as_deref())
             .map(|c| c as &dyn Confirmer);
-        match authorize(&assessment, capabilities, &prepared.describe(), confirmer) {
+        // A web call's question shows its URL with every known secret redacted.
+        let describe = self.config.web.scrub(&prepared.describe());
+        match authorize(&assessment, capabilities, &describe, confirmer) {
             Authorization::Granted(caps) => Ok(caps),
             refused => Err(refused
                 .refusal_result()

@@ -116,6 +116,9 @@ pub struct CallContext<'a> {
     pub(crate) session: &'a str,
     /// The session's web pair (its fetcher and search backend, or why it has none).
     pub web: &'a crate::WebPair,
+    /// Whether a person approved sending what this call sends ([`Prepared::outgoing`]) although
+    /// it carries a known secret (ASK): its first request goes out as approved.
+    pub send_approved: bool,
 }
 
 /// What a prepared call returns.
@@ -241,6 +244,13 @@ pub trait Prepared: Send {
 
     /// Exactly what it will do, for a confirmation in ASK.
     fn describe(&self) -> String;
+
+    /// What it would send off the host in a request of spear's own (`fetch_url`'s URL,
+    /// `search_internet`'s query): checked for the secrets spear holds before it runs (SAFE and
+    /// AUTO refuse, ASK asks). Default: nothing.
+    fn outgoing(&self) -> Vec<String> {
+        Vec::new()
+    }
 
     /// Slow work a write needs before it takes the session's write lock: run once the call is
     /// authorised (after ASK's answer), only for a call that writes, and kept for

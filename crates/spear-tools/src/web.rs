@@ -3,19 +3,30 @@
 //! besides text.
 //!
 //! The pair runs in spear's own process, outside the sandbox: its boundary is spear-web's URL guard
-//! and address policy, which every fetch (and every redirect) passes. This module only decides
-//! whether a session has the pair, turns the operator's plain settings into spear-web's types, and
-//! words results and audit records.
+//! and address policy, which every fetch (and every redirect) passes. This module decides whether
+//! a session has the pair, turns the operator's plain settings into spear-web's types, words
+//! results and audit records, and guards every request the pair sends against the secrets spear
+//! holds ([`SecretGuard`]).
+//!
+//! Attack stopped (issue 31): a model sending spear's own credentials off the host in a request
+//! spear makes for it. The known secrets are the secret-looking variables of spear's environment
+//! and the search backend's key ([`spear_core::known_secrets`]); a request whose URL or headers
+//! carry one (as it is, percent-encoded, base64, hex), the first or a redirect, is never sent
+//! without a person's approval, and results and the audit log show it redacted.
 
+use std::ffi::OsString;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use spear_core::known_secrets::{KnownSecrets, Origin};
 use spear_core::{Refusal, ToolResult, ToolStatus};
 use spear_policy::web::{SearchSettings, WebSettings};
 use spear_runtime::audit::{WebAudit, WebHop};
 use spear_web::search::{BING_ENDPOINT, BRAVE_ENDPOINT, Backend};
-use spear_web::{FetchError, Fetched, Fetcher, TargetError, Timeouts, WebConfig};
+use spear_web::{
+    FetchError, Fetched, Fetcher, Outgoing, RequestGuard, TargetError, Timeouts, WebConfig,
+};
 
 use crate::exposure::{PairState, WebExposure};
 
@@ -26,6 +37,8 @@ pub struct WebPair {
     backend: Option<Backend>,
     /// A backend that was configured but cannot be used (its URL does not parse).
     backend_problem: Option<String>,
+    /// The secrets no request of the pair carries without a person's approval.
+    known: Arc<KnownSecrets>,
 }
 
 #[derive(Debug, Clone)]
@@ -49,14 +62,16 @@ impl WebPair {
             state: State::Off,
             backend: None,
             backend_problem: None,
+            known: Arc::new(KnownSecrets::new()),
         }
     }
 
     /// The pair `settings` describe: off when `[web] enabled = false`; else one [`Fetcher`] for
-    /// the session, with the operator's ports and time limits. A fetcher that cannot be set up
-    /// leaves the pair unavailable with the reason (the session itself still opens; `spear
-    /// doctor` shows it). A backend whose URL is not one a fetch can ask for is left out, with
-    /// the reason.
+    /// the session, with the operator's ports and time limits, guarded against the secrets of
+    /// this process's environment and the backend's key ([`WebPair::with_environment`] adds a
+    /// caller's). A fetcher that cannot be set up leaves the pair unavailable with the reason
+    /// (the session itself still opens; `spear doctor` shows it). A backend whose URL is not one
+    /// a fetch can ask for is left out, with the reason.
     pub fn from_settings(settings: &WebSettings) -> Self {
         if !settings.enabled {
             return WebPair::off();
@@ -80,20 +95,131 @@ impl WebPair {
             Some(Ok(b)) => (Some(b), None),
             Some(Err(e)) => (None, Some(e)),
         };
+        let process: Vec<(OsString, OsString)> = std::env::vars_os().collect();
         WebPair {
             state,
             backend,
             backend_problem,
+            known: Arc::new(KnownSecrets::new()),
         }
+        .with_environment(&process)
     }
 
     /// The same pair with `backend` as its search backend (tests, and callers that build their
-    /// own).
+    /// own); its key becomes a known secret (the operator's).
     #[must_use]
     pub fn with_backend(mut self, backend: Option<Backend>) -> Self {
         self.backend = backend;
         self.backend_problem = None;
+        self.with_environment(&[])
+    }
+
+    /// The same pair, also knowing the secrets of `env` (the environment of the caller a
+    /// session serves, besides spear's own), and the backend's key as the operator's: every
+    /// request the pair sends is guarded against all of them.
+    #[must_use]
+    pub fn with_environment(mut self, env: &[(OsString, OsString)]) -> Self {
+        let mut known = (*self.known).clone();
+        for (name, value) in env {
+            let (name, value) = (name.to_string_lossy(), value.to_string_lossy());
+            if spear_core::known_secrets::is_known_secret(&name, &value) {
+                known.add(
+                    &format!("the environment variable {name}"),
+                    &value,
+                    Origin::Environment,
+                );
+            }
+        }
+        // The backend's URL may carry a credential of its own (`?token=...` of a SearXNG behind
+        // a proxy): a secret-looking query value is the operator's too.
+        let endpoint = match &self.backend {
+            Some(Backend::Searxng { url }) => Some(url),
+            Some(Backend::Brave { endpoint, .. } | Backend::Bing { endpoint, .. }) => {
+                Some(endpoint)
+            }
+            None => None,
+        };
+        if let Some(url) = endpoint.and_then(|e| url::Url::parse(e).ok()) {
+            for (name, value) in url.query_pairs() {
+                if spear_core::known_secrets::is_known_secret(&name, &value) {
+                    known.add(
+                        &format!("the search backend's URL (its {name})"),
+                        &value,
+                        Origin::Operator,
+                    );
+                }
+            }
+        }
+        if let Some(Backend::Brave { key_env, .. } | Backend::Bing { key_env, .. }) = &self.backend
+            && let Some(key) = std::env::var_os(key_env)
+        {
+            known.add(
+                &format!("the search backend's key ({key_env})"),
+                &key.to_string_lossy(),
+                Origin::Operator,
+            );
+        }
+        self.known = Arc::new(known);
+        if let State::On(fetcher) = &self.state {
+            let guard = SecretGuard {
+                all: Arc::clone(&self.known),
+                foreign: self.known.without_operator(),
+            };
+            self.state = State::On(Arc::new((**fetcher).clone().with_guard(Arc::new(guard))));
+        }
         self
+    }
+
+    /// The secrets no request of the pair carries without a person's approval.
+    pub fn known_secrets(&self) -> &KnownSecrets {
+        &self.known
+    }
+
+    /// `text` as results and the audit log show it: every known secret in it redacted.
+    pub fn scrub(&self, text: &str) -> String {
+        self.known.redact(text).into_owned()
+    }
+
+    /// `outcome` as the client and the audit log get it: every known secret in its text, its
+    /// `web` and its audit record redacted (a URL a person approved, a page that echoes one).
+    pub(crate) fn scrub_outcome(&self, outcome: &mut crate::tool::Outcome) {
+        if self.known.is_empty() {
+            return;
+        }
+        let scrub = |s: &mut String| {
+            if let std::borrow::Cow::Owned(clean) = self.known.redact(s) {
+                *s = clean;
+            }
+        };
+        let result = &mut outcome.result;
+        scrub(&mut result.stdout);
+        scrub(&mut result.stderr);
+        if let Some(reason) = result.reason.as_mut() {
+            scrub(reason);
+        }
+        if let Some(target) = outcome.target.as_mut() {
+            scrub(target);
+        }
+        match outcome.web.as_mut() {
+            Some(WebDetail::Fetch { url, .. }) => scrub(url),
+            Some(WebDetail::Search { hits, .. }) => {
+                for hit in hits {
+                    scrub(&mut hit.title);
+                    scrub(&mut hit.url);
+                    scrub(&mut hit.snippet);
+                }
+            }
+            None => {}
+        }
+        if let Some(audit) = outcome.web_audit.as_mut() {
+            scrub(&mut audit.url);
+            if let Some(url) = audit.final_url.as_mut() {
+                scrub(url);
+            }
+            for hop in &mut audit.hops {
+                scrub(&mut hop.url);
+            }
+        }
     }
 
     /// The fetcher, when the pair is on.
@@ -184,6 +310,40 @@ impl WebPair {
             search_problem: self.backend_problem.clone(),
             search,
         }
+    }
+}
+
+/// The guard of the pair's fetcher: a request (the first, or a redirect) whose URL or headers
+/// carry a known secret in any form is refused before its name is resolved. An operator's own
+/// endpoint is checked against every secret but its own credential, which its requests carry by
+/// design.
+#[derive(Debug)]
+struct SecretGuard {
+    all: Arc<KnownSecrets>,
+    foreign: KnownSecrets,
+}
+
+impl RequestGuard for SecretGuard {
+    fn check(&self, request: &Outgoing<'_>) -> Result<(), String> {
+        let known = if request.operator {
+            &self.foreign
+        } else {
+            &*self.all
+        };
+        let whose = if request.redirect {
+            "a redirect's URL"
+        } else {
+            "the URL"
+        };
+        if let Some(leak) = known.find(request.url.as_str()) {
+            return Err(format!("{whose} holds {}", leak.describe()));
+        }
+        for (name, value) in request.headers {
+            if let Some(leak) = known.find(value) {
+                return Err(format!("its {name} header holds {}", leak.describe()));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -387,12 +547,14 @@ pub(crate) fn fetched_audit(asked: &str, fetched: &Fetched) -> WebAudit {
 /// and so counted by the repeated-refusal tracker: a model probing the host's networks is
 /// stopped); a timeout is `timeout`; anything else (resolution, connection, TLS, a broken
 /// answer) is `failed`.
-pub(crate) fn fetch_failure(asked: &str, e: &FetchError) -> (ToolResult, WebAudit) {
+pub(crate) fn fetch_failure(web: &WebPair, asked: &str, e: &FetchError) -> (ToolResult, WebAudit) {
+    let asked = web.scrub(asked);
+    let asked = asked.as_str();
     let mut audit = WebAudit {
         url: asked.to_owned(),
         ..WebAudit::default()
     };
-    let message = e.to_string();
+    let message = web.scrub(&e.to_string());
     let refused = match e {
         FetchError::Target(TargetError::Scheme(_)) => Some("scheme"),
         FetchError::Target(TargetError::Userinfo) => Some("userinfo"),
@@ -404,7 +566,13 @@ pub(crate) fn fetch_failure(asked: &str, e: &FetchError) -> (ToolResult, WebAudi
         }
         _ => None,
     };
-    let result = if let Some(rule) = refused {
+    let result = if let FetchError::Guarded { why } = e {
+        audit.refused = Some("known_secret".to_owned());
+        ToolResult::denied(&Refusal::secret_in_request(
+            format!("fetch_url {asked}"),
+            why,
+        ))
+    } else if let Some(rule) = refused {
         audit.refused = Some(rule.to_owned());
         ToolResult::denied(&Refusal::web_refused(asked, message))
     } else {
@@ -511,6 +679,124 @@ mod tests {
                 .search_problem
                 .unwrap()
                 .contains("user name"),
+        );
+    }
+
+    /// Each row: a request, and what the guard says of it. A known secret anywhere in the URL or
+    /// a header is refused, and named (never shown); the operator's own key is expected in its
+    /// endpoint's request and refused anywhere else. Positive controls: the same requests
+    /// without a known value pass.
+    #[test]
+    fn the_guard_refuses_known_secrets_but_the_operators_key_at_its_endpoint() {
+        let token = "ghp_Sp34rT3stT0k3nV4lu3AbCdEf0123456789";
+        let key = "brave-k3y-0001";
+        let mut known = KnownSecrets::from_environment([("GITHUB_TOKEN", token)]);
+        known.add("the search backend's key (K)", key, Origin::Operator);
+        let guard = SecretGuard {
+            foreign: known.without_operator(),
+            all: Arc::new(known),
+        };
+        let header = |v: &str| vec![("x-subscription-token", v.to_owned())];
+        for (url, headers, redirect, operator, refused) in [
+            (
+                format!("https://e.example/?k={token}"),
+                vec![],
+                false,
+                false,
+                Some("the URL holds the value of the environment variable GITHUB_TOKEN"),
+            ),
+            (
+                format!("https://e.example/{token}"),
+                vec![],
+                true,
+                false,
+                Some("a redirect's URL holds"),
+            ),
+            (
+                format!("https://e.example/?q={key}"),
+                vec![],
+                false,
+                false,
+                Some("the search backend's key (K)"),
+            ),
+            (
+                "https://api.example/search?q=x".to_owned(),
+                header(key),
+                false,
+                true,
+                None,
+            ),
+            (
+                "https://api.example/search?q=x".to_owned(),
+                header(token),
+                false,
+                true,
+                Some("its x-subscription-token header holds"),
+            ),
+            (
+                format!("https://api.example/search?q={token}"),
+                header(key),
+                false,
+                true,
+                Some("GITHUB_TOKEN"),
+            ),
+            (
+                "https://e.example/?k=ghp_other".to_owned(),
+                vec![],
+                false,
+                false,
+                None,
+            ),
+            (
+                "https://api.example/search?q=x".to_owned(),
+                header("other-key-1"),
+                false,
+                true,
+                None,
+            ),
+        ] {
+            let url = url::Url::parse(&url).unwrap();
+            let got = guard.check(&Outgoing {
+                url: &url,
+                headers: &headers,
+                redirect,
+                operator,
+            });
+            match (refused, got) {
+                (None, Ok(())) => {}
+                (Some(want), Err(why)) => {
+                    assert!(why.contains(want), "{url}: {why}");
+                    assert!(!why.contains(token) && !why.contains(key), "{why}");
+                }
+                (want, got) => panic!("{url}: expected {want:?}, got {got:?}"),
+            }
+        }
+    }
+
+    /// A secret-looking query value of the backend's configured URL is the operator's
+    /// credential: refused in any request but its endpoint's.
+    #[test]
+    fn a_token_in_the_backends_url_is_a_known_secret() {
+        let searx = WebPair::from_settings(&WebSettings {
+            search: Some(SearchSettings::Searxng {
+                url: "http://127.0.0.1:8888/?token=Zq8Xv2LpR9sKd3WmZ8tNc4Yb&format=json".into(),
+            }),
+            ..WebSettings::default()
+        });
+        assert_eq!(
+            searx
+                .known_secrets()
+                .find("https://e.example/?t=Zq8Xv2LpR9sKd3WmZ8tNc4Yb")
+                .map(|l| l.source),
+            Some("the search backend's URL (its token)".to_owned())
+        );
+        assert!(
+            searx
+                .known_secrets()
+                .without_operator()
+                .find("Zq8Xv2LpR9sKd3WmZ8tNc4Yb")
+                .is_none(),
+            "the operator's, expected at its endpoint"
         );
     }
 

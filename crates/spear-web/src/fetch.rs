@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::address::{self, Refused};
+use crate::guard::{Outgoing, RequestGuard};
 use crate::target::{Target, TargetError, TargetHost};
 
 /// Bytes of a body read for reading (the rest is cut).
@@ -222,6 +223,13 @@ pub enum FetchError {
     /// The client could not be set up (no runtime, no TLS configuration).
     #[error("the fetch could not start: {0}")]
     Setup(String),
+    /// The fetcher's [`RequestGuard`] refused a request (the first, or a redirect's) before
+    /// anything of it was sent.
+    #[error("{why}; nothing was sent")]
+    Guarded {
+        /// The guard's reason (never a secret's value).
+        why: String,
+    },
 }
 
 /// "`host` resolves to `addr`, which is ..." for a name, "`addr` is ..." for a literal.
@@ -246,6 +254,11 @@ pub struct Fetcher {
     config: WebConfig,
     tls: Arc<rustls::ClientConfig>,
     trusted_roots: usize,
+    /// Shown every request before its name is resolved ([`crate::guard`]).
+    guard: Option<Arc<dyn RequestGuard>>,
+    /// Whether the first request of a fetch was approved by a person as it is: the guard is not
+    /// asked about it (it still is about every redirect).
+    first_approved: bool,
 }
 
 /// What a hop's addresses are checked against.
@@ -279,7 +292,32 @@ impl Fetcher {
             config,
             tls: Arc::new(tls),
             trusted_roots,
+            guard: None,
+            first_approved: false,
         })
+    }
+
+    /// The same fetcher, showing `guard` every request it would send (see [`crate::guard`]).
+    #[must_use]
+    pub fn with_guard(mut self, guard: Arc<dyn RequestGuard>) -> Fetcher {
+        self.guard = Some(guard);
+        self
+    }
+
+    /// The same fetcher for one fetch a person approved as it is (shown the URL and what its
+    /// guard found in it): the guard is not asked about its first request, and is about every
+    /// redirect it leads to.
+    #[must_use]
+    pub fn approved_as_asked(&self) -> Fetcher {
+        Fetcher {
+            first_approved: true,
+            ..self.clone()
+        }
+    }
+
+    /// Whether this fetcher shows its requests to a guard.
+    pub fn is_guarded(&self) -> bool {
+        self.guard.is_some()
     }
 
     /// The configuration.
@@ -363,6 +401,20 @@ impl Fetcher {
         let mut target = first;
         loop {
             looped |= !seen.insert(target.url().as_str().to_owned());
+            // Before anything of the request leaves the host: the guard sees it, its host
+            // included, before the name is resolved.
+            if let Some(guard) = &self.guard
+                && !(hops.is_empty() && self.first_approved)
+            {
+                guard
+                    .check(&Outgoing {
+                        url: target.url(),
+                        headers,
+                        redirect: !hops.is_empty(),
+                        operator: checked == Checked::Operator,
+                    })
+                    .map_err(|why| FetchError::Guarded { why })?;
+            }
             let addrs = match checked {
                 Checked::Public => addresses(&resolver, &target, &own).await?,
                 Checked::Operator => unchecked_addresses(&resolver, &target).await?,

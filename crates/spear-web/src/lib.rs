@@ -3,6 +3,8 @@
 //!
 //! - [`address`]: the deny table every address a fetch would connect to is checked against.
 //! - [`target`]: which URLs may be fetched at all (scheme, userinfo, port), parsed once per hop.
+//! - [`guard`]: what a request may carry off the host ([`RequestGuard`]), judged before its name
+//!   is resolved.
 //! - [`fetch`]: [`Fetcher`], which resolves a name once, checks every address, connects to the
 //!   checked address only, follows redirects by hand (each hop checked again), ignores the
 //!   system's proxies, and caps time and bytes (decompressed bytes included).
@@ -13,10 +15,12 @@
 pub mod address;
 pub mod extract;
 pub mod fetch;
+pub mod guard;
 pub mod search;
 pub mod target;
 
 pub use fetch::{
     FetchError, Fetched, Fetcher, Hop, Phase, READ_CAP, SAVE_CAP, Timeouts, WebConfig,
 };
+pub use guard::{Outgoing, RequestGuard};
 pub use target::{Target, TargetError, TargetHost};

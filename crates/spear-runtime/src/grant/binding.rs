@@ -60,6 +60,98 @@ pub struct TargetBinding {
     pub identity: Option<Identity>,
 }
 
+/// What a grant binds of the sandbox beyond its profile: everything that widens what the command
+/// can see or do (issue 31: a grant issued without `--env` ran with it; one ran under a
+/// `--config` adding a writable root). The names and settings are kept plainly, so that a
+/// refusal says what changed; the values are only in `digest`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxBinding {
+    /// The variables of the command's environment, by name, sorted (`--env`, `[env] pass`, the
+    /// allowlist).
+    pub env: Vec<String>,
+    /// The workspace roots, `HOST -> MOUNT`, in order (`[workspace] roots`, `--workspace`,
+    /// `--single-root`).
+    pub roots: Vec<String>,
+    /// The limits, `name=value` (`[limits]` and the limit flags: time, output, changes,
+    /// memory, tasks, CPU, the session's budget, rlimits, tmpfs sizes).
+    pub limits: Vec<String>,
+    /// The egress allowances of a networked command (`[network] allow`); none for a closed one.
+    pub egress: Vec<String>,
+    /// SHA-256 of the rules it is judged by (the decision layer's configuration: `[paths]`,
+    /// `[targets]`, the workspace's policy, ...), hex.
+    pub rules: String,
+    /// SHA-256 of all of the above and of what is only a value (each passed variable's value,
+    /// the toolchain directories bound, the home directory, the working directory as the sandbox
+    /// sees it, the tmpfs sizes), hex; in a grant, keyed with the grant's key (so that a grant,
+    /// which anyone holding it can read, tells nothing of a value).
+    pub digest: String,
+}
+
+impl SandboxBinding {
+    /// Whether `now` is this sandbox; the first difference, as the failure it is.
+    pub fn check(&self, now: &SandboxBinding) -> Result<(), GrantError> {
+        let other = |why: String| Err(GrantError::OtherProfile { why });
+        if self.env != now.env {
+            return other(changes(
+                "the variables passed into the sandbox",
+                &self.env,
+                &now.env,
+            ));
+        }
+        if self.roots != now.roots {
+            return other(changes("the workspace roots", &self.roots, &now.roots));
+        }
+        if self.limits != now.limits {
+            return other(changes("the limits", &self.limits, &now.limits));
+        }
+        if self.egress != now.egress {
+            return other(changes(
+                "the network's egress allowances",
+                &self.egress,
+                &now.egress,
+            ));
+        }
+        if self.rules != now.rules {
+            return other(
+                "other rules for what it may read or write ([paths], [targets] and the other rules of the configuration, the workspace's policy)"
+                    .into(),
+            );
+        }
+        if self.digest != now.digest {
+            return other(
+                "another value of a variable passed, other toolchain directories, another home directory"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `what: X added, Y removed` (what `now` has that `approved` has not, and the reverse).
+fn changes(what: &str, approved: &[String], now: &[String]) -> String {
+    let added: Vec<&str> = now
+        .iter()
+        .filter(|n| !approved.contains(n))
+        .map(String::as_str)
+        .collect();
+    let removed: Vec<&str> = approved
+        .iter()
+        .filter(|a| !now.contains(a))
+        .map(String::as_str)
+        .collect();
+    let mut parts = Vec::new();
+    if !added.is_empty() {
+        parts.push(format!("now {}", added.join(", ")));
+    }
+    if !removed.is_empty() {
+        parts.push(format!("approved with {}", removed.join(", ")));
+    }
+    if parts.is_empty() {
+        parts.push("in another order".to_owned());
+    }
+    format!("{what} changed: {}", parts.join("; "))
+}
+
 /// Everything a grant is bound to. Two bindings are the same approval only if every field is
 /// equal, but for `execution`, which an operator's grant leaves open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,6 +175,9 @@ pub struct Binding {
     pub class: Option<String>,
     /// The write targets and their identities.
     pub targets: Vec<TargetBinding>,
+    /// The sandbox beyond its profile: environment, roots, limits, egress, the rules writes are
+    /// judged by.
+    pub sandbox: SandboxBinding,
 }
 
 /// The digest a grant binds for a command: the kind (argv or script) and every byte, each part
@@ -179,6 +274,7 @@ impl Binding {
                 why: "other required guarantees".into(),
             });
         }
+        self.sandbox.check(&now.sandbox)?;
         for target in &now.targets {
             match self.targets.iter().find(|t| t.label == target.label) {
                 Some(approved) if approved.identity == target.identity => {}

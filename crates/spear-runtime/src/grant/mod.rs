@@ -4,7 +4,9 @@
 //! or an operator's `spear grant`) produces a grant: the [`Binding`] of the prepared command (its
 //! exact bytes, its execution, its working directory and that directory's identity, the
 //! profile's fingerprint, the network route, the guarantees required, the class, the write
-//! targets and their identities) with an expiry and a nonce, authenticated with HMAC-SHA256.
+//! targets and their identities, and everything of the sandbox that widens what it may see or do:
+//! the environment, the roots, the limits, the egress allowances, the rules its writes are judged
+//! by) with an expiry and a nonce, authenticated with HMAC-SHA256.
 //!
 //! Attacks stopped:
 //! - a model granting itself: only a person's answer or an operator mints a grant, and the key
@@ -12,6 +14,9 @@
 //!   the operator's is a 0600 file in spear's state directory, which no sandbox sees);
 //! - an approval stretched over more than was approved (rule over-generalisation, APR-04): a grant
 //!   binds the digest of the whole command, not a prefix, and the profile it runs with;
+//! - a grant run in a wider sandbox than it was issued for (issue 31): `--env` or `[env] pass`
+//!   adding a variable, `--config` adding a root, a host path, higher limits or an egress
+//!   allowance, rules that protect less ([`SandboxBinding`]);
 //! - an approval carried to another place (APR-07): the working directory's path and identity are
 //!   bound, and re-read without following links before the command starts;
 //! - a target or directory swapped for a link between the approval and the start: identities are
@@ -24,7 +29,9 @@ mod ledger;
 mod seal;
 
 pub(crate) use binding::hex as hex_digest;
-pub use binding::{Binding, Identity, Issuer, NetworkRoute, TargetBinding, command_digest};
+pub use binding::{
+    Binding, Identity, Issuer, NetworkRoute, SandboxBinding, TargetBinding, command_digest,
+};
 pub use keyfile::{KEY_FILE, KeyFileError, rotate_user_key, user_key};
 pub use ledger::{FileLedger, LEDGER_FILE, MemoryLedger, NonceLedger};
 pub use seal::{GrantClaims, GrantKey, nonce};
@@ -103,12 +110,19 @@ impl GrantAuthority {
         let claims = GrantClaims {
             version: seal::VERSION,
             issuer: self.issuer,
-            binding: binding.clone(),
+            binding: self.keyed(binding),
             issued_at,
             expires_at: issued_at.saturating_add(ttl.as_secs().max(1)),
             nonce: seal::nonce()?,
         };
         Ok(self.key.seal(&claims))
+    }
+
+    /// `binding` as a grant of this authority holds it: the sandbox's digest keyed.
+    fn keyed(&self, binding: &Binding) -> Binding {
+        let mut keyed = binding.clone();
+        keyed.sandbox.digest = self.key.keyed(&binding.sandbox.digest);
+        keyed
     }
 
     /// Checks `token` against `binding` (what is about to run) at `now`, and marks it used. Every
@@ -128,7 +142,7 @@ impl GrantAuthority {
                 ago_secs: now - claims.expires_at,
             });
         }
-        claims.binding.check(binding)?;
+        claims.binding.check(&self.keyed(binding))?;
         self.ledger.consume(&claims.nonce, claims.expires_at, now)?;
         Ok(claims)
     }

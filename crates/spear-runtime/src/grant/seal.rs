@@ -9,8 +9,9 @@ use spear_core::authority::GrantError;
 
 use super::binding::{Binding, Issuer, hex};
 
-/// The version of the claims' shape.
-pub(crate) const VERSION: u8 = 1;
+/// The version of the claims' shape (2: the sandbox's environment, roots, limits, egress and
+/// rules are bound).
+pub(crate) const VERSION: u8 = 2;
 
 /// What every token starts with.
 const PREFIX: &str = "spear-grant-1.";
@@ -135,6 +136,15 @@ impl GrantKey {
         Ok(body)
     }
 
+    /// `digest` keyed with this key (HMAC-SHA256, hex, a domain of its own): what a grant keeps
+    /// of values that must not be guessable from the grant (a weak password passed exactly could
+    /// be found from its plain SHA-256 by trying candidates).
+    pub fn keyed(&self, digest: &str) -> String {
+        let mut mac = self.mac(b"spear grant digest v1");
+        mac.update(digest.as_bytes());
+        hex(&mac.finalize().into_bytes())
+    }
+
     /// The token for `claims`.
     pub fn seal(&self, claims: &GrantClaims) -> String {
         let body = serde_json::to_vec(claims).unwrap_or_default();
@@ -149,11 +159,17 @@ impl GrantKey {
             .strip_prefix(PREFIX)
             .ok_or_else(|| malformed("it does not start with `spear-grant-1.`"))?;
         let body = self.open_payload(DOMAIN, rest)?;
+        // The version first: a grant of another shape says so, not which field it lacks.
+        let version = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v.get("version").and_then(serde_json::Value::as_u64));
+        if version != Some(u64::from(VERSION)) {
+            return Err(malformed(
+                "another version of grants (issued by another spear: issue it again)",
+            ));
+        }
         let claims: GrantClaims =
             serde_json::from_slice(&body).map_err(|e| malformed(&format!("its claims: {e}")))?;
-        if claims.version != VERSION {
-            return Err(malformed("another version of grants"));
-        }
         Ok(claims)
     }
 }

@@ -24,6 +24,14 @@ fn binding() -> Binding {
             label: "a".into(),
             identity: None,
         }],
+        sandbox: SandboxBinding {
+            env: vec!["HOME".into(), "LANG".into(), "PATH".into()],
+            roots: vec!["/w -> /w".into()],
+            limits: vec!["timeout=45000ms".into(), "cgroup=memory 2G".into()],
+            egress: Vec::new(),
+            rules: "r".into(),
+            digest: "d".into(),
+        },
     }
 }
 
@@ -37,7 +45,13 @@ fn a_grant_runs_its_own_command_once() {
     let now = SystemTime::now();
     let token = auth.issue(&binding(), SESSION_GRANT_TTL, now).unwrap();
     let claims = auth.verify(&token, &binding(), now).unwrap();
-    assert_eq!(claims.binding, binding());
+    let mut keyed = binding();
+    keyed.sandbox.digest = auth.key.keyed("d");
+    assert_eq!(claims.binding, keyed);
+    assert_ne!(
+        keyed.sandbox.digest, "d",
+        "the grant holds the digest keyed"
+    );
     assert_eq!(claims.issuer, Issuer::Session);
     assert_eq!(
         auth.verify(&token, &binding(), now),
@@ -50,7 +64,7 @@ fn a_grant_runs_its_own_command_once() {
 #[test]
 fn every_changed_binding_is_its_own_failure() {
     type Change = fn(&mut Binding);
-    let cases: [(&str, Change, &str); 10] = [
+    let cases: [(&str, Change, &str); 16] = [
         (
             "execution",
             |b| b.execution = Some("s1:4".into()),
@@ -97,6 +111,32 @@ fn every_changed_binding_is_its_own_failure() {
             },
             "target_changed",
         ),
+        (
+            "a variable passed",
+            |b| b.sandbox.env.push("APP_SECRET".into()),
+            "other_profile",
+        ),
+        (
+            "a root",
+            |b| b.sandbox.roots.push("/srv -> /srv".into()),
+            "other_profile",
+        ),
+        (
+            "a limit",
+            |b| b.sandbox.limits[1] = "cgroup=memory 8G".into(),
+            "other_profile",
+        ),
+        (
+            "an egress allowance",
+            |b| b.sandbox.egress.push("203.0.113.0/24".into()),
+            "other_profile",
+        ),
+        ("rules", |b| b.sandbox.rules = "s".into(), "other_profile"),
+        (
+            "a value",
+            |b| b.sandbox.digest = "e".into(),
+            "other_profile",
+        ),
     ];
     let auth = session();
     let now = SystemTime::now();
@@ -108,6 +148,48 @@ fn every_changed_binding_is_its_own_failure() {
         assert_eq!(err.as_str(), want, "{what}: {err}");
     }
     // Still good for its own command.
+    auth.verify(&token, &binding(), now).unwrap();
+}
+
+/// Issue 31, part 5: a refusal for another sandbox says what widened (never a value).
+#[test]
+fn a_wider_sandbox_is_refused_saying_what_changed() {
+    type Change = fn(&mut Binding);
+    let rows: [(Change, &str); 6] = [
+        (
+            |b| b.sandbox.env.push("APP_SECRET".into()),
+            "the variables passed into the sandbox changed: now APP_SECRET",
+        ),
+        (
+            |b| b.sandbox.roots.push("/srv -> /srv".into()),
+            "the workspace roots changed: now /srv -> /srv",
+        ),
+        (
+            |b| b.sandbox.limits[1] = "cgroup=memory 8G".into(),
+            "the limits changed: now cgroup=memory 8G; approved with cgroup=memory 2G",
+        ),
+        (
+            |b| b.sandbox.egress.push("203.0.113.0/24".into()),
+            "the network's egress allowances changed: now 203.0.113.0/24",
+        ),
+        (
+            |b| b.sandbox.rules = "s".into(),
+            "other rules for what it may read or write",
+        ),
+        (
+            |b| b.sandbox.digest = "e".into(),
+            "another value of a variable passed",
+        ),
+    ];
+    let auth = session();
+    let now = SystemTime::now();
+    let token = auth.issue(&binding(), SESSION_GRANT_TTL, now).unwrap();
+    for (change, want) in rows {
+        let mut wider = binding();
+        change(&mut wider);
+        let err = auth.verify(&token, &wider, now).unwrap_err().to_string();
+        assert!(err.contains(want), "{err}");
+    }
     auth.verify(&token, &binding(), now).unwrap();
 }
 

@@ -147,6 +147,10 @@ impl Prepared for FetchCall {
         redact_url(&self.url)
     }
 
+    fn outgoing(&self) -> Vec<String> {
+        vec![self.url.clone()]
+    }
+
     fn describe(&self) -> String {
         match &self.save_as {
             // The person asked sees the URL exactly as it will be fetched, and where it goes.
@@ -166,7 +170,7 @@ impl Prepared for FetchCall {
     }
 
     fn run(mut self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
-        let asked = self.target();
+        let asked = cx.web.scrub(&self.target());
         if cx.web.fetcher().is_none() {
             return Outcome::of(crate::router::failed(
                 "fetch_url has no fetcher in this session".into(),
@@ -187,7 +191,7 @@ impl Prepared for FetchCall {
                 return Outcome::of(result);
             }
             Some(Err(e)) => {
-                let (result, audit) = fetch_failure(&asked, &e);
+                let (result, audit) = fetch_failure(cx.web, &asked, &e);
                 return Outcome {
                     web_audit: Some(audit),
                     ..Outcome::of(result)
@@ -219,7 +223,15 @@ enum Download {
 impl FetchCall {
     /// The fetch (at most [`SAVE_CAP`] for `save_as`, [`READ_CAP`] to read).
     fn download(&self, cx: &CallContext<'_>) -> Download {
-        let Some(client) = cx.web.fetcher().cloned() else {
+        let Some(client) = cx.web.fetcher().map(|f| {
+            // A person approved this URL as it is, known secret and all: its first request is
+            // sent; every redirect is still guarded.
+            if cx.send_approved {
+                f.approved_as_asked()
+            } else {
+                f.clone()
+            }
+        }) else {
             return Download::Done(Box::new(Err(spear_web::FetchError::Setup(
                 "this session has no fetcher".into(),
             ))));

@@ -96,6 +96,10 @@ impl Prepared for SearchCall {
         format!("search_internet {:?}\n", self.query)
     }
 
+    fn outgoing(&self) -> Vec<String> {
+        vec![self.query.clone()]
+    }
+
     fn run(self: Box<Self>, cx: &CallContext<'_>, _paths: &Resolved) -> Outcome {
         let (Some(fetcher), Some(backend)) = (cx.web.fetcher(), cx.web.backend()) else {
             return Outcome::of(crate::router::failed(
@@ -108,7 +112,13 @@ impl Prepared for SearchCall {
             ..WebAudit::default()
         };
         let found = {
-            let (fetcher, backend) = (fetcher.clone(), backend.clone());
+            // A query a person approved, known secret and all, goes out as approved.
+            let fetcher = if cx.send_approved {
+                fetcher.approved_as_asked()
+            } else {
+                fetcher.clone()
+            };
+            let backend = backend.clone();
             let (query, max) = (self.query.clone(), self.max_results);
             cancellable(cx.cancel.as_ref(), move || {
                 spear_web::search::search(&fetcher, &backend, &query, max)
@@ -119,6 +129,19 @@ impl Prepared for SearchCall {
                 let mut result = ToolResult::new(ToolStatus::Cancelled);
                 result.reason = Some("cancelled while searching".into());
                 return Outcome::of(result);
+            }
+            Some(Err(SearchError::Fetch {
+                error: FetchError::Guarded { why },
+                ..
+            })) => {
+                audit.refused = Some("known_secret".to_owned());
+                return Outcome {
+                    web_audit: Some(audit),
+                    ..Outcome::of(ToolResult::denied(&spear_core::Refusal::secret_in_request(
+                        self.target(),
+                        why,
+                    )))
+                };
             }
             Some(Err(e)) => {
                 let status = match &e {

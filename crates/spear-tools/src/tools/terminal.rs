@@ -339,7 +339,12 @@ impl CommandCall {
                 // target swapped while the person reads the question is not what was approved.
                 let asked = cx
                     .runner
-                    .binding(&request_for(*caps), Some(cx.execution.clone()), targets)
+                    .binding(
+                        &request_for(*caps),
+                        Some(cx.execution.clone()),
+                        targets,
+                        &judged_by(cx),
+                    )
                     .map_err(|e| failed(e.to_string()))?;
                 let granted = self.ask(cx, decision, assessment, command, Some(asked.place()))?;
                 let token = cx
@@ -586,6 +591,13 @@ impl CommandCall {
     }
 }
 
+/// The rules a command is judged by in this session (the decision layer's whole configuration:
+/// the target policy, the host paths named, what the sandbox shows, ...): what a grant binds of
+/// them.
+fn judged_by(cx: &CallContext<'_>) -> String {
+    cx.policy.config().fingerprint()
+}
+
 /// Prepares `request` for this call (see [`spear_runtime::PreparedProcess`]): nothing is spawned
 /// when it fails, and a grant that does not hold is the refusal it is. A missing mechanism is the
 /// sandbox being down (the second value), as when a run finds it.
@@ -603,6 +615,7 @@ fn prepare(
         access,
         grant: grant.map(|(token, authority)| GrantCheck { token, authority }),
         targets,
+        rules: judged_by(cx),
     };
     cx.runner
         .prepare(options, std::time::SystemTime::now())
@@ -639,10 +652,14 @@ fn issue_grant(
             cx.capabilities.mode().as_str().to_uppercase()
         )),
         Decision::Confirm(caps) => {
-            let binding = match cx.runner.binding(&request_for(*caps), None, targets) {
-                Ok(b) => b,
-                Err(e) => return failed(e.to_string()),
-            };
+            let binding =
+                match cx
+                    .runner
+                    .binding(&request_for(*caps), None, targets, &judged_by(cx))
+                {
+                    Ok(b) => b,
+                    Err(e) => return failed(e.to_string()),
+                };
             match issue
                 .authority
                 .issue(&binding, issue.ttl, std::time::SystemTime::now())

@@ -47,6 +47,37 @@ pub const DEFAULT_WEB_CA: &str = "/dev/net/spear-testnet/web/ca.pem";
 /// The directory the web hosts serve at `/files/NAME` (world-writable).
 pub const WEB_FILES: &str = "/dev/net/spear-testnet/web/files";
 
+/// Where the web hosts write one line per request they receive: its `Host` header and its
+/// target, as sent.
+pub const WEB_LOG: &str = "/dev/net/spear-testnet/web/requests.log";
+
+/// The lines of [`WEB_LOG`] (every request the web hosts received so far) that hold `marker`.
+/// Read after a moment, as [`Counter::count`] does, for a request on its way.
+pub fn requests_with(marker: &str) -> Vec<String> {
+    std::thread::sleep(Duration::from_millis(150));
+    let log = std::fs::read_to_string(WEB_LOG).unwrap_or_else(|e| {
+        panic!("the web hosts' request log {WEB_LOG} cannot be read (run inside scripts/test-host.sh): {e}")
+    });
+    log.lines()
+        .filter(|l| l.contains(marker))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A word no other request of any test holds: `STEM-PID-N-NANOS`.
+pub fn marker(stem: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{stem}-{}-{}-{nanos}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
 /// Fails, saying how to run the tests, when this process is not inside the test network: a fetch
 /// test run without it would fail on every case for a reason it cannot name. The body is checked,
 /// not just the connection: a machine's own network may answer any address (a proxy).
