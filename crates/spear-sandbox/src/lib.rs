@@ -37,6 +37,7 @@ mod preflight_store;
 mod rlimits;
 mod sandbox;
 pub mod seccomp;
+mod secret_scan;
 mod spawn;
 mod spec;
 mod stage;
@@ -49,8 +50,8 @@ pub use env::{
 };
 pub use etc_view::prepare as prepare_etc_view;
 pub use layout::{
-    ETC_ENTRIES, EntryKind, TREE_CREDENTIALS, ToolchainInputs, Toolchains, credential_masks,
-    etc_entries, host_entry, host_list, system_dirs, toolchains,
+    ETC_ENTRIES, EntryKind, ToolchainInputs, Toolchains, credential_masks, etc_entries, host_entry,
+    host_list, system_dirs, toolchains,
 };
 pub use mechanisms::{Mechanism, probe as probe_mechanisms};
 pub use network::{EgressAllow, NetworkConfig, NetworkError, REFUSED_RANGES, SLIRP_DNS};
@@ -58,6 +59,7 @@ pub use output::{CappedOutput, Captured};
 pub use preflight_store::user_private_dir;
 pub use rlimits::{Lowered, ResourceLimits};
 pub use sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxError};
+pub use secret_scan::{Depth, MAX_CONFIG_BYTES, RACY, ScanStats, forget_scan, secret_masks};
 pub use spawn::{
     CancelToken, Exit, Finished, Launch, OutputTee, ProcessSpawner, Running, SECCOMP_CHILD_FD,
     Spawner, Stop, Watch, supervise,
