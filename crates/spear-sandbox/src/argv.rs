@@ -266,6 +266,10 @@ pub(crate) fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         .map(|r| r.mount.as_path())
         .chain(spec.toolchains.iter().map(PathBuf::as_path))
         .chain(spec.profile.host_read_paths().iter().map(PathBuf::as_path))
+        .chain(spec.system.iter().filter_map(|d| match d {
+            SystemDir::Bind(p) => Some(p.as_path()),
+            SystemDir::Symlink { .. } => None,
+        }))
         .collect();
     staging(spec)?;
     scratch(spec)?;
@@ -275,7 +279,8 @@ pub(crate) fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
     }
     for entry in spec.masks.iter().map(Mask::path) {
         absolute("a mask", entry)?;
-        if !bound.iter().any(|b| entry.starts_with(b) && entry != *b) {
+        // A mask may hide a bind whole: a host-read file that holds a secret.
+        if !bound.iter().any(|b| entry.starts_with(b)) {
             return Err(SpecError::Unbound(entry.to_path_buf()));
         }
     }

@@ -1,0 +1,131 @@
+//! The inotify watch of a tree's directories, for a long-lived process: what changed since the
+//! last look, without a stat of every directory.
+//!
+//! A directory's watch reports an entry created, deleted, moved in or out, and a file in it
+//! written, closed after writing or changed in its attributes: everything that can make a new
+//! credential file appear there or a configuration file hold a token. A lost event (the queue
+//! overflowed) or a watch that could not be added (the user's limit of watches) is never
+//! guessed around: the look falls back to every directory's stamp, and a broken watcher is
+//! dropped.
+
+use std::collections::{HashMap, HashSet};
+use std::mem::MaybeUninit;
+use std::path::{Path, PathBuf};
+
+use rustix::fd::OwnedFd;
+use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+use rustix::io::Errno;
+
+/// The directories of one tree, each watched.
+#[derive(Debug)]
+pub(super) struct Watcher {
+    fd: OwnedFd,
+    dirs: HashMap<i32, PathBuf>,
+    by_path: HashMap<PathBuf, i32>,
+    broken: bool,
+}
+
+/// What a directory's watch reports.
+fn flags() -> WatchFlags {
+    WatchFlags::CREATE
+        | WatchFlags::DELETE
+        | WatchFlags::MOVED_FROM
+        | WatchFlags::MOVED_TO
+        | WatchFlags::MODIFY
+        | WatchFlags::CLOSE_WRITE
+        | WatchFlags::ATTRIB
+        | WatchFlags::DELETE_SELF
+        | WatchFlags::MOVE_SELF
+        | WatchFlags::DONT_FOLLOW
+        | WatchFlags::EXCL_UNLINK
+}
+
+impl Watcher {
+    /// A new watcher with nothing watched; `None` when inotify is not available.
+    pub(super) fn new() -> Option<Self> {
+        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
+        Some(Watcher {
+            fd,
+            dirs: HashMap::new(),
+            by_path: HashMap::new(),
+            broken: false,
+        })
+    }
+
+    /// Watches `dir` (again: the same directory keeps its watch). A failure breaks the watcher.
+    pub(super) fn add(&mut self, dir: &Path) {
+        if self.broken {
+            return;
+        }
+        match inotify::add_watch(&self.fd, dir, flags()) {
+            Ok(wd) => {
+                if let Some(old) = self.dirs.insert(wd, dir.to_path_buf())
+                    && old != dir
+                {
+                    self.by_path.remove(&old);
+                }
+                self.by_path.insert(dir.to_path_buf(), wd);
+            }
+            // Gone since it was listed: its parent's events say so.
+            Err(Errno::NOENT | Errno::NOTDIR) => {}
+            Err(_) => self.broken = true,
+        }
+    }
+
+    /// Stops watching `dir`, forgotten by the scan (gone, or replaced).
+    pub(super) fn forget(&mut self, dir: &Path) {
+        if let Some(wd) = self.by_path.remove(dir) {
+            self.dirs.remove(&wd);
+            let _ = inotify::remove_watch(&self.fd, wd);
+        }
+    }
+
+    /// Whether a watch could not be added: some directory may be unwatched.
+    pub(super) fn broken(&self) -> bool {
+        self.broken
+    }
+
+    /// The directories of the tree at `root` that had events since the last call. `None` when
+    /// events were lost, the root itself went, or the watcher is broken: every stamp must be
+    /// checked.
+    pub(super) fn drain(&mut self, root: &Path) -> Option<HashSet<PathBuf>> {
+        if self.broken {
+            return None;
+        }
+        let mut changed = HashSet::new();
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 << 10];
+        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+        let mut lost = false;
+        loop {
+            let event = match reader.next() {
+                Ok(e) => e,
+                Err(Errno::WOULDBLOCK) => break,
+                Err(_) => return None,
+            };
+            let what = event.events();
+            if what.contains(ReadFlags::QUEUE_OVERFLOW) {
+                lost = true;
+                continue;
+            }
+            let Some(dir) = self.dirs.get(&event.wd()).cloned() else {
+                continue;
+            };
+            if what.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF | ReadFlags::IGNORED) {
+                if dir == root {
+                    lost = true;
+                }
+                if what.contains(ReadFlags::IGNORED) {
+                    self.dirs.remove(&event.wd());
+                    self.by_path.remove(&dir);
+                }
+                // Its parent has an event of its own (the entry deleted or moved).
+                if let Some(parent) = dir.parent() {
+                    changed.insert(parent.to_path_buf());
+                }
+                continue;
+            }
+            changed.insert(dir);
+        }
+        (!lost).then_some(changed)
+    }
+}
