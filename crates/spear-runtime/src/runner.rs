@@ -330,6 +330,8 @@ struct HostView {
     toolchains: Toolchains,
     /// spear's git configuration file (the host's identity), when there is one.
     git_config: Option<PathBuf>,
+    /// The empty file masked files are bound from, when one could be made.
+    empty_file: Option<PathBuf>,
     /// The user's name in the password database.
     user: Option<OsString>,
 }
@@ -472,6 +474,7 @@ impl CommandRunner {
             resolv_conf: resolver_file(),
             toolchains,
             git_config: user_private_dir("git").and_then(|d| config.git_identity.write(&d)),
+            empty_file: spear_sandbox::prepare_empty_file(),
             user: passwd_name(rustix::process::geteuid().as_raw()),
         };
         for base in &config.staging {
@@ -646,6 +649,7 @@ impl CommandRunner {
         .roots(roots)
         .staged(staging.map(Staging::overlays).unwrap_or_default())
         .masks(masks)
+        .empty_file(self.host.empty_file.clone())
         .env(env, EnvPass::exact_names(&self.config.env_pass))
         .tmpfs(self.config.tmpfs)
         .scratch(scratch)

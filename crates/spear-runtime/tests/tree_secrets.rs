@@ -1,6 +1,6 @@
 //! Credentials inside the toolchain trees a sandbox binds, at any depth (issue 31, part 6), against
-//! the real sandbox: each case of the issue is masked in SAFE's read-only profile, a twin file that
-//! holds no secret is shown, and the same probe with the masks switched off reads the secret (the
+//! the real sandbox: each case of the issue is masked in SAFE's read-only profile (it reads as an
+//! empty file), a twin file that holds no secret is shown, and the same probe with the masks switched off reads the secret (the
 //! positive control). The decision layer's view masks exactly the same files. Ordinary toolchain
 //! use still runs with the host's own trees bound and scanned.
 
@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{read_only, runner_for};
+use spear_core::ToolStatus;
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig, sandbox_view};
 use spear_sandbox::{BwrapSpec, Watch};
 use spear_workspace::{Workspace, WorkspaceConfig};
@@ -217,6 +218,13 @@ fn every_case_is_masked_in_safe() {
         assert!(
             !r.stdout.contains(TOKEN) && !r.stderr.contains(TOKEN),
             "{}: the secret was read: {r:?}",
+            c.what
+        );
+        // It reads as an empty file: a program that reads its configuration runs without it.
+        assert_eq!(
+            (r.status, r.stdout.as_str()),
+            (ToolStatus::Ok, ""),
+            "{}: {r:?}",
             c.what
         );
         let twin = f.runner.run(&cat(&f.home.join(c.twin)));

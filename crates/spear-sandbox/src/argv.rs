@@ -160,7 +160,7 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
 
     for mask in &spec.masks {
         match mask {
-            Mask::File(p) => a.pair("--ro-bind", Path::new("/dev/null"), p),
+            Mask::File(p) => a.pair("--ro-bind", spec.mask_source(), p),
             Mask::Dir(p) => {
                 a.one("--tmpfs", p);
                 a.one("--remount-ro", p);
@@ -277,6 +277,10 @@ pub(crate) fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         absolute("the git configuration", file)?;
         no_credentials(file)?;
     }
+    if let Some(file) = &spec.empty_file {
+        absolute("the empty file of masks", file)?;
+        no_credentials(file)?;
+    }
     for entry in spec.masks.iter().map(Mask::path) {
         absolute("a mask", entry)?;
         // A mask may hide a bind whole: a host-read file that holds a secret.
@@ -368,6 +372,9 @@ fn scratch(spec: &BwrapSpec) -> Result<(), SpecError> {
         others.push(files);
     }
     if let Some(file) = &spec.git_config {
+        others.push(file);
+    }
+    if let Some(file) = &spec.empty_file {
         others.push(file);
     }
     if let Some(net) = &spec.network {

@@ -48,6 +48,7 @@ impl BwrapSpec {
                 roots: Vec::new(),
                 staged: Vec::new(),
                 masks: Vec::new(),
+                empty_file: None,
                 env: Vec::new(),
                 tmpfs: TmpfsSizes::default(),
                 scratch: None,
@@ -96,6 +97,13 @@ impl SpecBuilder {
     /// Credential stores inside bound directories, each hidden.
     pub fn masks(mut self, masks: Vec<Mask>) -> Self {
         self.spec.masks = masks;
+        self
+    }
+
+    /// The empty regular file each masked file is bound from ([`crate::prepare_empty_file`]);
+    /// `None`: `/dev/null`, which reads as an error in the sandbox rather than as empty.
+    pub fn empty_file(mut self, file: Option<PathBuf>) -> Self {
+        self.spec.empty_file = file;
         self
     }
 

@@ -25,6 +25,7 @@
 mod argv;
 mod builder;
 pub mod cgroup;
+mod empty_file;
 mod env;
 mod etc_view;
 pub mod exec_limits;
@@ -45,6 +46,7 @@ mod warm;
 
 pub use argv::{BwrapArgv, build_argv};
 pub use builder::SpecBuilder;
+pub use empty_file::prepare_empty_file;
 pub use env::{
     EnvInputs, EnvPass, EnvPassError, loads_code, looks_secret, looks_secret_strict, sandbox_env,
 };
