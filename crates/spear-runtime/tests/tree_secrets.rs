@@ -377,3 +377,51 @@ fn ordinary_toolchain_use_still_runs() {
     }
     assert!(ran >= 1, "python3 is on this host's PATH");
 }
+
+/// A session keeps its `/tmp` between commands although credential files inside the toolchain
+/// trees under the home directory are masked: those masks lie inside binds that every sandbox of
+/// the session makes read-only over their mount points, where no job can plant a link.
+#[test]
+fn a_session_keeps_its_tmp_with_masks_in_toolchain_trees() {
+    let mut f = fixture();
+    f.config.scratch = spear_runtime::ScratchMode::Session;
+    let runner = runner_for(f.workspace.roots()[0].host_path(), f.config.clone(), None);
+    let secret = f.home.join(".cargo/config.toml");
+    let spec = runner.spec(&cat(&secret), None).unwrap();
+    assert!(
+        spec.masks().iter().any(|m| m.path() == secret),
+        "the case holds a mask under the home directory: {:?}",
+        spec.masks()
+    );
+    assert!(spec.scratch().is_some(), "the session's own /tmp and home");
+    let run = |script: &str| {
+        runner.run(&CommandRequest::new(
+            CommandLine::Script(script.into()),
+            read_only(),
+        ))
+    };
+    let r = run("echo kept > /tmp/note");
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    let r = run("cat /tmp/note");
+    assert_eq!(r.stdout, "kept\n", "{r:?}");
+    // Positive control: a mask under the home directory in no toolchain tree (a host-read path
+    // the operator named) still gives the command fresh private places.
+    let notes = f.home.join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(
+        notes.join(".netrc"),
+        format!("machine h password {TOKEN}\n"),
+    )
+    .unwrap();
+    let request = CommandRequest::new(
+        CommandLine::Argv(vec!["/bin/true".into()]),
+        common::reading_host(&read_only(), vec![notes.clone()]),
+    );
+    let spec = runner.spec(&request, None).unwrap();
+    assert!(
+        spec.masks()
+            .iter()
+            .any(|m| m.path() == notes.join(".netrc"))
+    );
+    assert!(spec.scratch().is_none());
+}
