@@ -174,10 +174,11 @@ impl Look<'_> {
         self.skip.iter().any(|s| path.starts_with(s))
     }
 
-    /// Watches `dir` when there is a watcher (one that fails is broken from then on).
-    fn watch(&mut self, dir: &Path) {
+    /// Watches `dir` of the tree `root` when there is a watcher (one that fails is broken from
+    /// then on).
+    fn watch(&mut self, root: &Path, dir: &Path) {
         if let Some(w) = self.watcher.as_deref_mut() {
-            w.add(dir);
+            w.add(dir, dir == root);
         }
     }
 
@@ -186,8 +187,8 @@ impl Look<'_> {
     fn walk(&mut self, root: &Path, start: &Path, out: &mut Vec<DirScan>) {
         let mut stack = vec![start.to_path_buf()];
         while let Some(dir) = stack.pop() {
-            self.watch(&dir);
-            let Some(stamp) = dir_stamp(&dir, self.now) else {
+            self.watch(root, &dir);
+            let Some(stamp) = dir_stamp(root, &dir, self.now) else {
                 continue;
             };
             let (found, subdirs) = self.list(root, &dir);
@@ -269,12 +270,12 @@ impl TreeScan {
         let mut appeared: Vec<PathBuf> = Vec::new();
         for mut dir in std::mem::take(&mut self.dirs) {
             look.stats.stamped += 1;
-            let Some(stamp) = dir_stamp(&dir.path, look.now) else {
+            let Some(stamp) = dir_stamp(&self.root, &dir.path, look.now) else {
                 changed = true;
                 continue;
             };
             if !dir.stamp.holds(&stamp) {
-                look.watch(&dir.path);
+                look.watch(&self.root, &dir.path);
                 let (found, subdirs) = look.list(&self.root, &dir.path);
                 changed |= found != dir.found || stamp != dir.stamp;
                 dir.found = found;
@@ -309,7 +310,7 @@ impl TreeScan {
                     continue;
                 }
                 any = true;
-                let Some(stamp) = dir_stamp(&dir.path, look.now) else {
+                let Some(stamp) = dir_stamp(&self.root, &dir.path, look.now) else {
                     gone.push(dir.path.clone());
                     continue;
                 };
@@ -318,7 +319,7 @@ impl TreeScan {
                     subdirs.into_iter().filter(|s| !look.skipped(s)).collect();
                 for &c in children.get(dir.path.as_path()).into_iter().flatten() {
                     let child = &self.dirs[c];
-                    let replaced = dir_stamp(&child.path, look.now)
+                    let replaced = dir_stamp(&self.root, &child.path, look.now)
                         .is_none_or(|s| !child.stamp.same_inode(&s));
                     if !subdirs.contains(&child.path) || replaced {
                         gone.push(child.path.clone());
@@ -409,10 +410,16 @@ fn skipped_in(tree: &Path, skip: &[PathBuf]) -> Vec<PathBuf> {
     inside
 }
 
-/// The stamp of the directory at `path` (not following a link), `None` when it is not one.
-fn dir_stamp(path: &Path, now: SystemTime) -> Option<Stamp> {
-    std::fs::symlink_metadata(path)
-        .ok()
+/// The stamp of the directory at `path` in the tree `root`, `None` when it is not one. A link is
+/// not followed, but for the root itself, which the sandbox binds as bwrap finds it (a
+/// `~/.pyenv` that links to `/data/pyenv`).
+fn dir_stamp(root: &Path, path: &Path, now: SystemTime) -> Option<Stamp> {
+    let meta = if path == root {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    };
+    meta.ok()
         .filter(Metadata::is_dir)
         .map(|m| Stamp::of(&m, now))
 }
@@ -694,7 +701,7 @@ fn look_at(
         // shows in its stamp, one after in its events.
         if let Some(mut w) = Watcher::new() {
             for dir in &h.scan.dirs {
-                w.add(&dir.path);
+                w.add(&dir.path, dir.path == h.scan.root);
             }
             let mut look = Look {
                 now,

@@ -435,3 +435,28 @@ fn a_watched_tree_sees_every_change() {
     assert!(!has(&masks, deep), "{masks:?}");
     assert_eq!(stats.stamped, 0);
 }
+
+/// A tree whose root is a link (`~/.pyenv` linking to `/data/pyenv`) is scanned through it, and
+/// masked where the sandbox binds it: at the link's path.
+#[test]
+fn a_linked_root_is_scanned_through_the_link() {
+    let host = Host::new();
+    host.put(
+        "data/pyenv/versions/3.12/envs/v/pip.conf",
+        "[global]\nindex-url = https://u:p@h/s\n",
+    );
+    std::os::unix::fs::symlink(host.p("data/pyenv"), host.p(".pyenv")).unwrap();
+    let tree = [host.p(".pyenv")];
+    let want = vec![Mask::File(host.p(".pyenv/versions/3.12/envs/v/pip.conf"))];
+    let (masks, _) = masks_at(&tree, &[], None, Depth::Full, false, later());
+    assert_eq!(masks, want);
+    let (masks, stats) = masks_at(&tree, &[], None, Depth::Full, true, later());
+    assert_eq!(masks, want);
+    assert_eq!(stats.listed, 0, "{stats:?}");
+    host.put("data/pyenv/.netrc", "machine h\n");
+    let (masks, _) = masks_at(&tree, &[], None, Depth::Found, true, later());
+    assert!(
+        paths(&masks).contains(&host.p(".pyenv/.netrc")),
+        "{masks:?}"
+    );
+}

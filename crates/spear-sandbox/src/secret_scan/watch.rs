@@ -52,12 +52,18 @@ impl Watcher {
         })
     }
 
-    /// Watches `dir` (again: the same directory keeps its watch). A failure breaks the watcher.
-    pub(super) fn add(&mut self, dir: &Path) {
+    /// Watches `dir` (again: the same directory keeps its watch), following it when it is a link
+    /// only when it is the tree's root (`root`). A failure breaks the watcher.
+    pub(super) fn add(&mut self, dir: &Path, root: bool) {
         if self.broken {
             return;
         }
-        match inotify::add_watch(&self.fd, dir, flags()) {
+        let flags = if root {
+            flags() - WatchFlags::DONT_FOLLOW
+        } else {
+            flags()
+        };
+        match inotify::add_watch(&self.fd, dir, flags) {
             Ok(wd) => {
                 if let Some(old) = self.dirs.insert(wd, dir.to_path_buf())
                     && old != dir
