@@ -167,16 +167,18 @@ impl HostOffer {
     }
 }
 
-/// The host trees every sandbox binds read-only at their own path: the system directories bound
-/// as they are (`/usr`), and the toolchains.
+/// The host trees every sandbox binds read-only at their own path: the toolchains, then the
+/// system directories bound as they are (`/usr`; last, so that the user's own trees are the
+/// first to be watched in a session).
 fn bound_trees(system: &[SystemDir], toolchains: &Toolchains) -> Vec<PathBuf> {
-    system
+    toolchains
+        .binds
         .iter()
-        .filter_map(|d| match d {
+        .cloned()
+        .chain(system.iter().filter_map(|d| match d {
             SystemDir::Bind(p) => Some(p.clone()),
             SystemDir::Symlink { .. } => None,
-        })
-        .chain(toolchains.binds.iter().cloned())
+        }))
         .collect()
 }
 

@@ -20,6 +20,11 @@
 //!   a profile requiring a guarantee this host cannot give ([`Sandbox::can_give`]) is refused with
 //!   [`SandboxError::GuaranteeUnavailable`] before anything is spawned.
 //!
+//! - Every credential file inside a tree the sandbox binds from the host, at any depth, can be
+//!   masked: [`secret_masks`] finds each (a store by its name, a configuration file of a known
+//!   format by what it holds) and keeps what it found by the directories' change stamps (or their
+//!   inotify watch, in a session); a masked file reads as empty ([`prepare_empty_file`]).
+//!
 //! This crate imports no spear crate but `spear-core`: it knows nothing of modes or policy.
 
 mod argv;

@@ -7,10 +7,16 @@
 //! overflowed) or a watch that could not be added (the user's limit of watches) is never
 //! guessed around: the look falls back to every directory's stamp, and a broken watcher is
 //! dropped.
+//!
+//! Watches are the user's to share with every program (editors watch their projects): a process
+//! takes at most a quarter of the user's limit (`/proc/sys/fs/inotify/max_user_watches`), and a
+//! tree that would take more is not watched (its looks check stamps instead).
 
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustix::fd::OwnedFd;
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
@@ -23,6 +29,35 @@ pub(super) struct Watcher {
     dirs: HashMap<i32, PathBuf>,
     by_path: HashMap<PathBuf, i32>,
     broken: bool,
+}
+
+/// Watches this process holds, all trees together.
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// The most watches this process takes: a quarter of the user's limit.
+fn budget() -> usize {
+    static BUDGET: OnceLock<usize> = OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .map_or(2048, |max| max / 4)
+    })
+}
+
+/// Takes one watch from the process's budget; `false` when it is spent.
+fn take_one() -> bool {
+    HELD.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+        (held < budget()).then_some(held + 1)
+    })
+    .is_ok()
+}
+
+/// Gives `n` watches back to the process's budget.
+fn give_back(n: usize) {
+    let _ = HELD.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+        Some(held.saturating_sub(n))
+    });
 }
 
 /// What a directory's watch reports.
@@ -63,18 +98,30 @@ impl Watcher {
         } else {
             flags()
         };
+        if self.by_path.contains_key(dir) {
+            // Watched already: the kernel keeps its watch (and its number).
+            let _ = inotify::add_watch(&self.fd, dir, flags);
+            return;
+        }
+        if !take_one() {
+            self.broken = true;
+            return;
+        }
         match inotify::add_watch(&self.fd, dir, flags) {
             Ok(wd) => {
-                if let Some(old) = self.dirs.insert(wd, dir.to_path_buf())
-                    && old != dir
-                {
+                // The same directory under a new name (renamed): one watch still.
+                if let Some(old) = self.dirs.insert(wd, dir.to_path_buf()) {
                     self.by_path.remove(&old);
+                    give_back(1);
                 }
                 self.by_path.insert(dir.to_path_buf(), wd);
             }
             // Gone since it was listed: its parent's events say so.
-            Err(Errno::NOENT | Errno::NOTDIR) => {}
-            Err(_) => self.broken = true,
+            Err(Errno::NOENT | Errno::NOTDIR) => give_back(1),
+            Err(_) => {
+                give_back(1);
+                self.broken = true;
+            }
         }
     }
 
@@ -83,6 +130,7 @@ impl Watcher {
         if let Some(wd) = self.by_path.remove(dir) {
             self.dirs.remove(&wd);
             let _ = inotify::remove_watch(&self.fd, wd);
+            give_back(1);
         }
     }
 
@@ -123,6 +171,7 @@ impl Watcher {
                 if what.contains(ReadFlags::IGNORED) {
                     self.dirs.remove(&event.wd());
                     self.by_path.remove(&dir);
+                    give_back(1);
                 }
                 // Its parent has an event of its own (the entry deleted or moved).
                 if let Some(parent) = dir.parent() {
@@ -133,5 +182,12 @@ impl Watcher {
             changed.insert(dir);
         }
         (!lost).then_some(changed)
+    }
+}
+
+impl Drop for Watcher {
+    /// Its watches go with its descriptor: they are the budget's again.
+    fn drop(&mut self) {
+        give_back(self.dirs.len());
     }
 }
