@@ -268,9 +268,10 @@ impl TreeScan {
         let mut changed = false;
         let mut kept = Vec::with_capacity(self.dirs.len());
         let mut appeared: Vec<PathBuf> = Vec::new();
-        for mut dir in std::mem::take(&mut self.dirs) {
+        let stamps = stamps(&self.root, &self.dirs, look.now);
+        for (mut dir, stamp) in std::mem::take(&mut self.dirs).into_iter().zip(stamps) {
             look.stats.stamped += 1;
-            let Some(stamp) = dir_stamp(&self.root, &dir.path, look.now) else {
+            let Some(stamp) = stamp else {
                 changed = true;
                 continue;
             };
@@ -396,6 +397,37 @@ impl TreeScan {
             }
         }
     }
+}
+
+/// Directories a thread stamps at least: fewer are stamped by the caller alone.
+const STAMPS_PER_THREAD: usize = 2048;
+
+/// The stamp of each of `dirs` now, in order, taken by up to eight threads at once (a stat costs
+/// a system call, and a large tree has tens of thousands of directories).
+fn stamps(root: &Path, dirs: &[DirScan], now: SystemTime) -> Vec<Option<Stamp>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(8)
+        .min(dirs.len().div_ceil(STAMPS_PER_THREAD))
+        .max(1);
+    let take = |part: &[DirScan]| -> Vec<Option<Stamp>> {
+        part.iter().map(|d| dir_stamp(root, &d.path, now)).collect()
+    };
+    if threads == 1 {
+        return take(dirs);
+    }
+    let chunk = dirs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = dirs
+            .chunks(chunk)
+            .map(|part| (part, scope.spawn(move || take(part))))
+            .collect();
+        parts
+            .into_iter()
+            // A thread that panicked is done again here: every directory has its stamp.
+            .flat_map(|(part, h)| h.join().unwrap_or_else(|_| take(part)))
+            .collect()
+    })
 }
 
 /// The roots of `skip` that lie inside `tree`, in order.
