@@ -6,6 +6,7 @@ use std::ffi::OsStr;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use spear_core::credentials::{
     CREDENTIAL_CONFIGS, CREDENTIAL_DIRS, CREDENTIAL_FILES, CREDENTIAL_SEQUENCES,
@@ -39,7 +40,12 @@ fn file_of(disk: &Path, tree: &Path) -> PathBuf {
     disk.join(format!("{:016x}", h.finish()))
 }
 
-/// Writes `scan` where [`load`] finds it (a new file renamed over the old one; best effort).
+/// A scan's file not written or used for this long belongs to a tree no longer bound (a test's,
+/// a toolchain removed) and is removed when another is written.
+const UNUSED: Duration = Duration::from_secs(14 * 24 * 3600);
+
+/// Writes `scan` where [`load`] finds it (a new file renamed over the old one; best effort), and
+/// removes the files of trees unused for [`UNUSED`].
 pub(super) fn store(disk: &Path, scan: &TreeScan) {
     let bytes = encode(scan);
     let file = file_of(disk, &scan.root);
@@ -47,11 +53,44 @@ pub(super) fn store(disk: &Path, scan: &TreeScan) {
     if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, &file).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    sweep(disk, SystemTime::now());
+}
+
+/// Removes the files under `disk` unused for [`UNUSED`] at `now`.
+fn sweep(disk: &Path, now: SystemTime) {
+    for entry in std::fs::read_dir(disk).into_iter().flatten().flatten() {
+        let old = entry
+            .metadata()
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|age| age > UNUSED);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// The scan of `tree` an earlier process wrote under `disk`, when it was judged by these rules.
+/// A file used is marked as such (its modification time) once a day, so that [`store`] keeps it.
 pub(super) fn load(disk: &Path, tree: &Path) -> Option<TreeScan> {
-    let bytes = std::fs::read(file_of(disk, tree)).ok()?;
+    let path = file_of(disk, tree);
+    let file = std::fs::File::open(&path).ok()?;
+    let stale = file
+        .metadata()
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age > Duration::from_secs(24 * 3600));
+    if stale {
+        let _ = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_modified(SystemTime::now()));
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut &file, &mut bytes).ok()?;
     decode(&bytes).filter(|s| s.root == tree)
 }
 

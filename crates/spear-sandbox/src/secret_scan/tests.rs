@@ -460,3 +460,37 @@ fn a_linked_root_is_scanned_through_the_link() {
         "{masks:?}"
     );
 }
+
+/// A scan's file unused for two weeks is removed when another is written; one in use is kept.
+#[test]
+fn unused_scan_files_are_swept() {
+    let host = Host::new();
+    host.cases();
+    let disk = tempfile::tempdir().unwrap();
+    let old = disk.path().join("0123456789abcdef");
+    fs::write(&old, b"x").unwrap();
+    let month_ago = SystemTime::now() - Duration::from_secs(30 * 24 * 3600);
+    fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(month_ago)
+        .unwrap();
+    let fresh = disk.path().join("fedcba9876543210");
+    fs::write(&fresh, b"y").unwrap();
+    masks_at(
+        &[host.p(".cargo")],
+        &[],
+        Some(disk.path()),
+        Depth::Full,
+        false,
+        later(),
+    );
+    assert!(!old.exists(), "positive control: it was there, a month old");
+    assert!(fresh.exists());
+    assert_eq!(
+        fs::read_dir(disk.path()).unwrap().count(),
+        2,
+        "the fresh one and the new scan"
+    );
+}
