@@ -26,6 +26,11 @@
 # - search_files: spear's search engine against `rg -n --no-heading` on the same tree
 #   (SPEAR_BENCH_TREE, default ~/.cargo/registry/src), interleaved; the ratio of medians per
 #   pattern, with both match counts. Not pinned: both search with all cores.
+# - credential files in the bound trees (`secret_masks`): on a made home of realistic shape and on
+#   this host's own trees (`/usr` and the toolchains under $HOME), the first scan, a new process's
+#   look (the scan read from its file, every directory's stamp checked), a new runner's look (the
+#   scan in memory, every stamp checked), a command's look (the files found only), and in a
+#   session the cost of watching every directory once and a command's look then; medians.
 # - fetch_url: `Fetcher::fetch` of a page of the test network's public.test (scripts/test-host.sh;
 #   needs root) beside a bare reqwest GET of it, interleaved; the ratio of medians, and a raw TCP
 #   GET as the floor.
@@ -81,6 +86,10 @@ echo
 echo "== search_files: spear's search engine beside rg -n --no-heading on the same tree"
 SPEAR_BENCH_TREE="${SPEAR_BENCH_TREE:-$HOME/.cargo/registry/src}" \
     cargo bench --quiet -p spear-tools --bench search
+
+echo
+echo "== credential files in the bound trees: first scan, a new process's, a new runner's and a command's look, watched"
+"${pin[@]}" cargo bench --quiet -p spear-sandbox --bench secret_scan
 
 echo
 echo "== fetch_url: the guarded fetch of a test-network page beside a bare reqwest GET of it"

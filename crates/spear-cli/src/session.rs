@@ -62,8 +62,10 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
     let mut router_config_web = spear_tools::WebPair::off();
     if args.session_scratch {
         config.scratch = spear_runtime::ScratchMode::Session;
-        // A session runs many commands: the next one's sandbox waits set up.
+        // A session runs many commands: the next one's sandbox waits set up, and the bound
+        // trees are watched for credential files created during it.
         config.sandbox.warm = true;
+        config.watch_trees = true;
     }
     if args.web {
         // One fetcher for the session; one that cannot be set up leaves the pair withdrawn (and
@@ -80,8 +82,10 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
     let policy = Arc::new(ctx.policy);
     let runner = Arc::new(match args.shelf {
         Some(shelf) => {
-            // A server's calls come one after another: the next one's sandbox waits set up.
+            // A server's calls come one after another: the next one's sandbox waits set up, and
+            // the bound trees are watched (each call then reads their events, not every stamp).
             config.sandbox.warm = true;
+            config.watch_trees = true;
             let sandbox = shelf.sandbox(&config.sandbox);
             CommandRunner::with_shared_sandbox(policy.shared_workspace(), config, sandbox)
         }

@@ -25,6 +25,10 @@ pub struct SandboxView {
     /// Host paths bound read-only at the same path in every sandbox: the system directories, the
     /// curated `/etc` entries, the toolchain binds (and `/proc`, the sandbox's own).
     pub shown: Vec<PathBuf>,
+    /// Credential files and directories inside shown paths that the sandbox masks (an empty file
+    /// or an empty directory at that path): a registry token in a toolchain's configuration,
+    /// `.git-credentials` at any depth of a bound tree.
+    pub masked: Vec<PathBuf>,
     /// The sandbox's private writable places: `/tmp`, `/dev/shm`, the home directory.
     pub private: Vec<PathBuf>,
     /// Names of the variables every sandbox's environment holds when a command starts.
@@ -72,6 +76,7 @@ impl SandboxView {
         SandboxView {
             home,
             shown: SYSTEM.iter().map(PathBuf::from).collect(),
+            masked: Vec::new(),
             private,
             environment: ENVIRONMENT.iter().map(|s| (*s).to_owned()).collect(),
         }
@@ -81,6 +86,12 @@ impl SandboxView {
     /// host.
     pub fn shows(&self, path: &Path) -> bool {
         self.shown.iter().any(|s| path.starts_with(s))
+    }
+
+    /// Whether `path` (absolute, normalised) is or lies in a credential file or directory the
+    /// sandbox masks.
+    pub fn masks(&self, path: &Path) -> bool {
+        self.masked.iter().any(|m| path.starts_with(m))
     }
 
     /// Whether `path` (absolute, normalised) lies in one of the sandbox's private places and under

@@ -455,6 +455,8 @@ pub fn authorize_secret_request(
         setting: None,
         escalation: None,
         bound: None,
+        host_config: Vec::new(),
+        after_run: false,
     };
     match confirmer.confirm(&request) {
         Confirmation::Approved => Authorization::Granted(CapabilitySet::EMPTY),

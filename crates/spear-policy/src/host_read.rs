@@ -5,7 +5,9 @@
 //! needs nothing and binds nothing. A command that names another absolute path under no root needs
 //! `host:read`, which binds that path read-only into its sandbox. Refused whatever the mode:
 //! - credential stores (`.ssh`, `.gnupg`, `.aws`, `shadow`, `id_*`, cargo's `credentials.toml`,
-//!   ...), also under a shown toolchain tree: attack stopped, key and token theft;
+//!   ...), also under a shown toolchain tree, and every file the sandbox masks inside a shown tree
+//!   (a configuration file that holds a token, `.git-credentials` at any depth,
+//!   [`SandboxView::masked`]): attack stopped, key and token theft;
 //! - another project: a host path under the home directory that the sandbox does not show and that
 //!   exists on the host (`~/other-checkout/x`), unless the operator named it;
 //! - device nodes other than the standard ones: raw disks and memory;
@@ -130,7 +132,7 @@ impl HostView {
 
     /// Vets a read of `path`, an absolute, lexically normalised host path under no root.
     pub(crate) fn vet(&self, path: &Path, shown: &str) -> HostRead {
-        if is_credential_store(path) {
+        if is_credential_store(path) || self.sandbox.masks(path) {
             return HostRead::Refused(Refusal::credential_store(shown));
         }
         if self.state.as_ref().is_some_and(|s| path.starts_with(s)) {
@@ -333,6 +335,60 @@ mod tests {
             ("/var/tmp/out.txt", Ok(true)),
         ] {
             assert_eq!(outcome(path), expected, "{path}");
+        }
+    }
+
+    /// What the sandbox masks inside a shown tree (a configuration file that holds a token, a
+    /// credential file at any depth) is refused as a credential store, for reads and searches; a
+    /// file beside it, and the same file when the sandbox does not mask it (the positive
+    /// control), is read with no capability.
+    #[test]
+    fn masked_files_are_credential_stores() {
+        let masked = [
+            "/home/u/.cargo/config.toml",
+            "/home/u/.cargo/registry/src/i/x/.git-credentials",
+            "/home/u/.cargo/registry/src/i/x/.cargo/config.toml",
+            "/home/u/.cargo/git/.docker",
+        ];
+        let with = |masked: &[&str]| {
+            let mut v = view();
+            let mut sandbox = v.sandbox().clone();
+            sandbox.masked = masked.iter().map(PathBuf::from).collect();
+            v.sandbox = sandbox;
+            v
+        };
+        let v = with(&masked);
+        let plain = with(&[]);
+        for (path, refused) in [
+            ("/home/u/.cargo/config.toml", true),
+            ("/home/u/.cargo/registry/src/i/x/.git-credentials", true),
+            ("/home/u/.cargo/registry/src/i/x/.cargo/config.toml", true),
+            ("/home/u/.cargo/git/.docker/config.json", true),
+            ("/home/u/.cargo/config.toml.orig", false),
+            ("/home/u/.cargo/registry/src/i/x/lib.rs", false),
+            ("/home/u/.cargo/git/other", false),
+        ] {
+            for got in [
+                v.vet(Path::new(path), path),
+                v.vet_search(Path::new(path), path),
+            ] {
+                match got {
+                    HostRead::Refused(r) => {
+                        assert!(refused, "{path}: {r:?}");
+                        assert_eq!(r.rule(), RefusalRule::CredentialStore, "{path}");
+                    }
+                    HostRead::Visible => assert!(!refused, "{path}"),
+                    HostRead::Needs => panic!("{path}: shown, nothing to bind"),
+                }
+            }
+            // Stores refused by their names need no mask to be refused; the rest do.
+            if !is_credential_store(Path::new(path)) {
+                assert_eq!(
+                    plain.vet(Path::new(path), path),
+                    HostRead::Visible,
+                    "positive control: {path}"
+                );
+            }
         }
     }
 

@@ -14,7 +14,7 @@ use spear_sandbox::{
     Bind, BwrapSpec, CancelToken, EnvPass, Etc, Exit, GIT_CONFIG_PATH, Mask, OutputTee, RunOutcome,
     Sandbox, SandboxConfig, SandboxError, SpecBuilder, SpecError, Stop, SystemDir, TmpfsSizes,
     ToolchainInputs, Toolchains, Watch, credential_masks, etc_entries, host_entry, host_list,
-    prepare_etc_view, sandbox_env, system_dirs, toolchains, user_private_dir,
+    prepare_etc_view, sandbox_env, secret_masks, system_dirs, toolchains, user_private_dir,
 };
 use spear_workspace::Workspace;
 
@@ -98,10 +98,19 @@ pub struct RunnerConfig {
     /// ([`crate::staging::MAX_COMMITTED_CHANGES`] unless the operator's `[limits] changes` says
     /// otherwise).
     pub commit_max_changes: usize,
+    /// Where the scans of bound trees for credential files are kept between processes
+    /// ([`spear_sandbox::secret_masks`]); `None`: in this process only.
+    pub scan_cache: Option<PathBuf>,
+    /// Whether this process lives for many commands (a session, `spear serve`): the bound trees'
+    /// directories are then watched (inotify), so that a credential file created in one during
+    /// the session is masked from the next command on. Otherwise each runner checks every
+    /// directory's stamp when it is made, and each command the files found.
+    pub watch_trees: bool,
 }
 
 /// What the host offers a sandbox over a workspace: its system directories, curated `/etc`
-/// entries, and toolchains, as seen once ([`HostOffer::discover`]).
+/// entries, toolchains, and the credential files inside them, as seen once
+/// ([`HostOffer::discover`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostOffer {
     /// The workspace roots (host paths) it was discovered for: toolchains inside them are left out.
@@ -109,18 +118,39 @@ pub struct HostOffer {
     system: Vec<SystemDir>,
     etc: Vec<PathBuf>,
     toolchains: Toolchains,
+    /// The credential files and directories inside the system directories and the toolchains, at
+    /// any depth, as found when it looked ([`spear_sandbox::secret_masks`]).
+    secrets: Vec<Mask>,
 }
 
 impl HostOffer {
-    /// Looks at the host: system directories, `/etc`, and the toolchains of `config`'s
-    /// environment that lie outside `workspace`'s roots.
+    /// Looks at the host: system directories, `/etc`, the toolchains of `config`'s environment
+    /// that lie outside `workspace`'s roots, and every credential file inside what those bind
+    /// (each directory's stamp checked against the scan kept in `config.scan_cache`).
     pub fn discover(workspace: &Workspace, config: &RunnerConfig) -> Self {
+        let roots = root_hosts(workspace);
+        let system = system_dirs(Path::new("/"));
+        let toolchains = host_toolchains(workspace, config);
+        let trees = bound_trees(&system, &toolchains);
+        let (secrets, _) = secret_masks(
+            &trees,
+            &roots,
+            config.scan_cache.as_deref(),
+            spear_sandbox::Depth::Full,
+            config.watch_trees,
+        );
         HostOffer {
-            roots: root_hosts(workspace),
-            system: system_dirs(Path::new("/")),
+            roots,
+            system,
             etc: etc_entries(Path::new("/etc")),
-            toolchains: host_toolchains(workspace, config),
+            toolchains,
+            secrets,
         }
+    }
+
+    /// The credential files and directories it found inside the trees every sandbox binds.
+    pub fn secrets(&self) -> &[Mask] {
+        &self.secrets
     }
 
     /// `config`'s offer when it was discovered for `workspace`'s roots, else a fresh look.
@@ -135,6 +165,21 @@ impl HostOffer {
             _ => std::borrow::Cow::Owned(HostOffer::discover(workspace, config)),
         }
     }
+}
+
+/// The host trees every sandbox binds read-only at their own path: the toolchains, then the
+/// system directories bound as they are (`/usr`; last, so that the user's own trees are the
+/// first to be watched in a session).
+fn bound_trees(system: &[SystemDir], toolchains: &Toolchains) -> Vec<PathBuf> {
+    toolchains
+        .binds
+        .iter()
+        .cloned()
+        .chain(system.iter().filter_map(|d| match d {
+            SystemDir::Bind(p) => Some(p.clone()),
+            SystemDir::Symlink { .. } => None,
+        }))
+        .collect()
 }
 
 /// The host paths of `workspace`'s roots.
@@ -200,6 +245,8 @@ impl RunnerConfig {
             state_dir,
             discovered: None,
             commit_max_changes: crate::staging::MAX_COMMITTED_CHANGES,
+            scan_cache: user_private_dir("secret-scan"),
+            watch_trees: false,
         }
     }
 }
@@ -273,6 +320,9 @@ pub struct RunReport {
 /// What the host offers every sandbox of a runner, looked up once.
 #[derive(Debug, Clone)]
 struct HostView {
+    /// The trees every sandbox binds read-only at their own path, whose credential files are
+    /// masked ([`bound_trees`]).
+    trees: Vec<PathBuf>,
     system: Vec<SystemDir>,
     etc: Vec<PathBuf>,
     /// Where `/etc` views are prepared, when a private directory could be made.
@@ -282,6 +332,8 @@ struct HostView {
     toolchains: Toolchains,
     /// spear's git configuration file (the host's identity), when there is one.
     git_config: Option<PathBuf>,
+    /// The empty file masked files are bound from, when one could be made.
+    empty_file: Option<PathBuf>,
     /// The user's name in the password database.
     user: Option<OsString>,
 }
@@ -351,6 +403,11 @@ pub fn sandbox_view(workspace: &Workspace, config: &RunnerConfig) -> SandboxView
     SandboxView {
         home: Some(config.home.clone()),
         shown,
+        masked: offer
+            .secrets
+            .iter()
+            .map(|m| m.path().to_path_buf())
+            .collect(),
         private: vec![
             PathBuf::from("/tmp"),
             PathBuf::from("/var/tmp"),
@@ -404,13 +461,22 @@ impl CommandRunner {
             toolchains,
             ..
         } = HostOffer::for_runner(&workspace, &config).into_owned();
+        let trees = bound_trees(&system, &toolchains);
+        if config.watch_trees {
+            // A session watches its trees from the start, not from its first command.
+            let found = spear_sandbox::Depth::Found;
+            let roots = root_hosts(&workspace);
+            secret_masks(&trees, &roots, config.scan_cache.as_deref(), found, true);
+        }
         let host = HostView {
+            trees,
             system,
             etc,
             etc_views: user_private_dir("etc"),
             resolv_conf: resolver_file(),
             toolchains,
             git_config: user_private_dir("git").and_then(|d| config.git_identity.write(&d)),
+            empty_file: spear_sandbox::prepare_empty_file(),
             user: passwd_name(rustix::process::geteuid().as_raw()),
         };
         for base in &config.staging {
@@ -541,34 +607,8 @@ impl CommandRunner {
                 mount: r.mount_path().to_path_buf(),
             })
             .collect();
-        let mut bound: Vec<PathBuf> = self.host.toolchains.binds.clone();
-        bound.extend(request.profile.host_read_paths().iter().cloned());
-        let mut masks = credential_masks(&self.config.home, &bound, &host_entry);
         let root_hosts: Vec<PathBuf> = roots.iter().map(|r| r.host.clone()).collect();
-        for mask in credential_masks(&self.config.home, &root_hosts, &host_entry) {
-            if let Some(loc) = ws.locate(mask.path()) {
-                let inside = ws.mount_path(&loc);
-                masks.push(match mask {
-                    Mask::File(_) => Mask::File(inside),
-                    Mask::Dir(_) => Mask::Dir(inside),
-                });
-            }
-        }
-        if let Some(state) = &self.config.state_dir {
-            // Attack: a command reading spear's audit log, or connecting to the approval socket
-            // to approve its own pending calls, through a bound path that shows the state
-            // directory.
-            masks.extend(state_masks(state, &bound, &host_entry));
-            for mask in state_masks(state, &root_hosts, &host_entry) {
-                if let Some(loc) = ws.locate(mask.path()) {
-                    let inside = ws.mount_path(&loc);
-                    masks.push(match mask {
-                        Mask::File(_) => Mask::File(inside),
-                        Mask::Dir(_) => Mask::Dir(inside),
-                    });
-                }
-            }
-        }
+        let masks = self.masks(request, &root_hosts);
         let mut env = sandbox_env(spear_sandbox::EnvInputs {
             host: &self.config.host_env,
             home: &self.config.home,
@@ -584,9 +624,15 @@ impl CommandRunner {
         }
         // A mask under the session's own directories could be displaced by a link that a
         // concurrently running job of the session swaps in while bwrap sets up (bwrap follows
-        // links in mount points): such a command gets fresh private places instead.
+        // links in mount points): such a command gets fresh private places instead. A mask
+        // inside a toolchain tree is not one: every sandbox of the session binds that tree
+        // read-only over its mount point, which no job of the session can rename or replace.
         let private = |p: &Path| {
-            p.starts_with("/tmp") || p.starts_with("/var/tmp") || p.starts_with(&self.config.home)
+            let toolchain = self.host.toolchains.binds.iter().any(|b| p.starts_with(b));
+            !toolchain
+                && (p.starts_with("/tmp")
+                    || p.starts_with("/var/tmp")
+                    || p.starts_with(&self.config.home))
         };
         let scratch = self
             .scratch
@@ -605,11 +651,76 @@ impl CommandRunner {
         .roots(roots)
         .staged(staging.map(Staging::overlays).unwrap_or_default())
         .masks(masks)
+        .empty_file(self.host.empty_file.clone())
         .env(env, EnvPass::exact_names(&self.config.env_pass))
         .tmpfs(self.config.tmpfs)
         .scratch(scratch)
         .git_config(self.host.git_config.clone())
         .resolver(self.host.resolv_conf.clone()))
+    }
+
+    /// What the sandbox of `request` masks, in order, none inside another: the credential stores
+    /// under the home directory and spear's state directory wherever a bound path or one of
+    /// `root_hosts` shows them, and the credential files at any depth of the bound trees and of
+    /// the request's host-read paths.
+    fn masks(&self, request: &CommandRequest, root_hosts: &[PathBuf]) -> Vec<Mask> {
+        let ws = &self.workspace;
+        let mut bound: Vec<PathBuf> = self.host.toolchains.binds.clone();
+        bound.extend(request.profile.host_read_paths().iter().cloned());
+        let mut masks = credential_masks(&self.config.home, &bound, &host_entry);
+        // Attack: a registry token or password read from a bound tree at any depth (cargo's
+        // config.toml, a virtualenv's pip.conf, npm's own npmrc, a conda environment's .condarc).
+        // The trees were scanned whole when the runner was made; each command looks again at the
+        // files found (a token written into one since), and scans the host-read paths it binds.
+        let cache = self.config.scan_cache.as_deref();
+        let (found, full) = (spear_sandbox::Depth::Found, spear_sandbox::Depth::Full);
+        let watch = self.config.watch_trees;
+        masks.extend(secret_masks(&self.host.trees, root_hosts, cache, found, watch).0);
+        let host_reads = request.profile.host_read_paths();
+        if !host_reads.is_empty() {
+            masks.extend(secret_masks(host_reads, root_hosts, cache, full, false).0);
+        }
+        for mask in credential_masks(&self.config.home, root_hosts, &host_entry) {
+            if let Some(loc) = ws.locate(mask.path()) {
+                let inside = ws.mount_path(&loc);
+                masks.push(match mask {
+                    Mask::File(_) => Mask::File(inside),
+                    Mask::Dir(_) => Mask::Dir(inside),
+                });
+            }
+        }
+        if let Some(state) = &self.config.state_dir {
+            // Attack: a command reading spear's audit log, or connecting to the approval socket
+            // to approve its own pending calls, through a bound path that shows the state
+            // directory.
+            masks.extend(state_masks(state, &bound, &host_entry));
+            for mask in state_masks(state, root_hosts, &host_entry) {
+                if let Some(loc) = ws.locate(mask.path()) {
+                    let inside = ws.mount_path(&loc);
+                    masks.push(match mask {
+                        Mask::File(_) => Mask::File(inside),
+                        Mask::Dir(_) => Mask::Dir(inside),
+                    });
+                }
+            }
+        }
+        masks.sort_by(|a, b| a.path().cmp(b.path()));
+        masks.dedup_by(|a, b| a.path() == b.path());
+        // What an empty directory already hides needs no mask of its own (nor could it have a
+        // mount point there).
+        let dirs: Vec<PathBuf> = masks
+            .iter()
+            .filter_map(|m| match m {
+                Mask::Dir(p) => Some(p.clone()),
+                Mask::File(_) => None,
+            })
+            .collect();
+        masks.retain(|m| {
+            !dirs
+                .iter()
+                .any(|d| m.path() != d && m.path().starts_with(d))
+        });
+        masks
     }
 
     /// The sandbox's `/etc`: a view prepared in the user's private directory (one mount), or the

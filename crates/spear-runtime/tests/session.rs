@@ -140,8 +140,20 @@ fn a_link_planted_on_a_mount_point_does_not_move_a_toolchain() {
     assert_eq!(r.stdout, "registry\n", "{r:?}");
 }
 
+/// What a probe of a file in the sandbox saw.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Shown,
+    Empty,
+    Absent,
+}
+
+/// What a toolchain tree shows: its files, and each credential file in it as an empty file (a
+/// store by its name, a configuration file that holds a secret); what is not bound (Maven's and
+/// Gradle's settings beside their caches, `go/src`) is not there at all.
 #[test]
 fn toolchain_trees_are_readable_and_their_credentials_are_not() {
+    use Seen::{Absent, Empty, Shown};
     let f = Fixture::with(|c| {
         let h = &c.home;
         let w = |rel: &str, text: &str| {
@@ -157,14 +169,23 @@ fn toolchain_trees_are_readable_and_their_credentials_are_not() {
         w(".cargo/credentials.toml", "SECRET-cargo\n");
         w(".cargo/credentials", "SECRET-cargo-old\n");
         w(".m2/repository/org/x/x.pom", "plain-m2\n");
-        w(".m2/settings.xml", "SECRET-m2\n");
+        w(".m2/settings.xml", "<password>SECRET-m2</password>\n");
         w(".m2/settings-security.xml", "SECRET-m2-master\n");
         w(".gradle/caches/modules/x.jar", "plain-gradle\n");
-        w(".gradle/gradle.properties", "SECRET-gradle\n");
-        w(".nvm/versions/node/v20.0.0/etc/npmrc", "SECRET-npm\n");
+        w(
+            ".gradle/gradle.properties",
+            "signing.password=SECRET-gradle\n",
+        );
+        w(
+            ".nvm/versions/node/v20.0.0/etc/npmrc",
+            "//registry.npmjs.org/:_authToken=SECRET-npm\n",
+        );
         w(".nvm/versions/node/v20.0.0/etc/plain", "plain-nvm\n");
         w(".nvm/.npmrc", "SECRET-npm-home\n");
-        w(".pyenv/versions/3.12.0/pip.conf", "SECRET-pip\n");
+        w(
+            ".pyenv/versions/3.12.0/pip.conf",
+            "[global]\nindex-url = https://u:SECRET-pip@h/simple\n",
+        );
         w(".pyenv/versions/3.12.0/lib/site.py", "plain-pyenv\n");
         w(
             ".local/lib/python3.12/site-packages/m.py",
@@ -174,33 +195,44 @@ fn toolchain_trees_are_readable_and_their_credentials_are_not() {
         w("go/src/other-project/main.go", "OTHER-PROJECT\n");
     });
     let probes = [
-        (".cargo/registry/src/idx/itoa-1.0/src/lib.rs", true),
-        (".cargo/env", true),
-        (".cargo/credentials.toml", false),
-        (".cargo/credentials", false),
-        (".m2/repository/org/x/x.pom", true),
-        (".m2/settings.xml", false),
-        (".m2/settings-security.xml", false),
-        (".gradle/caches/modules/x.jar", true),
-        (".gradle/gradle.properties", false),
-        (".nvm/versions/node/v20.0.0/etc/plain", true),
-        (".nvm/versions/node/v20.0.0/etc/npmrc", false),
-        (".nvm/.npmrc", false),
-        (".pyenv/versions/3.12.0/lib/site.py", true),
-        (".pyenv/versions/3.12.0/pip.conf", false),
-        (".local/lib/python3.12/site-packages/m.py", true),
-        ("go/pkg/mod/example.com/m@v1/m.go", true),
-        ("go/src/other-project/main.go", false),
+        (".cargo/registry/src/idx/itoa-1.0/src/lib.rs", Shown),
+        (".cargo/env", Shown),
+        (".cargo/credentials.toml", Empty),
+        (".cargo/credentials", Empty),
+        (".m2/repository/org/x/x.pom", Shown),
+        (".m2/settings.xml", Absent),
+        (".m2/settings-security.xml", Absent),
+        (".gradle/caches/modules/x.jar", Shown),
+        (".gradle/gradle.properties", Absent),
+        (".nvm/versions/node/v20.0.0/etc/plain", Shown),
+        (".nvm/versions/node/v20.0.0/etc/npmrc", Empty),
+        (".nvm/.npmrc", Empty),
+        (".pyenv/versions/3.12.0/lib/site.py", Shown),
+        (".pyenv/versions/3.12.0/pip.conf", Empty),
+        (".local/lib/python3.12/site-packages/m.py", Shown),
+        ("go/pkg/mod/example.com/m@v1/m.go", Shown),
+        ("go/src/other-project/main.go", Absent),
     ];
     let script: Vec<String> = probes
         .iter()
-        .map(|(rel, _)| format!("cat ~/{rel} 2>/dev/null || echo 'MISSING {rel}'"))
+        .map(|(rel, _)| {
+            format!("echo \"{rel}: $(cat ~/{rel} 2>/dev/null | wc -c || echo)\" ; test -e ~/{rel} || echo 'MISSING {rel}'")
+        })
         .collect();
     let r = f.safe(&script.join("; "));
-    for (rel, visible) in probes {
+    for (rel, seen) in &probes {
         let missing = r.stdout.contains(&format!("MISSING {rel}\n"));
-        assert_eq!(!missing, visible, "{rel}: {}", r.stdout);
+        let empty = r.stdout.contains(&format!("{rel}: 0\n"));
+        let got = match (missing, empty) {
+            (true, _) => Absent,
+            (false, true) => Empty,
+            (false, false) => Shown,
+        };
+        assert_eq!(got, *seen, "{rel}: {}", r.stdout);
     }
+    let all: Vec<String> = probes.iter().map(|(rel, _)| format!("~/{rel}")).collect();
+    let r = f.safe(&format!("cat {} 2>/dev/null; true", all.join(" ")));
+    assert!(r.stdout.contains("plain-pyenv"), "{}", r.stdout);
     assert!(!r.stdout.contains("SECRET"), "{}", r.stdout);
     assert!(!r.stdout.contains("OTHER-PROJECT"), "{}", r.stdout);
     let r = f.safe("echo $CARGO_HOME $GOPATH $NVM_DIR");

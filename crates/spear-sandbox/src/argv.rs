@@ -160,7 +160,7 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
 
     for mask in &spec.masks {
         match mask {
-            Mask::File(p) => a.pair("--ro-bind", Path::new("/dev/null"), p),
+            Mask::File(p) => a.pair("--ro-bind", spec.mask_source(), p),
             Mask::Dir(p) => {
                 a.one("--tmpfs", p);
                 a.one("--remount-ro", p);
@@ -266,6 +266,10 @@ pub(crate) fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         .map(|r| r.mount.as_path())
         .chain(spec.toolchains.iter().map(PathBuf::as_path))
         .chain(spec.profile.host_read_paths().iter().map(PathBuf::as_path))
+        .chain(spec.system.iter().filter_map(|d| match d {
+            SystemDir::Bind(p) => Some(p.as_path()),
+            SystemDir::Symlink { .. } => None,
+        }))
         .collect();
     staging(spec)?;
     scratch(spec)?;
@@ -273,9 +277,14 @@ pub(crate) fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
         absolute("the git configuration", file)?;
         no_credentials(file)?;
     }
+    if let Some(file) = &spec.empty_file {
+        absolute("the empty file of masks", file)?;
+        no_credentials(file)?;
+    }
     for entry in spec.masks.iter().map(Mask::path) {
         absolute("a mask", entry)?;
-        if !bound.iter().any(|b| entry.starts_with(b) && entry != *b) {
+        // A mask may hide a bind whole: a host-read file that holds a secret.
+        if !bound.iter().any(|b| entry.starts_with(b)) {
             return Err(SpecError::Unbound(entry.to_path_buf()));
         }
     }
@@ -363,6 +372,9 @@ fn scratch(spec: &BwrapSpec) -> Result<(), SpecError> {
         others.push(files);
     }
     if let Some(file) = &spec.git_config {
+        others.push(file);
+    }
+    if let Some(file) = &spec.empty_file {
         others.push(file);
     }
     if let Some(net) = &spec.network {

@@ -74,6 +74,7 @@ fn spec(write: bool) -> BwrapSpec {
             Mask::File(p("/home/u/.cargo/credentials.toml")),
             Mask::Dir(p("/work/proj/.ssh")),
         ],
+        empty_file: None,
         env: vec![
             ("HOME".into(), "/home/u".into()),
             ("PATH".into(), "/usr/bin".into()),
@@ -115,6 +116,38 @@ fn writable_workspace_exact_argv() {
          --seccomp 3 -- /bin/sh -c true",
     );
     assert_eq!(argv, expected);
+}
+
+/// A masked file is covered by the spec's empty file when it has one (it then reads as empty),
+/// by `/dev/null` otherwise; a masked directory by an empty tmpfs either way. A mask may hide a
+/// host-read path whole, and one inside `/usr` is under a bind too.
+#[test]
+fn masked_files_are_covered_by_the_empty_file() {
+    let mut s = spec(false);
+    s.empty_file = Some(p("/run/user/0/spear/masks/empty"));
+    read_host(&mut s, p("/srv/pip.conf"));
+    s.masks.push(Mask::File(p("/srv/pip.conf")));
+    s.masks.push(Mask::File(p("/usr/local/etc/npmrc")));
+    let argv = build_argv(&s).unwrap().flat();
+    for (source, dest) in [
+        (
+            "/run/user/0/spear/masks/empty",
+            "/home/u/.cargo/credentials.toml",
+        ),
+        ("/run/user/0/spear/masks/empty", "/srv/pip.conf"),
+        ("/run/user/0/spear/masks/empty", "/usr/local/etc/npmrc"),
+    ] {
+        assert!(
+            argv.windows(3).any(|w| w == ["--ro-bind", source, dest]),
+            "{dest}: {argv:?}"
+        );
+    }
+    assert!(!argv.iter().any(|w| w == "/dev/null"), "{argv:?}");
+    // An empty file that is a credential store, or relative, is refused.
+    for bad in ["/home/u/.ssh/empty", "empty"] {
+        s.empty_file = Some(p(bad));
+        assert!(build_argv(&s).is_err(), "{bad}");
+    }
 }
 
 #[test]

@@ -48,6 +48,7 @@ impl BwrapSpec {
                 roots: Vec::new(),
                 staged: Vec::new(),
                 masks: Vec::new(),
+                empty_file: None,
                 env: Vec::new(),
                 tmpfs: TmpfsSizes::default(),
                 scratch: None,
@@ -96,6 +97,13 @@ impl SpecBuilder {
     /// Credential stores inside bound directories, each hidden.
     pub fn masks(mut self, masks: Vec<Mask>) -> Self {
         self.spec.masks = masks;
+        self
+    }
+
+    /// The empty regular file each masked file is bound from ([`crate::prepare_empty_file`]);
+    /// `None`: `/dev/null`, which reads as an error in the sandbox rather than as empty.
+    pub fn empty_file(mut self, file: Option<PathBuf>) -> Self {
+        self.spec.empty_file = file;
         self
     }
 
@@ -159,7 +167,8 @@ impl BwrapSpec {
     /// setting widens); the staged layers and the session's private directories (fresh per call
     /// or per session, holding only the command's own files); the credential masks (they follow
     /// from the home directory, the binds and spear's state directory, and only narrow); spear's
-    /// git configuration file and the seccomp fd (spear's own). Every field is named, so that a
+    /// git configuration file, the empty file masks are bound from, and the seccomp fd (spear's
+    /// own). Every field is named, so that a
     /// new one cannot be forgotten here.
     pub fn reach(&self) -> Vec<u8> {
         use std::os::unix::ffi::OsStrExt as _;
@@ -174,6 +183,7 @@ impl BwrapSpec {
             roots,
             staged: _,
             masks: _,
+            empty_file: _,
             env,
             tmpfs,
             scratch: _,

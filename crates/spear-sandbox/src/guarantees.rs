@@ -156,7 +156,11 @@ fn read_boundary(spec: &BwrapSpec, opts: &[Opt<'_>]) -> bool {
         return false;
     }
     spec.masks.iter().all(|m| match m {
-        Mask::File(p) => has_with(opts, "--ro-bind", &[OsStr::new("/dev/null"), p.as_os_str()]),
+        Mask::File(p) => has_with(
+            opts,
+            "--ro-bind",
+            &[spec.mask_source().as_os_str(), p.as_os_str()],
+        ),
         Mask::Dir(p) => has_with(opts, "--tmpfs", &[p.as_os_str()]),
     })
 }

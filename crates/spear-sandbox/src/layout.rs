@@ -154,31 +154,6 @@ const TOOLCHAIN_TREES: &[Tree] = &[
     },
 ];
 
-/// Credential files that toolchain trees can hold, relative to a bound tree (`*` matches one
-/// entry): cargo's registry tokens, npm's and pip's configuration (which hold registry tokens and
-/// index URLs with passwords), netrc and git credentials, Maven's and Gradle's settings, conda's
-/// channel tokens, uv's credentials. None of them is ever bound: a tree that holds one is bound
-/// entry by entry around it.
-pub const TREE_CREDENTIALS: &[&str] = &[
-    "credentials",
-    "credentials.toml",
-    ".credentials.toml",
-    ".npmrc",
-    "npmrc",
-    "etc/npmrc",
-    "versions/node/*/etc/npmrc",
-    ".pypirc",
-    "pip.conf",
-    "versions/*/pip.conf",
-    ".netrc",
-    ".git-credentials",
-    "settings.xml",
-    "settings-security.xml",
-    "gradle.properties",
-    ".condarc",
-    "condarc",
-];
-
 /// Fixed toolchain locations (`/usr/local` is visible through `/usr` already).
 const TOOLCHAIN_FIXED: &[&str] = &["/opt"];
 
@@ -256,7 +231,8 @@ pub enum EntryKind {
 pub struct Toolchains {
     /// The PATH inside the sandbox, in the operator's order.
     pub path: Vec<PathBuf>,
-    /// Directories (and, around a credential file, files) to bind read-only.
+    /// Directories to bind read-only. Credential files inside them are masked
+    /// ([`crate::secret_masks`]).
     pub binds: Vec<PathBuf>,
     /// The toolchain variables of the trees that are bound (`CARGO_HOME`, `GOPATH`, ...), with
     /// the host's value or the default location.
@@ -267,13 +243,10 @@ pub struct Toolchains {
 /// no workspace root: a writable root on PATH would let a planted `ls` run where the decision layer
 /// assumed the system's. Entries outside the system directories become read-only binds, as do the
 /// toolchain and dependency trees (`TOOLCHAIN_TREES`). Never a credential store, never the home
-/// directory itself or one of its ancestors (that would expose every store under it), and never a
-/// credential file inside a bound tree ([`TREE_CREDENTIALS`]): such a tree is bound entry by
-/// entry, leaving the file out (links at those levels are left out too: binding one would bind
-/// whatever it points to).
+/// directory itself or one of its ancestors (that would expose every store under it). The
+/// credential files inside a bound tree, at any depth, are the masks of [`crate::secret_masks`].
 pub fn toolchains(inputs: &ToolchainInputs<'_>) -> Toolchains {
-    // Each directory is listed once: a tree is looked into once per credential pattern
-    // ([`TREE_CREDENTIALS`]), and on the host a listing costs four system calls.
+    // Each directory is listed once: a listing costs four system calls on the host.
     let listed = std::cell::RefCell::new(std::collections::HashMap::new());
     let list = |dir: &Path| -> Vec<(OsString, EntryKind)> {
         if let Some(seen) = listed.borrow().get(dir) {
@@ -350,17 +323,6 @@ pub fn toolchains(inputs: &ToolchainInputs<'_>) -> Toolchains {
     let all = out.binds.clone();
     out.binds
         .retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
-    out.binds = out
-        .binds
-        .iter()
-        .flat_map(|tree| {
-            let creds: Vec<PathBuf> = TREE_CREDENTIALS
-                .iter()
-                .flat_map(|rel| expand_glob(tree, rel, &list))
-                .collect();
-            around(tree, &creds, &list)
-        })
-        .collect();
     out
 }
 
@@ -389,39 +351,6 @@ fn expand_glob(
             .collect();
     }
     found
-}
-
-/// Attack stopped: a registry token or password read from a toolchain tree. The binds that show
-/// `tree` without any of `creds` (paths inside it): the tree itself when it holds none, else each
-/// of its entries, recursing into those that hold one, leaving the credential files and links out.
-fn around(
-    tree: &Path,
-    creds: &[PathBuf],
-    list: &dyn Fn(&Path) -> Vec<(OsString, EntryKind)>,
-) -> Vec<PathBuf> {
-    if !creds.iter().any(|c| c.starts_with(tree)) {
-        return vec![tree.to_path_buf()];
-    }
-    let mut out = Vec::new();
-    let mut entries = list(tree);
-    entries.sort();
-    for (name, kind) in entries {
-        let entry = tree.join(name);
-        if kind == EntryKind::Link || creds.contains(&entry) {
-            continue;
-        }
-        let inner: Vec<PathBuf> = creds
-            .iter()
-            .filter(|c| c.starts_with(&entry))
-            .cloned()
-            .collect();
-        if inner.is_empty() {
-            out.push(entry);
-        } else if kind == EntryKind::Dir {
-            out.extend(around(&entry, &inner, list));
-        }
-    }
-    out
 }
 
 /// The entries of `dir` on the host, not following links; empty when it cannot be read.
@@ -582,7 +511,7 @@ mod tests {
         let rows: Vec<Row> = vec![
             ("nothing installed", vec![], vec![], vec![], vec![]),
             (
-                "rustup and cargo, credentials left out entry by entry",
+                "rustup and cargo, whole (their credential files are masked)",
                 vec![
                     "/root/.rustup/",
                     "/root/.cargo/",
@@ -595,13 +524,7 @@ mod tests {
                     "/root/.cargo/evil@",
                 ],
                 vec![],
-                vec![
-                    "/root/.cargo/bin",
-                    "/root/.cargo/env",
-                    "/root/.cargo/git",
-                    "/root/.cargo/registry",
-                    "/root/.rustup",
-                ],
+                vec!["/root/.cargo", "/root/.rustup"],
                 vec![
                     ("CARGO_HOME", "/root/.cargo"),
                     ("RUSTUP_HOME", "/root/.rustup"),
@@ -626,11 +549,7 @@ mod tests {
                     "/root/.pyenv/versions/3.11.0/",
                 ],
                 vec![],
-                vec![
-                    "/root/.pyenv/bin",
-                    "/root/.pyenv/versions/3.11.0",
-                    "/root/.pyenv/versions/3.12.1/lib",
-                ],
+                vec!["/root/.pyenv"],
                 vec![("PYENV_ROOT", "/root/.pyenv")],
             ),
             (
@@ -655,9 +574,9 @@ mod tests {
                 vec![
                     "/root/.local/lib/python3.11",
                     "/root/.local/lib/python3.12",
-                    "/root/.local/share/uv/python",
+                    "/root/.local/share/uv",
                     "/root/mambaforge",
-                    "/root/miniconda3/bin",
+                    "/root/miniconda3",
                     "/srv/uvpy",
                 ],
                 vec![("UV_PYTHON_INSTALL_DIR", "/srv/uvpy")],
@@ -677,11 +596,7 @@ mod tests {
                     "/root/.nvm/.npmrc",
                 ],
                 vec![],
-                vec![
-                    "/root/.nvm/nvm.sh",
-                    "/root/.nvm/versions/node/v20.1.0/bin",
-                    "/root/.nvm/versions/node/v20.1.0/etc/other",
-                ],
+                vec!["/root/.nvm"],
                 vec![("NVM_DIR", "/root/.nvm")],
             ),
             (
@@ -743,31 +658,23 @@ mod tests {
                 .map(|(n, v)| ((*n).to_owned(), p(v)))
                 .collect();
             assert_eq!(t.vars, want, "{name}");
-            for bind in &t.binds {
-                assert!(
-                    !TREE_CREDENTIALS
-                        .iter()
-                        .any(|c| !c.contains('*') && bind.ends_with(c)),
-                    "{name}: {} is a credential file",
-                    bind.display()
-                );
-            }
         }
     }
 
-    /// Discovery asks about a tree once per credential pattern; each directory reaches the host's
-    /// lister once, and the answer is the same as from a lister that is asked every time.
+    /// Discovery asks about a directory once per part of a tree (`GOPATH`'s `pkg/mod` and `bin`
+    /// both look into it); each directory reaches the host's lister once, and the answer is the
+    /// same as from a lister that is asked every time.
     #[test]
     fn toolchain_discovery_lists_each_directory_once() {
         let fs = FakeFs(vec![
-            "/root/.cargo/",
-            "/root/.cargo/bin/",
-            "/root/.cargo/credentials.toml",
-            "/root/.cargo/registry/",
-            "/root/.pyenv/",
-            "/root/.pyenv/versions/",
-            "/root/.pyenv/versions/3.12/",
-            "/root/.pyenv/versions/3.12/pip.conf",
+            "/root/go/",
+            "/root/go/bin/",
+            "/root/go/src/",
+            "/root/go/pkg/",
+            "/root/go/pkg/mod/",
+            "/root/.local/",
+            "/root/.local/lib/",
+            "/root/.local/lib/python3.12/",
             "/opt/",
         ]);
         let calls = std::cell::RefCell::new(Vec::<PathBuf>::new());
@@ -775,10 +682,9 @@ mod tests {
             calls.borrow_mut().push(d.to_path_buf());
             fs.list(d)
         };
-        let path = OsString::from("/root/.cargo/bin");
         let inputs = |list: &dyn Fn(&Path) -> Vec<(OsString, EntryKind)>| {
             toolchains(&ToolchainInputs {
-                path: Some(&path),
+                path: None,
                 var: &|_| None,
                 home: Path::new("/root"),
                 roots: &[],
@@ -789,17 +695,23 @@ mod tests {
         let chosen = inputs(&counting);
         let mut asked = calls.borrow().clone();
         assert!(
-            asked.contains(&p("/root/.cargo")),
+            asked.contains(&p("/root/go")),
             "positive control: the trees were listed: {asked:?}"
         );
         let all = asked.len();
         asked.sort();
         asked.dedup();
         assert_eq!(all, asked.len(), "a directory was listed twice");
-        // The credential files are still left out, as with a lister asked every time.
         assert_eq!(chosen, inputs(&|d| fs.list(d)));
-        assert!(!chosen.binds.contains(&p("/root/.cargo")));
-        assert!(chosen.binds.contains(&p("/root/.cargo/registry")));
+        assert_eq!(
+            chosen.binds,
+            vec![
+                p("/opt"),
+                p("/root/.local/lib/python3.12"),
+                p("/root/go/bin"),
+                p("/root/go/pkg/mod")
+            ]
+        );
     }
 
     #[test]

@@ -20,11 +20,17 @@
 //!   a profile requiring a guarantee this host cannot give ([`Sandbox::can_give`]) is refused with
 //!   [`SandboxError::GuaranteeUnavailable`] before anything is spawned.
 //!
+//! - Every credential file inside a tree the sandbox binds from the host, at any depth, can be
+//!   masked: [`secret_masks`] finds each (a store by its name, a configuration file of a known
+//!   format by what it holds) and keeps what it found by the directories' change stamps (or their
+//!   inotify watch, in a session); a masked file reads as empty ([`prepare_empty_file`]).
+//!
 //! This crate imports no spear crate but `spear-core`: it knows nothing of modes or policy.
 
 mod argv;
 mod builder;
 pub mod cgroup;
+mod empty_file;
 mod env;
 mod etc_view;
 pub mod exec_limits;
@@ -37,6 +43,7 @@ mod preflight_store;
 mod rlimits;
 mod sandbox;
 pub mod seccomp;
+mod secret_scan;
 mod spawn;
 mod spec;
 mod stage;
@@ -44,11 +51,12 @@ mod warm;
 
 pub use argv::{BwrapArgv, build_argv};
 pub use builder::SpecBuilder;
+pub use empty_file::prepare_empty_file;
 pub use env::{EnvInputs, EnvPass, EnvPassError, loads_code, looks_secret, sandbox_env};
 pub use etc_view::prepare as prepare_etc_view;
 pub use layout::{
-    ETC_ENTRIES, EntryKind, TREE_CREDENTIALS, ToolchainInputs, Toolchains, credential_masks,
-    etc_entries, host_entry, host_list, system_dirs, toolchains,
+    ETC_ENTRIES, EntryKind, ToolchainInputs, Toolchains, credential_masks, etc_entries, host_entry,
+    host_list, system_dirs, toolchains,
 };
 pub use mechanisms::{Mechanism, probe as probe_mechanisms};
 pub use network::{EgressAllow, NetworkConfig, NetworkError, REFUSED_RANGES, SLIRP_DNS};
@@ -56,6 +64,7 @@ pub use output::{CappedOutput, Captured};
 pub use preflight_store::user_private_dir;
 pub use rlimits::{Lowered, ResourceLimits};
 pub use sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxError};
+pub use secret_scan::{Depth, MAX_CONFIG_BYTES, RACY, ScanStats, forget_scan, secret_masks};
 pub use spawn::{
     CancelToken, Exit, Finished, Launch, OutputTee, ProcessSpawner, Running, SECCOMP_CHILD_FD,
     Spawner, Stop, Watch, supervise,

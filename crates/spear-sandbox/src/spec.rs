@@ -40,6 +40,10 @@ pub struct BwrapSpec {
     pub(crate) staged: Vec<Overlay>,
     /// Credential stores that exist inside a bound directory; each is hidden.
     pub(crate) masks: Vec<Mask>,
+    /// An empty regular file of spear's that each [`Mask::File`] is bound from, so that a masked
+    /// file reads as empty (a program that reads its configuration finds none) rather than
+    /// failing: `/dev/null` when `None`, which the sandbox's `nodev` binds make unreadable.
+    pub(crate) empty_file: Option<PathBuf>,
     /// The whole environment of the command (the builder adds nothing but what is here).
     pub(crate) env: Vec<(OsString, OsString)>,
     /// Size caps of the private tmpfs mounts.
@@ -76,6 +80,7 @@ impl BwrapSpec {
             roots,
             staged,
             masks,
+            empty_file,
             env,
             tmpfs,
             scratch,
@@ -93,6 +98,7 @@ impl BwrapSpec {
             && *roots == other.roots
             && *staged == other.staged
             && *masks == other.masks
+            && *empty_file == other.empty_file
             && *env == other.env
             && *tmpfs == other.tmpfs
             && *scratch == other.scratch
@@ -197,10 +203,19 @@ pub enum SystemDir {
 /// A credential store inside a bound directory, hidden from the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mask {
-    /// A file, covered by `/dev/null`.
+    /// A file, covered by an empty file (the spec's empty file, else `/dev/null`).
     File(PathBuf),
     /// A directory, covered by an empty read-only tmpfs.
     Dir(PathBuf),
+}
+
+impl BwrapSpec {
+    /// What each [`Mask::File`] is bound from: the empty file, else `/dev/null`.
+    pub(crate) fn mask_source(&self) -> &std::path::Path {
+        self.empty_file
+            .as_deref()
+            .unwrap_or(std::path::Path::new("/dev/null"))
+    }
 }
 
 impl Mask {

@@ -725,6 +725,7 @@ mod tests {
                 home: p("/state/s/home"),
             }),
             git_config: None,
+            empty_file: None,
             env_named: vec![],
             seccomp_fd: 3,
             network: None,
@@ -859,7 +860,7 @@ mod tests {
         other_command.command = vec![HOLD_PROGRAM.into(), "-c".into(), "ls -la".into()];
         assert!(base().same_sandbox(&other_command));
         assert!(base().same_sandbox(&base()));
-        let changes: [(&str, Change); 16] = [
+        let changes: [(&str, Change); 17] = [
             ("profile", |s| {
                 s.profile = profile(&[Capability::FilesystemRead]);
             }),
@@ -885,6 +886,7 @@ mod tests {
             ("tmpfs", |s| s.tmpfs.tmp += 1),
             ("scratch", |s| s.scratch = None),
             ("git_config", |s| s.git_config = Some(p("/state/gitconfig"))),
+            ("empty_file", |s| s.empty_file = Some(p("/state/empty"))),
             ("env_named", |s| s.env_named.push("LANG".into())),
             ("seccomp_fd", |s| s.seccomp_fd = 4),
             ("network", |s| {
