@@ -415,6 +415,17 @@ fn a_grant_never_runs_with_more_than_it_was_issued_for() {
             reason: "other rules for what it may read or write",
         },
         Row {
+            what: "host-run configuration let through without asking",
+            argv: touch.clone(),
+            flags: vec![
+                "--config".into(),
+                config("policy.toml", "[policy]\nallow_host_config = [\"vscode\"]\n"),
+            ],
+            env: vec![],
+            issued_env: vec![],
+            reason: "other rules for what it may read or write",
+        },
+        Row {
             what: "an egress allowance",
             argv: vec!["curl", "--version"],
             flags: vec![

@@ -365,10 +365,28 @@ pub fn by_name(rel: &Path, dir: bool) -> Option<&'static Entry> {
             _ => None,
         })
         .collect();
+    // Every pattern's first component is a dot name or one of a few others
+    // (`might_start_a_pattern`): a path with none of them is no entry's, and most paths a
+    // build writes are decided here, without trying each pattern.
+    if !parts.iter().any(|p| might_start_a_pattern(p)) {
+        return None;
+    }
     compiled()
         .iter()
         .find(|c| matches_name(&c.parts, &parts, c.scope, dir))
         .map(|c| c.entry)
+}
+
+/// Whether a path component may be the first component of a name pattern: it starts with a dot,
+/// or with `lefthook`, `mise` or `opencode`, or ends with `.code-workspace` (ASCII case ignored).
+/// A test holds every pattern of the catalogue to this.
+fn might_start_a_pattern(part: &[u8]) -> bool {
+    let lower = |s: &[u8]| s.to_ascii_lowercase();
+    part.first() == Some(&b'.')
+        || ["lefthook", "mise", "opencode"]
+            .iter()
+            .any(|p| part.len() >= p.len() && lower(&part[..p.len()]) == p.as_bytes())
+        || (part.len() >= 15 && lower(&part[part.len() - 15..]) == b".code-workspace")
 }
 
 /// Whether the pattern's components `pattern` cover `parts` (see [`Match::Names`]).
@@ -548,6 +566,24 @@ mod tests {
             by_name(Path::new(".vscode"), true).map(|e| e.id),
             Some("vscode")
         );
+    }
+
+    /// The quick refusal of `by_name` is sound: every pattern starts with a component it lets
+    /// through.
+    #[test]
+    fn every_pattern_starts_with_what_the_quick_check_lets_through() {
+        for c in compiled() {
+            let first = c.parts[0].replace('*', "x");
+            assert!(
+                might_start_a_pattern(first.as_bytes()),
+                "{}: {:?}",
+                c.entry.id,
+                c.parts
+            );
+        }
+        assert!(!might_start_a_pattern(b"src"));
+        assert!(might_start_a_pattern(b"MISE.toml"));
+        assert!(might_start_a_pattern(b"a.Code-Workspace"));
     }
 
     #[test]
