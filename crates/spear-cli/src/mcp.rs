@@ -27,8 +27,9 @@ pub struct Args {
     /// operator configuration. A name that changes how programs load code is refused.
     #[arg(long = "env", value_name = "NAME")]
     env: Vec<String>,
-    /// In ASK, how long a call whose client cannot ask the user (no elicitation) waits for
-    /// `spear approve` in another terminal before it is cancelled and nothing runs.
+    /// In ASK (and in AUTO, for host-run configuration), how long a call whose client cannot ask
+    /// the user (no elicitation) waits for `spear approve` in another terminal before it is
+    /// cancelled and nothing runs.
     #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     approval_wait: u64,
 }
@@ -66,7 +67,11 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
             router.session()
         )
     );
-    let (channel, approvals) = if args.mode.mode() == ExecutionMode::Ask {
+    // Whoever may ask may need `spear approve`: ASK, AUTO (about host-run configuration), and a
+    // session that may escalate.
+    let may_ask =
+        args.mode.mode() != ExecutionMode::Safe || !router.escalation_capabilities().is_empty();
+    let (channel, approvals) = if may_ask {
         approval_channel(host, router.session(), args.approval_wait)
     } else {
         (None, None)
@@ -84,7 +89,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     Ok(0)
 }
 
-/// The approval channel of an ASK server, in spear's state directory: without one (no state
+/// The approval channel of an ASK or AUTO server, in spear's state directory: without one (no state
 /// directory, one that is not private), what a client cannot ask about is cancelled, as before.
 fn approval_channel(
     host: &spear_runtime::HostSnapshot,

@@ -419,7 +419,10 @@ fn a_grant_never_runs_with_more_than_it_was_issued_for() {
             argv: touch.clone(),
             flags: vec![
                 "--config".into(),
-                config("policy.toml", "[policy]\nallow_host_config = [\"vscode\"]\n"),
+                config(
+                    "policy.toml",
+                    "[policy]\nallow_host_config = [\"vscode\"]\n",
+                ),
             ],
             env: vec![],
             issued_env: vec![],

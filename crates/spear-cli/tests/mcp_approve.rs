@@ -359,3 +359,125 @@ async fn another_user_is_refused(s: &Session<User>) {
     assert_eq!(envelope(&r)["status"], "ok");
     assert!(dirs.ws.join("theirs.txt").exists());
 }
+
+/// Issue 31, part 1: AUTO asks about host-run configuration as ASK would. A client that cannot
+/// ask: `spear approve` answers, for a file tool (before it writes) and for a command whose
+/// write the classifier could not see (after it ran, before anything reaches the workspace),
+/// both protocol generations; refused, nothing of it lands and the result is not `ok`. Positive
+/// control: an ordinary write in AUTO is answered at once, asking nobody.
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_asks_before_host_run_configuration_is_written() {
+    for generation in BOTH {
+        let s = Session::start(
+            &["--auto", "--approval-wait", "30"],
+            User::mute(),
+            generation,
+        )
+        .await;
+        let dirs = &s.dirs;
+        let who = Who::of(dirs);
+        let e = s
+            .call("write_file", json!({"path": "plain.txt", "content": "x\n"}))
+            .await;
+        assert_eq!(envelope(&e)["status"], "ok", "{generation:?}");
+        assert_eq!(who.approve(&[]).0, 1, "nothing was asked");
+        // A file tool: asked before it writes.
+        let call = call_later(
+            &s,
+            "write_file",
+            json!({"path": ".envrc", "content": "use flake\n"}),
+        );
+        let item = second_terminal({
+            let who = who.clone();
+            move || {
+                let item = who.next_pending();
+                assert_eq!(who.approve(&[item["id"].as_str().unwrap()]).0, 0);
+                item
+            }
+        })
+        .await;
+        let question = item["question"].as_str().unwrap();
+        assert!(
+            question.contains("host-run configuration") && question.contains("`.envrc` (direnv)"),
+            "{question}"
+        );
+        let r = call.await.unwrap();
+        assert_eq!(envelope(&r)["status"], "ok", "{generation:?}: {r:?}");
+        assert!(dirs.ws.join(".envrc").exists());
+        // A command the classifier cannot see into: asked after it ran.
+        std::fs::write(
+            dirs.ws.join("w.py"),
+            "import os, sys\nos.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)\nopen(sys.argv[1], 'w').write('{}')\n",
+        )
+        .unwrap();
+        for (path, allow) in [(".vscode/tasks.json", true), (".zed/tasks.json", false)] {
+            std::fs::write(dirs.ws.join("t.txt"), path).unwrap();
+            let call = call_later(
+                &s,
+                "terminal",
+                json!({"command": "python3 w.py \"$(cat t.txt)\""}),
+            );
+            let item = second_terminal({
+                let who = who.clone();
+                move || {
+                    let item = who.next_pending();
+                    let id = item["id"].as_str().unwrap().to_owned();
+                    let args: Vec<&str> = if allow {
+                        vec![&id]
+                    } else {
+                        vec!["--refuse", &id]
+                    };
+                    assert_eq!(who.approve(&args).0, 0);
+                    item
+                }
+            })
+            .await;
+            let question = item["question"].as_str().unwrap();
+            assert!(
+                question.contains("ran in the sandbox") && question.contains(path),
+                "{question}"
+            );
+            let r = call.await.unwrap();
+            let e = envelope(&r);
+            if allow {
+                assert_eq!(e["status"], "ok", "{generation:?}: {e}");
+                assert!(dirs.ws.join(path).exists(), "{e}");
+            } else {
+                assert_eq!(e["status"], "denied", "{generation:?}: {e}");
+                assert!(!dirs.ws.join(path).exists(), "{e}");
+                assert!(e["reason"].as_str().unwrap().contains(path), "{e}");
+            }
+        }
+        s.stop().await;
+    }
+}
+
+/// AUTO, a client that elicits: the question about host-run configuration reaches the user
+/// through the client, naming the file and what runs it; accepted, the write lands.
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_elicits_before_host_run_configuration_is_written() {
+    let user = User::answering(rmcp::model::ElicitationAction::Accept);
+    let s = Session::start(&["--auto"], user.clone(), Generation::Initialize).await;
+    let e = s
+        .call(
+            "write_file",
+            json!({"path": ".mcp.json", "content": "{\"mcpServers\": {}}\n"}),
+        )
+        .await;
+    assert_eq!(envelope(&e)["status"], "ok", "{e:?}");
+    assert!(s.dirs.ws.join(".mcp.json").exists());
+    let asked = user.questions();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].contains("host-run configuration") && asked[0].contains("`.mcp.json` (mcp)"),
+        "{}",
+        asked[0]
+    );
+    // Positive control: an ordinary write elicits nothing.
+    let e = s
+        .call("write_file", json!({"path": "plain.txt", "content": "x\n"}))
+        .await;
+    assert_eq!(envelope(&e)["status"], "ok");
+    assert_eq!(user.questions().len(), 1);
+    s.stop().await;
+}

@@ -34,6 +34,7 @@ mod commands;
 mod config;
 mod env_rules;
 mod executable;
+pub mod git_core;
 mod git_layout;
 pub mod host_config;
 mod host_read;

@@ -110,6 +110,21 @@ impl CommandPolicy {
         self.host_config_at(loc)
     }
 
+    /// What no removal may take, whatever the mode: a git repository's core as `host` shows it
+    /// ([`crate::git_core`]). A protected-entry refusal, never askable.
+    pub fn check_removal(&self, host: &dyn TreeView, loc: &Location) -> Result<(), Refusal> {
+        match crate::git_core::removes_core(host, loc) {
+            Some(what) => Err(Refusal::protected_entry(
+                self.workspace.label(loc),
+                format!(
+                    "{what}, and removing it takes the repository's history, branches and stash, \
+                     which no checkpoint keeps"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Host-run configuration at `loc` as the host shows it now, for a write whose content is not
     /// known yet: by name, and git's indirections. An askable refusal ([`Refusal::is_askable`]) unless the operator allows the
     /// entry; a protected-entry refusal where what git would run cannot be known.
@@ -207,6 +222,9 @@ impl CommandPolicy {
             (false, dir) => targets.check_protected(&loc.rel, dir),
         };
         by_name.map_err(|r| r.with_subject(&shown))?;
+        if change == ChangeKind::Remove {
+            self.check_removal(host, loc)?;
+        }
         if tracked && host_kind == Some(EntryKind::File) {
             match host.read_head(loc, HEADER_BYTES) {
                 Some(head) => {

@@ -73,4 +73,4 @@ pub use spec::{
     Bind, BwrapSpec, Etc, GIT_CONFIG_PATH, Mask, NetworkSpec, Overlay, ScratchDirs, SpecError,
     SystemDir, TmpfsSizes,
 };
-pub use stage::{StageFailure, StagePlan, StageStep};
+pub use stage::{StageFailure, StagePlan, StageStep, opaque_xattr};

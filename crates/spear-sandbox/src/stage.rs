@@ -136,7 +136,9 @@ impl StagePlan {
         // makes every writable command wait for the writeback of whatever else is dirty on it (a
         // build's gigabytes: seconds). The layer is thrown away after the commit, which syncs
         // what needs it (see spear-runtime's staging).
-        let options = if euid.is_root() {
+        // `userxattr` exactly when [`opaque_xattr`] names the `user.` form: the reader of the
+        // upper layer honours the one namespace the mount uses.
+        let options = if mounts_trusted_xattrs() {
             "redirect_dir=off,index=off,metacopy=off,volatile"
         } else {
             "redirect_dir=nofollow,index=off,metacopy=off,userxattr,volatile"
@@ -243,6 +245,32 @@ impl StagePlan {
             }),
             _ => None,
         }
+    }
+}
+
+/// Whether the overlays this process mounts keep their metadata in `trusted.` extended
+/// attributes (mounted as root, in the host's user namespace) rather than `user.` ones (mounted
+/// with `userxattr` in a user namespace of the user's own).
+fn mounts_trusted_xattrs() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// The extended attribute by which the overlays this process mounts mark a directory of the upper
+/// layer opaque (it replaces the directory below instead of merging with it): overlayfs's private
+/// namespace of the mount, `trusted.overlay.opaque` as root, `user.overlay.opaque` otherwise.
+///
+/// Attack stopped: a command deleting the host's files by marking a directory "opaque" itself.
+/// overlayfs refuses (or escapes, as `*.overlay.overlay.*`) a write of its own private
+/// attributes through the merged view, so the command can never set this one; but it can set
+/// the *other* namespace's (`setfattr -n user.overlay.opaque -v y dir` as root copies `dir` up
+/// with an attribute the mount ignores). The command's view still shows everything below that
+/// directory; a reader honouring both names would delete it all on the host. Only this name
+/// says what the mount did.
+pub fn opaque_xattr() -> &'static std::ffi::CStr {
+    if mounts_trusted_xattrs() {
+        c"trusted.overlay.opaque"
+    } else {
+        c"user.overlay.opaque"
     }
 }
 

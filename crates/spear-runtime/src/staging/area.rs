@@ -46,6 +46,9 @@ pub struct Staging {
     pub(crate) committed: std::sync::atomic::AtomicBool,
     /// The most changes its commit takes (see [`super::commit::MAX_COMMITTED_CHANGES`]).
     pub(crate) max_changes: usize,
+    /// The attribute by which the overlays of this process mark a directory opaque
+    /// ([`spear_sandbox::opaque_xattr`]): the only one the commit honours.
+    pub(crate) opaque_xattr: &'static std::ffi::CStr,
 }
 
 impl Staging {
@@ -86,6 +89,7 @@ impl Staging {
             started: clock_now(),
             committed: std::sync::atomic::AtomicBool::new(false),
             max_changes: super::commit::MAX_COMMITTED_CHANGES,
+            opaque_xattr: spear_sandbox::opaque_xattr(),
         };
         for (index, root) in roots.iter().enumerate() {
             let root_dev = std::fs::metadata(root)?.dev();

@@ -14,9 +14,17 @@
 //!    command's start) is not overwritten or removed; the staged version is kept aside and named.
 //!    Attack stopped: two spear processes on one workspace undoing each other's changes.
 //! 4. Apply: removals, directories, modes, files (renamed out of the layer, or copied when it is
-//!    on another filesystem), links, times. The state before of every tracked entry is read just
-//!    before it changes, for the checkpoint. Nothing is applied when the plan could not be made
-//!    (the layer unreadable or over its bound): all or nothing at that step.
+//!    on another filesystem), links, times. The state before of every tracked entry, and of
+//!    everything a removal takes (ignored files and a git directory's too, within
+//!    [`MAX_UNTRACKED_KEPT`]), is read just before it changes, for the checkpoint; every removal
+//!    is named in the result. Nothing is applied when the plan could not be made (the layer
+//!    unreadable or over its bound): all or nothing at that step.
+//!
+//! What the plan removes is what the command's view lost, never what metadata the command could
+//! set says: a whiteout (overlayfs makes one only for an entry removed in the merged view), or an
+//! opaque directory marked with the mount's own attribute, which overlayfs never lets a command
+//! set ([`spear_sandbox::opaque_xattr`]). A removal of a repository's core is refused by the
+//! judge whatever made it ([`Judge`]; spear-policy's `git_core`).
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -47,6 +55,12 @@ pub const MAX_COMMITTED_CHANGES: usize = 250_000;
 /// How many entries a result's or a reason's list names; the rest are counted ("... and N
 /// more").
 pub const MAX_LISTED: usize = 1_000;
+
+/// Bytes of removed untracked files (ignored files, a git directory's) one commit keeps for
+/// undo: enough for the configuration, data and secrets a project keeps out of git, not for a
+/// removed build tree (which its build makes again). Past it, removed untracked files are named
+/// as not kept.
+pub const MAX_UNTRACKED_KEPT: u64 = 16 << 20;
 
 /// Files larger than this are never compared byte by byte (they count as changed).
 const MAX_COMPARE_BYTES: u64 = 64 << 20;
@@ -89,10 +103,11 @@ pub trait Judge {
 /// What a commit did.
 #[derive(Debug, Default)]
 pub struct CommitReport {
-    /// The state before of every tracked entry that changed, for the turn's checkpoint.
+    /// The state before of every tracked entry that changed and of every entry removed, for
+    /// the turn's checkpoint.
     pub captured: Vec<(Location, EntryState)>,
-    /// Labels of the tracked entries that changed: files and links, and directories that appeared
-    /// or vanished.
+    /// Labels of the tracked entries that changed (files and links, and directories that
+    /// appeared or vanished) and of every removal, tracked or not.
     pub changed: Vec<String>,
     /// Changes refused, with why (one per refused entry or removed tree).
     pub refused: Vec<(String, Refusal)>,
@@ -103,6 +118,8 @@ pub struct CommitReport {
     /// Tracked entries whose earlier content was not kept (too large), so undo cannot restore
     /// them.
     pub not_kept: Vec<String>,
+    /// Removed untracked files past [`MAX_UNTRACKED_KEPT`], so undo cannot restore them.
+    pub not_kept_untracked: Vec<String>,
     /// Fifos, sockets and devices the command left, which are never committed.
     pub special: Vec<String>,
     /// Changes that could not be applied.
@@ -218,6 +235,24 @@ impl CommitReport {
                 ),
             );
         }
+        self.append_not_kept(result);
+        if !self.failures.is_empty() {
+            result.status = ToolStatus::Failed;
+            append(
+                result,
+                &format!(
+                    "some changes could not be put into the workspace: {}",
+                    listed(&self.failures, "; ")
+                ),
+            );
+        }
+    }
+}
+
+impl CommitReport {
+    /// What the result says of what the commit did not keep: fifos, sockets and devices, and the
+    /// earlier content of what undo cannot restore.
+    fn append_not_kept(&self, result: &mut ToolResult) {
         if !self.special.is_empty() {
             append(
                 result,
@@ -236,20 +271,20 @@ impl CommitReport {
                 ),
             );
         }
-        if !self.failures.is_empty() {
-            result.status = ToolStatus::Failed;
+        if !self.not_kept_untracked.is_empty() {
             append(
                 result,
                 &format!(
-                    "some changes could not be put into the workspace: {}",
-                    listed(&self.failures, "; ")
+                    "the command removed files that git does not track (ignored, or in `.git`); past \
+                     the first {} MiB of them, their content was not kept, so `spear undo` cannot \
+                     restore {}",
+                    MAX_UNTRACKED_KEPT >> 20,
+                    listed(&self.not_kept_untracked, ", ")
                 ),
             );
         }
     }
-}
 
-impl CommitReport {
     /// What the result says of the refused changes, if any: each with its rule's reason (a
     /// host-run one shortly, with what runs it; the answer that kept it out is said once).
     fn refused_reason(&self) -> Option<String> {
@@ -519,6 +554,7 @@ impl Staging {
             conflict_dir: None,
             staging: self,
             to_sync: Vec::new(),
+            untracked_budget: MAX_UNTRACKED_KEPT,
         };
         let planned = started.elapsed();
         let mut judged: Vec<Option<Judged>> = Vec::with_capacity(ops.len());
@@ -574,7 +610,7 @@ impl Staging {
             // A layer with more entries than the commit takes is not read whole: its size is
             // bounded by the limit, not by what the command wrote.
             let bound = self.max_changes.min(MAX_STAGED_ENTRIES);
-            let tree = read_layer(fd.as_fd(), bound)?;
+            let tree = read_layer(fd.as_fd(), bound, self.opaque_xattr)?;
             trees.push((layer.root, tree, fd));
         }
         Ok(Layers { trees })
@@ -832,6 +868,8 @@ struct Applier<'a> {
     staging: &'a Staging,
     /// Files installed in a `.git` directory, and their directories: synced at the end.
     to_sync: Vec<Location>,
+    /// Bytes of removed untracked files the checkpoint may still keep.
+    untracked_budget: u64,
 }
 
 impl Applier<'_> {
@@ -1014,9 +1052,13 @@ impl Applier<'_> {
             self.blocked.push(p.loc.clone());
             return;
         }
-        if tracked {
-            self.capture(&p.loc, &below);
-        } else {
+        // A removal is kept whole, untracked entries too (ignored files, a git directory's): what
+        // the command removed, undo puts back.
+        let removal = matches!(p.op, Op::Remove);
+        if tracked || removal {
+            self.capture(&p.loc, p.host.as_ref(), tracked, &below, removal);
+        }
+        if !tracked {
             self.report.untracked += 1;
         }
         let applied = match &p.op {
@@ -1037,9 +1079,10 @@ impl Applier<'_> {
         if matches!(p.op, Op::File) && super::tracked::in_git_dir(&p.loc.rel) {
             self.to_sync.push(p.loc.clone());
         }
-        // Named in the result: files and links, and directories that appeared or vanished.
+        // Named in the result: files and links, and directories that appeared or vanished; every
+        // removal, tracked or not (a removed tree by its top, and its tracked files one by one).
         let named = !matches!(p.op, Op::Mode(_)) || !p.is_dir();
-        if tracked && named {
+        if (tracked && named) || removal {
             self.report.changed.push(label);
         }
         for b in &below {
@@ -1162,13 +1205,35 @@ impl Applier<'_> {
         true
     }
 
-    /// Records the state before of `loc` (and of every tracked entry below it, for a removal).
-    fn capture(&mut self, loc: &Location, below: &[Below]) {
+    /// Records the state before of `loc` (`host`: what the host holds there, `tracked`: whether
+    /// it is tracked) and, for a removal, of every entry below it. An untracked file is kept only
+    /// within the commit's budget for them ([`MAX_UNTRACKED_KEPT`]): a removed build tree must not
+    /// take the checkpoint store's room (and the earlier turns it holds); what is past it is
+    /// named in the result as not kept.
+    fn capture(
+        &mut self,
+        loc: &Location,
+        host: Option<&EntryMeta>,
+        tracked: bool,
+        below: &[Below],
+        removal: bool,
+    ) {
         let Some(store) = self.store else {
             return;
         };
-        let below = below.iter().filter(|b| b.tracked).map(|b| &b.loc);
-        for l in std::iter::once(loc).chain(below) {
+        let below = below
+            .iter()
+            .filter(|b| removal || b.tracked)
+            .map(|b| (&b.loc, Some(&b.meta), b.tracked));
+        for (l, meta, tracked) in std::iter::once((loc, host, tracked)).chain(below) {
+            if !tracked && meta.is_some_and(|m| m.kind == EntryKind::File) {
+                let size = meta.map_or(0, |m| m.size);
+                if size > self.untracked_budget {
+                    self.report.not_kept_untracked.push(self.ws.label(l));
+                    continue;
+                }
+                self.untracked_budget -= size;
+            }
             match store.read_state(self.fs, l) {
                 Ok(state) => self.report.captured.push((l.clone(), state)),
                 Err(CheckpointError::TooLarge { .. } | CheckpointError::Unsupported { .. }) => {

@@ -8,12 +8,14 @@
 //! What overlayfs leaves there, and what it means (redirects, the index and metacopy are off, so
 //! nothing else can appear):
 //! - a character device 0:0 is a whiteout: the entry below was removed;
-//! - a directory with the `overlay.opaque` attribute replaces the one below (what it does not
-//!   hold was removed); one without it is merged with the one below;
+//! - a directory with the mount's own `overlay.opaque` attribute replaces the one below (what it
+//!   does not hold was removed); one without it is merged with the one below. Only the namespace
+//!   the mount uses counts ([`spear_sandbox::opaque_xattr`]): the other one is an ordinary
+//!   attribute the command may have set, and the command's view ignored it;
 //! - a file, a link or a directory is what the command left at that path.
 
 use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::{CStr, OsStr, OsString};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -77,9 +79,19 @@ pub enum UpperError {
     Limit(String),
 }
 
-/// Reads the layer open at `upper` (its root directory). At most `max_entries` entries.
-pub fn read_layer(upper: BorrowedFd<'_>, max_entries: usize) -> Result<Staged, UpperError> {
-    let mut seen = 0usize;
+/// Reads the layer open at `upper` (its root directory), a directory being opaque when it carries
+/// `opaque_xattr` with the value `y` (the mount's own name, [`spear_sandbox::opaque_xattr`]). At
+/// most `max_entries` entries.
+pub fn read_layer(
+    upper: BorrowedFd<'_>,
+    max_entries: usize,
+    opaque_xattr: &CStr,
+) -> Result<Staged, UpperError> {
+    let mut walk = Walk {
+        seen: 0,
+        max: max_entries,
+        opaque_xattr,
+    };
     let top = openat2(
         upper,
         ".",
@@ -89,14 +101,14 @@ pub fn read_layer(upper: BorrowedFd<'_>, max_entries: usize) -> Result<Staged, U
     )
     .map_err(os(Path::new("")))?;
     let st = rustix::fs::fstat(&top).map_err(os(Path::new("")))?;
-    read_dir(
-        &top,
-        Path::new(""),
-        st.st_mode & 0o7777,
-        0,
-        &mut seen,
-        max_entries,
-    )
+    walk.dir(&top, Path::new(""), st.st_mode & 0o7777, 0)
+}
+
+/// One walk of a layer: its bound and what marks a directory opaque.
+struct Walk<'a> {
+    seen: usize,
+    max: usize,
+    opaque_xattr: &'a CStr,
 }
 
 fn os(rel: &Path) -> impl Fn(Errno) -> UpperError + '_ {
@@ -106,93 +118,84 @@ fn os(rel: &Path) -> impl Fn(Errno) -> UpperError + '_ {
     }
 }
 
-fn read_dir(
-    fd: &OwnedFd,
-    rel: &Path,
-    mode: u32,
-    depth: usize,
-    seen: &mut usize,
-    max: usize,
-) -> Result<Staged, UpperError> {
-    if depth > MAX_DEPTH {
-        return Err(UpperError::Limit(format!("{MAX_DEPTH} directories deep")));
-    }
-    let opaque = is_opaque(fd);
-    let mut names = Vec::new();
-    {
-        let mut dir = Dir::read_from(fd).map_err(os(rel))?;
-        while let Some(entry) = dir.read() {
-            let entry = entry.map_err(os(rel))?;
-            let name = entry.file_name().to_bytes();
-            if name != b"." && name != b".." {
-                names.push(OsStr::from_bytes(name).to_os_string());
-            }
+impl Walk<'_> {
+    fn dir(
+        &mut self,
+        fd: &OwnedFd,
+        rel: &Path,
+        mode: u32,
+        depth: usize,
+    ) -> Result<Staged, UpperError> {
+        if depth > MAX_DEPTH {
+            return Err(UpperError::Limit(format!("{MAX_DEPTH} directories deep")));
         }
-    }
-    let mut children = BTreeMap::new();
-    for name in names {
-        *seen += 1;
-        if *seen > max {
-            return Err(UpperError::Limit(format!("{max} entries")));
-        }
-        let child_rel = rel.join(&name);
-        let st = match statat(fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => st,
-            Err(Errno::NOENT) => continue,
-            Err(e) => return Err(os(&child_rel)(e)),
-        };
-        let staged = match FileType::from_raw_mode(st.st_mode) {
-            FileType::CharacterDevice if st.st_rdev == 0 => Staged::Whiteout,
-            FileType::RegularFile => Staged::File {
-                mode: st.st_mode & 0o7777,
-                size: u64::try_from(st.st_size).unwrap_or(0),
-                mtime: (st.st_mtime, i64::try_from(st.st_mtime_nsec).unwrap_or(0)),
-            },
-            FileType::Symlink => {
-                let target =
-                    rustix::fs::readlinkat(fd, &*name, Vec::new()).map_err(os(&child_rel))?;
-                Staged::Symlink {
-                    target: OsStr::from_bytes(target.as_bytes()).to_os_string(),
+        let opaque = is_opaque(fd, self.opaque_xattr);
+        let mut names = Vec::new();
+        {
+            let mut dir = Dir::read_from(fd).map_err(os(rel))?;
+            while let Some(entry) = dir.read() {
+                let entry = entry.map_err(os(rel))?;
+                let name = entry.file_name().to_bytes();
+                if name != b"." && name != b".." {
+                    names.push(OsStr::from_bytes(name).to_os_string());
                 }
             }
-            FileType::Directory => {
-                let child = openat2(
-                    fd,
-                    Path::new(&name),
-                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                    NO_LINKS,
-                )
-                .map_err(os(&child_rel))?;
-                read_dir(
-                    &child,
-                    &child_rel,
-                    st.st_mode & 0o7777,
-                    depth + 1,
-                    seen,
-                    max,
-                )?
+        }
+        let mut children = BTreeMap::new();
+        for name in names {
+            self.seen += 1;
+            if self.seen > self.max {
+                return Err(UpperError::Limit(format!("{} entries", self.max)));
             }
-            _ => Staged::Special,
-        };
-        children.insert(name, staged);
+            let child_rel = rel.join(&name);
+            let st = match statat(fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => st,
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(os(&child_rel)(e)),
+            };
+            let staged = match FileType::from_raw_mode(st.st_mode) {
+                FileType::CharacterDevice if st.st_rdev == 0 => Staged::Whiteout,
+                FileType::RegularFile => Staged::File {
+                    mode: st.st_mode & 0o7777,
+                    size: u64::try_from(st.st_size).unwrap_or(0),
+                    mtime: (st.st_mtime, i64::try_from(st.st_mtime_nsec).unwrap_or(0)),
+                },
+                FileType::Symlink => {
+                    let target =
+                        rustix::fs::readlinkat(fd, &*name, Vec::new()).map_err(os(&child_rel))?;
+                    Staged::Symlink {
+                        target: OsStr::from_bytes(target.as_bytes()).to_os_string(),
+                    }
+                }
+                FileType::Directory => {
+                    let child = openat2(
+                        fd,
+                        Path::new(&name),
+                        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                        Mode::empty(),
+                        NO_LINKS,
+                    )
+                    .map_err(os(&child_rel))?;
+                    self.dir(&child, &child_rel, st.st_mode & 0o7777, depth + 1)?
+                }
+                _ => Staged::Special,
+            };
+            children.insert(name, staged);
+        }
+        Ok(Staged::Dir {
+            mode,
+            opaque,
+            children,
+        })
     }
-    Ok(Staged::Dir {
-        mode,
-        opaque,
-        children,
-    })
 }
 
-/// Whether overlayfs marked the directory opaque (`trusted.overlay.opaque` as root,
-/// `user.overlay.opaque` in a user namespace, value `y`).
-fn is_opaque(fd: &OwnedFd) -> bool {
-    [c"trusted.overlay.opaque", c"user.overlay.opaque"]
-        .iter()
-        .any(|name| {
-            let mut value = [0u8; 4];
-            matches!(rustix::fs::fgetxattr(fd, *name, &mut value), Ok(n) if n >= 1 && value[0] == b'y')
-        })
+/// Whether overlayfs marked the directory opaque: `name` (the mount's own attribute) is `y`.
+/// Any other value (overlayfs's `x`, a directory merely holding such markers) or any other name
+/// is not.
+fn is_opaque(fd: &OwnedFd, name: &CStr) -> bool {
+    let mut value = [0u8; 4];
+    matches!(rustix::fs::fgetxattr(fd, name, &mut value), Ok(1) if value[0] == b'y')
 }
 
 /// Opens the directory `rel` of the layer open at `upper` (as `O_PATH`), without following links.

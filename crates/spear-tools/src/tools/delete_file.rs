@@ -1,6 +1,6 @@
 //! `delete_file {path}`: removes a file or a link. A link is removed, not what it points at
 //! (Attack: a link to a file outside the workspace, planted so that the harness deletes it); a
-//! directory is refused.
+//! directory is refused, and so is a git repository's `HEAD` ([`spear_policy::git_core`]).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -57,6 +57,11 @@ impl Prepared for DeleteFileArgs {
             return Outcome::of(crate::router::failed("delete_file got no path".into()));
         };
         let label = cx.workspace.label(&path.entry);
+        // A repository's `HEAD` is a file too (its `objects` and `refs` are directories, which
+        // this tool does not remove).
+        if let Err(r) = cx.policy.check_removal(cx.fs, &path.entry) {
+            return Outcome::of(ToolResult::denied(&r));
+        }
         match cx.fs.delete(path) {
             Ok(()) => {
                 let mut result = ToolResult::new(ToolStatus::Ok);
