@@ -114,11 +114,11 @@ fn protected_entries_never_reach_the_host_whatever_the_command_does() {
         "{r:?}"
     );
     assert!(!f.ws.join(".git-moved/config").exists(), "{r:?}");
-    // `rm -rf .git` is kept out as a whole: it holds the hooks and the configuration, which
-    // nobody approved removing; the result is not `ok` and says why.
+    // `rm -rf .git` is kept out as a whole: it is a repository's core, which no command
+    // removes; the result is not `ok` and says why.
     let reason = r.reason.clone().unwrap_or_default();
     assert!(
-        reason.contains(".git (it holds .git/config) (host-run configuration `git-config`"),
+        reason.contains(".git (`.git` is protected: it is a git repository's directory"),
         "{reason}"
     );
     assert_eq!(r.status, ToolStatus::Denied, "{r:?}");
