@@ -22,6 +22,7 @@ pub mod host;
 pub mod host_dirs;
 pub mod identity;
 mod jobs;
+mod owned_dir;
 mod prepared;
 pub mod refusals;
 pub mod result_store;

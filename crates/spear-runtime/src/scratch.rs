@@ -11,7 +11,9 @@
 //!
 //! What removes it: dropping the [`SessionScratch`] (the runner that owns it, when the session's
 //! process ends); a directory left by a process that died (a crash, a kill) is removed by the next
-//! session that starts on the same base ([`sweep_stale`]: its name starts with a pid that is gone).
+//! session that starts on the same base ([`sweep_stale`]: the lock its process held while it
+//! lived is free, [`crate::owned_dir`]). A live session's area is never removed by another, in
+//! whatever PID namespace either runs.
 //!
 //! The cap, and its limits: an unprivileged process cannot mount a size-capped filesystem on the
 //! host, so the cap is enforced by measuring. After every command of the session the area is
@@ -30,14 +32,11 @@
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use spear_sandbox::ScratchDirs;
 
-use crate::staging::area::{private_dir, remove_all};
-
-/// Per-process counter of session areas.
-static NEXT: AtomicU64 = AtomicU64::new(1);
+use crate::owned_dir::{OwnedDir, remove_all};
+use crate::staging::area::{new_name, private_dir};
 
 /// Entries measured at most; an area with more counts as over its cap.
 const MAX_ENTRIES: u64 = 1_000_000;
@@ -49,7 +48,8 @@ pub const DEFAULT_SESSION_CAP: u64 = (1 << 30) + (512 << 20);
 /// One session's private directories (see the module's doc). Removed when dropped.
 #[derive(Debug)]
 pub struct SessionScratch {
-    area: PathBuf,
+    /// The area, held (locked) while the session lives; removed when dropped.
+    area: OwnedDir,
     dirs: ScratchDirs,
     cap: u64,
 }
@@ -60,19 +60,11 @@ impl SessionScratch {
     pub fn create(base: &Path, cap: u64) -> io::Result<SessionScratch> {
         private_dir(base)?;
         sweep_stale(base);
-        let mut rand = [0u8; 4];
-        rustix::rand::getrandom(&mut rand, rustix::rand::GetRandomFlags::empty())?;
-        let area = base.join(format!(
-            "{}-{}-{:08x}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed),
-            u32::from_le_bytes(rand)
-        ));
-        std::fs::DirBuilder::new().mode(0o700).create(&area)?;
+        let area = OwnedDir::create(base, new_name)?;
         let dirs = ScratchDirs {
-            tmp: area.join("tmp"),
-            var_tmp: area.join("var-tmp"),
-            home: area.join("home"),
+            tmp: area.path().join("tmp"),
+            var_tmp: area.path().join("var-tmp"),
+            home: area.path().join("home"),
         };
         let scratch = SessionScratch { area, dirs, cap };
         for d in [&scratch.dirs.tmp, &scratch.dirs.var_tmp, &scratch.dirs.home] {
@@ -83,7 +75,7 @@ impl SessionScratch {
 
     /// The area's directory.
     pub fn area(&self) -> &Path {
-        &self.area
+        self.area.path()
     }
 
     /// The directories the sandbox binds.
@@ -100,7 +92,7 @@ impl SessionScratch {
     /// holds more than a million entries or cannot be read.
     pub fn usage(&self) -> Option<u64> {
         let mut entries = 0;
-        usage(&self.area, &mut entries)
+        usage(self.area.path(), &mut entries)
     }
 
     /// Measures the area; over the cap, empties its three directories and says so, for the
@@ -144,10 +136,10 @@ impl SessionScratch {
         let Some(host) = self.host_path(inside, home) else {
             return;
         };
-        let Ok(rest) = host.strip_prefix(&self.area) else {
+        let Ok(rest) = host.strip_prefix(self.area.path()) else {
             return;
         };
-        let mut at = self.area.clone();
+        let mut at = self.area.path().to_path_buf();
         for part in rest.components() {
             let Component::Normal(part) = part else {
                 return;
@@ -181,24 +173,13 @@ impl SessionScratch {
     }
 }
 
-impl Drop for SessionScratch {
-    fn drop(&mut self) {
-        if let Err(e) = remove_all(&self.area) {
-            tracing::warn!(
-                "a session directory could not be removed: {}: {e}",
-                self.area.display()
-            );
-        }
-    }
-}
-
 /// The base of session areas: spear's per-user directory `sessions`, when it can be made private.
 pub fn default_base() -> Option<PathBuf> {
     spear_sandbox::user_private_dir("sessions")
 }
 
-/// Removes the session areas under `base` of processes that are gone (their names start with the
-/// pid that made them).
+/// Removes the session areas under `base` of processes that are gone (no process holds their
+/// lock, [`crate::owned_dir`]).
 pub fn sweep_stale(base: &Path) {
     crate::staging::sweep_stale(base);
 }

@@ -399,14 +399,24 @@ mod cgroup {
         std::fs::create_dir(&busy).unwrap();
         let mut sleeper = Command::new("sleep").arg("2718.28").spawn().unwrap();
         std::fs::write(busy.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
-        // A spear that is alive (a pid that exists): left.
-        let alive = own.join(format!("spear-warm-{}-4", sleeper.id()));
+        // A spear alive in another PID namespace: its pid is in no `/proc` of ours, but it holds
+        // its (empty, between two commands) session cgroup's lock. Left.
+        let alive = own.join(format!("spear-session-{dead}-4"));
         std::fs::create_dir(&alive).unwrap();
+        let held = std::fs::File::open(&alive).unwrap();
+        rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        // A spear that is gone, whose pid another process has now: nobody holds its lock.
+        let reused = own.join(format!("spear-warm-{}-5", sleeper.id()));
+        std::fs::create_dir(&reused).unwrap();
 
-        assert!(backend().sweep_stale() >= 1);
+        assert!(backend().sweep_stale() >= 2);
         assert!(
             !stale.exists(),
             "a dead spear's empty session and command cgroups are gone"
+        );
+        assert!(
+            !reused.exists(),
+            "a dead spear's cgroup under a reused pid is gone"
         );
         assert!(busy.exists(), "a cgroup holding a process is left");
         assert!(alive.exists(), "a live spear's cgroup is left");
@@ -421,7 +431,10 @@ mod cgroup {
             .trim()
             .is_empty()));
         std::fs::remove_dir(&busy).unwrap();
-        std::fs::remove_dir(&alive).unwrap();
+        // Positive control: once its spear is gone (its lock with it), it is swept too.
+        drop(held);
+        assert!(backend().sweep_stale() >= 1);
+        assert!(!alive.exists());
     }
 
     #[test]

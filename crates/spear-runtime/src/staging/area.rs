@@ -4,8 +4,9 @@
 //! A root's layers go under the first staging base on the root's own filesystem, so that a
 //! commit renames files into place instead of copying them (a build's gigabytes cost one rename
 //! a file); with none there, under the first base that can be made at all (a commit then copies).
-//! The directory is removed when the [`Staging`] is dropped; one left behind by a process that
-//! died is removed by the next runner on the same base ([`sweep_stale`]).
+//! The directory is locked by its process while it lives and removed when the [`Staging`] is
+//! dropped; one left behind by a process that died (its lock gone with it) is removed by the next
+//! runner on the same base ([`sweep_stale`]), whatever PID namespace either runs in.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -16,6 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rustix::fs::{Mode, OFlags};
 use spear_sandbox::Overlay;
 use spear_workspace::Workspace;
+
+use crate::owned_dir::OwnedDir;
 
 /// Per-process counter of staging directories.
 static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -39,7 +42,8 @@ pub(crate) struct Layer {
 /// timestamps come from (so that a change made on the host while it ran is recognised).
 #[derive(Debug)]
 pub struct Staging {
-    dirs: Vec<PathBuf>,
+    /// Its directories, one per base used: held (locked) while it lives, removed when dropped.
+    dirs: Vec<OwnedDir>,
     pub(crate) layers: Vec<Layer>,
     pub(crate) started: (i64, i64),
     /// Set by the first commit: a staging is committed at most once.
@@ -77,12 +81,6 @@ impl Staging {
                 why.join("; ")
             )));
         }
-        let id = format!(
-            "{}-{}-{:08x}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed),
-            random_u32()?
-        );
         let mut staging = Staging {
             dirs: Vec::new(),
             layers: Vec::new(),
@@ -97,11 +95,19 @@ impl Staging {
                 .iter()
                 .find(|(_, dev)| *dev == root_dev)
                 .map_or((&usable[0].0, false), |(b, _)| (b, true));
-            let dir = base.join(&id);
-            if !staging.dirs.contains(&dir) {
-                std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-                staging.dirs.push(dir.clone());
-            }
+            let made = staging
+                .dirs
+                .iter()
+                .find(|d| d.path().parent() == Some(base.as_path()))
+                .map(|d| d.path().to_path_buf());
+            let dir = if let Some(dir) = made {
+                dir
+            } else {
+                let made = OwnedDir::create(base, new_name)?;
+                let path = made.path().to_path_buf();
+                staging.dirs.push(made);
+                path
+            };
             let (upper, work) = (
                 dir.join(format!("{index}.upper")),
                 dir.join(format!("{index}.work")),
@@ -163,43 +169,21 @@ impl Staging {
     }
 }
 
-impl Drop for Staging {
-    fn drop(&mut self) {
-        for dir in &self.dirs {
-            if let Err(e) = remove_all(dir) {
-                tracing::warn!(
-                    "a staging directory could not be removed: {}: {e}",
-                    dir.display()
-                );
-            }
-        }
-    }
+/// A fresh name for a directory of this process's: `PID-N-RAND` (the pid says who made it, for
+/// a person reading the directory; liveness is the directory's lock, [`OwnedDir`]).
+pub(crate) fn new_name() -> io::Result<String> {
+    Ok(format!(
+        "{}-{}-{:08x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        random_u32()?
+    ))
 }
 
-/// Removes staging directories under `base` left by processes that are gone (their names start
-/// with the pid that made them).
+/// Removes the staging directories under `base` whose process is gone: those whose lock
+/// nobody holds ([`crate::owned_dir::sweep`]), in whatever PID namespace their owner runs.
 pub fn sweep_stale(base: &Path) {
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.split('-').next())
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid > 0 && !pid_exists(pid) {
-            let _ = remove_all(&entry.path());
-        }
-    }
-}
-
-/// Whether a process `pid` exists.
-fn pid_exists(pid: i32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+    crate::owned_dir::sweep(base);
 }
 
 /// Makes `dir` (and its parents) if needed and checks that it is a directory of this user's, not
@@ -224,28 +208,6 @@ pub(crate) fn private_dir(dir: &Path) -> io::Result<u64> {
             "it is not a private directory of this user (owner, mode 0700, not a link)",
         ))
     }
-}
-
-/// Removes `dir` and everything below it, giving directories owner permissions first (a command
-/// may have taken them away, and overlayfs leaves a `work` directory with none).
-pub(crate) fn remove_all(dir: &Path) -> io::Result<()> {
-    match std::fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-        Ok(m) if !m.is_dir() => return std::fs::remove_file(dir),
-        Ok(_) => {}
-    }
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        if entry.file_type()?.is_dir() {
-            remove_all(&path)?;
-        } else {
-            std::fs::remove_file(&path)?;
-        }
-    }
-    std::fs::remove_dir(dir)
 }
 
 /// Now, in the real-time clock file timestamps come from. The fine-grained clock, not the coarse

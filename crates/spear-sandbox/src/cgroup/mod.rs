@@ -356,6 +356,10 @@ pub(crate) struct CgroupDir {
     pub path: PathBuf,
     /// Its `cgroup.procs`, open for writing (dropped before the directory is removed).
     pub procs: Option<OwnedFd>,
+    /// The directory itself, open and locked while spear holds the cgroup (made by
+    /// [`ops::create_dir`]): another spear's sweep leaves it alone (`None` for directories
+    /// found rather than made).
+    pub lock: Option<OwnedFd>,
 }
 
 /// How a command's cgroup is controlled after it is prepared.

@@ -83,17 +83,70 @@ pub(crate) fn open_join_file(dir: &Path, name: &str) -> Result<OwnedFd, CgroupEr
     Ok(file.into())
 }
 
-/// Creates the per-command cgroup `path`. One that exists already is an error, never reused:
-/// it may belong to a live command (names are unique per command) or be left from a spear that
-/// died, and removing or sharing it could end or loosen someone else's limits.
-pub(crate) fn create_dir(path: &Path) -> Result<(), CgroupError> {
-    match std::fs::create_dir(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-            Err(CgroupError::AlreadyExists(path.to_owned()))
+/// Creates the per-command (or per-session) cgroup `path` and returns it open and locked
+/// (`flock`, exclusive): the lock is what tells another spear's sweep that its owner lives
+/// ([`lock_is_free`]), in whatever PID namespace either runs. One that exists already is an
+/// error, never reused: it may belong to a live command (names are unique per command) or be
+/// left from a spear that died, and removing or sharing it could end or loosen someone else's
+/// limits.
+///
+/// The lock is taken after the directory is made; a sweep in between could take it first and
+/// remove the (empty) directory. The path is checked to still name the locked directory, and
+/// made again when a sweep removed it.
+pub(crate) fn create_dir(path: &Path) -> Result<OwnedFd, CgroupError> {
+    for _ in 0..8 {
+        match std::fs::create_dir(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                return Err(CgroupError::AlreadyExists(path.to_owned()));
+            }
+            Err(e) => return Err(io_error("create", path, e)),
         }
-        Err(e) => Err(io_error("create", path, e)),
+        let dir = match open_dir(path) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(io_error("open", path, e)),
+        };
+        rustix::fs::flock(&dir, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| io_error("lock", path, e.into()))?;
+        if names(path, &dir) {
+            return Ok(dir);
+        }
     }
+    Err(io_error(
+        "create",
+        path,
+        std::io::Error::other("another spear's sweep removed it as it was made, 8 times"),
+    ))
+}
+
+/// The cgroup directory `path`, open (no link followed).
+fn open_dir(path: &Path) -> std::io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
+        path,
+        rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::DIRECTORY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?)
+}
+
+/// Whether `path` is the directory open at `dir`.
+fn names(path: &Path, dir: &OwnedFd) -> bool {
+    match (rustix::fs::stat(path), rustix::fs::fstat(dir)) {
+        (Ok(now), Ok(held)) => now.st_dev == held.st_dev && now.st_ino == held.st_ino,
+        _ => false,
+    }
+}
+
+/// For a sweep: the cgroup directory `path` locked by this caller, when no spear holds it (its
+/// owner is gone); `None` when it is held (its owner lives) or cannot be told. Keep the
+/// returned descriptor while removing the directory.
+pub(crate) fn lock_is_free(path: &Path) -> Option<OwnedFd> {
+    let dir = open_dir(path).ok()?;
+    rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive).ok()?;
+    names(path, &dir).then_some(dir)
 }
 
 /// Removes the directories of `dirs` (last first), closing their `cgroup.procs` fds first. A
@@ -106,6 +159,8 @@ pub(crate) fn remove_dirs(dirs: &mut [CgroupDir]) -> Result<(), CgroupError> {
         if let Err(e) = remove_dir(&dir.path) {
             first_error.get_or_insert(e);
         }
+        // Unlocked only once it is gone (or could not be removed: a later sweep may then).
+        dir.lock = None;
     }
     first_error.map_or(Ok(()), Err)
 }
@@ -331,6 +386,7 @@ fn subtree(top: &CgroupDir) -> Result<Vec<CgroupDir>, CgroupError> {
             rel: rel.to_owned(),
             path: path.to_owned(),
             procs: None,
+            lock: None,
         });
         Ok(())
     }

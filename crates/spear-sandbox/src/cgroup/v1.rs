@@ -42,26 +42,33 @@ impl CgroupV1 {
 }
 
 impl CgroupBackend for CgroupV1 {
-    /// Under our own cgroup in each hierarchy: every directory spear named for a process that no
-    /// longer exists (`spear-<pid>-<n>` and the warm and session ones), removed deepest first
-    /// while empty. One still holding a process is left as it is.
+    /// Under our own cgroup in each hierarchy: every directory spear named (`spear-<pid>-<n>` and
+    /// the warm and session ones) that no spear holds, removed deepest first while empty. One
+    /// still holding a process is left as it is.
+    ///
+    /// Whether its spear lives is its lock ([`ops::create_dir`]), not its pid: a spear in another
+    /// PID namespace sharing this cgroup is alive though its pid is not in our `/proc`, and an
+    /// empty session cgroup of its, between two commands, must not be removed from under it.
     fn sweep_stale(&self) -> usize {
-        let me = std::process::id();
         let mut removed = 0;
         for (_, own) in &self.own {
             let Ok(entries) = std::fs::read_dir(&own.dir) else {
                 continue;
             };
             for entry in entries.filter_map(Result::ok) {
-                let stale = entry.file_type().is_ok_and(|t| t.is_dir())
+                let ours = entry.file_type().is_ok_and(|t| t.is_dir())
                     && entry
                         .file_name()
                         .to_str()
                         .and_then(parse::spear_owner)
-                        .is_some_and(|pid| {
-                            pid != me && !Path::new("/proc").join(pid.to_string()).exists()
-                        });
-                if stale && remove_empty_tree(&entry.path()) {
+                        .is_some();
+                // Held while it is removed: its owner is gone, and no sweep races this one.
+                let free = if ours {
+                    ops::lock_is_free(&entry.path())
+                } else {
+                    None
+                };
+                if free.is_some() && remove_empty_tree(&entry.path()) {
                     tracing::info!(cgroup = %entry.path().display(), "a dead spear's cgroup removed");
                     removed += 1;
                 }
@@ -106,12 +113,13 @@ impl CgroupBackend for CgroupV1 {
         cgroup.session = session.cloned();
         for (controller, parent_rel, parent_dir) in parents {
             let path = parent_dir.join(name);
-            ops::create_dir(&path)?;
+            let lock = ops::create_dir(&path)?;
             cgroup.dirs.push(CgroupDir {
                 hierarchy: Hierarchy::V1(controller),
                 rel: parse::child_rel(parent_rel, name),
                 path: path.clone(),
                 procs: None,
+                lock: Some(lock),
             });
             match controller {
                 "memory" => {
@@ -167,12 +175,13 @@ impl CgroupBackend for CgroupV1 {
             SessionCgroup::new(BackendKind::CgroupV1, name, *budget, SessionControl::V1);
         for (controller, own) in &self.own {
             let path = own.dir.join(name);
-            ops::create_dir(&path)?;
+            let lock = ops::create_dir(&path)?;
             session.dirs.push(CgroupDir {
                 hierarchy: Hierarchy::V1(controller),
                 rel: parse::child_rel(&own.rel, name),
                 path: path.clone(),
                 procs: None,
+                lock: Some(lock),
             });
             for (_, file, value) in writes.iter().filter(|(c, _, _)| c == controller) {
                 ops::write_value(&path.join(file), value)?;

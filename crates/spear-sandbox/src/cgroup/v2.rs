@@ -125,7 +125,7 @@ impl CgroupBackend for CgroupV2 {
             },
         };
         let path = parent_dir.join(name);
-        ops::create_dir(&path)?;
+        let lock = ops::create_dir(&path)?;
         let mut cgroup = CommandCgroup::new(BackendKind::CgroupV2, name, Control::V2);
         cgroup.session = session.cloned();
         cgroup.dirs.push(CgroupDir {
@@ -133,6 +133,7 @@ impl CgroupBackend for CgroupV2 {
             rel: parse::child_rel(parent_rel, name),
             path: path.clone(),
             procs: None,
+            lock: Some(lock),
         });
         for (file, value) in &writes {
             let file_path = path.join(file);
@@ -160,7 +161,7 @@ impl CgroupBackend for CgroupV2 {
         super::check_session(budget, command, name)?;
         self.ensure_ready()?;
         let path = self.own.dir.join(name);
-        ops::create_dir(&path)?;
+        let lock = ops::create_dir(&path)?;
         let mut session =
             SessionCgroup::new(BackendKind::CgroupV2, name, *budget, SessionControl::V2);
         session.dirs.push(CgroupDir {
@@ -168,6 +169,7 @@ impl CgroupBackend for CgroupV2 {
             rel: parse::child_rel(&self.own.rel, name),
             path: path.clone(),
             procs: None,
+            lock: Some(lock),
         });
         for (file, value) in parse::v2_session_writes(budget, command) {
             let file_path = path.join(file);
