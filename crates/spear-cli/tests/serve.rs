@@ -462,3 +462,98 @@ fn an_idle_server_exits_by_itself() {
     assert!(status.unwrap().success());
     assert!(!server.socket.exists());
 }
+
+/// A cgroup below this test's own in the pids hierarchy (cgroup v1's `pids`, or the unified
+/// hierarchy), limited to `max` processes; removed when dropped (once empty).
+struct LimitedCgroup {
+    dir: PathBuf,
+}
+
+impl LimitedCgroup {
+    fn new(max: u32) -> LimitedCgroup {
+        let text = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+        let (mount, rel) = text
+            .lines()
+            .find_map(|l| {
+                let mut parts = l.splitn(3, ':');
+                let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+                controllers
+                    .split(',')
+                    .any(|c| c == "pids")
+                    .then(|| ("/sys/fs/cgroup/pids", path.to_owned()))
+            })
+            .or_else(|| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("0::"))
+                    .map(|path| ("/sys/fs/cgroup", path.to_owned()))
+            })
+            .unwrap();
+        let dir = PathBuf::from(mount)
+            .join(rel.trim_start_matches('/'))
+            .join(format!("serve-client-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("pids.max"), max.to_string())
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        LimitedCgroup { dir }
+    }
+}
+
+impl Drop for LimitedCgroup {
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::remove_dir(&self.dir).is_err() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A client limited to 60 processes by a cgroup of its own never has a server outside that
+/// cgroup run its command: the server declines (its cgroup is not within the client's), the
+/// call runs in the client, and its tree stays within 60 processes. Positive control: the
+/// same call from a client in the server's own cgroup is served and starts all 100.
+#[test]
+fn a_client_in_a_cgroup_of_its_own_keeps_its_limits() {
+    let _serial = serial();
+    let dirs = Dirs::with(&[]);
+    let server = Server::start(&dirs);
+    let script = "import subprocess\nps = []\nfor i in range(100):\n    try:\n        \
+                  ps.append(subprocess.Popen(['sleep', '30']))\n    except OSError:\n        \
+                  break\nprint(len(ps))\nfor p in ps:\n    p.kill()\n    p.wait()\n";
+    let spawned = |out: &Output| -> usize {
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{out:?}"))
+    };
+    let limited = LimitedCgroup::new(60);
+    let out = dirs
+        .command("/bin/sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {}/cgroup.procs && exec {} exec --auto -- python3 -c \"$0\"",
+            limited.dir.display(),
+            env!("CARGO_BIN_EXE_spear")
+        ))
+        .arg(script)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let n = spawned(&out);
+    assert!(
+        n < 60,
+        "the client's limit was lifted: {n} processes: {out:?}"
+    );
+    assert_eq!(
+        (server.served(), server.declined()),
+        (0, 1),
+        "{}",
+        server.log()
+    );
+    assert!(server.log().contains("cgroup"), "{}", server.log());
+    drop(limited);
+    // Positive control: in the server's cgroup, the same call is served and starts them all.
+    let out = exec(&dirs, &["--auto", "--", "python3", "-c", script], None);
+    assert_eq!(spawned(&out), 100, "{out:?}");
+    assert_eq!(server.served(), 1, "{}", server.log());
+    assert!(server.stop().success());
+}

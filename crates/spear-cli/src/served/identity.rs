@@ -34,7 +34,7 @@ const CONFINEMENT_LINES: &[&str] = &[
 
 /// This process's identity: its binary (device, inode, size, modification time), its user and
 /// groups, umask, how it is confined itself (capabilities, no-new-privs, seccomp, its LSM
-/// label), resource limits, namespaces, and the [`PINNED_VARS`] of `env`.
+/// label), resource limits, namespaces, its cgroups, and the [`PINNED_VARS`] of `env`.
 pub fn of_process(env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Identity {
     let known = |r: Option<Vec<u8>>| r.unwrap_or_else(|| UNKNOWN.to_vec());
     let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
@@ -97,11 +97,18 @@ pub fn of_process(env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Identity {
         .collect::<Option<Vec<_>>>()
         .map(|parts| parts.concat());
     put("namespaces", known(ns));
+    // Compared apart (the server's must lie within it): `super::cgroups`.
+    put("cgroup", known(own_cgroup().map(String::into_bytes)));
     for var in PINNED_VARS {
         let value = env(var).map_or_else(|| b"unset".to_vec(), |v| [b"set:", &v[..]].concat());
         put(&format!("${var}"), value);
     }
     Identity(entries)
+}
+
+/// This process's cgroup membership, as `/proc/self/cgroup` says it now.
+pub fn own_cgroup() -> Option<String> {
+    std::fs::read_to_string("/proc/self/cgroup").ok()
 }
 
 #[cfg(test)]

@@ -18,14 +18,16 @@
 //!   process is refused even if the directory's mode were loosened.
 //! - A call runs in the server only when the client and the server would decide and confine it
 //!   alike ([`identity`]): the same binary, user, groups, umask, limits, namespaces and pinned
-//!   variables, and the same confinement of its own (capabilities, no-new-privs, seccomp, LSM
-//!   label), so that a client under restrictions of its own never has them lifted. ASK and grants (which ask on the client's terminal) always run in the client.
+//!   variables, the same confinement of its own (capabilities, no-new-privs, seccomp, LSM
+//!   label), and a cgroup of the server's within the client's ([`cgroups`]), so that a client
+//!   under restrictions of its own never has them lifted. ASK and grants (which ask on the client's terminal) always run in the client.
 //!   A declined call runs in the client's own process; nothing of it ran in the server.
 //! - The client's death is the command's: when the connection closes, the call is cancelled
 //!   and its process tree killed, as Ctrl-C on a one-shot `spear exec` kills its sandbox.
 //! - The server never runs a call twice, and the client never runs one the server accepted:
 //!   the server says it accepts before it runs anything, and after that the client only waits.
 
+pub mod cgroups;
 pub mod client;
 pub mod identity;
 pub mod server;

@@ -293,6 +293,18 @@ fn judge(
             "the client's {name} is not the server's, so the call would not run as it would in the client"
         ));
     }
+    // The server's own now (it may have been moved since it started), against the client's.
+    let client = request
+        .identity
+        .get("cgroup")
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
+    let own = super::identity::own_cgroup().unwrap_or_default();
+    if let Err(why) = super::cgroups::within(&client, &own) {
+        return Err(format!(
+            "the client's {why}, so the call would not run within the client's limits"
+        ));
+    }
     if request.stdin != stdin.is_some() {
         return Err("the stdin the call announced did not come with it".into());
     }

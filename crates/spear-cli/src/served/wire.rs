@@ -35,12 +35,18 @@ pub struct Identity(pub Vec<(String, Vec<u8>)>);
 /// that could not be made on either side is a difference, never a pass.
 pub const UNKNOWN: &[u8] = b"\0unknown";
 
+/// Entries compared by a relation of their own rather than for equality: the server judges
+/// them apart (`cgroup`: the server's cgroup must lie within the client's, see
+/// [`super::cgroups`]).
+pub const COMPARED_APART: &[&str] = &["cgroup"];
+
 impl Identity {
     /// The name of the first entry whose value is not the same in `self` and `other` (or that
     /// only one of them has, or that either could not read: [`UNKNOWN`]), or `None` when they
-    /// are the same.
+    /// are the same. [`COMPARED_APART`] entries are not compared here.
     pub fn differs(&self, other: &Identity) -> Option<String> {
-        for (name, value) in &self.0 {
+        let compared = |n: &String| !COMPARED_APART.contains(&n.as_str());
+        for (name, value) in self.0.iter().filter(|(n, _)| compared(n)) {
             match other.0.iter().find(|(n, _)| n == name) {
                 Some((_, v)) if v == value && v != UNKNOWN => {}
                 _ => return Some(name.clone()),
@@ -49,8 +55,17 @@ impl Identity {
         other
             .0
             .iter()
+            .filter(|(n, _)| compared(n))
             .find(|(n, _)| !self.0.iter().any(|(m, _)| m == n))
             .map(|(n, _)| n.clone())
+    }
+
+    /// The value of the entry `name`, if there is one.
+    pub fn get(&self, name: &str) -> Option<&[u8]> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_slice())
     }
 }
 
