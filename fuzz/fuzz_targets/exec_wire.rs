@@ -1,8 +1,10 @@
 //! Fuzzes what `spear serve` reads from a connection and `spear exec` from the server: the
-//! frames of `spear-exec/1` (the module is the binary's own, included by path).
+//! frames of `spear-exec/1`, and the client's cgroup membership the server judges (the modules
+//! are the binary's own, included by path).
 //!
 //! Invariants: no panic and no allocation past the input's size; whatever decodes re-encodes
-//! to something that decodes the same.
+//! to something that decodes the same; memberships the relation accepts are each within
+//! themselves.
 
 #![no_main]
 // A failed invariant must abort the run: that is how libFuzzer learns of it.
@@ -13,6 +15,9 @@ use libfuzzer_sys::fuzz_target;
 #[path = "../../crates/spear-cli/src/served/wire.rs"]
 #[allow(dead_code)]
 mod wire;
+
+#[path = "../../crates/spear-cli/src/served/cgroups.rs"]
+mod cgroups;
 
 use wire::{Done, Request, Verdict};
 
@@ -28,5 +33,14 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(header) = <[u8; 4]>::try_from(data.get(..4).unwrap_or_default()) {
         let _ = wire::frame_len(header);
+    }
+    // Two memberships, split at the first NUL.
+    if let Ok(text) = std::str::from_utf8(data) {
+        let (client, server) = text.split_once('\0').unwrap_or((text, text));
+        let forth = cgroups::within(client, server);
+        if forth.is_ok() {
+            assert_eq!(cgroups::within(client, client), Ok(()));
+            assert_eq!(cgroups::within(server, server), Ok(()));
+        }
     }
 });

@@ -37,6 +37,9 @@ pub struct Args {
 /// Serves until the client closes stdin or a signal arrives. stdout carries only protocol
 /// messages; this and every log line go to stderr.
 pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
+    // Signals first: opening the session takes a while (the toolchain trees are scanned and
+    // watched), and a SIGTERM meanwhile must stop it cleanly, not kill it.
+    let stdio = spear_mcp::stdio::Stdio::prepare().map_err(|e| e.to_string())?;
     let router = crate::session::open(&crate::session::SessionArgs {
         host,
         workspace: &args.workspace,
@@ -67,14 +70,12 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
             router.session()
         )
     );
-    // Whoever may ask may need `spear approve`: ASK, AUTO (about host-run configuration), and a
-    // session that may escalate.
-    let may_ask =
-        args.mode.mode() != ExecutionMode::Safe || !router.escalation_capabilities().is_empty();
-    let (channel, approvals) = if may_ask {
-        approval_channel(host, router.session(), args.approval_wait)
-    } else {
+    // ASK asks, and so does AUTO about host-run configuration: a client that cannot ask waits
+    // for `spear approve`. SAFE's escalations are answered at once when the client cannot ask.
+    let (channel, approvals) = if args.mode.mode() == ExecutionMode::Safe {
         (None, None)
+    } else {
+        approval_channel(host, router.session(), args.approval_wait)
     };
     let server = spear_mcp::server::SpearServer::with_approvals(
         router,
@@ -82,7 +83,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
         approvals,
     )
     .map_err(|e| e.to_string())?;
-    let outcome = spear_mcp::stdio::run_stdio(server).map_err(|e| e.to_string());
+    let outcome = stdio.run(server).map_err(|e| e.to_string());
     // The socket goes with the server.
     drop(channel);
     outcome?;

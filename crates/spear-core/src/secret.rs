@@ -225,16 +225,24 @@ fn authorization(value: &str) -> bool {
 /// far less. Measured on the variables of a desktop, a CI runner and a container (the tests'
 /// table): no false positive.
 pub fn high_entropy(value: &str) -> bool {
+    // A word (between white space and the separators of lists: `:`, `;`, `,`) that starts with
+    // `/` or `~/` is a path whatever its parts hold: the runs a `.` cuts it into are parts of it
+    // (`/tmp/.tmpAbC9xZ/12/spear-home`, whose run `tmpAbC9xZ/12/spear-home` alone would look
+    // random).
     value
-        .split(|c: char| !(c.is_ascii_alphanumeric() || "+/=-_".contains(c)))
-        .any(|run| {
-            // A path's parts are judged one by one: a directory of random-looking name beside
-            // others is no secret (`/run/user/1000/.mutter-Xwaylandauth.8ZXKQ2`).
-            let path = run.starts_with('/') || run.matches('/').count() > 2;
-            (!path && crate::redact::looks_random(run.as_bytes()))
-                || run
-                    .split(['/', '-', '_'])
-                    .any(|part| crate::redact::looks_random(part.as_bytes()))
+        .split(|c: char| c.is_whitespace() || ":;,".contains(c))
+        .any(|word| {
+            let in_path = word.starts_with('/') || word.starts_with("~/");
+            word.split(|c: char| !(c.is_ascii_alphanumeric() || "+/=-_".contains(c)))
+                .any(|run| {
+                    // A path's parts are judged one by one: a directory of random-looking name
+                    // beside others is no secret (`/run/user/1000/.mutter-Xwaylandauth.8ZXKQ2`).
+                    let path = in_path || run.starts_with('/') || run.matches('/').count() > 2;
+                    (!path && crate::redact::looks_random(run.as_bytes()))
+                        || run
+                            .split(['/', '-', '_'])
+                            .any(|part| crate::redact::looks_random(part.as_bytes()))
+                })
         })
 }
 
@@ -388,6 +396,11 @@ mod tests {
             ("1.80.0-nightly (2024-06-01)", false),
             ("eu-west-1", false),
             ("HTTPServerRequest2Handler", false),
+            // A temporary directory's random name cut by its `.` (a test's HOME).
+            ("/tmp/.tmpAbC9xZ/12/spear-home", false),
+            ("/tmp/.tmpQ7DiZX/state:/tmp/.tmp8vAS3N/ws", false),
+            // A secret in a path's part is still one.
+            ("/srv/q7Xv2LpR9sKd3WmZ8tNc4YbH/key", true),
             ("sk-learn", false),
             ("Bearer", false),
             ("", false),

@@ -9,29 +9,67 @@ use crate::{ServeError, eof, intake};
 /// How long the end of a session waits for its cancelled calls to kill and reap their trees.
 const CALLS_END_WITHIN: Duration = Duration::from_secs(10);
 
-/// Serves `server` on stdin and stdout on a runtime of its own, then drops it: the router goes
-/// with it, which kills and reports the session's background jobs. Blocks until the session ends.
-// Taken by value on purpose: dropping the last handle ends the session.
-#[allow(clippy::needless_pass_by_value)]
-pub fn run_stdio(server: SpearServer) -> Result<(), ServeError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let outcome = runtime.block_on(serve_stdio(server.clone()));
-    // The calls still running were cancelled: wait (10 s at most) until each has killed and
-    // reaped its tree. Then stop the runtime without waiting for its blocking stdin read, which
-    // never ends when stdin is a socket (Node.js clients) that the client keeps open.
-    if !server.wait_for_calls(CALLS_END_WITHIN) {
-        tracing::warn!(
-            "{} calls did not end within {} s of the session's end",
-            server.calls_running(),
-            CALLS_END_WITHIN.as_secs()
-        );
+/// The runtime a stdio session is served on, with the signals that stop it already registered:
+/// made before the session is opened (opening scans and watches the toolchain trees, which may
+/// take a while), so that a SIGTERM, SIGINT or SIGHUP that comes meanwhile is not the default
+/// action (death, with nothing cleaned up) but a clean stop as soon as the session is served.
+pub struct Stdio {
+    runtime: tokio::runtime::Runtime,
+    signals: Signals,
+}
+
+/// The signals that stop a session, each a stream that keeps what arrived before it is read.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Stdio {
+    /// Builds the runtime and registers the signals.
+    pub fn prepare() -> Result<Stdio, ServeError> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let signals = {
+            let _entered = runtime.enter();
+            Signals {
+                term: signal(SignalKind::terminate())?,
+                int: signal(SignalKind::interrupt())?,
+                hup: signal(SignalKind::hangup())?,
+            }
+        };
+        Ok(Stdio { runtime, signals })
     }
-    runtime.shutdown_background();
-    // The last handle on the router (unless a call outlived the wait): its jobs die with it.
-    drop(server);
-    outcome
+
+    /// Serves `server` on stdin and stdout, then drops it: the router goes with it, which kills
+    /// and reports the session's background jobs. Blocks until the session ends.
+    // Taken by value on purpose: dropping the last handle ends the session.
+    #[allow(clippy::needless_pass_by_value)]
+    pub fn run(self, server: SpearServer) -> Result<(), ServeError> {
+        let Stdio { runtime, signals } = self;
+        let outcome = runtime.block_on(serve_stdio(server.clone(), signals));
+        // The calls still running were cancelled: wait (10 s at most) until each has killed and
+        // reaped its tree. Then stop the runtime without waiting for its blocking stdin read, which
+        // never ends when stdin is a socket (Node.js clients) that the client keeps open.
+        if !server.wait_for_calls(CALLS_END_WITHIN) {
+            tracing::warn!(
+                "{} calls did not end within {} s of the session's end",
+                server.calls_running(),
+                CALLS_END_WITHIN.as_secs()
+            );
+        }
+        runtime.shutdown_background();
+        // The last handle on the router (unless a call outlived the wait): its jobs die with it.
+        drop(server);
+        outcome
+    }
+}
+
+/// Serves `server` on stdin and stdout on a runtime of its own ([`Stdio`]), then drops it.
+pub fn run_stdio(server: SpearServer) -> Result<(), ServeError> {
+    Stdio::prepare()?.run(server)
 }
 
 /// Serves `server` on stdin and stdout until the client closes stdin or a SIGTERM, SIGINT or
@@ -39,13 +77,14 @@ pub fn run_stdio(server: SpearServer) -> Result<(), ServeError> {
 /// killed). Every line the client sends gets an answer: a malformed one (too large, not UTF-8,
 /// not JSON, too deep, not an object) an error response from [`intake`]. The caller drops the
 /// server afterwards, which ends the session's background jobs.
-pub async fn serve_stdio(server: SpearServer) -> Result<(), ServeError> {
+async fn serve_stdio(server: SpearServer, signals: Signals) -> Result<(), ServeError> {
     use rmcp::ServiceExt as _;
-    use tokio::signal::unix::{SignalKind, signal};
 
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut hup = signal(SignalKind::hangup())?;
+    let Signals {
+        mut term,
+        mut int,
+        mut hup,
+    } = signals;
     // A signal stops the server whenever it comes, the handshake included.
     let signalled = tokio_util::sync::CancellationToken::new();
     let watcher = {

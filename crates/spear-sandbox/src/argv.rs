@@ -47,7 +47,7 @@ use std::path::{Component, Path, PathBuf};
 
 use spear_core::credentials::is_credential_store;
 
-use crate::env::looks_secret;
+use crate::env::{SPEAR_OWNS, looks_secret};
 use crate::spec::{
     BwrapSpec, Etc, GIT_CONFIG_PATH, INFO_CHILD_FD, Mask, NETWORK_HOLD, SpecError, SystemDir,
 };
@@ -288,11 +288,14 @@ pub(crate) fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
             return Err(SpecError::Unbound(entry.to_path_buf()));
         }
     }
-    if let Some((name, _)) = spec
-        .env
-        .iter()
-        .find(|(n, v)| looks_secret(n, v) && !spec.env_named.contains(n))
-    {
+    // What spear sets itself (paths it chose: the sandbox's home, the working directory) is not
+    // judged by its shape: a directory of random-looking name is no secret, and refusing every
+    // command run there would be a refusal no mechanism needs.
+    if let Some((name, _)) = spec.env.iter().find(|(n, v)| {
+        looks_secret(n, v)
+            && !spec.env_named.contains(n)
+            && !n.to_str().is_some_and(|n| SPEAR_OWNS.contains(&n))
+    }) {
         return Err(SpecError::SecretInEnvironment(
             name.to_string_lossy().into_owned(),
         ));

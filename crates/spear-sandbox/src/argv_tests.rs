@@ -563,6 +563,26 @@ fn refusals() {
     }
 }
 
+/// What spear sets itself is not judged by its shape: a home or working directory of
+/// random-looking name builds; the same value under a name spear does not own is refused (the
+/// positive control).
+#[test]
+fn spears_own_variables_are_paths_not_secrets() {
+    let random = "/home/u/q7Xv2LpR9sKd3WmZ8tNc4YbH";
+    for name in ["HOME", "PWD", "OLDPWD", "TMPDIR"] {
+        let mut s = spec(true);
+        s.env.retain(|(n, _)| n != name);
+        s.env.push((name.into(), random.into()));
+        assert!(build_argv(&s).is_ok(), "{name}");
+    }
+    let mut s = spec(true);
+    s.env.push(("APP_DIR".into(), random.into()));
+    assert!(matches!(
+        build_argv(&s),
+        Err(SpecError::SecretInEnvironment(n)) if n == "APP_DIR"
+    ));
+}
+
 /// The sandbox refuses every granted capability it does not implement, naming it; each one it
 /// implements, granted the same way, is built (the positive control). `remote:write` was dropped
 /// silently before the profile carried every grant.

@@ -92,7 +92,7 @@ const GIT_INERT: &[&str] = &[
 
 /// Names spear sets itself and never takes from the host: the sandbox's `PATH` holds no workspace
 /// directory, its `HOME` and `TMPDIR` are its private places, its `SHLVL` is a fresh session's.
-const SPEAR_OWNS: &[&str] = &["PATH", "HOME", "TMPDIR", "PWD", "OLDPWD", "SHLVL"];
+pub(crate) const SPEAR_OWNS: &[&str] = &["PATH", "HOME", "TMPDIR", "PWD", "OLDPWD", "SHLVL"];
 
 /// Whether `name` changes how programs load or run code (see the module's doc).
 pub fn loads_code(name: &str) -> bool {

@@ -29,8 +29,11 @@ struct Line<'a> {
     path: &'a str,
 }
 
+/// The lines of `text`; `None` when one is malformed or names a hierarchy twice (what the kernel
+/// never writes: each hierarchy is compared once, both ways).
 fn lines(text: &str) -> Option<Vec<Line<'_>>> {
-    text.lines()
+    let lines: Vec<Line<'_>> = text
+        .lines()
         .filter(|l| !l.is_empty())
         .map(|l| {
             let (id, rest) = l.split_once(':')?;
@@ -41,7 +44,11 @@ fn lines(text: &str) -> Option<Vec<Line<'_>>> {
                 path,
             })
         })
-        .collect()
+        .collect::<Option<_>>()?;
+    let mut names: Vec<&str> = lines.iter().map(|l| l.hierarchy).collect();
+    names.sort_unstable();
+    names.dedup();
+    (names.len() == lines.len()).then_some(lines)
 }
 
 /// Whether every limit on `client`'s cgroups (the text of its `/proc/self/cgroup`) binds what
@@ -129,6 +136,12 @@ mod tests {
             ("garbage\n", "0::/\n", Err("could not be read")),
             ("0::/a\n", "0::relative\n", Err("could not be read")),
             ("\0unknown", "0::/\n", Err("could not be read")),
+            // A hierarchy named twice would let the other side's go unchecked.
+            (
+                "0::/\n0::/\n",
+                "0::/\n1:pids:/x\n",
+                Err("could not be read"),
+            ),
         ];
         for (client, server, want) in table {
             let got = within(client, server);
