@@ -1,30 +1,17 @@
 //! Directories of spear's that belong to one live process (a command's staging layers, a
 //! session's `/tmp` and home), and the sweep that removes those whose process is gone.
 //!
-//! Liveness is a lock, not a process id: the owner holds an exclusive `flock` on the directory
-//! itself from just after making it until it has removed it, and the sweep removes a directory
-//! only while it holds that lock itself. A lock lives on the open file, so it holds across PID
-//! namespaces, user namespaces and containers sharing the directory; the kernel drops it when
-//! the owner dies, however it dies (a SIGKILL, an out-of-memory kill).
-//!
-//! Attack stopped (and accident): a second spear in another PID namespace (a container, a
-//! sandbox, `unshare --pid`) that cannot see the owner's pid in its `/proc` deleting a live
-//! session's `/tmp` and home, or a running command's staging layer, whose writes then never reach
-//! the workspace. A pid was also the wrong witness inside one namespace: reused by an unrelated
-//! process, it kept a dead owner's directory forever.
-//!
-//! The order that makes the check sound: the owner makes the directory, opens it, locks it, and
-//! then checks that the path still names the directory it locked. A sweep that took the lock in
-//! between (and removed the directory) is seen there, and the owner makes another under a new
-//! name; a sweep that comes later finds it locked. A filesystem that refuses `flock` leaves the
-//! owner's directory unlocked and every sweep's attempt failing: nothing is ever swept there.
+//! Liveness is the directory's lock ([`spear_sandbox::dir_lock`], the mechanism spear's cgroups
+//! share), never a pid: a spear in another PID namespace never removes a live one's directory,
+//! and a dead owner's is removed even when its pid was reused. A filesystem that refuses
+//! `flock` (a home on NFS) leaves the owner's directory unlocked and every sweep's attempt
+//! failing: nothing is ever swept there.
 
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
-use rustix::io::Errno;
+use spear_sandbox::dir_lock::{self, Held};
 
 /// How many names [`OwnedDir::create`] tries before it gives up (each lost only to a sweep
 /// between the directory's making and its lock).
@@ -35,7 +22,8 @@ const ATTEMPTS: usize = 8;
 #[derive(Debug)]
 pub struct OwnedDir {
     path: PathBuf,
-    /// The directory, open and locked for as long as this value lives.
+    /// The directory, open and locked for as long as this value lives (`None` where the
+    /// filesystem refuses locks).
     lock: Option<OwnedFd>,
 }
 
@@ -50,25 +38,15 @@ impl OwnedDir {
             let path = base.join(name()?);
             std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
                 .create(&path)?;
-            let dir = match open_dir(&path) {
-                Ok(dir) => dir,
-                // Swept before it could be opened.
-                Err(Errno::NOENT) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            match rustix::fs::flock(&dir, FlockOperation::LockExclusive) {
-                Ok(()) => {}
-                Err(e) => {
-                    // Nobody can lock here: no sweep removes it either.
+            let lock = match dir_lock::hold_made(&path)? {
+                Held::Locked(dir) => Some(dir),
+                Held::Gone => continue,
+                Held::NoLock(_, e) => {
                     tracing::debug!(path = %path.display(), "no lock on a directory of spear's: {e}");
+                    None
                 }
-            }
-            if still_names(&path, &dir) {
-                return Ok(OwnedDir {
-                    path,
-                    lock: Some(dir),
-                });
-            }
+            };
+            return Ok(OwnedDir { path, lock });
         }
         Err(io::Error::other(format!(
             "a directory of spear's under {} was removed as it was made, {ATTEMPTS} times",
@@ -95,28 +73,9 @@ impl Drop for OwnedDir {
     }
 }
 
-/// Whether `path` (no link followed) is the directory open at `dir`.
-fn still_names(path: &Path, dir: &OwnedFd) -> bool {
-    let (Ok(now), Ok(held)) = (
-        rustix::fs::statat(rustix::fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW),
-        rustix::fs::fstat(dir),
-    ) else {
-        return false;
-    };
-    now.st_dev == held.st_dev && now.st_ino == held.st_ino
-}
-
-fn open_dir(path: &Path) -> Result<OwnedFd, Errno> {
-    rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-}
-
 /// Removes the directories under `base` that [`OwnedDir`] made for processes that are gone:
-/// each whose lock it can take (named as spear names them, `PID-N-RAND`; nothing else there is
-/// touched). Returns how many.
+/// each whose lock it can take ([`dir_lock::take_free`]; named as spear names them,
+/// `PID-N-RAND`; nothing else there is touched). Returns how many.
 pub fn sweep(base: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(base) else {
         return 0;
@@ -127,14 +86,11 @@ pub fn sweep(base: &Path) -> usize {
             continue;
         }
         let path = entry.path();
-        let Ok(dir) = open_dir(&path) else {
+        // Held while it is removed.
+        let Some(_free) = dir_lock::take_free(&path) else {
             continue;
         };
-        // Held: its owner lives (in whatever namespace). Any other failure: it cannot be told.
-        if rustix::fs::flock(dir.as_fd(), FlockOperation::NonBlockingLockExclusive).is_err() {
-            continue;
-        }
-        if still_names(&path, &dir) && remove_all(&path).is_ok() {
+        if remove_all(&path).is_ok() {
             tracing::debug!(path = %path.display(), "a gone process's directory removed");
             removed += 1;
         }
@@ -224,20 +180,5 @@ mod tests {
         drop(live);
         assert!(!live_path.exists(), "the owner removes its own");
         assert_eq!(sweep(base.path()), 0);
-    }
-
-    /// A directory removed and made again under the same name (what a sweep between the
-    /// owner's making and locking would leave) is not the one the owner holds.
-    #[test]
-    fn the_owner_checks_the_path_still_names_what_it_locked() {
-        let base = tempfile::tempdir().unwrap();
-        let path = base.path().join("1-1-aa");
-        std::fs::create_dir(&path).unwrap();
-        let dir = open_dir(&path).unwrap();
-        assert!(still_names(&path, &dir));
-        std::fs::remove_dir(&path).unwrap();
-        assert!(!still_names(&path, &dir));
-        std::fs::create_dir(&path).unwrap();
-        assert!(!still_names(&path, &dir));
     }
 }

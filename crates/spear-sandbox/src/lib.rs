@@ -30,6 +30,7 @@
 mod argv;
 mod builder;
 pub mod cgroup;
+pub mod dir_lock;
 mod empty_file;
 mod env;
 mod etc_view;

@@ -12,6 +12,7 @@ use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 
 use super::parse::{self, Hierarchy};
 use super::{CgroupDir, CgroupError};
+use crate::dir_lock::Held;
 
 /// How long [`super::CommandCgroup::kill_all`] may take, freezing and waiting included.
 pub(crate) const KILL_DEADLINE: Duration = Duration::from_secs(10);
@@ -84,15 +85,12 @@ pub(crate) fn open_join_file(dir: &Path, name: &str) -> Result<OwnedFd, CgroupEr
 }
 
 /// Creates the per-command (or per-session) cgroup `path` and returns it open and locked
-/// (`flock`, exclusive): the lock is what tells another spear's sweep that its owner lives
-/// ([`lock_is_free`]), in whatever PID namespace either runs. One that exists already is an
-/// error, never reused: it may belong to a live command (names are unique per command) or be
-/// left from a spear that died, and removing or sharing it could end or loosen someone else's
-/// limits.
-///
-/// The lock is taken after the directory is made; a sweep in between could take it first and
-/// remove the (empty) directory. The path is checked to still name the locked directory, and
-/// made again when a sweep removed it.
+/// ([`crate::dir_lock`]): the lock is what tells another spear's sweep that its owner lives, in
+/// whatever PID namespace either runs. One that exists already is an error, never reused: it
+/// may belong to a live command (names are unique per command) or be left from a spear that
+/// died, and removing or sharing it could end or loosen someone else's limits. One a sweep
+/// removed between its making and its locking is made again; a cgroupfs that refuses the lock
+/// is an error (an unlocked cgroup could be swept from under its command).
 pub(crate) fn create_dir(path: &Path) -> Result<OwnedFd, CgroupError> {
     for _ in 0..8 {
         match std::fs::create_dir(path) {
@@ -102,15 +100,11 @@ pub(crate) fn create_dir(path: &Path) -> Result<OwnedFd, CgroupError> {
             }
             Err(e) => return Err(io_error("create", path, e)),
         }
-        let dir = match open_dir(path) {
-            Ok(dir) => dir,
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+        match crate::dir_lock::hold_made(path) {
+            Ok(Held::Locked(dir)) => return Ok(dir),
+            Ok(Held::Gone) => {}
+            Ok(Held::NoLock(_, e)) => return Err(io_error("lock", path, e)),
             Err(e) => return Err(io_error("open", path, e)),
-        };
-        rustix::fs::flock(&dir, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| io_error("lock", path, e.into()))?;
-        if names(path, &dir) {
-            return Ok(dir);
         }
     }
     Err(io_error(
@@ -118,35 +112,6 @@ pub(crate) fn create_dir(path: &Path) -> Result<OwnedFd, CgroupError> {
         path,
         std::io::Error::other("another spear's sweep removed it as it was made, 8 times"),
     ))
-}
-
-/// The cgroup directory `path`, open (no link followed).
-fn open_dir(path: &Path) -> std::io::Result<OwnedFd> {
-    Ok(rustix::fs::open(
-        path,
-        rustix::fs::OFlags::RDONLY
-            | rustix::fs::OFlags::DIRECTORY
-            | rustix::fs::OFlags::NOFOLLOW
-            | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )?)
-}
-
-/// Whether `path` is the directory open at `dir`.
-fn names(path: &Path, dir: &OwnedFd) -> bool {
-    match (rustix::fs::stat(path), rustix::fs::fstat(dir)) {
-        (Ok(now), Ok(held)) => now.st_dev == held.st_dev && now.st_ino == held.st_ino,
-        _ => false,
-    }
-}
-
-/// For a sweep: the cgroup directory `path` locked by this caller, when no spear holds it (its
-/// owner is gone); `None` when it is held (its owner lives) or cannot be told. Keep the
-/// returned descriptor while removing the directory.
-pub(crate) fn lock_is_free(path: &Path) -> Option<OwnedFd> {
-    let dir = open_dir(path).ok()?;
-    rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive).ok()?;
-    names(path, &dir).then_some(dir)
 }
 
 /// Removes the directories of `dirs` (last first), closing their `cgroup.procs` fds first. A

@@ -46,7 +46,7 @@ impl CgroupBackend for CgroupV1 {
     /// the warm and session ones) that no spear holds, removed deepest first while empty. One
     /// still holding a process is left as it is.
     ///
-    /// Whether its spear lives is its lock ([`ops::create_dir`]), not its pid: a spear in another
+    /// Whether its spear lives is its lock ([`crate::dir_lock`]), not its pid: a spear in another
     /// PID namespace sharing this cgroup is alive though its pid is not in our `/proc`, and an
     /// empty session cgroup of its, between two commands, must not be removed from under it.
     fn sweep_stale(&self) -> usize {
@@ -64,7 +64,7 @@ impl CgroupBackend for CgroupV1 {
                         .is_some();
                 // Held while it is removed: its owner is gone, and no sweep races this one.
                 let free = if ours {
-                    ops::lock_is_free(&entry.path())
+                    crate::dir_lock::take_free(&entry.path())
                 } else {
                     None
                 };
