@@ -25,15 +25,16 @@ const CORE: &[(&str, EntryKind)] = &[
     ("refs", EntryKind::Dir),
 ];
 
-/// Whether the directory at `loc`, as `view` shows it, is one git takes for a repository.
+/// Whether the directory at `loc`, as `view` shows it, is one git takes for a repository. One
+/// look for anything else (`HEAD` first: what holds it is a directory), since every entry a
+/// removal takes is asked.
 pub fn is_git_dir(view: &dyn TreeView, loc: &Location) -> bool {
-    view.kind(loc) == Some(EntryKind::Dir)
-        && CORE.iter().all(|(name, kind)| {
-            view.kind(&Location {
-                root: loc.root,
-                rel: loc.rel.join(name),
-            }) == Some(*kind)
-        })
+    CORE.iter().all(|(name, kind)| {
+        view.kind(&Location {
+            root: loc.root,
+            rel: loc.rel.join(name),
+        }) == Some(*kind)
+    })
 }
 
 /// When removing the entry at `loc` would remove a repository's core as the host shows it

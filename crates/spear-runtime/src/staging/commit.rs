@@ -275,8 +275,8 @@ impl CommitReport {
             append(
                 result,
                 &format!(
-                    "the command removed files that git does not track (ignored, or in `.git`); past \
-                     the first {} MiB of them, their content was not kept, so `spear undo` cannot \
+                    "the command removed ignored files or files of a git directory; past the \
+                     first {} MiB of them, their content was not kept, so `spear undo` cannot \
                      restore {}",
                     MAX_UNTRACKED_KEPT >> 20,
                     listed(&self.not_kept_untracked, ", ")
