@@ -195,7 +195,16 @@ fn a_repositorys_core_is_never_removed() {
         );
         let command = command.as_str();
         let v = auto(&d, command);
-        assert_eq!(v["exit_code"], 0, "the command removed it in its view: {v}");
+        // The command removed it in its view and exited 0; the removal was kept out, so the
+        // answer is `denied` with 126, and says the command itself exited 0.
+        assert_eq!(v["status"], "denied", "{command}: {v}");
+        assert_eq!(v["exit_code"], 126, "{command}: {v}");
+        assert!(
+            v["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("the command itself exited 0")),
+            "the command removed it in its view: {v}"
+        );
         assert_eq!(all_kept(&d.ws), Vec::<&str>::new(), "{command}: {v}");
         assert!(d.ws.join("deps/dep/.git/HEAD").exists(), "{command}: {v}");
         let reason = v["reason"].as_str().unwrap_or_default();

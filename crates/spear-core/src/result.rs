@@ -13,7 +13,9 @@ use crate::{CommandClass, Guarantees, Refusal, RefusalRule};
 pub enum ToolStatus {
     /// It ran, and (for a command) exited 0.
     Ok,
-    /// A rule refused it; nothing ran.
+    /// A rule refused it, and nothing ran; or, for a command that ran, a rule (or the person,
+    /// for host-run configuration) kept part of what it changed out of the workspace, so the
+    /// workspace is not as the command left it (`reason` lists what was kept out, and why).
     Denied,
     /// A person declined it, nobody could be asked, or the client cancelled it.
     Cancelled,
@@ -54,7 +56,8 @@ pub mod exit_code {
     pub const TIMEOUT: i32 = 124;
     /// The sandbox or the harness failed; the command may not have run.
     pub const HARNESS_FAILURE: i32 = 125;
-    /// Denied, cancelled, or an invalid path: nothing ran.
+    /// Denied, cancelled, or an invalid path: nothing ran; or the command exited 0 and spear kept
+    /// part of what it changed out of the workspace (`denied`).
     pub const REFUSED: i32 = 126;
     /// The program or file was not found.
     pub const NOT_FOUND: i32 = 127;
@@ -67,7 +70,9 @@ pub mod exit_code {
 pub struct ToolResult {
     /// How the call ended.
     pub status: ToolStatus,
-    /// The command's exit code, when it ran and exited.
+    /// The command's exit code, when it ran and exited: its own, except that
+    /// [`exit_code::REFUSED`] (126) replaces a 0 when spear kept part of what it changed out of
+    /// the workspace (status `denied`), so that no reader of the code alone takes it for success.
     pub exit_code: Option<i32>,
     /// What it printed on stdout (possibly cut; see `truncated`).
     pub stdout: String,
@@ -86,6 +91,8 @@ pub struct ToolResult {
     /// The refusal that ended the call, with its data, when a rule refused it (`denied`,
     /// `cancelled`, `invalid_path`). JSON carries its rule's stable name as `rule` (`null`
     /// otherwise), so that a client acts on a refusal without parsing the prose of `reason`.
+    /// A command that ran and is `denied` because part of its changes was kept out has none:
+    /// each change kept out has its own rule, named in `reason`.
     #[serde(rename = "rule", serialize_with = "serialize_rule", skip_deserializing)]
     #[schemars(with = "Option<RefusalRule>")]
     pub refusal: Option<Box<Refusal>>,
@@ -240,10 +247,13 @@ impl ToolResult {
     }
 
     /// The exit status `spear exec` reports: the command's own when it ran and exited, otherwise
-    /// one of [`exit_code`]'s values.
+    /// one of [`exit_code`]'s values. A `denied` result is never 0: its code when that is not 0
+    /// (a command that ran, part of whose changes was kept out), otherwise
+    /// [`exit_code::REFUSED`].
     pub fn process_exit_code(&self) -> i32 {
         match (self.status, self.exit_code) {
             (ToolStatus::Ok | ToolStatus::Failed, Some(code)) => code,
+            (ToolStatus::Denied, Some(code)) if code != 0 => code,
             (ToolStatus::Ok, None) => 0,
             (ToolStatus::Timeout, _) => exit_code::TIMEOUT,
             (ToolStatus::Failed, None) => exit_code::HARNESS_FAILURE,
@@ -327,6 +337,11 @@ mod tests {
         assert_eq!(with(ToolStatus::Failed, None).process_exit_code(), 125);
         assert_eq!(with(ToolStatus::Timeout, None).process_exit_code(), 124);
         assert_eq!(with(ToolStatus::Denied, None).process_exit_code(), 126);
+        // A command that ran, part of whose changes was kept out: its code (126 in place of a
+        // 0), and never 0 even if a result said so.
+        assert_eq!(with(ToolStatus::Denied, Some(126)).process_exit_code(), 126);
+        assert_eq!(with(ToolStatus::Denied, Some(3)).process_exit_code(), 3);
+        assert_eq!(with(ToolStatus::Denied, Some(0)).process_exit_code(), 126);
         assert_eq!(with(ToolStatus::Cancelled, None).process_exit_code(), 126);
         assert_eq!(with(ToolStatus::InvalidPath, None).process_exit_code(), 126);
         assert_eq!(with(ToolStatus::NotFound, None).process_exit_code(), 127);

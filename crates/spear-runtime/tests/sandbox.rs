@@ -150,7 +150,8 @@ fn protected_entries_of_a_repository_made_by_the_command_never_reach_the_host() 
          printf '#!/bin/sh\\ntouch {}\\n' > libs/inner/.git/hooks/post-checkout && \
          chmod +x libs/inner/.git/hooks/post-checkout && echo '[core] fsmonitor = x' >> libs/inner/.git/config && \
          echo 'touch x' > .envrc && mkdir -p .vscode && echo '{{}}' > .vscode/tasks.json && \
-         echo kept > libs/inner/file.txt && ls libs/inner/.git/hooks/post-checkout",
+         echo kept > libs/inner/file.txt && git init -q libs/plain && \
+         ls libs/inner/.git/hooks/post-checkout",
         canary.display()
     );
     let r = f.auto(&script);
@@ -161,29 +162,44 @@ fn protected_entries_of_a_repository_made_by_the_command_never_reach_the_host() 
         "kept\n"
     );
     assert!(
-        f.ws.join("libs/inner/.git/HEAD").exists(),
-        "the repository itself: {r:?}"
-    );
-    assert!(
         !f.ws.join("libs/inner/.git/hooks/post-checkout").exists(),
         "{r:?}"
-    );
-    assert!(
-        f.ws.join("libs/inner/.git/hooks/pre-commit.sample")
-            .exists(),
-        "git's samples never run: {r:?}"
     );
     assert!(
         !f.ws.join("libs/inner/.git/config").exists(),
         "a config naming a program"
     );
+    // The rest of that repository's git directory is kept out with them (committed together or
+    // not at all): no repository without its configuration.
+    assert!(
+        !f.ws.join("libs/inner/.git").exists(),
+        "the repository's git directory, whole: {r:?}"
+    );
+    // Positive control: a repository made by the same command with nothing refused in it lands
+    // whole, git's sample hooks included (they never run).
+    assert!(f.ws.join("libs/plain/.git/HEAD").exists(), "{r:?}");
+    assert!(f.ws.join("libs/plain/.git/config").exists(), "{r:?}");
+    assert!(
+        f.ws.join("libs/plain/.git/hooks/pre-commit.sample")
+            .exists(),
+        "git's samples never run: {r:?}"
+    );
     assert!(!f.ws.join(".envrc").exists());
     assert!(!f.ws.join(".vscode").exists());
     assert_eq!(r.status, ToolStatus::Denied, "not everything landed: {r:?}");
+    assert_eq!(
+        r.exit_code,
+        Some(spear_core::exit_code::REFUSED),
+        "it exited 0; 126 says part was kept out: {r:?}"
+    );
     let reason = r.reason.unwrap_or_default();
     assert!(
         reason.contains("host-run configuration"),
         "the result says so: {reason}"
+    );
+    assert!(
+        reason.contains("the rest of the changes to libs/inner/.git ("),
+        "{reason}"
     );
     let _ = host_git(&f.ws.join("libs/inner"), &["status"]);
     assert!(!canary.exists());

@@ -370,3 +370,187 @@ fn a_commit_over_its_limit_or_stopped_commits_nothing() {
     );
     assert!(!f.ws.join("stopped").exists());
 }
+
+/// A judge that refuses outright the paths in `refuse`, asks about those in `ask` (as host-run
+/// configuration) and answers the question with `approve`, counting what it was asked.
+struct Picky {
+    refuse: &'static [&'static str],
+    ask: &'static [&'static str],
+    approve: bool,
+    asked: std::cell::Cell<usize>,
+}
+
+impl Picky {
+    fn new(refuse: &'static [&'static str], ask: &'static [&'static str], approve: bool) -> Self {
+        Picky {
+            refuse,
+            ask,
+            approve,
+            asked: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl spear_runtime::staging::Judge for Picky {
+    fn judge(
+        &self,
+        change: &spear_runtime::staging::Proposed<'_>,
+    ) -> Result<(), spear_core::Refusal> {
+        let rel = change.loc.rel.to_string_lossy();
+        if self.refuse.iter().any(|r| rel == *r) {
+            return Err(spear_core::Refusal::protected_entry(
+                rel,
+                "the test refuses it",
+            ));
+        }
+        if self.ask.iter().any(|r| rel == *r) {
+            return Err(spear_core::Refusal::host_run_config(
+                rel,
+                "git-config",
+                "the test asks",
+            ));
+        }
+        Ok(())
+    }
+
+    fn approve(&self, asked: &[&spear_core::Refusal]) -> Result<(), spear_core::Refusal> {
+        self.asked.set(self.asked.get() + asked.len());
+        if self.approve {
+            Ok(())
+        } else {
+            Err(spear_core::Refusal::declined("the test declines"))
+        }
+    }
+}
+
+/// `git` in the fixture's workspace, on the host; it must succeed.
+fn host_git(f: &Fixture, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(&f.ws)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A fixture whose workspace is a repository with one commit.
+fn repository() -> Fixture {
+    let f = Fixture::new();
+    host_git(&f, &["init", "-q", "-b", "main"]);
+    host_git(&f, &["add", "-A"]);
+    host_git(&f, &["commit", "-qm", "one"]);
+    f
+}
+
+/// Runs `script` writable and commits it with `judge`: the result and the commit's report.
+fn commit_with(
+    f: &Fixture,
+    script: &str,
+    judge: &Picky,
+) -> (spear_core::ToolResult, spear_runtime::staging::CommitReport) {
+    let report = f.runner.run_report(&CommandRequest::new(
+        CommandLine::Script(script.to_owned()),
+        writable(),
+    ));
+    let staged = report.staged.unwrap();
+    let ws = f.runner.workspace();
+    let fs = ws.fs().unwrap();
+    let tracked = spear_runtime::staging::TrackedRules::new();
+    let commit = staged.commit(ws, &fs, judge, None, &tracked, &|| false);
+    let mut result = report.result;
+    commit.apply_to(&mut result);
+    (result, commit)
+}
+
+/// Issue 32, item 4: a git operation's changes are committed together or not at all. One of its
+/// refs refused outright, its other ref and its reflog stay out with it, nobody is asked about
+/// the host-run configuration it also wrote (dropped anyway), and the result is `denied` with
+/// 126; the ordinary file the same command wrote lands (independent). Positive control: the
+/// same judge lets a branch alone through, `ok` and 0.
+#[test]
+fn a_git_operation_refused_in_part_is_kept_out_whole() {
+    let f = repository();
+    let config_before = std::fs::read(f.ws.join(".git/config")).unwrap();
+    let judge = Picky::new(&[".git/refs/tags/t"], &[".git/config"], true);
+    let (r, report) = commit_with(
+        &f,
+        "git branch x && git tag t && git config core.pager less && echo out > out.txt",
+        &judge,
+    );
+    assert_eq!(r.status, ToolStatus::Denied, "{r:?}");
+    assert_eq!(r.exit_code, Some(spear_core::exit_code::REFUSED), "{r:?}");
+    let reason = r.reason.clone().unwrap();
+    assert!(reason.contains("the command itself exited 0"), "{reason}");
+    assert!(reason.contains(".git/refs/tags/t"), "{reason}");
+    assert!(
+        reason.contains("were kept out with them: a git operation's changes are committed"),
+        "{reason}"
+    );
+    assert_eq!(report.kept_together.len(), 1, "{:?}", report.kept_together);
+    assert_eq!(report.kept_together[0].0, ".git");
+    assert!(report.kept_together[0].1 >= 3, "{:?}", report.kept_together);
+    assert_eq!(
+        judge.asked.get(),
+        0,
+        "nobody is asked about what is dropped anyway"
+    );
+    for gone in [
+        ".git/refs/heads/x",
+        ".git/logs/refs/heads/x",
+        ".git/refs/tags/t",
+    ] {
+        assert!(!f.ws.join(gone).exists(), "{gone}: {r:?}");
+    }
+    assert_eq!(
+        std::fs::read(f.ws.join(".git/config")).unwrap(),
+        config_before
+    );
+    assert_eq!(read(&f, "out.txt").as_deref(), Some("out\n"), "{r:?}");
+    assert_eq!(r.changed_paths, ["out.txt"]);
+    host_git(&f, &["fsck", "--no-progress"]);
+    // Positive control: a branch alone is let through whole.
+    let (r, report) = commit_with(&f, "git branch y", &judge);
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert_eq!(r.exit_code, Some(0));
+    assert!(report.kept_together.is_empty());
+    assert!(f.ws.join(".git/refs/heads/y").exists());
+    assert!(host_git(&f, &["branch", "--list"]).contains('y'));
+}
+
+/// Host-run configuration inside a git directory not approved takes the rest of its git
+/// operation with it; approved, all of it lands (the positive control). A command that failed
+/// keeps its status and its own code.
+#[test]
+fn an_unapproved_git_write_takes_its_operation_with_it() {
+    let f = repository();
+    let declines = Picky::new(&[], &[".git/refs/heads/z"], false);
+    let (r, report) = commit_with(&f, "git branch z && echo a > a.txt", &declines);
+    assert_eq!(declines.asked.get(), 1);
+    assert_eq!(
+        (r.status, r.exit_code),
+        (ToolStatus::Denied, Some(spear_core::exit_code::REFUSED)),
+        "{r:?}"
+    );
+    assert!(report.unapproved.is_some());
+    assert_eq!(report.kept_together.len(), 1, "{:?}", report.kept_together);
+    assert!(!f.ws.join(".git/refs/heads/z").exists());
+    assert!(!f.ws.join(".git/logs/refs/heads/z").exists(), "{r:?}");
+    assert_eq!(read(&f, "a.txt").as_deref(), Some("a\n"));
+    // A command that failed: failed, with its own code, and the same kept out.
+    let (r, _) = commit_with(&f, "git branch z; exit 3", &declines);
+    assert_eq!(
+        (r.status, r.exit_code),
+        (ToolStatus::Failed, Some(3)),
+        "{r:?}"
+    );
+    assert!(!f.ws.join(".git/logs/refs/heads/z").exists(), "{r:?}");
+    // Approved: the branch and its reflog land.
+    let approves = Picky::new(&[], &[".git/refs/heads/z"], true);
+    let (r, report) = commit_with(&f, "git branch z", &approves);
+    assert_eq!((r.status, r.exit_code), (ToolStatus::Ok, Some(0)), "{r:?}");
+    assert!(report.kept_together.is_empty());
+    assert!(f.ws.join(".git/refs/heads/z").exists());
+    assert!(f.ws.join(".git/logs/refs/heads/z").exists());
+}

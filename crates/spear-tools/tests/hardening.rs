@@ -158,9 +158,14 @@ fn a_session_without_checkpoints_still_judges_every_change() {
         json!({"command": "touch made.txt; p=.envr; echo x > ${p}c"}),
     );
     // Host-run configuration the command wrote with nobody to approve it is kept out, and the
-    // result is not `ok`: not everything the command did reached the workspace.
+    // result is not `ok`: not everything the command did reached the workspace. It exited 0;
+    // 126 takes that 0's place, so that no reader of the code alone takes it for success.
     assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
-    assert_eq!(e.result.exit_code, Some(0), "{e:?}");
+    assert_eq!(
+        e.result.exit_code,
+        Some(spear_core::exit_code::REFUSED),
+        "{e:?}"
+    );
     assert_eq!(e.result.changed_paths, ["made.txt"], "{e:?}");
     assert!(env.path("made.txt").exists());
     assert!(!env.path(".envrc").exists(), "{e:?}");

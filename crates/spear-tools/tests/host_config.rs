@@ -162,7 +162,19 @@ fn every_catalogue_row_is_kept_out_unapproved_and_allowed_by_its_entry() {
         assert!(!env.path(&rel).exists(), "{rel}");
         let e = blind(&r, &env, &rel, "x = 1\n");
         kept_out(&env, &e, &rel);
-        assert_eq!(e.result.exit_code, Some(0), "the command ran: {e:?}");
+        // The command ran and exited 0; part of what it changed was kept out, so 126 says so.
+        assert_eq!(
+            e.result.exit_code,
+            Some(spear_core::exit_code::REFUSED),
+            "the command ran: {e:?}"
+        );
+        assert!(
+            e.result
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.contains("the command itself exited 0")),
+            "{e:?}"
+        );
         // Positive control: the operator allows this entry, and the same write lands.
         let mut opts = Opts::mode(Auto);
         opts.allow_host_config = vec![entry.id.to_owned()];

@@ -180,7 +180,13 @@ fn a_writable_jobs_changes_are_found_when_it_ends() {
     let e = r.call("read_file", json!({"path": "w.py"}));
     assert_eq!(e.result.status, ToolStatus::Ok, "{e:?}");
     let last = drain(&r, &id).pop().unwrap();
-    assert_eq!(last.result.status, ToolStatus::Ok, "{last:?}");
+    // Part of what it changed was kept out: denied, and 126 in place of its 0.
+    assert_eq!(last.result.status, ToolStatus::Denied, "{last:?}");
+    assert_eq!(
+        last.result.exit_code,
+        Some(spear_core::exit_code::REFUSED),
+        "{last:?}"
+    );
     assert!(
         last.result.changed_paths.contains(&"made.txt".to_owned()),
         "{last:?}"

@@ -271,6 +271,13 @@ fn target_policy_gate_attaches_to_the_file() {
             && reason.contains("generated/out.rs"),
         "{e:?}"
     );
+    // The script exited 0, but what it changed did not land: not `ok`, and not 0.
+    assert_eq!(e.result.status, ToolStatus::Denied, "{e:?}");
+    assert_eq!(
+        e.result.exit_code,
+        Some(spear_core::exit_code::REFUSED),
+        "{e:?}"
+    );
     assert!(
         e.result.changed_paths.is_empty(),
         "what never landed did not change: {e:?}"

@@ -10,15 +10,28 @@
 //!    below it: one protected entry inside keeps the whole tree (a nested repository moved away
 //!    keeps its `.git/config` and hooks where they are). What is below a refused directory or
 //!    removal is dropped with it.
-//! 3. Conflicts: an entry the host changed while the command ran (its ctime is later than the
+//! 3. Together: a git operation's changes (refs, index, logs, a linked worktree's metadata in
+//!    `.git/worktrees/NAME`) are committed all or none. When a change inside a repository's git
+//!    directory (the path up to its first `.git` component that is a directory, on the host or in
+//!    the command's view) is refused, every other change planned in that git directory is dropped
+//!    with it and counted ([`CommitReport::kept_together`]); changes outside it are independent
+//!    and still applied. Done before host-run configuration is put to the person (nobody is asked
+//!    about a change that is dropped anyway) and again after, for what was not approved. Attack
+//!    stopped: `git worktree add -b x ../wt` answered as done while its `gitdir` was kept out,
+//!    leaving a branch, half a worktree's metadata and an agent told it worked.
+//! 4. Conflicts: an entry the host changed while the command ran (its ctime is later than the
 //!    command's start) is not overwritten or removed; the staged version is kept aside and named.
 //!    Attack stopped: two spear processes on one workspace undoing each other's changes.
-//! 4. Apply: removals, directories, modes, files (renamed out of the layer, or copied when it is
+//! 5. Apply: removals, directories, modes, files (renamed out of the layer, or copied when it is
 //!    on another filesystem), links, times. The state before of every tracked entry, and of
 //!    everything a removal takes (ignored files and a git directory's too, within
 //!    [`MAX_UNTRACKED_KEPT`]), is read just before it changes, for the checkpoint; every removal
 //!    is named in the result. Nothing is applied when the plan could not be made (the layer
 //!    unreadable or over its bound): all or nothing at that step.
+//!
+//! A command any part of whose changes was kept out (refused, or host-run configuration not
+//! approved) did not do what it did in its own view: its result is `denied`, never `ok`, and a
+//! 0 exit code becomes [`spear_core::exit_code::REFUSED`] ([`CommitReport::apply_to`]).
 //!
 //! What the plan removes is what the command's view lost, never what metadata the command could
 //! set says: a whiteout (overlayfs makes one only for an entry removed in the merged view), or an
@@ -26,13 +39,13 @@
 //! set ([`spear_sandbox::opaque_xattr`]). A removal of a repository's core is refused by the
 //! judge whatever made it ([`Judge`]; spear-policy's `git_core`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
-use spear_core::{ChangeKind, Refusal, ToolResult, ToolStatus};
+use spear_core::{ChangeKind, Refusal, ToolResult, ToolStatus, exit_code};
 use spear_workspace::{
     EntryKind, EntryMeta, FsError, Location, TreeView, Walk, Workspace, WorkspaceFs,
 };
@@ -111,6 +124,9 @@ pub struct CommitReport {
     pub changed: Vec<String>,
     /// Changes refused, with why (one per refused entry or removed tree).
     pub refused: Vec<(String, Refusal)>,
+    /// Git directories in which a change was refused, each with how many of its other changes
+    /// were kept out with it: a git operation's changes are committed together or not at all.
+    pub kept_together: Vec<(String, usize)>,
     /// Entries the host changed while the command ran, left as the host has them.
     pub conflicts: Vec<String>,
     /// Where the staged versions of conflicting entries were kept.
@@ -161,6 +177,11 @@ pub fn listed(items: &[String], sep: &str) -> String {
 impl CommitReport {
     /// Adds what the commit did to the command's result: changed paths, and reasons for what
     /// was refused, kept aside or could not be applied (which also fail the result).
+    ///
+    /// A result with any change refused is `denied`, not `ok` (a `failed`, `cancelled` or
+    /// `timeout` one keeps its status): the workspace is not as the command left it. Its exit
+    /// code stays the command's own when that was not 0; a 0 becomes
+    /// [`exit_code::REFUSED`], and the reason says that the command itself exited 0.
     pub fn apply_to(&self, result: &mut ToolResult) {
         // A set, not `Vec::contains`: a command that changed 200,000 paths must not cost their
         // square here.
@@ -205,15 +226,19 @@ impl CommitReport {
                 &format!("{why}; the workspace is as it was before the command"),
             );
         }
+        self.deny_partial(result);
         if let Some(answer) = &self.unapproved {
-            // The command asked for these writes and they did not happen: not `ok`.
-            result.status = ToolStatus::Denied;
+            let rest = if self.kept_together.is_empty() {
+                "the rest was committed"
+            } else {
+                "the rest was committed, but for the git operations they belong to"
+            };
             append(
                 result,
                 &format!(
                     "the command wrote host-run configuration, which reaches the workspace only \
                      with the user's approval; it was not approved, so those writes were kept \
-                     out (listed below) and the rest was committed: {}",
+                     out (listed below) and {rest}: {}",
                     answer.message()
                 ),
             );
@@ -250,6 +275,30 @@ impl CommitReport {
 }
 
 impl CommitReport {
+    /// A command some of whose changes were kept out did not do what it did in its own view: an
+    /// `ok` result becomes `denied`, and an exit code of 0 becomes [`exit_code::REFUSED`], said
+    /// in the reason (a client reading only the exit code must not take it for success). A
+    /// result already `failed`, `cancelled` or `timeout` keeps its status and its code.
+    fn deny_partial(&self, result: &mut ToolResult) {
+        if self.refused.is_empty() || !matches!(result.status, ToolStatus::Ok | ToolStatus::Denied)
+        {
+            return;
+        }
+        result.status = ToolStatus::Denied;
+        if result.exit_code == Some(0) {
+            result.exit_code = Some(exit_code::REFUSED);
+            append(
+                result,
+                &format!(
+                    "the command itself exited 0, but spear kept out part of what it changed, so \
+                     the workspace is not as the command left it (exit code {} says so; what was \
+                     kept out and why is listed below)",
+                    exit_code::REFUSED
+                ),
+            );
+        }
+    }
+
     /// What the result says of what the commit did not keep: fifos, sockets and devices, and the
     /// earlier content of what undo cannot restore.
     fn append_not_kept(&self, result: &mut ToolResult) {
@@ -301,10 +350,23 @@ impl CommitReport {
                 _ => format!("{label} ({})", r.message()),
             })
             .collect();
-        Some(format!(
+        let mut text = format!(
             "spear did not let these changes reach the workspace (the command saw them; nothing else did): {}",
             listed(&list, "; ")
-        ))
+        );
+        if !self.kept_together.is_empty() {
+            let dirs: Vec<String> = self
+                .kept_together
+                .iter()
+                .map(|(dir, n)| format!("{dir} ({n})"))
+                .collect();
+            text = format!(
+                "{text}; the rest of the changes to {} were kept out with them: a git \
+                 operation's changes are committed together or not at all",
+                listed(&dirs, ", ")
+            );
+        }
+        Some(text)
     }
 }
 
@@ -551,6 +613,7 @@ impl Staging {
             started: self.started,
             report,
             blocked: Vec::new(),
+            refused_at: Vec::new(),
             conflict_dir: None,
             staging: self,
             to_sync: Vec::new(),
@@ -571,7 +634,11 @@ impl Staging {
             report.stopped = Some(ops.len());
             return report;
         }
+        // Nobody is asked about a change dropped with its git operation anyway; what is not
+        // approved takes the rest of its git operation with it.
+        applier.keep_git_ops_whole(&ops, &mut judged, &view);
         applier.ask(&ops, &mut judged, judge);
+        applier.keep_git_ops_whole(&ops, &mut judged, &view);
         let judged_at = started.elapsed();
         let mut i = 0;
         while i < ops.len() {
@@ -864,6 +931,8 @@ struct Applier<'a> {
     report: CommitReport,
     /// Places under which nothing more is applied (a refused removal or directory).
     blocked: Vec<Location>,
+    /// Where each refused change lies (for [`Applier::keep_git_ops_whole`]).
+    refused_at: Vec<Location>,
     conflict_dir: Option<PathBuf>,
     staging: &'a Staging,
     /// Files installed in a `.git` directory, and their directories: synced at the end.
@@ -966,6 +1035,7 @@ impl Applier<'_> {
             };
             self.report.refused.push((shown, refusal));
             self.blocked.push(p.loc.clone());
+            self.refused_at.push(p.loc.clone());
             return None;
         }
         Some(Judged {
@@ -1004,9 +1074,85 @@ impl Applier<'_> {
                 };
                 self.report.refused.push((shown, first));
                 self.blocked.push(p.loc.clone());
+                self.refused_at.push(p.loc.clone());
             }
         }
         self.report.unapproved = Some(answer);
+    }
+
+    /// Between the passes (step 3 of the module's doc): for every git directory holding a
+    /// refused change, drops every other change planned in it and counts them in
+    /// [`CommitReport::kept_together`]. A git operation writes its refs, index, logs and
+    /// worktree metadata as one: committed in part, it leaves the repository in a state no git
+    /// command made (a branch whose worktree was never registered). A change of nothing but a
+    /// file's time is left alone. Costs a few lookups per refused change and per planned change
+    /// in a git directory, never a walk.
+    fn keep_git_ops_whole(
+        &mut self,
+        ops: &[Planned],
+        judged: &mut [Option<Judged>],
+        view: &StagedView<'_>,
+    ) {
+        // Each git directory holding a refused change, by root and path: its index in `dirs`.
+        let mut dirs: Vec<Location> = Vec::new();
+        let mut index: HashMap<(usize, PathBuf), usize> = HashMap::new();
+        for loc in &self.refused_at {
+            if !super::tracked::in_git_dir(&loc.rel) {
+                continue;
+            }
+            let is_dir = |rel: &Path| {
+                let at = Location {
+                    root: loc.root,
+                    rel: rel.to_path_buf(),
+                };
+                view.kind(&at) == Some(EntryKind::Dir)
+                    || TreeView::kind(self.fs, &at) == Some(EntryKind::Dir)
+            };
+            if let Some(rel) = git_dir_of(&loc.rel, is_dir) {
+                index.entry((loc.root, rel.clone())).or_insert_with(|| {
+                    dirs.push(Location {
+                        root: loc.root,
+                        rel,
+                    });
+                    dirs.len() - 1
+                });
+            }
+        }
+        if dirs.is_empty() {
+            return;
+        }
+        let mut counts = vec![0usize; dirs.len()];
+        for (p, slot) in ops.iter().zip(judged.iter_mut()) {
+            if !slot
+                .as_ref()
+                .is_some_and(|j| matches!(j.action, Action::Apply))
+            {
+                continue;
+            }
+            if let Some(n) = containing_git_dir(&index, &p.loc) {
+                *slot = None;
+                counts[n] += 1;
+            }
+        }
+        // Counted once per git directory, across both passes.
+        let kept = &mut self.report.kept_together;
+        let mut place: HashMap<String, usize> = kept
+            .iter()
+            .enumerate()
+            .map(|(i, (label, _))| (label.clone(), i))
+            .collect();
+        for (dir, n) in dirs.iter().zip(counts) {
+            if n == 0 {
+                continue;
+            }
+            let label = self.ws.label(dir);
+            if let Some(&i) = place.get(&label) {
+                kept[i].1 += n;
+            } else {
+                place.insert(label.clone(), kept.len());
+                kept.push((label, n));
+            }
+        }
     }
 
     fn is_blocked(&self, loc: &Location) -> bool {
@@ -1323,6 +1469,35 @@ impl Applier<'_> {
     }
 }
 
+/// The git directory `rel` lies in (or is): the path up to and including its first `.git`
+/// component that `is_dir` says is a directory (a `.git` file, a linked worktree's pointer, is
+/// none). A linked worktree's metadata (`.git/worktrees/NAME`) and a submodule's git directory
+/// (`.git/modules/NAME`) belong to it: one git operation writes them with its refs. `None`
+/// outside every git directory.
+fn git_dir_of(rel: &Path, is_dir: impl Fn(&Path) -> bool) -> Option<PathBuf> {
+    let mut prefix = PathBuf::new();
+    for c in rel.components() {
+        prefix.push(c);
+        if matches!(c, Component::Normal(n) if n == ".git") && is_dir(&prefix) {
+            return Some(prefix);
+        }
+    }
+    None
+}
+
+/// Which of the git directories in `index` (by root and path) holds `loc`, by its index: each of
+/// its ancestors ending in a `.git` component is looked up, so the cost is its depth, not the
+/// number of git directories.
+fn containing_git_dir(index: &HashMap<(usize, PathBuf), usize>, loc: &Location) -> Option<usize> {
+    if !super::tracked::in_git_dir(&loc.rel) {
+        return None;
+    }
+    loc.rel
+        .ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == ".git"))
+        .find_map(|a| index.get(&(loc.root, a.to_path_buf())).copied())
+}
+
 /// Whether a staged tree holds only directories, files and links, none set-user-ID or
 /// set-group-ID: what may be moved to the host whole.
 fn plain_tree(staged: &Staged) -> bool {
@@ -1366,4 +1541,161 @@ fn read_full(r: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each path's git directory, given which of its prefixes are directories.
+    #[test]
+    fn a_git_directory_is_the_first_dot_git_that_is_a_directory() {
+        let dirs = [".git", "sub/.git", "deep/x/.git", "file/.git/inner/.git"];
+        let is_dir = |p: &Path| dirs.iter().any(|d| Path::new(d) == p);
+        let of = |rel: &str| git_dir_of(Path::new(rel), is_dir);
+        for (rel, dir) in [
+            (".git", Some(".git")),
+            (".git/refs/heads/x", Some(".git")),
+            // A linked worktree's metadata and a submodule's git directory are the
+            // repository's own.
+            (".git/worktrees/wt/gitdir", Some(".git")),
+            (".git/modules/m/.git/config", Some(".git")),
+            ("sub/.git/index", Some("sub/.git")),
+            ("deep/x/.git/logs/HEAD", Some("deep/x/.git")),
+            // A `.git` that is not a directory (a linked worktree's pointer file) is none.
+            ("wt/.git", None),
+            ("file/.git/inner/.git/HEAD", Some("file/.git/inner/.git")),
+            ("src/main.rs", None),
+            ("a.git/HEAD", None),
+            ("", None),
+        ] {
+            assert_eq!(of(rel), dir.map(PathBuf::from), "{rel}");
+        }
+    }
+
+    #[test]
+    fn a_change_is_found_in_its_git_directory_by_its_ancestors() {
+        let mut index = HashMap::new();
+        index.insert((0, PathBuf::from(".git")), 0);
+        index.insert((1, PathBuf::from("sub/.git")), 1);
+        let at = |root, rel: &str| Location {
+            root,
+            rel: PathBuf::from(rel),
+        };
+        assert_eq!(
+            containing_git_dir(&index, &at(0, ".git/worktrees/wt/HEAD")),
+            Some(0)
+        );
+        assert_eq!(containing_git_dir(&index, &at(0, ".git")), Some(0));
+        assert_eq!(
+            containing_git_dir(&index, &at(1, "sub/.git/refs/heads/x")),
+            Some(1)
+        );
+        // Another root, another repository, or outside every git directory: none.
+        assert_eq!(containing_git_dir(&index, &at(1, ".git/index")), None);
+        assert_eq!(containing_git_dir(&index, &at(0, "sub/.git/index")), None);
+        assert_eq!(containing_git_dir(&index, &at(0, "src/.gitignore")), None);
+        assert_eq!(containing_git_dir(&index, &at(0, "README.md")), None);
+    }
+
+    fn ran(status: ToolStatus, code: i32) -> ToolResult {
+        ToolResult {
+            exit_code: Some(code),
+            ..ToolResult::new(status)
+        }
+    }
+
+    fn refused_one() -> CommitReport {
+        CommitReport {
+            refused: vec![(
+                ".git/worktrees/wt/gitdir".to_owned(),
+                Refusal::credential_store(".git/worktrees/wt/gitdir"),
+            )],
+            kept_together: vec![(".git".to_owned(), 7)],
+            ..CommitReport::default()
+        }
+    }
+
+    /// A command that exited 0 and had part of its changes kept out is denied with 126, and
+    /// the reason says so before the list; the positive control, nothing refused, stays ok
+    /// and 0 with no reason.
+    #[test]
+    fn a_commit_that_kept_changes_out_is_not_a_success() {
+        let mut r = ran(ToolStatus::Ok, 0);
+        refused_one().apply_to(&mut r);
+        assert_eq!(r.status, ToolStatus::Denied);
+        assert_eq!(r.exit_code, Some(exit_code::REFUSED));
+        assert_eq!(r.process_exit_code(), exit_code::REFUSED);
+        let reason = r.reason.clone().unwrap();
+        let exited = reason
+            .find("the command itself exited 0, but spear kept out part of what it changed")
+            .unwrap();
+        let list = reason
+            .find("spear did not let these changes reach the workspace")
+            .unwrap();
+        assert!(exited < list, "{reason}");
+        assert!(reason.contains(".git/worktrees/wt/gitdir"), "{reason}");
+        assert!(
+            reason.contains(
+                "the rest of the changes to .git (7) were kept out with them: a git \
+                 operation's changes are committed together or not at all"
+            ),
+            "{reason}"
+        );
+        assert!(r.refusal.is_none(), "the call itself was not refused");
+
+        let mut clean = ran(ToolStatus::Ok, 0);
+        CommitReport {
+            changed: vec!["a.txt".to_owned()],
+            ..CommitReport::default()
+        }
+        .apply_to(&mut clean);
+        assert_eq!(clean.status, ToolStatus::Ok);
+        assert_eq!(clean.exit_code, Some(0));
+        assert_eq!(clean.reason, None);
+        assert_eq!(clean.changed_paths, ["a.txt"]);
+    }
+
+    /// A failed, cancelled or timed-out command keeps its status and its own code; the list of
+    /// what was kept out is still said, the exit-0 sentence is not.
+    #[test]
+    fn a_worse_status_and_a_non_zero_code_are_kept() {
+        for (status, code) in [
+            (ToolStatus::Failed, 3),
+            (ToolStatus::Cancelled, 0),
+            (ToolStatus::Timeout, 0),
+        ] {
+            let mut r = ran(status, code);
+            refused_one().apply_to(&mut r);
+            assert_eq!((r.status, r.exit_code), (status, Some(code)));
+            let reason = r.reason.unwrap();
+            assert!(
+                reason.contains("did not let these changes reach"),
+                "{reason}"
+            );
+            assert!(!reason.contains("itself exited 0"), "{reason}");
+        }
+        // Host-run configuration nobody approved: denied, 126, and why it was not approved.
+        let mut r = ran(ToolStatus::Ok, 0);
+        CommitReport {
+            unapproved: Some(Refusal::no_confirmer("x")),
+            ..refused_one()
+        }
+        .apply_to(&mut r);
+        assert_eq!(
+            (r.status, r.exit_code),
+            (ToolStatus::Denied, Some(exit_code::REFUSED))
+        );
+        assert!(r.reason.unwrap().contains("it was not approved"));
+        // Applied twice (a report read again), a result is not marked twice.
+        let mut r = ran(ToolStatus::Ok, 0);
+        refused_one().apply_to(&mut r);
+        let once = r.clone();
+        CommitReport {
+            refused: refused_one().refused,
+            ..CommitReport::default()
+        }
+        .deny_partial(&mut r);
+        assert_eq!(r, once);
+    }
 }
