@@ -395,7 +395,7 @@ fn is(part: &OsStr, name: &str) -> bool {
 }
 
 /// Whether the view shows a directory git takes for a repository at `dir`.
-fn is_git_dir(view: &dyn TreeView, dir: &Location) -> bool {
+pub(crate) fn is_git_dir(view: &dyn TreeView, dir: &Location) -> bool {
     let at = |name: &str| Location {
         root: dir.root,
         rel: dir.rel.join(name),
@@ -528,13 +528,20 @@ impl GitIndirections {
             Some(r) => Err(r),
             None => Ok(()),
         };
+        // A linked worktree's own pointers, back to the repository the host already has, send
+        // git nowhere new (`git worktree add wt`): rules 1 and 2 do not apply to them.
+        let own_worktree = crate::git_worktree::own_worktree_link(ws, view, host, loc, change);
         // Rule 1, by name (a hooks directory being made included).
-        if !inert && let Some(ind) = control_by_name(&loc.rel) {
+        if !inert
+            && !own_worktree
+            && let Some(ind) = control_by_name(&loc.rel)
+        {
             refuse(ind)?;
         }
         if let (Some(leaf), ChangeKind::File | ChangeKind::Symlink { .. }) =
             (loc.rel.file_name(), change)
             && is(leaf, ".git")
+            && !own_worktree
         {
             refuse(Indirection {
                 entry: "git-config",
@@ -542,7 +549,10 @@ impl GitIndirections {
             })?;
         }
         // Rule 2, by what the view shows around it.
-        if !inert && let Some(ind) = in_other_git_dir(view, host, loc, change) {
+        if !inert
+            && !own_worktree
+            && let Some(ind) = in_other_git_dir(view, host, loc, change)
+        {
             refuse(ind)?;
         }
         // Rule 3, what the host's repositories and the user's configuration name. An inert

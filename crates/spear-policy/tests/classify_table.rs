@@ -1221,6 +1221,51 @@ const HOST_READS: &[(&str, CommandClass, &[Check])] = &[
         M,
         &[Writes("copy"), Lacks(Capability::Network)],
     ),
+    // A push to a repository path is a write of it, a fetch or pull from one a read: inside the
+    // roots a workspace write without remote:write or the network (git resolves a relative path
+    // from the top of the working tree, also from a subdirectory).
+    (
+        "git push ./bare.git main",
+        M,
+        &[
+            Writes("bare.git"),
+            Lacks(Capability::RemoteWrite),
+            Lacks(Capability::Network),
+        ],
+    ),
+    (
+        "git push file://{WS}/bare.git HEAD:main",
+        M,
+        &[Writes("bare.git"), Lacks(Capability::RemoteWrite)],
+    ),
+    (
+        "cd sub && git push ./bare.git main",
+        M,
+        &[Writes("bare.git"), Lacks(Capability::RemoteWrite)],
+    ),
+    (
+        "git fetch ./bare.git",
+        M,
+        &[Lacks(Capability::Network), Lacks(Capability::HostRead)],
+    ),
+    ("git pull ./bare.git main", M, &[Lacks(Capability::Network)]),
+    ("git fetch --all", M, &[Needs(Capability::Network)]),
+    // A refspec `SRC:DST` is not an SSH address.
+    (
+        "git fetch origin main:refs/remotes/origin/main",
+        M,
+        &[Needs(Capability::Network), Lacks(Capability::Ssh)],
+    ),
+    (
+        "git push ./bare.git HEAD:main",
+        M,
+        &[Writes("bare.git"), Lacks(Capability::Ssh)],
+    ),
+    (
+        "git fetch {HOME}/other",
+        D,
+        &[Rule(RefusalRule::ProjectScope)],
+    ),
 ];
 
 /// The target policy: generated, snapshot, vendored and protected paths are never written.
@@ -1550,6 +1595,118 @@ const HOST_CHANGES: &[(&str, CommandClass, &[Check])] = &[
             Needs(Capability::RemoteWrite),
         ],
     ),
+    // A push to a repository outside the roots is a write outside them; one whose destination is
+    // not shown to be a path on this machine needs remote:write.
+    (
+        "git push ../elsewhere.git main",
+        D,
+        &[
+            Rule(RefusalRule::WriteOutsideRoots),
+            Lacks(Capability::RemoteWrite),
+        ],
+    ),
+    (
+        "git push {CANARY}.git main",
+        D,
+        &[Rule(RefusalRule::WriteOutsideRoots)],
+    ),
+    (
+        "git push",
+        D,
+        &[
+            Rule(RefusalRule::NoModeGrants),
+            Needs(Capability::RemoteWrite),
+        ],
+    ),
+    (
+        "git push https://github.com/x/y.git main",
+        D,
+        &[
+            Rule(RefusalRule::NoModeGrants),
+            Needs(Capability::RemoteWrite),
+        ],
+    ),
+    (
+        "git push git@github.com:x/y.git main",
+        D,
+        &[
+            Rule(RefusalRule::NoModeGrants),
+            Needs(Capability::RemoteWrite),
+        ],
+    ),
+    (
+        "git push file://host{WS}/bare.git main",
+        D,
+        &[Needs(Capability::RemoteWrite)],
+    ),
+    // `-c` can rewrite the URL to the network; a script that changed the configuration before the
+    // push, and options naming other remotes, leave the remote unknown.
+    (
+        "git -c url.https://example.com/.pushInsteadOf=./ push ./bare.git main",
+        D,
+        &[Needs(Capability::RemoteWrite)],
+    ),
+    // A remote the script adds with `git remote add NAME URL` is where a later push goes (issue
+    // 32): a local one is a write of it; a network one, one added with options, or a default
+    // remote the addition may change, stay unknown.
+    (
+        "git remote add o ./bare.git && git push o main",
+        M,
+        &[Writes("bare.git"), Lacks(Capability::RemoteWrite)],
+    ),
+    // `git worktree add PATH` writes PATH, judged where it lands.
+    ("git worktree add -b feature wt", M, &[Writes("wt")]),
+    ("git worktree add --detach -f wt HEAD", M, &[Writes("wt")]),
+    (
+        "git worktree add -b x {CANARY}",
+        D,
+        &[Rule(RefusalRule::WriteOutsideRoots)],
+    ),
+    (
+        "git remote add o https://example.com/x.git && git push o main",
+        D,
+        &[Needs(Capability::RemoteWrite)],
+    ),
+    (
+        "git remote add -f o ./bare.git && git push o main",
+        D,
+        &[Needs(Capability::RemoteWrite)],
+    ),
+    (
+        "git remote add o ./bare.git && git push",
+        D,
+        &[Needs(Capability::RemoteWrite)],
+    ),
+    (
+        "git remote add o ./bare.git && git remote add o https://example.com/x.git && git push o",
+        D,
+        &[Needs(Capability::RemoteWrite)],
+    ),
+    (
+        "git config remote.o.url ./bare.git && git push o main",
+        D,
+        &[Needs(Capability::RemoteWrite)],
+    ),
+    (
+        "git push --repo=./bare.git",
+        D,
+        &[Needs(Capability::RemoteWrite)],
+    ),
+    (
+        "git push --recurse-submodules=on-demand ./bare.git main",
+        D,
+        &[Needs(Capability::RemoteWrite)],
+    ),
+    (
+        "git push --signed ./bare.git main",
+        D,
+        &[Needs(Capability::RemoteWrite)],
+    ),
+    (
+        "git -c user.name=x push ./bare.git main",
+        M,
+        &[Writes("bare.git"), Lacks(Capability::RemoteWrite)],
+    ),
     ("npm publish", D, &[Rule(RefusalRule::NoModeGrants)]),
     ("cargo publish", D, &[Rule(RefusalRule::NoModeGrants)]),
     (
@@ -1797,6 +1954,13 @@ const OPTION_EFFECTS: &[(&str, CommandClass, &[Check])] = &[
     ("git grep -O foo", C, &[]),
     ("git rebase -x 'make test' main", C, &[]),
     ("git fetch --upload-pack='touch x' origin", C, &[]),
+    ("git push --receive-pack='touch x' ./bare.git main", C, &[]),
+    ("git push --exec='touch x' ./bare.git main", C, &[]),
+    (
+        "git fetch --upload-pack='touch x' ./bare.git",
+        C,
+        &[Lacks(Capability::Network)],
+    ),
     ("git clone 'ext::sh -c touch% /tmp/x' dir", C, &[]),
     ("git clone --template=./t https://x/y", C, &[]),
     ("git difftool", C, &[]),

@@ -6,7 +6,11 @@
 //! of a key that can name such programs for every later git command (on the host too) is refused
 //! however it is spelled (`git config`, `--file .git/config`, `--global`); one of a key that runs
 //! nothing (`user.name`) is an ordinary write. `git -c` of such a key holds for one invocation
-//! inside the sandbox and is harmless. Pushing changes a remote, which no mode grants.
+//! inside the sandbox and is harmless. Pushing changes a remote, which no mode grants, unless the
+//! remote is a repository on this machine: then it is a write of that path ([`remote`]), and a
+//! fetch or pull from one is a read of it, without the network.
+
+mod remote;
 
 use spear_core::{Capability, Refusal};
 
@@ -110,10 +114,12 @@ const MUTATING: &[&str] = &[
     "hash-object",
 ];
 
-/// Subcommands that fetch from the network (and change the repository).
+/// Subcommands that fetch from the network (and change the repository). `fetch` and `pull` are
+/// judged by [`remote::transfer`] first: from a repository on this machine they only read it.
 const FETCHING: &[&str] = &["clone", "fetch", "pull", "ls-remote", "fetch-pack"];
 
-/// Subcommands that change a remote.
+/// Subcommands that change a remote. `push` is judged by [`remote::transfer`] first: to a
+/// repository on this machine it is a write of that path.
 const PUSHING: &[&str] = &[
     "push",
     "send-pack",
@@ -560,6 +566,9 @@ struct Globals {
     dir: Cwd,
     /// The repository named by `--git-dir` or `--work-tree`.
     git_dir: Option<Arg>,
+    /// Whether `-c` or `--config-env` set configuration for this invocation that could name a
+    /// remote's URL or rewrite URLs, which [`remote`] does not see.
+    one_shot: bool,
 }
 
 /// Reads git's global options, the ones before the subcommand. `None` when nothing is left to
@@ -570,6 +579,7 @@ fn global_options(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &Cwd) -> Option<Globa
     let mut dir = cwd.clone();
     let mut i = 0;
     let mut git_dir: Option<Arg> = None;
+    let mut one_shot = false;
     while let Some(arg) = args.get(i) {
         let Some(t) = arg.lit() else {
             a.complex(format!("`git {}` is known only at run time", arg.display()));
@@ -593,6 +603,7 @@ fn global_options(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &Cwd) -> Option<Globa
             "-c" | "--config-env" => {
                 let setting = value(&mut i);
                 one_shot_config(a, name, setting.as_ref());
+                one_shot |= name == "--config-env" || !remote::inert_for_remotes(setting.as_ref());
             }
             "--exec-path" if inline.is_some() => {
                 a.complex("`git --exec-path=` runs git commands from another directory");
@@ -625,16 +636,19 @@ fn global_options(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &Cwd) -> Option<Globa
         sub: i,
         dir,
         git_dir,
+        one_shot,
     })
 }
 
 /// Analyses a git command line.
 pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
     let args = c.args;
+    let complex_before = a.found.complex.is_some();
     let Some(Globals {
         sub: i,
         dir,
         git_dir,
+        one_shot,
     }) = global_options(a, c, cwd)
     else {
         return;
@@ -665,7 +679,11 @@ pub(crate) fn analyse(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
     for out in values(&items, &["--output"]) {
         a.write_path(out, &dir, &format!("git {sub}"));
     }
-    subcommand(a, sub, rest, &items, &dir, &repo);
+    let before = remote::Before {
+        one_shot,
+        complex: complex_before,
+    };
+    subcommand(a, sub, rest, &items, &dir, &repo, before);
 }
 
 /// What the subcommand `sub` does, one arm per subcommand (or family): the capabilities it needs,
@@ -677,11 +695,14 @@ fn subcommand(
     items: &[Item],
     dir: &Cwd,
     repo: &Arg,
+    before: remote::Before,
 ) {
     if READ_ONLY.contains(&sub) {
         repository_programs(a, sub, dir, repo);
     }
     match sub {
+        // To a repository on this machine a push is a write of it and a fetch a read.
+        "push" | "fetch" | "pull" => remote::transfer(a, sub, rest, dir, repo, before),
         _ if PUSHING.contains(&sub) => {
             a.needs(Capability::RemoteWrite);
             a.refuse(Refusal::no_mode_grants(
@@ -1080,7 +1101,67 @@ fn listing_or_changing(a: &mut Analysis<'_>, sub: &str, rest: &[Arg], dir: &Cwd,
     if sub == "submodule" && first == Some("foreach") {
         a.complex("`git submodule foreach` runs a command in every submodule");
     }
+    if sub == "worktree" && first == Some("add") {
+        worktree_add(a, &rest[1..], dir);
+    }
+    if sub == "remote" {
+        remote_config_change(a, rest, dir, repo);
+    }
     a.write_path(repo, dir, &format!("git {sub}"));
+}
+
+/// `git remote add/set-url/rename/remove` rewrites the configuration. `git remote add NAME URL`
+/// is remembered as a remote of the script, so that a push or fetch to NAME after it knows where
+/// it goes; any other change is recorded as a write of the configuration file (an inert one:
+/// remote URLs run nothing), so that a push or fetch later in the script does not judge its remote
+/// by the configuration on disk.
+fn remote_config_change(a: &mut Analysis<'_>, rest: &[Arg], dir: &Cwd, repo: &Arg) {
+    if repo.lit() != Some(".") {
+        return;
+    }
+    let Some(config) = remote::config_file(dir) else {
+        return;
+    };
+    if a.policy.workspace().locate(&config).is_none() {
+        return;
+    }
+    if let Some((name, url)) = remote::added_remote(rest) {
+        a.git_remotes_added.push((config, name, url));
+    } else {
+        let file = Arg::Lit(config.to_string_lossy().into_owned());
+        a.write_git_config(&file, dir, None);
+    }
+}
+
+/// `git worktree add [OPTIONS] PATH [COMMIT]` checks out a worktree at PATH: a write of PATH,
+/// judged where it lands. Attack stopped, and an honest answer given before anything runs: a
+/// worktree outside the workspace (`../wt` of a project under the home directory) would leave its
+/// metadata in `.git` pointing at a directory the host never gets.
+fn worktree_add(a: &mut Analysis<'_>, rest: &[Arg], dir: &Cwd) {
+    let items = scan(
+        rest,
+        &OptionSpec::gnu("bB", &["reason"], &[]).flags(
+            "fq",
+            &[
+                "force",
+                "detach",
+                "checkout",
+                "no-checkout",
+                "lock",
+                "orphan",
+                "track",
+                "no-track",
+                "guess-remote",
+                "no-guess-remote",
+                "quiet",
+                "relative-paths",
+                "no-relative-paths",
+            ],
+        ),
+    );
+    if let Some(path) = operands(&items).first() {
+        a.write_path(path, dir, "git worktree add");
+    }
 }
 
 /// `git clone URL [DIR]`: fetches and writes DIR (or the name taken from URL).
