@@ -5,7 +5,8 @@
   string or an object with a `command` field (placeholders such as {WS} are kept: the target
   substitutes them), and one command from each of 200 tldr pages (seeded sample) with the tldr
   placeholders written out (`{{[-a|--all]}}` -> `-a`, `{{path/to/file}}` -> `path/to/file`).
-  Plus the inputs of fixed crashes and hangs (CLASSIFY_REGRESSIONS).
+  Plus the inputs of fixed crashes and hangs (CLASSIFY_REGRESSIONS), and inline programs and
+  scratch variables (CLASSIFY_INLINE).
 - seeds/resolve/: the `path` of every file-tool case of the red-team file, and hand-picked paths
   for the resolve fixture (see fuzz/src/lib.rs; the target substitutes {WS}, {BASE}, {OTHER}).
 """
@@ -29,6 +30,20 @@ CLASSIFY_REGRESSIONS = {
     "io-number-overflow": "echo 99999999999999999999>x",
     "paren-run-backtracking": "(" * 47 + "hash x",
     "paren-depth-backtracking": "h |" + "((((\0" * 6,
+}
+
+# Inline programs and scratch variables (issue 32): the file-call scanner of each language and
+# the variable tracking get inputs that reach them.
+CLASSIFY_INLINE = {
+    "python-read": "python3 -c \"import json; print(json.load(open('data.json', mode='r')))\"",
+    "python-path": "python3 -c \"from pathlib import Path; Path('a').write_text(Path('b').read_text())\"",
+    "python-heredoc": "python3 - <<'EOF'\npath = '/admin/auth/foo'\nopen(f'{path}.txt', 'w')\n\"\"\"x\"\"\"\nEOF",
+    "node-require": "node -e \"const fs = require('fs'); fs.copyFileSync(require('./p.json').a, `${x}`)\"",
+    "ruby-paren-less": "ruby -e 'FileUtils.mkdir_p \"a/b\" if File.exist?(\"#{x}\")'",
+    "perl-open": "perl -e 'open(my $f, \">\", \"out\") or die; unlink \"a\", \"b\"; print $#ARGV'",
+    "php-file": "php -r 'file_put_contents(\"/etc/x\", file_get_contents(\"a\"));'",
+    "mktemp-var": "d=$(mktemp -d -t x.XXXX) && cd \"$d\" && tar -x -C \"${d}/y\" -f a.tar; d+=z",
+    "tmpdir-var": "out=$TMPDIR/b; t=/tmp/x; cp -r src \"$out\" $t/../y",
 }
 
 RESOLVE_SEEDS = [
@@ -79,6 +94,9 @@ def main() -> None:
             n += 1
     for name, command in CLASSIFY_REGRESSIONS.items():
         (out / f"regression-{name}").write_text(command)
+        n += 1
+    for name, command in CLASSIFY_INLINE.items():
+        (out / f"inline-{name}").write_text(command)
         n += 1
     by_page = {}
     for line in (TESTDATA / "tldr-commands.jsonl").read_text().splitlines():

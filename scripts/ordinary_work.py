@@ -2,7 +2,7 @@
 """Ordinary agent work through spear, compared with plain bash in a copy of a real project.
 
 Usage: ordinary_work.py SPEAR_BINARY [--cache DIR] [--corpus-sample N] [--only SUBSTRING]
-                        [--limit N] [--timeout S] [--results FILE] [--quiet]
+                        [--project NAME] [--limit N] [--timeout S] [--results FILE] [--quiet]
 
 Every command runs in a workspace that is, before each run, the project's pristine tree (a git
 repository with one commit): once with the baseline shell, once through `spear exec --auto -c`,
@@ -386,6 +386,8 @@ def main():
     ap.add_argument("--cache", default=str(Path.home() / ".cache" / "spear-bench"))
     ap.add_argument("--corpus-sample", type=int, default=150)
     ap.add_argument("--only", default=None, help="run only commands containing this")
+    ap.add_argument("--project", default=None,
+                    help="run only the commands of this project (calc, django, sympy, astropy, itoa)")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--results", default=None, help="write every result as JSON lines here")
@@ -409,6 +411,8 @@ def main():
             items.append(item)
     if args.only:
         items = [i for i in items if args.only in i["command"]]
+    if args.project:
+        items = [i for i in items if i["project"] == args.project]
     if args.limit:
         items = items[:args.limit]
 

@@ -207,6 +207,83 @@ const ROWS: &[Row] = &[
         stdin: Some("first\nsecond\n"),
         ..row("read -r line && echo \"got $line\"", Stdout, true)
     },
+    // Issue 32, item 1: an inline program that only reads runs in SAFE as bash runs it.
+    Row {
+        needs: Some("python3"),
+        ..row(
+            "python3 -c \"import json; print(json.load(open('package.json'))['name'])\"",
+            Stdout,
+            true,
+        )
+    },
+    Row {
+        needs: Some("python3"),
+        ..row(
+            "python3 -c \"from pathlib import Path; print(Path('calc.py').read_text().count('def'))\"",
+            Stdout,
+            true,
+        )
+    },
+    Row {
+        needs: Some("node"),
+        ..row(
+            "node -e \"console.log(require('./package.json').name)\"",
+            Stdout,
+            true,
+        )
+    },
+    Row {
+        needs: Some("node"),
+        ..row(
+            "node -e \"console.log(require('fs').readFileSync('calc.py', 'utf8').length)\"",
+            Stdout,
+            true,
+        )
+    },
+    Row {
+        needs: Some("perl"),
+        ..row(
+            "perl -e 'open(my $f, \"<\", \"calc.py\") or die; print scalar(() = <$f>), \"\\n\"'",
+            Stdout,
+            true,
+        )
+    },
+    // item 3: a URL path in a here-document program is no file
+    Row {
+        needs: Some("python3"),
+        ..row(
+            "python3 - <<'EOF'\npath = '/admin/auth/foo'\nprint(path.split('/'))\nEOF",
+            Stdout,
+            true,
+        )
+    },
+    // item 1: one that writes the workspace still writes it (AUTO)
+    Row {
+        needs: Some("python3"),
+        ..row(
+            "python3 -c \"open('out.txt', 'w').write('x')\" && cat out.txt",
+            Stdout,
+            false,
+        )
+    },
+    // item 2: scratch directories from mktemp, held in a variable or used directly
+    row(
+        "d=$(mktemp -d) && tar -cf \"$d/a.tar\" calc.py tests && tar -xf \"$d/a.tar\" -C \"$d\" && ls \"$d\"",
+        Stdout,
+        true,
+    ),
+    row(
+        "d=$(mktemp -d) && cp -r src tests \"$d\" && ls \"$d\"",
+        Stdout,
+        true,
+    ),
+    row("cd \"$(mktemp -d)\" && echo ok > f && cat f", Stdout, true),
+    // item 6: the workspace lies under /tmp here: /tmp itself holds it, and is written
+    row(
+        "tar -cf /tmp/a.tar calc.py && mkdir /tmp/x && tar -xf /tmp/a.tar -C /tmp/x && ls /tmp/x",
+        Stdout,
+        true,
+    ),
 ];
 
 /// One run's outcome.
@@ -238,6 +315,11 @@ fn fixture(base: &Path, name: &str) -> PathBuf {
     )
     .unwrap();
     std::fs::write(ws.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    std::fs::write(
+        ws.join("package.json"),
+        "{\"name\": \"calc-web\", \"version\": \"1.0.0\"}\n",
+    )
+    .unwrap();
     std::fs::write(
         ws.join("tests/test_calc.py"),
         "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n",

@@ -73,6 +73,21 @@ pub(crate) struct Analysis<'p> {
     pub tmpdir_intact: bool,
     /// Whether `set -a` may be on: every later assignment is exported.
     pub allexport: bool,
+    /// The script being classified, as sent (`None` for a command run without a shell): what
+    /// [`crate::shell::scratch::assigned_once`] reads.
+    pub script: Option<String>,
+    /// Variables known to hold a path in the sandbox's private /tmp (`d=$(mktemp -d)`), with
+    /// that path (its random part as `X`s).
+    pub scratch_vars: HashMap<String, String>,
+    /// Remotes the script adds with `git remote add NAME URL` (literal words, no options), each
+    /// with the configuration file it lands in: what a later push or fetch to `NAME` reaches
+    /// when the file on disk has no such remote (with one, `remote add` fails and changes
+    /// nothing).
+    pub git_remotes_added: Vec<(PathBuf, String, String)>,
+    /// How many places the walk is inside where an assignment may not reach the commands after
+    /// it: a branch, a loop, a subshell, a pipeline, what runs after `&&`/`||` or in the
+    /// background.
+    pub branch: usize,
     pub depth: usize,
     /// Process substitutions being walked (their commands are not the script's top level).
     pub substitutions: usize,
@@ -89,6 +104,10 @@ impl<'p> Analysis<'p> {
             home_intact: true,
             tmpdir_intact: true,
             allexport: false,
+            script: None,
+            scratch_vars: HashMap::new(),
+            git_remotes_added: Vec::new(),
+            branch: 0,
             depth: 0,
             substitutions: 0,
             commands_seen: 0,
@@ -177,6 +196,54 @@ impl<'p> Analysis<'p> {
         if self.found.programs.len() < 8 && !self.found.programs.iter().any(|p| p == program) {
             self.found.programs.push(program.to_owned());
         }
+    }
+
+    /// `NAME=value` with no command, in the script's own sequence: `NAME` holds a scratch path
+    /// from now on when `value` is a normal path below the sandbox's private /tmp that holds no
+    /// root, and nothing else in the script can have set `NAME` ([`crate::shell::scratch`]).
+    /// Any other assignment forgets what `NAME` held.
+    pub(crate) fn track_scratch(&mut self, name: &str, value: Option<&Arg>) {
+        self.scratch_vars.remove(name);
+        let Some(Arg::Lit(path)) = value else {
+            return;
+        };
+        let in_sequence = self.depth == 0
+            && self.substitutions == 0
+            && self.branch == 0
+            && self.defining.is_empty();
+        if in_sequence
+            && self.is_scratch_path(path)
+            && self
+                .script
+                .as_deref()
+                .is_some_and(|s| crate::shell::scratch::assigned_once(s, name))
+        {
+            self.scratch_vars.insert(name.to_owned(), path.clone());
+        }
+    }
+
+    /// Whether `path` is a normal absolute path strictly below the sandbox's private /tmp, in no
+    /// path the operator named and holding no root: a write there stays in the sandbox.
+    pub(crate) fn is_scratch_path(&self, path: &str) -> bool {
+        use std::path::Component;
+        let p = Path::new(path);
+        let tmp = Path::new(spear_core::SANDBOX_TMPDIR);
+        let normal = p
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        let view = self.policy.host_view();
+        let holds_root = self
+            .policy
+            .workspace()
+            .roots()
+            .iter()
+            .any(|r| r.host_path().starts_with(p) || r.mount_path().starts_with(p));
+        normal
+            && p.starts_with(tmp)
+            && p != tmp
+            && view.sandbox().is_private(p)
+            && !view.is_named_path(p)
+            && !holds_root
     }
 
     /// The cwd to start from, translated to host spelling.

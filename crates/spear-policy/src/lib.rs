@@ -36,6 +36,7 @@ mod env_rules;
 mod executable;
 pub mod git_core;
 mod git_layout;
+mod git_worktree;
 pub mod host_config;
 mod host_read;
 pub mod limits;

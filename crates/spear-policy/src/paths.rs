@@ -168,11 +168,28 @@ impl Analysis<'_> {
         // A pattern or a run-time suffix can climb out of a private place (`/tmp/.[.]/...`,
         // `/tmp/$x`), so only a literal path is private.
         let literal_word = matches!(arg, Arg::Lit(_));
+        let mut held = Vec::new();
         for p in &outsides {
-            if let Err(r) = self.outside_write(p, arg.display()) {
-                self.refuse(r);
-                return;
+            match self.outside_write(p, arg.display()) {
+                Ok(roots) => held.extend(roots.into_iter().map(|r| (p.clone(), r))),
+                Err(r) => {
+                    self.refuse(r);
+                    return;
+                }
             }
+        }
+        // A private directory that holds a root (`tar -x -C /tmp` with the workspace at
+        // /tmp/ws): the write may reach the workspace's own entries, so it is a write of the root,
+        // judged and granted as one.
+        for (dir, root) in held {
+            if self.found.mutation.is_none() {
+                self.found.mutation = Some(format!(
+                    "{program} writes {}, which holds the workspace root {}",
+                    dir.display(),
+                    root.display()
+                ));
+            }
+            self.write_path(&Arg::Lit(root.to_string_lossy().into_owned()), cwd, program);
         }
         if unknown || (!literal_word && !outsides.is_empty()) {
             self.mutates(format!("{program} writes to a path known only at run time"));
@@ -279,20 +296,28 @@ impl Analysis<'_> {
     /// `~/.gitconfig`, `~/.config/...`) is what programs read as configuration or at start-up, so
     /// later commands of the session would run what it says: refused as protected. Attack
     /// stopped: `sort -o ~/.bashrc`, `>> ~/.profile`, a user unit under `~/.config/systemd`.
-    fn outside_write(&self, path: &Path, shown: &str) -> Result<(), Refusal> {
+    fn outside_write(&self, path: &Path, shown: &str) -> Result<Vec<PathBuf>, Refusal> {
         let view = self.policy.host_view();
         if is_credential_store(path) {
             return Err(Refusal::credential_store(shown));
         }
         let sandbox = view.sandbox();
-        // A directory that holds a root (`rm -rf ~` with the project under the home directory)
-        // is not private: the write would reach the workspace's own entries.
+        let private = sandbox.is_private(path) && !view.is_named_path(path);
+        // A private directory that holds a root (`rm -rf ~` with the project under the home
+        // directory, `tar -x -C /tmp` with it under /tmp): the write may reach the workspace's own
+        // entries, so the caller judges it as a write of those roots. Anywhere else, a directory
+        // holding a root is no private place.
         let ws = self.policy.workspace();
-        let holds_root = ws
+        let held: Vec<PathBuf> = ws
             .roots()
             .iter()
-            .any(|r| r.host_path().starts_with(path) || r.mount_path().starts_with(path));
-        let private = sandbox.is_private(path) && !view.is_named_path(path) && !holds_root;
+            .filter(|r| r.host_path().starts_with(path) || r.mount_path().starts_with(path))
+            .map(|r| r.host_path().to_path_buf())
+            .collect();
+        if private && !held.is_empty() {
+            return Ok(held);
+        }
+        let private = private && held.is_empty();
         if path.starts_with("/dev") && !path.starts_with("/dev/shm") && !private {
             return Err(Refusal::kernel_or_device(shown));
         }
@@ -314,7 +339,7 @@ impl Analysis<'_> {
                 return Err(Refusal::write_outside_roots(shown));
             }
         }
-        Ok(())
+        Ok(Vec::new())
     }
 
     /// An operand of a program whose options spear does not know: it could be read or written.

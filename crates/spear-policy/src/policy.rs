@@ -85,6 +85,7 @@ impl CommandPolicy {
     /// directory if relative).
     pub fn classify_script(&self, script: &str, cwd: &Path) -> CommandAssessment {
         let mut analysis = Analysis::new(self);
+        analysis.script = Some(script.to_owned());
         let mut dir = analysis.start_cwd(cwd);
         analysis.analyse_script(script, &mut dir);
         analysis.finish()

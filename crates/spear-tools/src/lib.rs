@@ -24,6 +24,7 @@ mod judge;
 pub mod patch;
 mod preview;
 mod progress;
+mod read_only;
 mod registry;
 mod router;
 pub mod search;

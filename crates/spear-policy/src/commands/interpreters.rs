@@ -1,11 +1,12 @@
 //! Language interpreters. Running code is `SHELL_COMPLEX`; an inline program (`python -c`, `perl -e`,
-//! `node -e`, `ruby -e`...) is also searched for the paths it names, each treated as a write target,
-//! so `python3 -c "open('/etc/x','w')"` is refused as a write outside the roots.
+//! `node -e`, `ruby -e`...) is also read for the files its file calls name ([`inline`]): what it
+//! reads is vetted as a read, what it writes as a write, so `python3 -c "open('data.json')"` runs
+//! in SAFE and `python3 -c "open('/etc/x','w')"` is refused as a write outside the roots.
 
 use std::ops::ControlFlow;
 
 use crate::analysis::{Analysis, Cwd};
-use crate::commands::{Call, Naming, Programs, build, workspace_code};
+use crate::commands::{Call, Naming, Programs, build, inline, workspace_code};
 use crate::shell::walk::Stdin;
 use crate::shell::word::Arg;
 
@@ -93,7 +94,7 @@ fn interpret(a: &mut Analysis<'_>, call: &Call<'_>, cwd: &mut Cwd) {
         match stdin {
             Stdin::Text(Some(code)) => {
                 a.complex(format!("{name} runs the program in its here-document"));
-                named_paths(a, name, code, cwd);
+                program_files(a, name, family, code, cwd);
             }
             _ => a.complex(format!("{name} runs a program read from its input")),
         }
@@ -139,7 +140,7 @@ impl InterpreterScan<'_> {
                     self.i += 1;
                     args.get(self.i - 1).and_then(Arg::lit).map(str::to_owned)
                 });
-                inline_program(a, name, text, code.as_deref(), cwd);
+                inline_program(a, name, family, text, code.as_deref(), cwd);
                 self.program_seen = true;
             }
             ("node", "check") => {
@@ -179,7 +180,7 @@ impl InterpreterScan<'_> {
             match letter(family, flag) {
                 Letter::Code => {
                     let code = next_value(&mut self.i);
-                    inline_program(a, name, text, code.as_deref(), cwd);
+                    inline_program(a, name, family, text, code.as_deref(), cwd);
                     self.program_seen = true;
                     break;
                 }
@@ -322,11 +323,18 @@ fn shadowed_module(a: &mut Analysis<'_>, name: &str, module: &str, cwd: &Cwd) {
     });
 }
 
-/// An inline program: `SHELL_COMPLEX`, and every path it names is a write target.
-fn inline_program(a: &mut Analysis<'_>, name: &str, flag: &str, code: Option<&str>, cwd: &Cwd) {
+/// An inline program: `SHELL_COMPLEX`, and what its file calls name ([`program_files`]).
+fn inline_program(
+    a: &mut Analysis<'_>,
+    name: &str,
+    family: &str,
+    flag: &str,
+    code: Option<&str>,
+    cwd: &Cwd,
+) {
     a.complex(format!("`{name} {flag}` runs an inline program"));
     match code {
-        Some(code) => named_paths(a, name, code, cwd),
+        Some(code) => program_files(a, name, family, code, cwd),
         None => a.complex(format!(
             "{name} runs an inline program known only at run time"
         )),
@@ -392,79 +400,33 @@ fn python_module(a: &mut Analysis<'_>, name: &str, module: &str, rest: &[Arg], c
     }
 }
 
-/// Treats every path an inline program names as a write target: string literals that look like
-/// paths (absolute, `~/`, `./`, a relative path with a `/`, or a file name with an extension).
-fn named_paths(a: &mut Analysis<'_>, name: &str, code: &str, cwd: &Cwd) {
-    for literal in string_literals(code) {
-        let trimmed = literal.trim_start_matches(['<', '>', '+', '|', '&', ' ']);
-        if looks_like_path(trimmed) {
-            let expanded = match (trimmed.strip_prefix("~/"), &a.policy.config().home) {
-                (Some(rest), Some(home)) => home.join(rest).to_string_lossy().into_owned(),
-                _ => trimmed.to_owned(),
-            };
-            a.write_path(
-                &Arg::Lit(expanded),
-                cwd,
-                &format!("{name}'s inline program"),
-            );
-        }
-    }
-}
-
-fn looks_like_path(s: &str) -> bool {
-    if s.is_empty() || s.len() > 4096 || s.contains(['\n', '{', '}', '%', '$']) || s.contains("://")
-    {
-        return false;
-    }
-    if s.starts_with('/') || s.starts_with("~/") || s.starts_with("./") || s.starts_with("../") {
-        return true;
-    }
-    if s.contains(' ') {
-        return false;
-    }
-    let has_dir = s.contains('/');
-    let has_ext = std::path::Path::new(s).extension().is_some_and(|e| {
-        !e.is_empty()
-            && e.len() <= 8
-            && e.to_string_lossy()
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric())
-    });
-    let first_is_word = s
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
-    first_is_word && (has_dir || has_ext) && !s.chars().all(|c| c.is_ascii_digit() || c == '.')
-}
-
-/// The contents of quoted string literals (`'...'`, `"..."`, `` `...` ``) in a program, with simple
-/// backslash escapes resolved.
-fn string_literals(code: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut chars = code.chars();
-    while let Some(c) = chars.next() {
-        if c == '\'' || c == '"' || c == '`' {
-            let mut s = String::new();
-            let mut closed = false;
-            while let Some(d) = chars.next() {
-                if d == '\\' {
-                    if let Some(e) = chars.next() {
-                        s.push(e);
-                    }
-                    continue;
-                }
-                if d == c {
-                    closed = true;
-                    break;
-                }
-                s.push(d);
-            }
-            if closed {
-                out.push(s);
+/// What an inline program of the interpreter `name` (of `family`) does with the files it names
+/// in its file calls ([`inline::file_effects`]): a file it opens for writing, writes or removes is
+/// a write (a workspace write needs `workspace:write`, one outside every writable place is
+/// refused), a file it reads or a module it requires by path is a read. Strings it only holds are
+/// no paths. What the program does with paths known only when it runs is confined by the mount.
+fn program_files(a: &mut Analysis<'_>, name: &str, family: &str, code: &str, cwd: &Cwd) {
+    let Some(lang) = inline::Lang::of_family(family) else {
+        return;
+    };
+    for effect in inline::file_effects(lang, code) {
+        match effect {
+            inline::Effect::Read(path) => a.read_path(&Arg::Lit(path), cwd),
+            inline::Effect::Write(path) => {
+                // A language that does not expand `~` writes a directory named `~`; judged as the
+                // home's entry all the same, the stricter reading.
+                let expanded = match (path.strip_prefix("~/"), &a.policy.config().home) {
+                    (Some(rest), Some(home)) => home.join(rest).to_string_lossy().into_owned(),
+                    _ => path,
+                };
+                a.write_path(
+                    &Arg::Lit(expanded),
+                    cwd,
+                    &format!("{name}'s inline program"),
+                );
             }
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -472,23 +434,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn literals_and_paths() {
-        assert_eq!(string_literals("open('/etc/x','w')"), vec!["/etc/x", "w"]);
-        assert_eq!(string_literals(r#"print("a\"b")"#), vec!["a\"b"]);
-        for (s, path) in [
-            ("/etc/x", true),
-            ("~/.bashrc", true),
-            ("data.json", true),
-            ("src/main.rs", true),
-            ("w", false),
-            ("hello world", false),
-            ("1.5", false),
-            ("%s.txt", false),
-            ("https://x.invalid/a.txt", false),
-            ("utf-8", false),
-        ] {
-            assert_eq!(looks_like_path(s), path, "{s}");
-        }
+    fn families() {
         assert_eq!(family("python3.11"), Some("python"));
         assert_eq!(family("cat"), None);
         // The table lists the same names the families know.

@@ -16,6 +16,7 @@ pub(crate) mod backups;
 pub(crate) mod build;
 pub(crate) mod builtins;
 pub(crate) mod git;
+pub(crate) mod inline;
 pub(crate) mod interpreters;
 pub(crate) mod network;
 pub(crate) mod options;

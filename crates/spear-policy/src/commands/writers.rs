@@ -693,33 +693,76 @@ fn patch(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
 /// `$TMPDIR` (`/tmp`, the sandbox's private tmpfs). The target is the new entry
 /// (`/tmp/tmp.XXXXXXXXXX`), never the directory that holds it.
 fn mktemp(a: &mut Analysis<'_>, c: &Call<'_>, cwd: &mut Cwd) {
-    let args = c.args;
-    let spec = OptionSpec::gnu("p", &["tmpdir", "suffix"], &[])
-        .flags("dqut", &["directory", "quiet", "dry-run"]);
-    let items = scan(args, &spec);
-    c.check_options(a, &items, &spec);
+    let items = scan(c.args, &mktemp_options());
+    c.check_options(a, &items, &mktemp_options());
     if has(&items, &["-u", "--dry-run"]) {
         return;
     }
     unknown_words(a, "mktemp", &items, cwd);
-    let dir = values(&items, &["-p", "--tmpdir"]).last().cloned();
-    let template = operands(&items).first().cloned();
+    if let Some(target) = mktemp_target(&items) {
+        a.write_path(&target, cwd, "mktemp");
+    }
+}
+
+/// mktemp's options.
+fn mktemp_options() -> OptionSpec {
+    OptionSpec::gnu("p", &["tmpdir", "suffix"], &[])
+        .flags("dqut", &["directory", "quiet", "dry-run"])
+}
+
+/// What `mktemp` with these options and operands creates: the new entry, its random part as the
+/// template's `X`s. `None` when it creates nothing (`-u`).
+fn mktemp_target(items: &[Item]) -> Option<Arg> {
+    if has(items, &["-u", "--dry-run"]) {
+        return None;
+    }
+    let dir = values(items, &["-p", "--tmpdir"]).last().cloned();
+    let template = operands(items).first().cloned();
     let in_dir = |d: &Arg, name: &str| match d {
         Arg::Lit(d) => Arg::Lit(format!("{}/{name}", d.trim_end_matches('/'))),
         other => other.clone(),
     };
     let default = "tmp.XXXXXXXXXX";
-    let target = match (dir, template) {
+    Some(match (dir, template) {
         (Some(d), Some(Arg::Lit(t))) if !t.contains('/') => in_dir(&d, &t),
         (Some(d), None) => in_dir(&d, default),
         (Some(d), Some(_)) => d,
         (None, Some(t)) if t.display().contains('/') => t,
-        (None, Some(Arg::Lit(t))) if has(&items, &["-t"]) => Arg::Lit(format!("/tmp/{t}")),
-        (None, Some(_)) if has(&items, &["-t"]) => Arg::Lit("/tmp".into()),
+        (None, Some(Arg::Lit(t))) if has(items, &["-t"]) => Arg::Lit(format!("/tmp/{t}")),
+        (None, Some(_)) if has(items, &["-t"]) => Arg::Lit("/tmp".into()),
         (None, Some(t)) => t,
         (None, None) => Arg::Lit(format!("/tmp/{default}")),
+    })
+}
+
+/// What `$(mktemp ARGS)` prints, when `script` is exactly that with literal words (`mktemp -d`,
+/// `mktemp -t build.XXXXXX`, `mktemp -d -p /tmp`): the path of the new entry, its random part as
+/// the template's `X`s. `None` for anything else: quoting, expansions, a second command.
+pub(crate) fn mktemp_output(script: &str) -> Option<String> {
+    let words: Vec<&str> = script.split_ascii_whitespace().collect();
+    let (first, rest) = words.split_first()?;
+    let plain = |w: &str| {
+        w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '=' | '+'))
     };
-    a.write_path(&target, cwd, "mktemp");
+    if *first != "mktemp" || !rest.iter().all(|w| plain(w)) {
+        return None;
+    }
+    let args: Vec<Arg> = rest.iter().map(|w| Arg::Lit((*w).to_owned())).collect();
+    let spec = mktemp_options();
+    let items = scan(&args, &spec);
+    let known = items.iter().all(|i| match i {
+        Item::Opt { name, .. } => spec.knows(name),
+        Item::Operand(_) => true,
+        Item::Unknown(_) => false,
+    });
+    if !known || operands(&items).len() > 1 {
+        return None;
+    }
+    match mktemp_target(&items)? {
+        Arg::Lit(path) => Some(path),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -3,5 +3,6 @@
 pub(crate) mod ansi_c;
 pub(crate) mod arith;
 pub(crate) mod pipe_status;
+pub(crate) mod scratch;
 pub(crate) mod walk;
 pub(crate) mod word;

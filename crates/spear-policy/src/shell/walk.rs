@@ -75,7 +75,9 @@ impl Analysis<'_> {
         for ast::CompoundListItem(and_or, sep) in &list.0 {
             if matches!(sep, SeparatorOperator::Async) {
                 let mut background = cwd.clone();
+                self.branch += 1;
                 self.walk_and_or(and_or, &mut background);
+                self.branch -= 1;
             } else {
                 self.walk_and_or(and_or, cwd);
             }
@@ -84,6 +86,8 @@ impl Analysis<'_> {
 
     fn walk_and_or(&mut self, list: &ast::AndOrList, cwd: &mut Cwd) {
         self.walk_pipeline(&list.first, cwd);
+        // What runs after `&&` or `||` may not run at all.
+        self.branch += 1;
         for next in &list.additional {
             match next {
                 AndOr::And(p) => self.walk_pipeline(p, cwd),
@@ -97,6 +101,7 @@ impl Analysis<'_> {
                 }
             }
         }
+        self.branch -= 1;
     }
 
     fn walk_pipeline(&mut self, pipeline: &ast::Pipeline, cwd: &mut Cwd) {
@@ -104,6 +109,8 @@ impl Analysis<'_> {
             self.walk_command(&pipeline.seq[0], cwd, Stdin::Inherited);
             return;
         }
+        // Each command of a pipeline runs in a subshell of its own.
+        self.branch += 1;
         for (i, cmd) in pipeline.seq.iter().enumerate() {
             let mut sub = cwd.clone();
             let stdin = if i == 0 {
@@ -113,6 +120,7 @@ impl Analysis<'_> {
             };
             self.walk_command(cmd, &mut sub, stdin);
         }
+        self.branch -= 1;
     }
 
     fn walk_command(&mut self, cmd: &Command, cwd: &mut Cwd, stdin: Stdin) {
@@ -151,6 +159,18 @@ impl Analysis<'_> {
     }
 
     fn walk_compound(&mut self, compound: &CompoundCommand, cwd: &mut Cwd) {
+        // Only a `{ ...; }` group runs its list once, in this shell, as a sequence.
+        let sequence = matches!(compound, CompoundCommand::BraceGroup(_));
+        if !sequence {
+            self.branch += 1;
+        }
+        self.walk_compound_body(compound, cwd);
+        if !sequence {
+            self.branch -= 1;
+        }
+    }
+
+    fn walk_compound_body(&mut self, compound: &CompoundCommand, cwd: &mut Cwd) {
         match compound {
             CompoundCommand::BraceGroup(group) => self.walk_list(&group.list, cwd),
             CompoundCommand::Subshell(sub) => self.walk_list(&sub.list, &mut cwd.clone()),
@@ -312,6 +332,7 @@ impl Analysis<'_> {
         if words.is_empty() {
             for (a, value) in &assignments {
                 self.shell_assignment(a, value.as_ref());
+                self.track_scratch(assignment_name(a), value.as_ref());
             }
             return;
         }

@@ -239,7 +239,13 @@ impl Analysis<'_> {
                 }
                 WordPiece::CommandSubstitution(script) => {
                     self.analyse_nested(script, cwd, "$(...)");
-                    built.mark_dynamic();
+                    // `$(mktemp -d)` prints the path of the entry it made in the private /tmp.
+                    match crate::commands::writers::mktemp_output(script)
+                        .filter(|p| self.tmpdir_intact && self.is_scratch_path(p))
+                    {
+                        Some(path) => built.push_known(&path),
+                        None => built.mark_dynamic(),
+                    }
                 }
                 WordPiece::BackquotedCommandSubstitution(script) => {
                     self.analyse_nested(&unescape_backquoted(script), cwd, "`...`");
@@ -272,7 +278,7 @@ impl Analysis<'_> {
             // Every sandbox starts with TMPDIR=/tmp, its private /tmp (spear-sandbox's env).
             ("TMPDIR", _) if self.tmpdir_intact => Some(spear_core::SANDBOX_TMPDIR.to_owned()),
             ("PWD", Cwd::Known(dir)) => Some(dir.to_string_lossy().into_owned()),
-            _ => None,
+            (other, _) => self.scratch_vars.get(other).cloned(),
         }
     }
 

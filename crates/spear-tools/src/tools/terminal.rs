@@ -575,6 +575,14 @@ impl CommandCall {
         let mut result = report.result;
         let committed = cx.commit(report.staged.as_ref(), asking, &mut result);
         let granted = ran.granted;
+        if let Some(note) =
+            crate::read_only::read_only_note(cx.capabilities.mode(), granted, &result)
+        {
+            result.reason = Some(match result.reason.take() {
+                Some(r) => format!("{r}; {note}"),
+                None => note,
+            });
+        }
         Outcome {
             result,
             granted,
