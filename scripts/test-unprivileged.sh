@@ -37,21 +37,26 @@ fi
 # A scratch directory the user owns, for HOME and temporary files.
 scratch=$(mktemp -d)
 chown "$user" "$scratch"
-trap 'rm -rf "$scratch"' EXIT
+# And one outside the sandbox's private places (/tmp, /var/tmp, the home directory), for tests that
+# need a directory beside the workspace that a command may not write (SPEAR_TEST_OUTSIDE).
+outside=$(mktemp -d -p "$PWD/target" spear-test-outside.XXXXXX)
+chown "$user" "$outside"
+trap 'rm -rf "$scratch" "$outside"' EXIT
 
 # spear limits each command through a cgroup of its own, created under the cgroup it runs in; a
 # user may do that only in a subtree delegated to them. systemd delegates one to each user session;
 # without systemd, delegate a cgroup v1 subtree to the user here (as root) and move this shell, and
 # so every test binary it starts, into it. Undone on exit.
 scripts/delegate-cgroup.sh "$user" $$
-trap 'scripts/delegate-cgroup.sh --undo "$user" $$ || echo "test-unprivileged: could not remove the delegated cgroups" >&2; rm -rf "$scratch"' EXIT
+trap 'scripts/delegate-cgroup.sh --undo "$user" $$ || echo "test-unprivileged: could not remove the delegated cgroups" >&2; rm -rf "$scratch" "$outside"' EXIT
 
 failed=0
 for bin in "${binaries[@]}"; do
     printf -- '-- %s as %s\n' "$(basename "$bin")" "$user"
     if ! (cd "$scratch" && setpriv --reuid="$user" --regid="$user" --init-groups \
             env -i PATH=/usr/bin:/bin HOME="$scratch" TMPDIR="$scratch" \
-            SPEAR_TEST_TMPFS="${SPEAR_TEST_TMPFS:-}" "$bin" --quiet); then
+            SPEAR_TEST_TMPFS="${SPEAR_TEST_TMPFS:-}" SPEAR_TEST_OUTSIDE="$outside" \
+            "$bin" --quiet); then
         failed=1
     fi
 done

@@ -19,10 +19,12 @@ use support::Dirs;
 /// commit and a bare repository `origin.git`; and a bare repository `elsewhere.git` beside the
 /// workspace, outside the roots.
 fn workspace() -> Dirs {
-    let d = Dirs::within(
-        Path::new(env!("CARGO_TARGET_TMPDIR")),
-        &[("README.md", "readme\n")],
+    // scripts/test-unprivileged.sh names one its user may write (the build's own is root's).
+    let outside = std::env::var_os("SPEAR_TEST_OUTSIDE").map_or_else(
+        || Path::new(env!("CARGO_TARGET_TMPDIR")).to_path_buf(),
+        Into::into,
     );
+    let d = Dirs::within(&outside, &[("README.md", "readme\n")]);
     let base = d.base.clone();
     for (dir, args) in [
         (&d.ws, &["init", "-q", "-b", "main"][..]),

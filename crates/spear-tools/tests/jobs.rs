@@ -297,4 +297,11 @@ fn a_job_in_a_read_only_session_cannot_write() {
     let last = drain(&r, &id).pop().unwrap();
     assert_ne!(last.result.exit_code, Some(0), "{last:?}");
     assert!(!env.path("made.txt").exists());
+    // The answer says why the write failed and which flags grant writing (issue 32).
+    let reason = last.result.reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("SAFE mode the workspace is read-only")
+            && reason.contains("--ask or --auto"),
+        "{last:?}"
+    );
 }

@@ -164,6 +164,15 @@ fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
     }
     let mut captured = Vec::new();
     let mut changes_unknown = false;
+    if report.staged.is_none() {
+        // It ran with the workspace read-only (no staged writes): a write it tried met EROFS.
+        let read_only = spear_core::CapabilitySet::of(&[spear_core::Capability::FilesystemRead]);
+        if let Some(note) =
+            crate::read_only::read_only_note(cx.capabilities.mode(), read_only, &result)
+        {
+            append_reason(&mut result, &note);
+        }
+    }
     if report.staged.is_some() {
         let _writing = cx
             .writing
