@@ -180,7 +180,7 @@ fn the_state_directory_is_not_in_the_sandbox() {
 fn case_command(id: &str, canary: &std::path::Path) -> String {
     let cases = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/redteam/public-cases.jsonl"
+        "/../../testdata/redteam-public-cases.jsonl"
     ))
     .unwrap();
     let case: Value = cases

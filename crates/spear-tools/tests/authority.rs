@@ -99,7 +99,7 @@ fn each_approval_runs_once_and_the_next_call_is_asked_again() {
 fn apr_01_the_approved_bytes_are_the_bytes_that_run() {
     let cases = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/redteam/public-cases.jsonl"
+        "/../../testdata/redteam-public-cases.jsonl"
     ))
     .unwrap();
     let case: serde_json::Value = cases
