@@ -37,9 +37,10 @@ fi
 # A scratch directory the user owns, for HOME and temporary files.
 scratch=$(mktemp -d)
 chown "$user" "$scratch"
-# And one outside the sandbox's private places (/tmp, /var/tmp, the home directory), for tests that
-# need a directory beside the workspace that a command may not write (SPEAR_TEST_OUTSIDE).
-outside=$(mktemp -d -p "$PWD/target" spear-test-outside.XXXXXX)
+# And one outside the sandbox's private places (/tmp, /var/tmp, the home directory; a checkout may
+# lie in one), for tests that need a directory beside the workspace that a command may not write
+# (SPEAR_TEST_OUTSIDE).
+outside=$(mktemp -d -p /run spear-test-outside.XXXXXX)
 chown "$user" "$outside"
 trap 'rm -rf "$scratch" "$outside"' EXIT
 

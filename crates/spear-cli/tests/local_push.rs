@@ -14,16 +14,15 @@ use std::process::{Output, Stdio};
 
 use support::Dirs;
 
-/// A workspace outside `/tmp` and `/var/tmp` (the sandbox's private places, where a write beside
-/// the workspace would be the sandbox's own and never refused), holding a repository with one
-/// commit and a bare repository `origin.git`; and a bare repository `elsewhere.git` beside the
-/// workspace, outside the roots.
+/// A workspace outside `/tmp`, `/var/tmp` and the home directory (the sandbox's private places,
+/// where a write beside the workspace would be the sandbox's own and never refused), holding a
+/// repository with one commit and a bare repository `origin.git`; and a bare repository
+/// `elsewhere.git` beside the workspace, outside the roots.
 fn workspace() -> Dirs {
-    // scripts/test-unprivileged.sh names one its user may write (the build's own is root's).
-    let outside = std::env::var_os("SPEAR_TEST_OUTSIDE").map_or_else(
-        || Path::new(env!("CARGO_TARGET_TMPDIR")).to_path_buf(),
-        Into::into,
-    );
+    // Not the build's own temporary directory: a checkout under /tmp puts it in a private
+    // place. scripts/test-unprivileged.sh names one its user may write; root writes /run.
+    let outside = std::env::var_os("SPEAR_TEST_OUTSIDE")
+        .map_or_else(|| Path::new("/run").to_path_buf(), Into::into);
     let d = Dirs::within(&outside, &[("README.md", "readme\n")]);
     let base = d.base.clone();
     for (dir, args) in [
