@@ -246,6 +246,24 @@ impl ToolResult {
         self.refusal.as_deref().map(Refusal::rule)
     }
 
+    /// A failed result saying why: the harness could not do what was asked (nothing ran, or what
+    /// ran could not be confirmed). The one constructor of such a result for every crate.
+    pub fn failed(reason: impl Into<String>) -> Self {
+        ToolResult {
+            reason: Some(reason.into()),
+            ..ToolResult::new(ToolStatus::Failed)
+        }
+    }
+
+    /// Adds `text` to the reason, after what it already says (`; ` between them): each layer
+    /// that learns something about the call says it without hiding what an earlier one said.
+    pub fn append_reason(&mut self, text: &str) {
+        self.reason = Some(match self.reason.take() {
+            Some(r) => format!("{r}; {text}"),
+            None => text.to_owned(),
+        });
+    }
+
     /// The exit status `spear exec` reports: the command's own when it ran and exited, otherwise
     /// one of [`exit_code`]'s values. A `denied` result is never 0: its code when that is not 0
     /// (a command that ran, part of whose changes was kept out), otherwise
@@ -324,6 +342,20 @@ mod tests {
         clean.escape_controls();
         assert_eq!(clean, kept);
         assert!(clean.escaped.is_none());
+    }
+
+    #[test]
+    fn failed_and_appended_reasons() {
+        let mut r = ToolResult::failed("the sandbox is down");
+        assert_eq!(r.status, ToolStatus::Failed);
+        r.append_reason("nothing ran");
+        assert_eq!(
+            r.reason.as_deref(),
+            Some("the sandbox is down; nothing ran")
+        );
+        let mut ok = ToolResult::new(ToolStatus::Ok);
+        ok.append_reason("a note");
+        assert_eq!(ok.reason.as_deref(), Some("a note"));
     }
 
     #[test]

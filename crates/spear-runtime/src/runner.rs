@@ -763,7 +763,7 @@ impl CommandRunner {
 
     fn run_inner(&self, request: &CommandRequest) -> RunReport {
         let refused = |e: SpecError| RunReport {
-            result: failed(e.to_string()),
+            result: ToolResult::failed(e.to_string()),
             sandbox_down: None,
             staged: None,
         };
@@ -831,9 +831,7 @@ impl CommandRunner {
                 // while it is judged and committed. When the end of the tree cannot be
                 // confirmed, nothing the command wrote is kept.
                 if outcome.finished.exit == Exit::Unknown && staging.take().is_some() {
-                    append_reason(
-                        &mut result,
-                        "nothing it wrote was kept, since the end of its processes could not be confirmed",
+                    result.append_reason("nothing it wrote was kept, since the end of its processes could not be confirmed",
                     );
                 }
                 if broken {
@@ -847,13 +845,13 @@ impl CommandRunner {
                 if e.means_sandbox_down() {
                     sandbox_down = Some(e.to_string());
                 }
-                failed(e.to_string())
+                ToolResult::failed(e.to_string())
             }
         };
         let mut result = result;
         unmet_after_run(&mut result, &request.profile);
         if let Some(over) = self.scratch.as_ref().and_then(SessionScratch::enforce_cap) {
-            append_reason(&mut result, &over);
+            result.append_reason(&over);
         }
         RunReport {
             result,
@@ -938,22 +936,17 @@ impl CommandRunner {
             limits,
             self.config.sandbox.session,
         ) {
-            append_reason(&mut result, &note);
+            result.append_reason(&note);
         }
         if let Some(e) = &outcome.network_error {
             result.status = ToolStatus::Failed;
-            append_reason(
-                &mut result,
-                &format!(
+            result.append_reason(&format!(
                     "network containment failed: {e}; this session refuses networked commands from now on"
                 ),
             );
         }
         if let Some(e) = &outcome.cleanup_error {
-            append_reason(
-                &mut result,
-                &format!("the command's cgroup could not be removed: {e}"),
-            );
+            result.append_reason(&format!("the command's cgroup could not be removed: {e}"));
         }
         result
     }
@@ -1016,14 +1009,6 @@ fn passwd_name(uid: u32) -> Option<OsString> {
     })
 }
 
-/// A failed result saying why nothing ran.
-fn failed(reason: String) -> ToolResult {
-    ToolResult {
-        reason: Some(reason),
-        ..ToolResult::new(ToolStatus::Failed)
-    }
-}
-
 /// A command that ran without a guarantee its profile requires is a failure, whatever it printed
 /// (the sandbox refuses before spawning what the host cannot give; this is what the run itself
 /// lost, e.g. a tree whose end could not be confirmed). `target_policy` is judged after the
@@ -1040,15 +1025,8 @@ fn unmet_after_run(result: &mut ToolResult, profile: &ExecutionProfile) {
             "the command ran without {}, which it requires",
             unmet.names()
         );
-        append_reason(result, &text);
+        result.append_reason(&text);
     }
-}
-
-fn append_reason(result: &mut ToolResult, text: &str) {
-    result.reason = Some(match result.reason.take() {
-        Some(r) => format!("{r}; {text}"),
-        None => text.to_owned(),
-    });
 }
 
 #[cfg(test)]

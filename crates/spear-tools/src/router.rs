@@ -491,7 +491,7 @@ impl ToolRouter {
             .filter(|t| self.exposure.exposes(t.spec()))
         else {
             let names: Vec<&str> = self.tools().iter().map(|s| s.name).collect();
-            return Err(failed(format!(
+            return Err(ToolResult::failed(format!(
                 "there is no tool named `{name}` for the {} role; the tools are: {}",
                 self.exposure.role(),
                 names.join(", ")
@@ -505,7 +505,7 @@ impl ToolRouter {
             .filter(|w| *w != Withdrawn::NoNetwork)
         {
             let names: Vec<&str> = self.tools().iter().map(|s| s.name).collect();
-            return Err(failed(format!(
+            return Err(ToolResult::failed(format!(
                 "{}; the tools are: {}",
                 why.reason(name, self.config.web.unavailable()),
                 names.join(", ")
@@ -531,7 +531,10 @@ impl ToolRouter {
         };
         match tool.prepare(args) {
             Ok(prepared) => self.route_prepared(tool.spec(), prepared, options, record),
-            Err(message) => (ToolResultEnvelope::new(name, failed(message)), record),
+            Err(message) => (
+                ToolResultEnvelope::new(name, ToolResult::failed(message)),
+                record,
+            ),
         }
     }
 
@@ -784,9 +787,7 @@ impl ToolRouter {
         }
         let mut result = outcome.result.clone();
         if !not_kept.is_empty() && !result.changed_paths.is_empty() {
-            append_reason(
-                &mut result,
-                &format!(
+            result.append_reason(&format!(
                     "the earlier content of {} was not kept (too large, or not a regular file), so `spear undo` cannot restore it",
                     not_kept.join(", ")
                 ),
@@ -796,9 +797,7 @@ impl ToolRouter {
             writing = Some(self.writing.lock().unwrap_or_else(PoisonError::into_inner));
         }
         if let Err(e) = self.checkpoint(resolved, turn_checkpoint, &outcome, cancel) {
-            append_reason(
-                &mut result,
-                &format!(
+            result.append_reason(&format!(
                     "the checkpoint of this change could not be saved, so `spear undo` cannot undo it: {e}"
                 ),
             );
@@ -954,7 +953,7 @@ impl ToolRouter {
         };
         // Below the state's free-space floor, nothing is written.
         if let Err(e) = store.check_floor() {
-            return Err(failed(e.to_string()));
+            return Err(ToolResult::failed(e.to_string()));
         }
         let mut not_kept = Vec::new();
         let captured = store.turn(&self.turn_id()).and_then(|mut turn| {
@@ -971,7 +970,7 @@ impl ToolRouter {
         });
         match captured {
             Ok(turn) => Ok((Some(turn), not_kept)),
-            Err(e) => Err(failed(format!(
+            Err(e) => Err(ToolResult::failed(format!(
                 "spear could not checkpoint what this call changes, so nothing was written: {e}"
             ))),
         }
@@ -1249,22 +1248,6 @@ const UNKNOWN_CHANGES: &str = "(changes unknown)";
 /// The refusal of a write after a command found the sandbox down.
 pub fn sandbox_down_refusal(what: &str, why: &str) -> Refusal {
     Refusal::sandbox_down(what, why)
-}
-
-/// A failed result with a reason.
-pub(crate) fn failed(reason: String) -> ToolResult {
-    ToolResult {
-        reason: Some(reason),
-        ..ToolResult::new(ToolStatus::Failed)
-    }
-}
-
-/// Appends `text` to a result's reason.
-pub(crate) fn append_reason(result: &mut ToolResult, text: &str) {
-    result.reason = Some(match result.reason.take() {
-        Some(r) => format!("{r}; {text}"),
-        None => text.to_owned(),
-    });
 }
 
 /// 128 random bits written as a UUID (`8-4-4-4-12` hex digits): unique, and readable in the audit

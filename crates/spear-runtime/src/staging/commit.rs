@@ -198,9 +198,7 @@ impl CommitReport {
                 || format!("its staged writes hold more than {} entries", over.max),
                 |n| format!("it made {n} changes"),
             );
-            append(
-                result,
-                &format!(
+            result.append_reason(&format!(
                     "the command changed more of the workspace than spear commits from one command \
                      ({counted}; the limit is {max}), so none of its changes were committed: all or \
                      nothing, the workspace is as it was before the command. Split the work into \
@@ -211,20 +209,16 @@ impl CommitReport {
         }
         if let Some(planned) = self.stopped {
             result.status = ToolStatus::Cancelled;
-            append(
-                result,
-                &format!(
-                    "the call was cancelled while spear judged the command's {planned} changes; \
+            result.append_reason(&format!(
+                "the call was cancelled while spear judged the command's {planned} changes; \
                      none of them were committed: the workspace is as it was before the command"
-                ),
-            );
+            ));
         }
         if let Some(why) = &self.unreadable {
             result.status = ToolStatus::Failed;
-            append(
-                result,
-                &format!("{why}; the workspace is as it was before the command"),
-            );
+            result.append_reason(&format!(
+                "{why}; the workspace is as it was before the command"
+            ));
         }
         self.deny_partial(result);
         if let Some(answer) = &self.unapproved {
@@ -233,18 +227,15 @@ impl CommitReport {
             } else {
                 "the rest was committed, but for the git operations they belong to"
             };
-            append(
-                result,
-                &format!(
-                    "the command wrote host-run configuration, which reaches the workspace only \
+            result.append_reason(&format!(
+                "the command wrote host-run configuration, which reaches the workspace only \
                      with the user's approval; it was not approved, so those writes were kept \
                      out (listed below) and {rest}: {}",
-                    answer.message()
-                ),
-            );
+                answer.message()
+            ));
         }
         if let Some(refused) = self.refused_reason() {
-            append(result, &refused);
+            result.append_reason(&refused);
         }
         if !self.conflicts.is_empty() {
             let kept = self
@@ -252,24 +243,18 @@ impl CommitReport {
                 .as_ref()
                 .map(|p| format!("; this command's versions are kept in {}", p.display()))
                 .unwrap_or_default();
-            append(
-                result,
-                &format!(
-                    "changed on the host while the command ran, so left as the host has them: {}{kept}",
-                    listed(&self.conflicts, ", ")
-                ),
-            );
+            result.append_reason(&format!(
+                "changed on the host while the command ran, so left as the host has them: {}{kept}",
+                listed(&self.conflicts, ", ")
+            ));
         }
         self.append_not_kept(result);
         if !self.failures.is_empty() {
             result.status = ToolStatus::Failed;
-            append(
-                result,
-                &format!(
-                    "some changes could not be put into the workspace: {}",
-                    listed(&self.failures, "; ")
-                ),
-            );
+            result.append_reason(&format!(
+                "some changes could not be put into the workspace: {}",
+                listed(&self.failures, "; ")
+            ));
         }
     }
 }
@@ -287,15 +272,12 @@ impl CommitReport {
         result.status = ToolStatus::Denied;
         if result.exit_code == Some(0) {
             result.exit_code = Some(exit_code::REFUSED);
-            append(
-                result,
-                &format!(
-                    "the command itself exited 0, but spear kept out part of what it changed, so \
+            result.append_reason(&format!(
+                "the command itself exited 0, but spear kept out part of what it changed, so \
                      the workspace is not as the command left it (exit code {} says so; what was \
                      kept out and why is listed below)",
-                    exit_code::REFUSED
-                ),
-            );
+                exit_code::REFUSED
+            ));
         }
     }
 
@@ -303,34 +285,26 @@ impl CommitReport {
     /// earlier content of what undo cannot restore.
     fn append_not_kept(&self, result: &mut ToolResult) {
         if !self.special.is_empty() {
-            append(
-                result,
-                &format!(
-                    "fifos, sockets and devices are not kept: {}",
-                    listed(&self.special, ", ")
-                ),
-            );
+            result.append_reason(&format!(
+                "fifos, sockets and devices are not kept: {}",
+                listed(&self.special, ", ")
+            ));
         }
         if !self.not_kept.is_empty() {
-            append(
-                result,
-                &format!(
+            result.append_reason(&format!(
                     "the earlier content of {} was not kept (too large), so `spear undo` cannot restore it",
                     listed(&self.not_kept, ", ")
                 ),
             );
         }
         if !self.not_kept_untracked.is_empty() {
-            append(
-                result,
-                &format!(
-                    "the command removed ignored files or files of a git directory; past the \
+            result.append_reason(&format!(
+                "the command removed ignored files or files of a git directory; past the \
                      first {} MiB of them, their content was not kept, so `spear undo` cannot \
                      restore {}",
-                    MAX_UNTRACKED_KEPT >> 20,
-                    listed(&self.not_kept_untracked, ", ")
-                ),
-            );
+                MAX_UNTRACKED_KEPT >> 20,
+                listed(&self.not_kept_untracked, ", ")
+            ));
         }
     }
 
@@ -368,13 +342,6 @@ impl CommitReport {
         }
         Some(text)
     }
-}
-
-fn append(result: &mut ToolResult, text: &str) {
-    result.reason = Some(match result.reason.take() {
-        Some(r) => format!("{r}; {text}"),
-        None => text.to_owned(),
-    });
 }
 
 /// One planned operation.

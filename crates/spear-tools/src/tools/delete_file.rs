@@ -54,7 +54,7 @@ impl Prepared for DeleteFileArgs {
 
     fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
         let Some(path) = paths.writes.first() else {
-            return Outcome::of(crate::router::failed("delete_file got no path".into()));
+            return Outcome::of(ToolResult::failed("delete_file got no path"));
         };
         let label = cx.workspace.label(&path.entry);
         // A repository's `HEAD` is a file too (its `objects` and `refs` are directories, which

@@ -172,8 +172,8 @@ impl Prepared for FetchCall {
     fn run(mut self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
         let asked = cx.web.scrub(&self.target());
         if cx.web.fetcher().is_none() {
-            return Outcome::of(crate::router::failed(
-                "fetch_url has no fetcher in this session".into(),
+            return Outcome::of(ToolResult::failed(
+                "fetch_url has no fetcher in this session",
             ));
         }
         let answer = match self.downloaded.take() {

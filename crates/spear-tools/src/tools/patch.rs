@@ -132,7 +132,7 @@ impl Prepared for PatchCall {
         for change in &changes {
             let r = match locate(change.path()) {
                 Ok(r) => r,
-                Err(e) => return Outcome::of(crate::router::failed(e)),
+                Err(e) => return Outcome::of(ToolResult::failed(e)),
             };
             if let std::collections::hash_map::Entry::Vacant(slot) =
                 originals.entry(r.entry.clone())
@@ -142,7 +142,7 @@ impl Prepared for PatchCall {
                         slot.insert(o);
                     }
                     Err(e) => {
-                        return Outcome::of(crate::router::failed(format!(
+                        return Outcome::of(ToolResult::failed(format!(
                             "{} cannot be read before the patch changes it, so nothing was changed: {e}",
                             cx.workspace.label(&r.entry)
                         )));
@@ -190,7 +190,7 @@ fn by_spelling<'p>(
         // Attack (and accident): two spellings of one file (`a.txt`, `/workspace/a.txt`, a
         // link) would be patched as two files, the second silently undoing the first.
         if let Some(first) = by_entry.insert(&r.entry, s) {
-            return Err(crate::router::failed(format!(
+            return Err(ToolResult::failed(format!(
                 "the patch names one file twice, as `{first}` and as `{s}`; name it once, with one spelling"
             )));
         }
@@ -215,7 +215,7 @@ fn failure_result(cx: &CallContext<'_>, failure: &Failure) -> ToolResult {
             failure.stuck.join("; ")
         )
     };
-    let mut result = crate::router::failed(reason);
+    let mut result = ToolResult::failed(reason);
     if !failure.stuck.is_empty() {
         result.changed_paths = failure.done.iter().map(|l| cx.workspace.label(l)).collect();
     }

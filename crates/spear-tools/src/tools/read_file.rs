@@ -97,7 +97,7 @@ impl Prepared for ReadFileArgs {
 
     fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
         let Some(path) = paths.reads.first() else {
-            return Outcome::of(crate::router::failed("read_file got no path".into()));
+            return Outcome::of(ToolResult::failed("read_file got no path"));
         };
         let label = cx.workspace.label(&path.target);
         let (mut file, size) = match cx.fs.open_file(&path.target) {

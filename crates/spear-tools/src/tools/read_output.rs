@@ -63,8 +63,8 @@ impl Prepared for ReadOutputArgs {
 
     fn run(self: Box<Self>, cx: &CallContext<'_>, _paths: &Resolved) -> Outcome {
         let Some(store) = cx.results else {
-            return Outcome::of(crate::router::failed(
-                "this session keeps no outputs, so there is nothing to read".into(),
+            return Outcome::of(ToolResult::failed(
+                "this session keeps no outputs, so there is nothing to read",
             ));
         };
         let offset = self.offset.unwrap_or(0);

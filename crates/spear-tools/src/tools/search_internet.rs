@@ -102,8 +102,8 @@ impl Prepared for SearchCall {
 
     fn run(self: Box<Self>, cx: &CallContext<'_>, _paths: &Resolved) -> Outcome {
         let (Some(fetcher), Some(backend)) = (cx.web.fetcher(), cx.web.backend()) else {
-            return Outcome::of(crate::router::failed(
-                "search_internet has no search backend in this session".into(),
+            return Outcome::of(ToolResult::failed(
+                "search_internet has no search backend in this session",
             ));
         };
         let mut audit = WebAudit {

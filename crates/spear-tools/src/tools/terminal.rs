@@ -29,7 +29,7 @@ use spear_runtime::{
 
 use crate::Effect;
 use crate::escalation::EscalationAsk;
-use crate::router::{failed, sandbox_down_refusal};
+use crate::router::sandbox_down_refusal;
 use crate::spec::ALL_MODES;
 use crate::tool::{Access, CallContext, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
@@ -345,12 +345,12 @@ impl CommandCall {
                         targets,
                         &judged_by(cx),
                     )
-                    .map_err(|e| failed(e.to_string()))?;
+                    .map_err(|e| ToolResult::failed(e.to_string()))?;
                 let granted = self.ask(cx, decision, assessment, command, Some(asked.place()))?;
                 let token = cx
                     .grants
                     .issue(&asked, SESSION_GRANT_TTL, std::time::SystemTime::now())
-                    .map_err(|e| failed(e.to_string()))?;
+                    .map_err(|e| ToolResult::failed(e.to_string()))?;
                 Ok((granted, Some((token, cx.grants))))
             }
             _ => self
@@ -432,7 +432,7 @@ impl Prepared for CommandCall {
     fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
         let timeout = match self.check(cx) {
             Ok(t) => t,
-            Err(message) => return Outcome::of(failed(message)),
+            Err(message) => return Outcome::of(ToolResult::failed(message)),
         };
         let ws = cx.workspace;
         let workdir: Option<PathBuf> = paths.reads.first().map(|p| ws.host_path(&p.target));
@@ -578,10 +578,7 @@ impl CommandCall {
         if let Some(note) =
             crate::read_only::read_only_note(cx.capabilities.mode(), granted, &result)
         {
-            result.reason = Some(match result.reason.take() {
-                Some(r) => format!("{r}; {note}"),
-                None => note,
-            });
+            result.append_reason(&note);
         }
         Outcome {
             result,
@@ -635,9 +632,9 @@ fn prepare(
                 ),
                 PrepareError::Sandbox(e) if e.means_sandbox_down() => {
                     let why = e.to_string();
-                    (failed(why.clone()), Some(why))
+                    (ToolResult::failed(why.clone()), Some(why))
                 }
-                e => (failed(e.to_string()), None),
+                e => (ToolResult::failed(e.to_string()), None),
             })
         })
 }
@@ -655,7 +652,7 @@ fn issue_grant(
 ) -> ToolResult {
     match decision {
         Decision::Deny(refusal) => ToolResult::denied(refusal),
-        Decision::Allow(_) => failed(format!(
+        Decision::Allow(_) => ToolResult::failed(format!(
             "this command runs without an approval in {} mode, so it needs no grant; run it with `spear exec`",
             cx.capabilities.mode().as_str().to_uppercase()
         )),
@@ -666,7 +663,7 @@ fn issue_grant(
                     .binding(&request_for(*caps), None, targets, &judged_by(cx))
                 {
                     Ok(b) => b,
-                    Err(e) => return failed(e.to_string()),
+                    Err(e) => return ToolResult::failed(e.to_string()),
                 };
             match issue
                 .authority
@@ -676,7 +673,7 @@ fn issue_grant(
                     stdout: format!("{token}\n"),
                     ..ToolResult::new(ToolStatus::Ok)
                 },
-                Err(e) => failed(e.to_string()),
+                Err(e) => ToolResult::failed(e.to_string()),
             }
         }
     }
@@ -710,7 +707,7 @@ fn refuse_writing(cx: &CallContext<'_>, summary: &str) -> Option<ToolResult> {
         .checkpoints
         .map(spear_runtime::checkpoint::CheckpointStore::check_floor)
     {
-        Some(Err(e)) => Some(failed(e.to_string())),
+        Some(Err(e)) => Some(ToolResult::failed(e.to_string())),
         _ => None,
     }
 }
@@ -741,7 +738,7 @@ fn start_job(
             }
         }
         Err(e) => {
-            let mut result = failed(e.to_string());
+            let mut result = ToolResult::failed(e.to_string());
             result.class = class;
             Outcome::of(result)
         }

@@ -14,7 +14,6 @@ use spear_core::{ExecutionMode, ToolResult, ToolStatus};
 use spear_runtime::Job;
 
 use crate::Effect;
-use crate::router::append_reason;
 use crate::spec::ALL_MODES;
 use crate::tool::{Access, CallContext, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
 
@@ -160,7 +159,7 @@ fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
     result.stderr = output.stderr;
     result.truncated = false;
     for note in notes {
-        append_reason(&mut result, &note);
+        result.append_reason(&note);
     }
     let mut captured = Vec::new();
     let mut changes_unknown = false;
@@ -170,7 +169,7 @@ fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
         if let Some(note) =
             crate::read_only::read_only_note(cx.capabilities.mode(), read_only, &result)
         {
-            append_reason(&mut result, &note);
+            result.append_reason(&note);
         }
     }
     if report.staged.is_some() {

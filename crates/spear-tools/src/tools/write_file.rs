@@ -78,7 +78,7 @@ impl Prepared for WriteFileArgs {
 
     fn run(self: Box<Self>, cx: &CallContext<'_>, paths: &Resolved) -> Outcome {
         let Some(path) = paths.writes.first() else {
-            return Outcome::of(crate::router::failed("write_file got no path".into()));
+            return Outcome::of(ToolResult::failed("write_file got no path"));
         };
         let label = cx.workspace.label(&path.entry);
         match cx.fs.write(path, self.content.as_bytes()) {
