@@ -302,11 +302,6 @@ impl Analysis<'_> {
             return Err(Refusal::credential_store(shown));
         }
         let sandbox = view.sandbox();
-        let private = sandbox.is_private(path) && !view.is_named_path(path);
-        // A private directory that holds a root (`rm -rf ~` with the project under the home
-        // directory, `tar -x -C /tmp` with it under /tmp): the write may reach the workspace's own
-        // entries, so the caller judges it as a write of those roots. Anywhere else, a directory
-        // holding a root is no private place.
         let ws = self.policy.workspace();
         let held: Vec<PathBuf> = ws
             .roots()
@@ -314,16 +309,15 @@ impl Analysis<'_> {
             .filter(|r| r.host_path().starts_with(path) || r.mount_path().starts_with(path))
             .map(|r| r.host_path().to_path_buf())
             .collect();
-        if private && !held.is_empty() {
-            return Ok(held);
-        }
-        let private = private && held.is_empty();
+        let private = sandbox.is_private(path) && !view.is_named_path(path);
         if path.starts_with("/dev") && !path.starts_with("/dev/shm") && !private {
             return Err(Refusal::kernel_or_device(shown));
         }
         if !private {
             return Err(Refusal::write_outside_roots(shown));
         }
+        // The home directory's own rules hold whatever the entry holds (a dot directory holding
+        // the workspace is still a dot directory).
         if let Some(home) = &sandbox.home
             && let Ok(rest) = path.strip_prefix(home)
             && let Some(first) = rest.components().next()
@@ -339,7 +333,10 @@ impl Analysis<'_> {
                 return Err(Refusal::write_outside_roots(shown));
             }
         }
-        Ok(Vec::new())
+        // A private directory that holds a root (`rm -rf ~` with the project under the home
+        // directory, `tar -x -C /tmp` with it under /tmp): the write may reach the workspace's own
+        // entries, so the caller judges it as a write of those roots.
+        Ok(held)
     }
 
     /// An operand of a program whose options spear does not know: it could be read or written.

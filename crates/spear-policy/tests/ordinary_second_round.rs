@@ -219,3 +219,34 @@ fn a_workspace_under_tmp() {
         a.reason
     );
 }
+
+/// A workspace inside a dot directory of the home directory: a write of the home itself may
+/// reach the workspace (a workspace write), but one of the dot directory stays refused, as every
+/// write of a home dot entry is (programs read them at start-up), whatever it holds.
+#[test]
+fn a_workspace_under_a_home_dot_directory() {
+    let dir = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+    let home = dir.path().canonicalize().expect("canonical").join("home");
+    let ws = home.join(".work/ws");
+    std::fs::create_dir_all(ws.join("src")).expect("ws");
+    let workspace = Workspace::open(&WorkspaceConfig::new(&ws)).expect("workspace");
+    let policy = CommandPolicy::new(Arc::new(workspace), PolicyConfig::new(Some(home.clone())));
+    let classify =
+        |s: &str| policy.classify_script(&s.replace("{H}", &home.to_string_lossy()), &ws);
+    check(
+        classify,
+        &[
+            ("tar -x -C {H}/.work -f a.tar", D, false),
+            ("cp README.md {H}/.work/", D, false),
+            // The positive control: the home itself holds the workspace, and is no dot entry.
+            ("tar -x -C {H} -f a.tar", M, false),
+        ],
+    );
+    let refused = classify("tar -x -C {H}/.work -f a.tar");
+    assert_eq!(
+        refused.refusal.as_ref().map(spear_core::Refusal::rule),
+        Some(spear_core::RefusalRule::ProtectedEntry),
+        "{}",
+        refused.reason
+    );
+}
