@@ -322,13 +322,7 @@ const HOOKS: Indirection = Indirection {
 
 /// Why git would read a path as configuration or hooks, from its own components (rule 1).
 pub fn control_by_name(rel: &Path) -> Option<Indirection> {
-    let parts: Vec<&OsStr> = rel
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n),
-            _ => None,
-        })
-        .collect();
+    let parts = names(rel);
     for (i, part) in parts.iter().enumerate() {
         if !is(part, ".git") {
             continue;
@@ -387,6 +381,16 @@ fn control_reason(name: &OsStr) -> Indirection {
             why: "git reads it on every command, and it can name programs to run",
         }
     }
+}
+
+/// The names of a relative path's components (`.` and `..` left out).
+pub(crate) fn names(rel: &Path) -> Vec<&OsStr> {
+    rel.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect()
 }
 
 fn is(part: &OsStr, name: &str) -> bool {
@@ -1013,14 +1017,7 @@ fn in_other_git_dir(
     loc: &Location,
     change: ChangeKind<'_>,
 ) -> Option<Indirection> {
-    let parts: Vec<&OsStr> = loc
-        .rel
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n),
-            _ => None,
-        })
-        .collect();
+    let parts = names(&loc.rel);
     let dir_of = |n: usize| Location {
         root: loc.root,
         rel: parts[..n].iter().collect(),

@@ -18,12 +18,12 @@
 //! made, one spear cannot read) stays an indirection. The administrative directory's other control
 //! files (`config.worktree`, `hooks/`) are judged on their own by name.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use spear_core::ChangeKind;
 use spear_workspace::{Location, TreeView, Workspace};
 
-use crate::git_layout::is_git_dir;
+use crate::git_layout::{is_git_dir, names};
 use crate::paths::normalise;
 
 /// Most bytes of a pointer file read.
@@ -95,14 +95,7 @@ fn admin_names(ws: &Workspace, view: &dyn TreeView, admin: &Location, file: &Loc
 /// Whether `admin` is `<X>/.git/worktrees/<id>` of a repository the host already holds at
 /// `<X>/.git`, whose `commondir` (as the command leaves it) names that `<X>/.git`.
 fn own_admin(view: &dyn TreeView, host: &dyn TreeView, admin: &Location) -> bool {
-    let parts: Vec<&std::ffi::OsStr> = admin
-        .rel
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n),
-            _ => None,
-        })
-        .collect();
+    let parts = names(&admin.rel);
     let [prefix @ .., git, worktrees, _id] = parts.as_slice() else {
         return false;
     };

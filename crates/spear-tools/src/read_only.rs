@@ -43,9 +43,12 @@ pub(crate) fn read_only_note(
 
 /// Whether the command's output reports `EROFS`.
 fn mentions_erofs(result: &ToolResult) -> bool {
-    [&result.stderr, &result.stdout]
-        .into_iter()
-        .any(|text| text.to_ascii_lowercase().contains(EROFS_TEXT))
+    // Compared in place, without a lowered copy of output that may be megabytes long.
+    [&result.stderr, &result.stdout].into_iter().any(|text| {
+        text.as_bytes()
+            .windows(EROFS_TEXT.len())
+            .any(|w| w.eq_ignore_ascii_case(EROFS_TEXT.as_bytes()))
+    })
 }
 
 #[cfg(test)]

@@ -1103,21 +1103,14 @@ impl Applier<'_> {
         }
         // Counted once per git directory, across both passes.
         let kept = &mut self.report.kept_together;
-        let mut place: HashMap<String, usize> = kept
-            .iter()
-            .enumerate()
-            .map(|(i, (label, _))| (label.clone(), i))
-            .collect();
         for (dir, n) in dirs.iter().zip(counts) {
             if n == 0 {
                 continue;
             }
             let label = self.ws.label(dir);
-            if let Some(&i) = place.get(&label) {
-                kept[i].1 += n;
-            } else {
-                place.insert(label.clone(), kept.len());
-                kept.push((label, n));
+            match kept.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, count)) => *count += n,
+                None => kept.push((label, n)),
             }
         }
     }

@@ -54,6 +54,7 @@ use spear_core::{Capability, Refusal};
 
 use crate::analysis::{Analysis, Cwd};
 use crate::commands::options::{Item, OptionSpec, has, operands, scan, unknown_options};
+use crate::paths::normalise;
 use crate::shell::word::Arg;
 
 /// The largest configuration file read; a larger one is not judged (fails closed).
@@ -533,7 +534,7 @@ fn discover(dir: &Path) -> Result<(PathBuf, PathBuf), String> {
             Ok(meta) if meta.is_file() => {
                 let text = read_small(&dot)?.unwrap_or_default();
                 return match text.trim().strip_prefix("gitdir:") {
-                    Some(p) => Ok((d.to_path_buf(), fold(&d.join(p.trim())))),
+                    Some(p) => Ok((d.to_path_buf(), normalise(&d.join(p.trim())))),
                     None => Err(format!("{} names no git directory", dot.display())),
                 };
             }
@@ -561,25 +562,9 @@ fn discover(dir: &Path) -> Result<(PathBuf, PathBuf), String> {
 /// shares (its `commondir`), or the git directory itself.
 fn common_dir(git_dir: &Path) -> Result<PathBuf, String> {
     Ok(match read_small(&git_dir.join("commondir"))? {
-        Some(rel) => fold(&git_dir.join(rel.trim())),
+        Some(rel) => normalise(&git_dir.join(rel.trim())),
         None => git_dir.to_path_buf(),
     })
-}
-
-/// `path` with `.` and `..` folded, as the paths the analysis records are (`.git/worktrees/x/../..`
-/// is `.git`).
-fn fold(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// The text of the file `path`: `Ok(None)` when there is none, `Err` when one is there and cannot
@@ -669,7 +654,7 @@ fn changed_earlier(a: &Analysis<'_>, r: &Repository, before: Before) -> Option<S
 
 /// `path` with `..` folded as written, and as the kernel resolves it where its directory exists.
 fn spellings(path: &Path) -> Vec<PathBuf> {
-    let mut out = vec![fold(path)];
+    let mut out = vec![normalise(path)];
     let real = std::fs::canonicalize(path).ok().or_else(|| {
         let parent = std::fs::canonicalize(path.parent()?).ok()?;
         Some(parent.join(path.file_name()?))
