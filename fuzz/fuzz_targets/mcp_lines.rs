@@ -10,8 +10,8 @@
 #![allow(clippy::manual_assert, clippy::panic)]
 
 use libfuzzer_sys::fuzz_target;
-use spear_mcp::scan::Scanner;
-use spear_mcp::screen::{Verdict, classify};
+use spear_mcp::fuzzing::Scanner;
+use spear_mcp::fuzzing::{Verdict, classify};
 
 fuzz_target!(
     init: spear_fuzz::install_panic_hook(),
@@ -24,7 +24,7 @@ fuzz_target!(
             }
             Verdict::Blank => {
                 assert!(
-                    data.iter().all(|b| spear_mcp::scan::is_whitespace(*b)),
+                    data.iter().all(|b| spear_mcp::fuzzing::is_whitespace(*b)),
                     "a blank line holds more than whitespace"
                 );
             }

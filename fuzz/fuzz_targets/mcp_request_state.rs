@@ -13,8 +13,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use spear_mcp::asking::{CONFIRM_KEY, answer_in};
-use spear_mcp::state::StateSealer;
+use spear_mcp::fuzzing::{CONFIRM_KEY, answer_in};
+use spear_mcp::fuzzing::StateSealer;
 use spear_policy::Confirmation;
 
 fn sealer() -> &'static StateSealer {

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use spear_mcp::approvals::{
-    ApproveRequest, NO_SUCH_PENDING, PendingItem, client, is_valid_id, socket_dir,
+use spear_mcp::{
+    ApproveRequest, NO_SUCH_PENDING, PendingItem, approvals_client as client, is_valid_id,
+    socket_dir,
 };
 
 /// `spear approve [--json] [--wait SECS] [--refuse] [ID]`.
@@ -46,7 +47,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
             spear_policy::make_visible(id)
         ));
     }
-    let dir = socket_dir(&crate::state::state_dir(host)?);
+    let dir = socket_dir(&crate::state_home::state_dir(host)?);
     let deadline = Instant::now() + Duration::from_secs(args.wait);
     let pending = loop {
         let pending = pending_in(&dir);

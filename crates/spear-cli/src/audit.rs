@@ -12,7 +12,7 @@ pub struct Args {
 
 /// Prints the log (one JSON record a line); returns the exit status.
 pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
-    let path = crate::state::audit_path(host)?;
+    let path = crate::state_home::audit_path(host)?;
     if !path.exists() {
         eprintln!("spear: no audit log yet at {}", path.display());
         return Ok(0);

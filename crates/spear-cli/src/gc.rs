@@ -125,12 +125,12 @@ struct Places {
 }
 
 fn places(host: &HostSnapshot) -> Result<Places, String> {
-    let (xdg, home) = crate::state::dirs(host)?;
+    let (xdg, home) = crate::state_home::dirs(host)?;
     Ok(Places {
-        state_dir: crate::state::state_dir(host)?,
+        state_dir: crate::state_home::state_dir(host)?,
         checkpoints: stores_base(xdg.as_deref(), home.as_deref()),
         results: default_base(xdg.as_deref(), home.as_deref()),
-        audit: crate::state::audit_path(host)?,
+        audit: crate::state_home::audit_path(host)?,
     })
 }
 
@@ -229,7 +229,7 @@ struct GcReport {
 /// Runs `spear gc`; exit status 0, or 1 when something could not be cleared.
 pub fn run(args: &Args, host: &HostSnapshot) -> Result<i32, String> {
     let quotas = quotas(host, args.config.as_deref())?;
-    let store_quota = crate::state::store_quota(&quotas);
+    let store_quota = crate::state_home::store_quota(&quotas);
     let before = report(host, &quotas)?;
     let at = places(host)?;
     let mut problems = Vec::new();

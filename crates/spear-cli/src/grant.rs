@@ -54,7 +54,7 @@ pub struct Args {
 /// and nothing else anywhere or in a wider sandbox.
 pub fn run(args: &Args) -> Result<i32, String> {
     let host = spear_runtime::HostSnapshot::of_process();
-    let state = crate::state::state_dir(&host)?;
+    let state = crate::state_home::state_dir(&host)?;
     if args.rotate {
         let key = spear_runtime::grant::rotate_user_key(&state).map_err(|e| e.to_string())?;
         eprintln!(

@@ -14,7 +14,7 @@ mod mode_args;
 mod out;
 mod served;
 mod session;
-mod state;
+mod state_home;
 mod tool;
 mod undo;
 

@@ -30,7 +30,7 @@ pub struct Args {
     /// In ASK (and in AUTO, for host-run configuration), how long a call whose client cannot ask
     /// the user (no elicitation) waits for `spear approve` in another terminal before it is
     /// cancelled and nothing runs.
-    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    #[arg(long, value_name = "SECS", default_value_t = spear_mcp::DEFAULT_APPROVAL_WAIT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86_400))]
     approval_wait: u64,
 }
 
@@ -39,7 +39,7 @@ pub struct Args {
 pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
     // Signals first: opening the session takes a while (the toolchain trees are scanned and
     // watched), and a SIGTERM meanwhile must stop it cleanly, not kill it.
-    let stdio = spear_mcp::stdio::Stdio::prepare().map_err(|e| e.to_string())?;
+    let stdio = spear_mcp::Stdio::prepare().map_err(|e| e.to_string())?;
     let router = crate::session::open(&crate::session::SessionArgs {
         host,
         workspace: &args.workspace,
@@ -77,7 +77,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     } else {
         approval_channel(host, router.session(), args.approval_wait)
     };
-    let server = spear_mcp::server::SpearServer::with_approvals(
+    let server = spear_mcp::SpearServer::with_approvals(
         router,
         std::time::Duration::from_secs(args.turn_gap),
         approvals,
@@ -97,11 +97,11 @@ fn approval_channel(
     session: &str,
     wait: u64,
 ) -> (
-    Option<spear_mcp::approvals::ApprovalChannel>,
-    Option<spear_mcp::server::ApprovalWait>,
+    Option<spear_mcp::ApprovalChannel>,
+    Option<spear_mcp::ApprovalWait>,
 ) {
-    use spear_mcp::approvals::{ApprovalChannel, Approvals, socket_dir};
-    let state = match crate::state::state_dir(host) {
+    use spear_mcp::{ApprovalChannel, Approvals, socket_dir};
+    let state = match crate::state_home::state_dir(host) {
         Ok(state) => state,
         Err(e) => {
             eprintln!("spear mcp: no `spear approve` channel: {e}");
@@ -117,7 +117,7 @@ fn approval_channel(
             );
             (
                 Some(channel),
-                Some(spear_mcp::server::ApprovalWait {
+                Some(spear_mcp::ApprovalWait {
                     approvals,
                     wait: std::time::Duration::from_secs(wait),
                 }),

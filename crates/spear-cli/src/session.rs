@@ -116,17 +116,17 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
         router_config.limits.preview_chars = usize::MAX;
     }
     let stores = RouterStores {
-        audit: Some(crate::state::audit(args.host, &quotas)?),
+        audit: Some(crate::state_home::audit(args.host, &quotas)?),
         results: if args.whole_output {
             None
         } else {
-            Some(crate::state::results(
+            Some(crate::state_home::results(
                 args.host,
                 &router_config.session,
                 &quotas,
             )?)
         },
-        checkpoints: Some(crate::state::checkpoints(
+        checkpoints: Some(crate::state_home::checkpoints(
             args.host,
             policy.workspace(),
             &quotas,

@@ -14,7 +14,7 @@ pub struct Args {
 pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
     let ctx = Context::open(&args.workspace, host).map_err(|e| e.to_string())?;
     let ws = ctx.policy.workspace();
-    let store = crate::state::checkpoints(host, ws, &ctx.quotas)?;
+    let store = crate::state_home::checkpoints(host, ws, &ctx.quotas)?;
     let fs = ws
         .fs()
         .map_err(|e| format!("the workspace cannot be opened: {e}"))?;
@@ -32,7 +32,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
                 .chain(&report.removed)
                 .cloned()
                 .collect();
-            if let Err(e) = crate::state::audit(host, &ctx.quotas)
+            if let Err(e) = crate::state_home::audit(host, &ctx.quotas)
                 .and_then(|log| log.log(&record).map_err(|e| e.to_string()))
             {
                 eprintln!(

@@ -36,7 +36,7 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The resident bound the server states (`spear_mcp::intake::MAX_HELD_BYTES`' doc), in KiB.
+/// The resident bound the server states (the doc of `MAX_HELD_BYTES` in spear-mcp's `intake.rs`), in KiB.
 const RESIDENT_BOUND_KIB: u64 = 320 * 1024;
 
 /// `spear mcp --auto` after the handshake, spoken to line by line.

@@ -65,7 +65,7 @@ pub fn socket_pid(name: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// Whether `id` is shaped like a pending confirmation's id (lowercase hex of [`ID_BYTES`] bytes).
+/// Whether `id` is shaped like a pending confirmation's id (lowercase hex of `ID_BYTES` bytes).
 pub fn is_valid_id(id: &str) -> bool {
     id.len() == ID_BYTES * 2 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
@@ -84,11 +84,11 @@ pub struct PendingItem {
     /// Exactly what will run, with control, bidirectional and invisible characters shown escaped
     /// and plain secrets redacted.
     pub command: String,
-    /// The whole question, escaped the same way ([`crate::asking::question`]).
+    /// The whole question, escaped the same way (what spear-mcp's `asking::question` writes).
     pub question: String,
     /// When it was asked, in seconds since the Unix epoch.
     pub asked_at: u64,
-    /// The digest of the question asked ([`crate::asking::request_digest`]), in hex.
+    /// The digest of the question asked (`asking::request_digest`), in hex.
     pub digest: String,
 }
 

@@ -114,6 +114,7 @@ impl InFlight {
     }
 
     /// Bytes held now.
+    #[cfg(test)]
     pub fn held(&self) -> usize {
         self.held.load(Ordering::Acquire)
     }
@@ -328,13 +329,6 @@ pub struct Answering<T: Transport<RoleServer>> {
     writer: Option<Writer<T::Error>>,
     /// The weight of the requests in flight.
     budget: Arc<InFlight>,
-}
-
-impl<T: Transport<RoleServer>> Answering<T> {
-    /// The weight of the requests in flight, shared with nobody else (for tests and logs).
-    pub fn in_flight(&self) -> &Arc<InFlight> {
-        &self.budget
-    }
 }
 
 /// One `send` of the inner transport, not yet awaited.

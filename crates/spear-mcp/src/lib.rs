@@ -1,29 +1,55 @@
 //! spear's MCP server: the tool router, served over stdio with rmcp.
 //!
-//! - [`catalog`]: tool specs and envelopes in MCP's words (pure).
-//! - [`asking`]: ASK confirmations through the client (elicitation, input-required results).
-//! - [`approvals`]: ASK confirmations through `spear approve`, for clients that cannot ask.
-//! - [`state`]: the sealed request state of an input-required exchange.
-//! - [`server`]: the `ServerHandler`.
-//! - [`intake`]: the framing in front of rmcp's stdio transport, which answers every malformed
-//!   line ([`screen`]: the verdict on a line; [`lines`]: cutting lines in bounded memory;
-//!   [`scan`]: reading a line's ids and depth without parsing it).
-//! - [`eof`]: the end of stdin, seen at once.
-//! - [`stdio`]: the session on stdin and stdout, from its start to the end of its last call.
+//! The face is short: [`SpearServer`] (the `ServerHandler`), [`Stdio`] (the session on stdin and
+//! stdout, from its start to the end of its last call) and the approval channel `spear approve`
+//! speaks ([`Approvals`], [`ApprovalChannel`], [`approvals_client`]). Inside:
+//!
+//! - `catalog`: tool specs and envelopes in MCP's words (pure).
+//! - `asking`: ASK confirmations through the client (elicitation, input-required results).
+//! - `approvals`: ASK confirmations through `spear approve`, for clients that cannot ask.
+//! - `request_state`: the sealed request state of an input-required exchange.
+//! - `server`: the `ServerHandler`.
+//! - `intake`: the framing in front of rmcp's stdio transport, which answers every malformed
+//!   line (`screen`: the verdict on a line; `lines`: cutting lines in bounded memory; `scan`:
+//!   reading a line's ids and depth without parsing it).
+//! - `eof`: the end of stdin, seen at once.
+//! - `stdio`: the session on stdin and stdout.
+//!
+//! The parsers of untrusted input are reachable by the fuzz targets through `fuzzing`, a module
+//! that exists only with the `fuzzing` feature.
 //!
 //! stdout carries only protocol messages; logs go to stderr through `tracing`.
 
-pub mod approvals;
-pub mod asking;
-pub mod catalog;
-pub mod eof;
-pub mod intake;
-pub mod lines;
-pub mod scan;
-pub mod screen;
-pub mod server;
-pub mod state;
-pub mod stdio;
+mod approvals;
+mod asking;
+mod catalog;
+mod eof;
+mod intake;
+mod lines;
+mod request_state;
+mod scan;
+mod screen;
+mod server;
+mod stdio;
+
+pub use approvals::{
+    ApprovalChannel, Approvals, ApproveRequest, ChannelError,
+    DEFAULT_WAIT as DEFAULT_APPROVAL_WAIT, NO_SUCH_PENDING, PendingItem,
+    client as approvals_client, is_valid_id, peer_allowed, private_dir, socket_dir,
+};
+pub use request_state::StateError;
+pub use server::{ApprovalWait, SpearServer};
+pub use stdio::Stdio;
+
+/// The parsers of untrusted input, for the fuzz targets (`fuzz/`) only: what a client's bytes and
+/// a client's returned request state reach. Not part of spear's interface.
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing {
+    pub use crate::asking::{CONFIRM_KEY, answer_in};
+    pub use crate::request_state::StateSealer;
+    pub use crate::scan::{Scanner, is_whitespace};
+    pub use crate::screen::{Verdict, classify};
+}
 
 /// Why the server could not serve.
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,7 @@
 //!
 //! | the line | code |
 //! |---|---|
-//! | over [`MAX_LINE_BYTES`] | -32600 (invalid request) |
+//! | over `MAX_LINE_BYTES` | -32600 (invalid request) |
 //! | not UTF-8 | -32700 (parse error) |
 //! | nested deeper than [`MAX_DEPTH`] | -32700 |
 //! | heavier than [`MAX_PARSED_BYTES`] once parsed ([`parsed_weight`]) | -32600 |
@@ -95,7 +95,7 @@ impl Rejection {
         }
     }
 
-    /// The answer to a line over [`MAX_LINE_BYTES`], given what its scan showed.
+    /// The answer to a line over `MAX_LINE_BYTES`, given what its scan showed.
     pub fn oversized(scan: Scan) -> Rejection {
         Rejection::new(
             ErrorCode::INVALID_REQUEST,
@@ -120,7 +120,7 @@ impl Rejection {
     }
 }
 
-/// The verdict on `line` (with or without its newline), which fits [`MAX_LINE_BYTES`].
+/// The verdict on `line` (with or without its newline), which fits `MAX_LINE_BYTES`.
 pub fn classify(line: &[u8]) -> Verdict {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
     let body = body.strip_suffix(b"\r").unwrap_or(body);

@@ -33,7 +33,7 @@ use crate::asking::{
 };
 use crate::catalog;
 use crate::intake::Held;
-use crate::state::StateSealer;
+use crate::request_state::StateSealer;
 
 /// The first protocol version whose servers ask through input-required results rather than
 /// requests of their own.
@@ -87,7 +87,10 @@ struct Calls {
 impl SpearServer {
     /// A server for `router`'s session and role. A new turn begins when a call comes after
     /// `turn_gap` with no call running (see `begins_turn`).
-    pub fn new(router: ToolRouter, turn_gap: Duration) -> Result<Self, crate::state::StateError> {
+    pub fn new(
+        router: ToolRouter,
+        turn_gap: Duration,
+    ) -> Result<Self, crate::request_state::StateError> {
         Self::with_approvals(router, turn_gap, None)
     }
 
@@ -97,7 +100,7 @@ impl SpearServer {
         router: ToolRouter,
         turn_gap: Duration,
         approvals: Option<ApprovalWait>,
-    ) -> Result<Self, crate::state::StateError> {
+    ) -> Result<Self, crate::request_state::StateError> {
         let output_schema = Arc::new(catalog::as_object(&spear_tools::output_schema()));
         let tools = router
             .tools()

@@ -67,11 +67,6 @@ impl Stdio {
     }
 }
 
-/// Serves `server` on stdin and stdout on a runtime of its own ([`Stdio`]), then drops it.
-pub fn run_stdio(server: SpearServer) -> Result<(), ServeError> {
-    Stdio::prepare()?.run(server)
-}
-
 /// Serves `server` on stdin and stdout until the client closes stdin or a SIGTERM, SIGINT or
 /// SIGHUP arrives; either cancels the calls still running at once (their process trees are
 /// killed). Every line the client sends gets an answer: a malformed one (too large, not UTF-8,

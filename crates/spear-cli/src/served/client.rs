@@ -15,12 +15,13 @@ use super::wire::{self, Done, Request, Verdict};
 /// the call, or it could not be asked: nothing of the call ran, and the caller runs it itself.
 /// `stdin` is the read end of this process's stdin relay, passed to the server with the call.
 pub fn call(host: &HostSnapshot, stdin: Option<&OwnedFd>) -> Option<i32> {
-    let state = crate::state::state_dir(host).ok()?;
+    let state = crate::state_home::state_dir(host).ok()?;
     let path = super::socket_path(&state);
     let mut stream = UnixStream::connect(&path).ok()?;
     let args = exec_words()?;
-    let identity =
-        super::identity::of_process(&|name| host.var_os(name).map(|v| v.as_bytes().to_vec()));
+    let identity = super::process_identity::of_process(&|name| {
+        host.var_os(name).map(|v| v.as_bytes().to_vec())
+    });
     let request = Request {
         identity,
         args,

@@ -17,7 +17,7 @@
 //! - Every peer's uid is checked (`SO_PEERCRED`) before anything is read: another user's
 //!   process is refused even if the directory's mode were loosened.
 //! - A call runs in the server only when the client and the server would decide and confine it
-//!   alike ([`identity`]): the same binary, user, groups, umask, limits, namespaces and pinned
+//!   alike ([`process_identity`]): the same binary, user, groups, umask, limits, namespaces and pinned
 //!   variables, the same confinement of its own (capabilities, no-new-privs, seccomp, LSM
 //!   label), and a cgroup of the server's within the client's ([`cgroups`]), so that a client
 //!   under restrictions of its own never has them lifted. ASK and grants (which ask on the client's terminal) always run in the client.
@@ -29,7 +29,7 @@
 
 pub mod cgroups;
 pub mod client;
-pub mod identity;
+pub mod process_identity;
 pub mod server;
 pub mod shelf;
 pub mod wire;

@@ -44,9 +44,9 @@ pub struct Args {
 /// Serves `spear exec` calls on the socket in spear's state directory until a signal (or the
 /// idle time) stops it; returns 0 then. Refuses to start when a server already answers there.
 pub fn run(args: &Args, host: &HostSnapshot) -> Result<i32, String> {
-    let state = crate::state::state_dir(host)?;
+    let state = crate::state_home::state_dir(host)?;
     let dir = super::socket_dir(&state);
-    spear_mcp::approvals::private_dir(&dir).map_err(|e| e.to_string())?;
+    spear_mcp::private_dir(&dir).map_err(|e| e.to_string())?;
     let path = super::socket_path(&state);
     if UnixStream::connect(&path).is_ok() {
         return Err(format!(
@@ -67,7 +67,7 @@ pub fn run(args: &Args, host: &HostSnapshot) -> Result<i32, String> {
     let bound = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let server = Arc::new(Server {
-        identity: super::identity::of_process(&|name| {
+        identity: super::process_identity::of_process(&|name| {
             host.var_os(name).map(|v| v.as_bytes().to_vec())
         }),
         own_uid: rustix::process::geteuid().as_raw(),
@@ -219,7 +219,7 @@ fn handle(mut stream: UnixStream, server: &Server) {
     *lock(&server.last_call) = Instant::now();
     // Attack stopped: another user's process reaching the socket.
     match rustix::net::sockopt::socket_peercred(&stream) {
-        Ok(peer) if spear_mcp::approvals::peer_allowed(peer.uid.as_raw(), server.own_uid) => {}
+        Ok(peer) if spear_mcp::peer_allowed(peer.uid.as_raw(), server.own_uid) => {}
         Ok(peer) => {
             tracing::warn!("refused a connection of uid {}", peer.uid.as_raw());
             return;
@@ -299,7 +299,7 @@ fn judge(
         .get("cgroup")
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
-    let own = super::identity::own_cgroup().unwrap_or_default();
+    let own = super::process_identity::own_cgroup().unwrap_or_default();
     if let Err(why) = super::cgroups::within(&client, &own) {
         return Err(format!(
             "the client's {why}, so the call would not run within the client's limits"
