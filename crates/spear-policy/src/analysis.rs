@@ -67,6 +67,10 @@ pub(crate) struct Analysis<'p> {
     pub functions: HashMap<String, bool>,
     /// Functions whose bodies are being analysed (a call to one of them is recursion).
     pub defining: Vec<String>,
+    /// Functions spear itself defined in front of the script (its SIGPIPE prelude) that the
+    /// script has not defined again: a call to one is spear's own work, not a command of the
+    /// agent's, and the executable summary leaves it out.
+    pub spear_functions: Vec<&'static str>,
     /// Whether `$HOME` still names the operator's home (no assignment to HOME seen).
     pub home_intact: bool,
     /// Whether `$TMPDIR` still names the sandbox's private /tmp (no assignment to TMPDIR seen).
@@ -101,6 +105,7 @@ impl<'p> Analysis<'p> {
             found: Findings::default(),
             functions: HashMap::new(),
             defining: Vec::new(),
+            spear_functions: Vec::new(),
             home_intact: true,
             tmpdir_intact: true,
             allexport: false,

@@ -57,7 +57,7 @@ pub use config::{
     OperatorWorkspace, PolicyConfig, WorkspacePolicyFile, WorkspaceTargets,
 };
 pub use git_layout::{GitIndirections, Indirection, control_by_name};
-pub use policy::CommandPolicy;
+pub use policy::{CommandPolicy, PreparedCommand};
 pub use shell::pipe_status::{script_to_run, tolerate_sigpipe};
 pub use target_policy::{HEADER_BYTES, Pattern, TargetRules, generated_header};
 

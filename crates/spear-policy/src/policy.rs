@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use spear_core::{ChangeKind, CommandAssessment, Refusal};
+use spear_core::{ChangeKind, CommandAssessment, CommandLine, Refusal};
 use spear_workspace::{EntryKind, Location, TreeView, Workspace, WorkspaceFs};
 
 use crate::PolicyConfig;
@@ -22,6 +22,16 @@ pub struct CommandPolicy {
     host_view: HostView,
     fs: OnceLock<Option<WorkspaceFs>>,
     user_homes: OnceLock<HashMap<String, PathBuf>>,
+}
+
+/// A command as it will run and the policy's judgement of exactly that
+/// ([`CommandPolicy::prepare_script`], [`CommandPolicy::prepare_argv`]).
+#[derive(Debug, Clone)]
+pub struct PreparedCommand {
+    /// What the classifier found in [`PreparedCommand::line`].
+    pub assessment: CommandAssessment,
+    /// What the sandbox executes.
+    pub line: CommandLine,
 }
 
 impl CommandPolicy {
@@ -81,10 +91,45 @@ impl CommandPolicy {
             .map(PathBuf::as_path)
     }
 
+    /// The one place an agent's script becomes what runs: its pipelines rewritten so that a
+    /// producer a later stage stopped reading is no failure ([`crate::tolerate_sigpipe`]), as
+    /// [`CommandLine::Script`], with the assessment of exactly that text, prelude included.
+    ///
+    /// Attack stopped: a classifier and a sandbox that see two different commands. The caller
+    /// gets one value to judge and to run; the runner and the warm path execute its
+    /// [`CommandLine::argv`] unchanged.
+    pub fn prepare_script(&self, script: &str, cwd: &Path) -> PreparedCommand {
+        let line = crate::script_to_run(script);
+        PreparedCommand {
+            assessment: self.classify_script(&line, cwd),
+            line: CommandLine::Script(line),
+        }
+    }
+
+    /// A program and its arguments as what runs (executed without a shell), with the
+    /// assessment of exactly that argv.
+    pub fn prepare_argv(&self, argv: &[String], cwd: &Path) -> PreparedCommand {
+        PreparedCommand {
+            assessment: self.classify(argv, cwd),
+            line: CommandLine::Argv(argv.iter().map(std::ffi::OsString::from).collect()),
+        }
+    }
+
     /// Classifies a shell script run in `cwd` (host or mount spelling; relative to the launch
-    /// directory if relative).
+    /// directory if relative). A script that begins with spear's SIGPIPE prelude, byte for byte,
+    /// is judged as the agent's script after it: the prelude only defines a function that
+    /// computes a status.
     pub fn classify_script(&self, script: &str, cwd: &Path) -> CommandAssessment {
         let mut analysis = Analysis::new(self);
+        // What spear itself put in front of the agent's script (the SIGPIPE prelude, byte for
+        // byte) defines a function that only computes a status; the rest is the agent's.
+        let script = match crate::shell::pipefail_prelude::after_prelude(script) {
+            Some(rest) => {
+                analysis.define_spear_pipefail();
+                rest
+            }
+            None => script,
+        };
         analysis.script = Some(script.to_owned());
         let mut dir = analysis.start_cwd(cwd);
         analysis.analyse_script(script, &mut dir);

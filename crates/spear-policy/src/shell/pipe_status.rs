@@ -19,6 +19,7 @@
 
 use brush_parser::ast::{self, AndOr, Command, CompoundCommand, SourceLocation};
 
+use crate::shell::pipefail_prelude::{PIPEFAIL_FUNCTION, PRELUDE};
 use crate::shell::walk::parse;
 
 /// The text to hand to `bash -o pipefail -c` for the script an agent wrote: `script` with its
@@ -26,17 +27,6 @@ use crate::shell::walk::parse;
 pub fn script_to_run(script: &str) -> String {
     tolerate_sigpipe(script).unwrap_or_else(|| script.to_owned())
 }
-
-/// The function the rewrite calls, defined on the script's first line so that the line numbers
-/// of bash's messages stay those of the script.
-///
-/// It assigns no local and expands nothing but its arguments, so that the classifier judges the
-/// rewritten script as it judged the original (a corpus test holds it to that); its one global,
-/// `__spear_r`, is named so that no script meets it (a script that names `__spear_` is never
-/// rewritten).
-const FUNCTION: &str = "__spear_pipefail() { __spear_r=0; while [ \"$#\" -gt 1 ]; do \
-[ \"$1\" -ne 0 ] && [ \"$1\" -ne 141 ] && __spear_r=$1; shift; done; \
-[ \"$1\" -ne 0 ] && __spear_r=$1; return \"$__spear_r\"; }; ";
 
 /// Inserted after a rewritten pipeline's last stage.
 const CLOSE: &str = " || __spear_pipefail \"${PIPESTATUS[@]}\"; }";
@@ -80,7 +70,7 @@ pub fn tolerate_sigpipe(script: &str) -> Option<String> {
         }
         out.insert_str(at, text);
     }
-    let rewritten = format!("{FUNCTION}{out}");
+    let rewritten = format!("{PRELUDE}{out}");
     let again = parse(&rewritten).ok()?;
     (shape(&program, false) == shape(&again, true)).then_some(rewritten)
 }
@@ -128,7 +118,7 @@ impl ShapeVisit<'_> {
         let ours = self.rewritten
             && pipeline.seq.len() == 1
             && matches!(&pipeline.seq[0], Command::Simple(s)
-                if s.word_or_name.as_ref().is_some_and(|w| w.value == "__spear_pipefail"));
+                if s.word_or_name.as_ref().is_some_and(|w| w.value == PIPEFAIL_FUNCTION));
         if ours {
             return;
         }
@@ -145,7 +135,7 @@ impl ShapeVisit<'_> {
                     self.compound(c);
                 }
                 Command::Function(def) => {
-                    if !(self.rewritten && def.fname.value == "__spear_pipefail") {
+                    if !(self.rewritten && def.fname.value == PIPEFAIL_FUNCTION) {
                         self.out.commands.push(format!("{}()", def.fname.value));
                         let ast::FunctionBody(body, r) = &def.body;
                         if let Some(r) = r {

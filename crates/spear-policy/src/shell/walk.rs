@@ -17,6 +17,7 @@ use brush_parser::ast::{
 use crate::analysis::{Analysis, Cwd, MAX_COMMANDS, MAX_DEPTH};
 use crate::commands::{self, Invocation};
 use crate::env_rules;
+use crate::shell::pipefail_prelude::PIPEFAIL_FUNCTION;
 use crate::shell::word::{Arg, parser_options};
 
 /// Where a command's standard input comes from, for programs that read a script from it.
@@ -144,8 +145,25 @@ impl Analysis<'_> {
         }
     }
 
+    /// Knows `__spear_pipefail` as spear's own: the script began with spear's SIGPIPE prelude.
+    pub(crate) fn define_spear_pipefail(&mut self) {
+        self.functions.insert(PIPEFAIL_FUNCTION.to_owned(), false);
+        self.spear_functions.push(PIPEFAIL_FUNCTION);
+    }
+
+    /// Whether `words` call spear's own `__spear_pipefail`, still defined as the prelude
+    /// defines it: spear's status computation, which the executable summary leaves out.
+    fn calls_spear_pipefail(&self, words: &[Arg]) -> bool {
+        matches!(words.first(), Some(Arg::Lit(name))
+            if name == PIPEFAIL_FUNCTION
+                && self.spear_functions.contains(&PIPEFAIL_FUNCTION)
+                && self.functions.contains_key(PIPEFAIL_FUNCTION))
+    }
+
     fn define_function(&mut self, def: &ast::FunctionDefinition, cwd: &Cwd) {
         let name = def.fname.value.clone();
+        // The script's own definition: from here on the name runs the script's body.
+        self.spear_functions.retain(|f| *f != name);
         let mut body_cwd = cwd.clone();
         let ast::FunctionBody(body, redirects) = &def.body;
         let mut stdin = Stdin::Inherited;
@@ -326,7 +344,7 @@ impl Analysis<'_> {
             self.prefix_or_suffix_item(item, cwd, &mut stdin, &mut words);
         }
 
-        if self.depth == 0 && self.substitutions == 0 {
+        if self.depth == 0 && self.substitutions == 0 && !self.calls_spear_pipefail(&words) {
             self.found.runs.command(&words);
         }
         if words.is_empty() {
