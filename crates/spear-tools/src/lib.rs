@@ -35,7 +35,7 @@ mod turn;
 mod web;
 
 pub use confirm::{confirmation_text, hidden_characters_warning, host_config_lines};
-pub use envelope::ToolResultEnvelope;
+pub use envelope::{ToolResultEnvelope, output_schema};
 pub use escalation::{
     EscalationAsk, JUSTIFICATION_FIELD, JUSTIFICATION_MAX_CHARS, JUSTIFICATION_MIN_CHARS,
     PERMISSIONS_FIELD,
@@ -50,7 +50,7 @@ pub use router::{
     RouterConfig, RouterError, RouterStores, ToolObserver, ToolRouter, random_id,
     sandbox_down_refusal,
 };
-pub use spec::{ALL_MODES, Annotations, Effect, ToolSpec, WRITING_MODES, WebTool, output_schema};
+pub use spec::{ALL_MODES, Annotations, Effect, ToolSpec, WRITING_MODES, WebTool};
 pub use tool::{
     Access, CallContext, JobPhase, JobState, Outcome, Prepared, Resolved, Tool, ToolLimits,
     parse_args,

@@ -602,7 +602,7 @@ impl ToolRouter {
         let (turn_checkpoint, not_kept) = self.checkpoint_before(&resolved)?;
         let mut outcome = prepared.run(&cx, &resolved);
         if spec.web.is_some() {
-            self.config.web.scrub_outcome(&mut outcome);
+            outcome.redact(self.config.web.known_secrets());
         }
         Ok(self.settle(
             outcome,

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use spear_core::known_secrets::KnownSecrets;
 use spear_core::{CapabilityPolicy, CapabilitySet, ExecutionMode, ToolResult};
 use spear_policy::{CommandPolicy, Confirmer};
 use spear_runtime::CommandRunner;
@@ -12,7 +13,8 @@ use spear_runtime::checkpoint::EntryState;
 use spear_sandbox::CancelToken;
 use spear_workspace::{Location, ResolvedPath, Workspace, WorkspaceFs};
 
-use crate::{Effect, ToolSpec};
+use crate::spec::{Effect, ToolSpec};
+use crate::web::WebDetail;
 
 /// The paths a call names, as the caller wrote them. The router resolves every one (request
 /// scope), applies the target policy to every write, and refuses the whole call if one fails.
@@ -148,7 +150,7 @@ pub struct Outcome {
     pub ran_since: Option<u64>,
     /// For a call of the web pair: what the client is given besides the text (the envelope's
     /// `web`).
-    pub web: Option<crate::web::WebDetail>,
+    pub web: Option<WebDetail>,
     /// For a call of the web pair: what the audit record says it fetched or was refused.
     pub web_audit: Option<spear_runtime::audit::WebAudit>,
 }
@@ -221,6 +223,48 @@ impl Outcome {
             ran_since: None,
             web: None,
             web_audit: None,
+        }
+    }
+
+    /// The outcome as the client and the audit log get it: every secret of `known` in its text,
+    /// its `web` and its audit record redacted (a URL a person approved, a page that echoes one).
+    pub(crate) fn redact(&mut self, known: &KnownSecrets) {
+        if known.is_empty() {
+            return;
+        }
+        let scrub = |s: &mut String| {
+            if let std::borrow::Cow::Owned(clean) = known.redact(s) {
+                *s = clean;
+            }
+        };
+        let result = &mut self.result;
+        scrub(&mut result.stdout);
+        scrub(&mut result.stderr);
+        if let Some(reason) = result.reason.as_mut() {
+            scrub(reason);
+        }
+        if let Some(target) = self.target.as_mut() {
+            scrub(target);
+        }
+        match self.web.as_mut() {
+            Some(WebDetail::Fetch { url, .. }) => scrub(url),
+            Some(WebDetail::Search { hits, .. }) => {
+                for hit in hits {
+                    scrub(&mut hit.title);
+                    scrub(&mut hit.url);
+                    scrub(&mut hit.snippet);
+                }
+            }
+            None => {}
+        }
+        if let Some(audit) = self.web_audit.as_mut() {
+            scrub(&mut audit.url);
+            if let Some(url) = audit.final_url.as_mut() {
+                scrub(url);
+            }
+            for hop in &mut audit.hops {
+                scrub(&mut hop.url);
+            }
         }
     }
 }
