@@ -25,7 +25,8 @@ use spear_policy::{
 use spear_runtime::audit::{AuditEvent, AuditRecord};
 
 use crate::ToolSpec;
-use crate::tool::{CallContext, ToolArgs as _};
+use crate::context::CallContext;
+use crate::tool::ToolArgs as _;
 use crate::tools::terminal::{ESCALATING_DESCRIPTION, TerminalArgs};
 
 /// The argument naming the capabilities asked for.

@@ -17,6 +17,7 @@
 //!   anything is fetched.
 
 mod confirm;
+mod context;
 mod envelope;
 mod escalation;
 mod exposure;
@@ -35,6 +36,7 @@ mod turn;
 mod web;
 
 pub use confirm::{confirmation_text, hidden_characters_warning, host_config_lines};
+pub use context::{CallContext, ToolLimits};
 pub use envelope::{ToolResultEnvelope, output_schema};
 pub use escalation::{
     EscalationAsk, JUSTIFICATION_FIELD, JUSTIFICATION_MAX_CHARS, JUSTIFICATION_MIN_CHARS,
@@ -51,10 +53,7 @@ pub use router::{
     sandbox_down_refusal,
 };
 pub use spec::{ALL_MODES, Annotations, Effect, ToolSpec, WRITING_MODES, WebTool};
-pub use tool::{
-    Access, CallContext, JobPhase, JobState, Outcome, Prepared, Resolved, Tool, ToolLimits,
-    parse_args,
-};
+pub use tool::{Access, JobPhase, JobState, Outcome, Prepared, Resolved, Tool, parse_args};
 pub use tools::terminal::{CommandCall, CommandText, CommandTimeout, shell_words};
 pub use web::{
     ADD_SEARCH, NextSlice, SearchHit, SearchReport, WebDetail, WebPair, WebReport, redact_url,

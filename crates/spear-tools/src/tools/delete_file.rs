@@ -7,8 +7,9 @@ use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::spec::WRITING_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
 
 /// Arguments of `delete_file`.

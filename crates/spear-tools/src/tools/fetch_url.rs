@@ -24,8 +24,9 @@ use spear_web::extract::{Continuation, Document, PageRange, Slice, TextKind};
 use spear_web::{Fetched, READ_CAP, SAVE_CAP};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use crate::web::{NextSlice, WebDetail, cancellable, fetch_failure, fetched_audit, redact_url};
 
 /// Characters of a slice when the call names no `max_chars`.

@@ -15,9 +15,10 @@ use spear_core::{ToolResult, ToolStatus};
 use spear_workspace::{EntryKind, FsError, Location, Node, ResolvedPath};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::patch::{FileChange, FilePatch, Patch, parse, plan_noting};
 use crate::spec::WRITING_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
 
 /// The largest file a patch may change.

@@ -7,9 +7,10 @@ use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::search::{SearchError, SearchRequest, render, search};
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
 
 /// The most matches one call may ask for.

@@ -17,8 +17,9 @@ use spear_web::FetchError;
 use spear_web::search::{Backend, MAX_QUERY_CHARS, MAX_RESULTS, SearchError};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use crate::web::{SearchHit, WebDetail, cancellable, redact_url};
 
 /// Results asked for when the call names no `max_results`.

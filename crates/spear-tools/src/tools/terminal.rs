@@ -28,10 +28,11 @@ use spear_runtime::{
 };
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::escalation::EscalationAsk;
 use crate::router::sandbox_down_refusal;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
 
 /// Arguments of `terminal`.

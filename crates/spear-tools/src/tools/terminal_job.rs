@@ -14,8 +14,9 @@ use spear_core::{ExecutionMode, ToolResult, ToolStatus};
 use spear_runtime::Job;
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
 
 /// Arguments of `terminal_output`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
