@@ -10,6 +10,7 @@ use spear_core::{CapabilitySet, ExecutionMode, ToolResult};
 use spear_runtime::checkpoint::EntryState;
 use spear_workspace::{Location, ResolvedPath};
 
+use crate::command::CommandCall;
 use crate::context::CallContext;
 use crate::spec::{Effect, ToolSpec};
 use crate::web::WebDetail;
@@ -189,7 +190,50 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
 
     /// Parses `args` (a schema error names the field) into a call that says what it touches.
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String>;
+    fn prepare(&self, args: serde_json::Value) -> Result<Call, String>;
+}
+
+/// A call whose arguments are valid, waiting for the router's gates: a command, or another
+/// tool's call.
+pub enum Call {
+    /// A command (the terminal's calls; `spear exec` and `spear grant` hand the router one
+    /// directly): after the router's own gates, the command gates decide it (`crate::gates`) and
+    /// the terminal runs what they cleared.
+    Command(CommandCall),
+    /// Any other tool's call: it runs itself ([`Prepared::run`]) once the router's gates let it.
+    Tool(Box<dyn Prepared>),
+}
+
+impl Call {
+    /// The paths it names. A command names one, its working directory, which it reads.
+    pub fn access(&self) -> Access {
+        match self {
+            Call::Command(command) => Access {
+                reads: command.workdir.iter().cloned().collect(),
+                writes: Vec::new(),
+                removes: Vec::new(),
+            },
+            Call::Tool(prepared) => prepared.access(),
+        }
+    }
+
+    /// What it acts on, for the audit log and refusal counting. A command's summary comes from
+    /// its classification, in [`Outcome::target`]; until then (a call refused before it is read:
+    /// a bad working directory) it is only a command.
+    pub fn target(&self) -> String {
+        match self {
+            Call::Command(_) => "(a command)".to_owned(),
+            Call::Tool(prepared) => prepared.target(),
+        }
+    }
+
+    /// Exactly what it will do, for a confirmation in ASK: a command as one line of shell.
+    pub fn describe(&self) -> String {
+        match self {
+            Call::Command(command) => command.text.as_shell(),
+            Call::Tool(prepared) => prepared.describe(),
+        }
+    }
 }
 
 /// A call whose arguments are valid, waiting for the router's gates.
@@ -247,7 +291,7 @@ pub trait ToolArgs: DeserializeOwned + JsonSchema + 'static {
     const QUICK: bool = false;
 
     /// Checks what the schema cannot (ranges, empty strings) and makes the call.
-    fn validate(self) -> Result<Box<dyn Prepared>, String>;
+    fn validate(self) -> Result<Call, String>;
 }
 
 /// The [`Tool`] of a [`ToolArgs`] type.
@@ -292,7 +336,7 @@ impl<A: ToolArgs> Tool for Typed<A> {
         &self.spec
     }
 
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
+    fn prepare(&self, args: serde_json::Value) -> Result<Call, String> {
         parse_args::<A>(A::NAME, args)?.validate()
     }
 }
