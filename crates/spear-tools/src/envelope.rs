@@ -1,5 +1,5 @@
-//! The envelope every call returns, whichever client made it: the CLI prints it, the MCP server
-//! returns it as structured content.
+//! The envelope every call returns, whichever client made it (the CLI prints it, the MCP server
+//! returns it as structured content), and its JSON schema.
 
 use serde::Serialize;
 use spear_core::ToolResult;
@@ -99,4 +99,15 @@ impl ToolResultEnvelope {
     pub fn is_ok(&self) -> bool {
         self.result.status == spear_core::ToolStatus::Ok
     }
+}
+
+/// The JSON schema of what every tool returns (the envelope): published as the MCP tools' output
+/// schema.
+pub fn output_schema() -> serde_json::Value {
+    // The schema of what is sent: a field only serialized (the refusal's `rule`) is in it.
+    schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<ToolResultEnvelope>()
+        .to_value()
 }

@@ -24,9 +24,8 @@ use spear_policy::{
 };
 use spear_runtime::audit::{AuditEvent, AuditRecord};
 
-use crate::ToolSpec;
-use crate::tool::{CallContext, ToolArgs as _};
-use crate::tools::terminal::{ESCALATING_DESCRIPTION, TerminalArgs};
+use crate::context::CallContext;
+use crate::spec::ToolSpec;
 
 /// The argument naming the capabilities asked for.
 pub const PERMISSIONS_FIELD: &str = "sandbox_permissions";
@@ -117,10 +116,14 @@ pub fn check_in(ask: &EscalationAsk, policy: CapabilityPolicy) -> Result<(), Str
 
 /// The terminal's spec in a session that may ask for `allowed` (not empty): `base` with the two
 /// fields added to its schema (the enum exactly `allowed`, each field requiring the other) and
-/// the description that teaches the flow. Pure.
-pub fn terminal_spec(base: &ToolSpec, allowed: CapabilitySet) -> ToolSpec {
+/// `description`, the terminal's that teaches the flow. Pure.
+pub fn terminal_spec(
+    base: &ToolSpec,
+    allowed: CapabilitySet,
+    description: &'static str,
+) -> ToolSpec {
     let mut spec = base.clone();
-    spec.description = ESCALATING_DESCRIPTION;
+    spec.description = description;
     let values: Vec<&str> = allowed.iter().map(Capability::as_str).collect();
     if let Some(props) = spec
         .input_schema
@@ -165,11 +168,13 @@ pub fn command_key(command: &str) -> String {
     command.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Decides the escalating command `command` (classified as `assessment`) in this session and
-/// turn: [`decide_escalation`], with whether the user declined an escalation of it earlier in
-/// the turn. A refusal is audited here (the request and its refusal), since nobody is asked.
+/// Decides the escalating command `command` (classified as `assessment`) of the tool `tool` in
+/// this session and turn: [`decide_escalation`], with whether the user declined an escalation of
+/// it earlier in the turn. A refusal is audited here (the request and its refusal), since nobody
+/// is asked.
 pub(crate) fn decide(
     cx: &CallContext<'_>,
+    tool: &str,
     ask: &EscalationAsk,
     assessment: &CommandAssessment,
     command: &str,
@@ -192,6 +197,7 @@ pub(crate) fn decide(
         };
         audit(
             cx,
+            tool,
             assessment,
             AuditEvent::EscalationRequested,
             &asked,
@@ -199,6 +205,7 @@ pub(crate) fn decide(
         );
         audit(
             cx,
+            tool,
             assessment,
             AuditEvent::EscalationRefused,
             &asked,
@@ -208,11 +215,12 @@ pub(crate) fn decide(
     decision
 }
 
-/// Asks `confirmer` whether `command`, decided by [`decide`] to need `granted`, may run once
-/// with it; audits the request before asking and the answer after, and remembers a decline for
-/// the rest of the turn.
+/// Asks `confirmer` whether `command` (of the tool `tool`), decided by [`decide`] to need
+/// `granted`, may run once with it; audits the request before asking and the answer after, and
+/// remembers a decline for the rest of the turn.
 pub(crate) fn ask(
     cx: &CallContext<'_>,
+    tool: &str,
     ask: &EscalationAsk,
     assessment: &CommandAssessment,
     command: &str,
@@ -232,6 +240,7 @@ pub(crate) fn ask(
     });
     audit(
         cx,
+        tool,
         assessment,
         AuditEvent::EscalationRequested,
         &widened,
@@ -242,6 +251,7 @@ pub(crate) fn ask(
         Authorization::Granted(_) => {
             audit(
                 cx,
+                tool,
                 assessment,
                 AuditEvent::EscalationApproved,
                 &widened,
@@ -256,6 +266,7 @@ pub(crate) fn ask(
             }
             audit(
                 cx,
+                tool,
                 assessment,
                 AuditEvent::EscalationRefused,
                 &widened,
@@ -266,10 +277,11 @@ pub(crate) fn ask(
     answer
 }
 
-/// Writes one record of an escalation: the command's summary and class, the capabilities beyond
-/// the session, the rule of a refusal, and the reason.
+/// Writes one record of an escalation of a command of the tool `tool`: the command's summary and
+/// class, the capabilities beyond the session, the rule of a refusal, and the reason.
 fn audit(
     cx: &CallContext<'_>,
+    tool: &str,
     assessment: &CommandAssessment,
     event: AuditEvent,
     escalation: &Escalation,
@@ -280,7 +292,7 @@ fn audit(
     };
     let mut record = AuditRecord::new(cx.session, event);
     record.turn = Some(cx.lock_turn().id.clone());
-    record.tool = Some(TerminalArgs::NAME.to_owned());
+    record.tool = Some(tool.to_owned());
     record.target = Some(assessment.executable.clone());
     record.class = Some(assessment.class);
     record.capabilities = escalation
@@ -308,6 +320,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use crate::tool::ToolArgs as _;
+    use crate::tools::terminal::{ESCALATING_DESCRIPTION, TerminalArgs};
     use crate::{Role, ToolExposurePolicy, ToolRegistry};
     use spear_core::ExecutionMode::{self, Ask, Auto, Safe};
 
@@ -453,7 +467,11 @@ mod tests {
                 .is_none()
         );
         assert!(!base.description.contains(PERMISSIONS_FIELD));
-        let spec = terminal_spec(base, caps(&[WorkspaceWrite, Network]));
+        let spec = terminal_spec(
+            base,
+            caps(&[WorkspaceWrite, Network]),
+            ESCALATING_DESCRIPTION,
+        );
         let props = &spec.input_schema["properties"];
         assert_eq!(
             props[PERMISSIONS_FIELD]["items"]["enum"],
@@ -473,7 +491,7 @@ mod tests {
         assert!(spec.description.starts_with(base.description));
         assert!(spec.description.contains("retry that same command once"));
         assert!(spec.description.contains("Never ask in advance"));
-        let narrow = terminal_spec(base, caps(&[WorkspaceWrite]));
+        let narrow = terminal_spec(base, caps(&[WorkspaceWrite]), ESCALATING_DESCRIPTION);
         assert_eq!(
             narrow.input_schema["properties"][PERMISSIONS_FIELD]["items"]["enum"],
             json!(["workspace:write"])

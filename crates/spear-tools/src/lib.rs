@@ -6,6 +6,10 @@
 //!   hard gates (request scope, target policy, the tool's modes, a sandbox found down), the
 //!   mode's authorisation, checkpoints before every mutation, evidence, audit, the output preview,
 //!   and repeated-refusal stopping.
+//! - Every command (a `terminal` call, a background job as it starts, [`CommandCall`]s from
+//!   `spear exec` and `spear grant`) is decided in one place, the command gates the router calls
+//!   for each: classification, authorization, escalation, approval and grants, the sandbox found
+//!   down, the write lock; the terminal runs only what passed.
 //! - Every path a tool touches is resolved by `Workspace::resolve` and opened by `WorkspaceFs`
 //!   beneath a root's directory fd; nothing is opened by name from `/`.
 //! - A refusal attaches to the file, not the tool: a path `write_file` may not write, `patch`,
@@ -16,10 +20,13 @@
 //!   call that names a path to write (`save_as`) passes every gate of a file write before
 //!   anything is fetched.
 
+mod command;
 mod confirm;
+mod context;
 mod envelope;
 mod escalation;
 mod exposure;
+mod gates;
 mod judge;
 pub mod patch;
 mod preview;
@@ -34,28 +41,25 @@ mod tools;
 mod turn;
 mod web;
 
+pub use command::{CommandCall, CommandText, CommandTimeout, shell_words};
 pub use confirm::{confirmation_text, hidden_characters_warning, host_config_lines};
-pub use envelope::ToolResultEnvelope;
+pub use context::{CallContext, ToolLimits};
+pub use envelope::{ToolResultEnvelope, output_schema};
 pub use escalation::{
     EscalationAsk, JUSTIFICATION_FIELD, JUSTIFICATION_MAX_CHARS, JUSTIFICATION_MIN_CHARS,
     PERMISSIONS_FIELD,
 };
 pub use exposure::{PairState, Role, ToolExposurePolicy, UnknownRole, WebExposure, Withdrawn};
+pub use gates::sandbox_down_refusal;
 pub use judge::{Asking, Committed, TargetJudge, commit_staged};
 pub use progress::{
     CallOptions, IssueGrant, PROGRESS_INTERVAL, PresentedGrant, Progress, ProgressSink,
 };
 pub use registry::ToolRegistry;
-pub use router::{
-    RouterConfig, RouterError, RouterStores, ToolObserver, ToolRouter, random_id,
-    sandbox_down_refusal,
-};
-pub use spec::{ALL_MODES, Annotations, Effect, ToolSpec, WRITING_MODES, WebTool, output_schema};
-pub use tool::{
-    Access, CallContext, JobPhase, JobState, Outcome, Prepared, Resolved, Tool, ToolLimits,
-    parse_args,
-};
-pub use tools::terminal::{CommandCall, CommandText, CommandTimeout, shell_words};
+pub use router::{RouterConfig, RouterError, RouterStores, ToolObserver, ToolRouter, random_id};
+pub use spec::{ALL_MODES, Annotations, Effect, ToolSpec, WRITING_MODES, WebTool};
+pub use tool::{Access, Call, JobPhase, JobState, Outcome, Prepared, Resolved, Tool, parse_args};
+
 pub use web::{
     ADD_SEARCH, NextSlice, SearchHit, SearchReport, WebDetail, WebPair, WebReport, redact_url,
 };

@@ -8,9 +8,12 @@
 //! 5. request scope: every path the call names resolves inside the roots;
 //! 6. target policy: every path it writes passes the protected/generated/snapshot rules, and no
 //!    write runs once a command found the sandbox down;
-//! 7. ASK asks (for a file write; a command asks through its own authorisation);
+//! 7. ASK asks (for a file write; a command is asked about by the command gates at step 9);
 //! 8. the prior state of every path it writes is checkpointed;
-//! 9. the tool runs; a writable command's staged writes are judged and committed;
+//! 9. the tool runs; a command (a `terminal` call, [`ToolRouter::run_command`]) first passes the
+//!    command gates (`crate::gates`: classification, authorization, escalation, approval and
+//!    grants, the sandbox found down, the write lock), and a writable command's staged writes are
+//!    judged and committed;
 //! 10. evidence, checkpoints, the output preview (the rest kept in the result store), refusal
 //!     counting, the audit record, and the observers.
 
@@ -31,13 +34,15 @@ use spear_runtime::result_store::ResultStore;
 use spear_runtime::{CommandRunner, Evidence, Verdict};
 use spear_workspace::{Location, Workspace, WorkspaceFs};
 
-use crate::tool::ToolArgs as _;
-use crate::tools::terminal::TerminalArgs;
+use crate::command::CommandCall;
+use crate::gates::sandbox_down_refusal;
+use crate::tool::{Call, ToolArgs as _};
+use crate::tools::terminal::{ESCALATING_DESCRIPTION, TerminalArgs};
 use crate::turn::{SandboxMark, TurnState};
 use crate::{
-    Access, CallContext, CallOptions, CommandCall, Effect, Outcome, Resolved, Role,
-    ToolExposurePolicy, ToolLimits, ToolRegistry, ToolResultEnvelope, ToolSpec, WebDetail, WebPair,
-    Withdrawn, preview,
+    Access, CallContext, CallOptions, Effect, Outcome, Resolved, Role, ToolExposurePolicy,
+    ToolLimits, ToolRegistry, ToolResultEnvelope, ToolSpec, WebDetail, WebPair, Withdrawn, gates,
+    preview,
 };
 
 /// Watches calls; the router tells it before and after each one.
@@ -285,7 +290,8 @@ impl ToolRouter {
                 config.mode,
                 config.no_network,
             ));
-            (!allowed.is_empty()).then(|| crate::escalation::terminal_spec(spec, allowed))
+            (!allowed.is_empty())
+                .then(|| crate::escalation::terminal_spec(spec, allowed, ESCALATING_DESCRIPTION))
         });
         Ok(ToolRouter {
             registry,
@@ -429,10 +435,11 @@ impl ToolRouter {
     }
 
     /// Runs one command through the terminal tool's gates, exactly as a `terminal` call would
-    /// (classification, the target policy, authorization, the sandbox-down and job-writing gates,
+    /// (the router's own, then the command gates: classification, authorization, escalation,
+    /// approval and grants, the sandbox-down and job-writing gates, the write lock; then
     /// checkpoints, the change tracker, audit, evidence): the front ends that take a command in
     /// another shape than the tool's JSON (`spear exec` with an argv, a stdin, the runner's
-    /// timeout) come in here, so no front end holds a gate of its own.
+    /// timeout; `spear grant`) come in here, so no front end holds a gate of its own.
     pub fn run_command(&self, call: CommandCall, options: CallOptions) -> ToolResultEnvelope {
         let name = TerminalArgs::NAME;
         if !self.observers.is_empty() {
@@ -444,7 +451,7 @@ impl ToolRouter {
         let started = Instant::now();
         let record = self.new_record();
         let (mut envelope, record) = match self.lookup(name) {
-            Ok(tool) => self.route_prepared(tool.spec(), Box::new(call), options, record),
+            Ok(tool) => self.route_prepared(tool.spec(), Call::Command(call), options, record),
             Err(result) => (ToolResultEnvelope::new(name, result), record),
         };
         self.answer(started, &mut envelope, &record);
@@ -530,7 +537,7 @@ impl ToolRouter {
             Err(result) => return (ToolResultEnvelope::new(name, result), record),
         };
         match tool.prepare(args) {
-            Ok(prepared) => self.route_prepared(tool.spec(), prepared, options, record),
+            Ok(call) => self.route_prepared(tool.spec(), call, options, record),
             Err(message) => (
                 ToolResultEnvelope::new(name, ToolResult::failed(message)),
                 record,
@@ -544,11 +551,11 @@ impl ToolRouter {
     fn route_prepared(
         &self,
         spec: &ToolSpec,
-        prepared: Box<dyn crate::Prepared>,
+        call: Call,
         options: CallOptions,
         mut record: CallRecord,
     ) -> (ToolResultEnvelope, CallRecord) {
-        let (result, job, web) = match self.gate_and_run(spec, prepared, &options, &mut record) {
+        let (result, job, web) = match self.gate_and_run(spec, call, &options, &mut record) {
             Ok(done) => done,
             Err(refused) => (refused, None, None),
         };
@@ -559,25 +566,31 @@ impl ToolRouter {
     }
 
     /// The gates in order, each one's refusal ending the call (`Err`); then the call runs and is
-    /// settled.
+    /// settled. A command passes the router's gates as any call does, then the command gates
+    /// (`crate::gates`), which decide it, at step 9.
     fn gate_and_run(
         &self,
         spec: &ToolSpec,
-        prepared: Box<dyn crate::Prepared>,
+        mut call: Call,
         options: &CallOptions,
         record: &mut CallRecord,
     ) -> Result<Settled, ToolResult> {
         // A web call's target is the URL as results show it: every known secret redacted.
-        let target = self.config.web.scrub(&prepared.target());
+        let target = self.config.web.scrub(&call.target());
         record.target = Some(target.clone());
-        let access = prepared.access();
+        let access = call.access();
         // A call that names paths to write is gated as a write whatever its tool's effect
         // (`fetch_url`'s `save_as`): the target policy, SAFE's refusal, ASK's question, the
         // checkpoint, all before it runs.
         let writes = !access.writes.is_empty() || !access.removes.is_empty();
         let capabilities = self.admit(spec, &target, writes)?;
-        let send_approved =
-            self.gate_known_secrets(spec, &*prepared, options.confirmer.as_deref())?;
+        let send_approved = match &call {
+            Call::Tool(prepared) => {
+                self.gate_known_secrets(spec, &**prepared, options.confirmer.as_deref())?
+            }
+            // A command sends no request of spear's own: what it sends is the sandbox's network.
+            Call::Command(_) => false,
+        };
         let resolved = self.resolve(&access)?;
         if let Some(label) = resolved
             .writes
@@ -586,23 +599,34 @@ impl ToolRouter {
         {
             record.target = Some(label);
         }
-        let mut prepared = prepared;
         let mut cx = self.context(capabilities, options, record.seq);
         cx.send_approved = send_approved;
-        let writing = self.gate_file_write(
-            spec,
-            &mut *prepared,
-            &resolved,
-            capabilities,
-            options.confirmer.as_deref(),
-            &cx,
-            record,
-        )?;
+        let writing = match &mut call {
+            Call::Tool(prepared) => self.gate_file_write(
+                spec,
+                &mut **prepared,
+                &resolved,
+                capabilities,
+                options.confirmer.as_deref(),
+                &cx,
+                record,
+            )?,
+            // A command names no path it writes: the command gates take the write lock, only
+            // when it runs writable (read-only commands run side by side).
+            Call::Command(_) => None,
+        };
         not_cancelled(options)?;
         let (turn_checkpoint, not_kept) = self.checkpoint_before(&resolved)?;
-        let mut outcome = prepared.run(&cx, &resolved);
+        let mut outcome = match call {
+            Call::Tool(prepared) => prepared.run(&cx, &resolved),
+            // Step 9 for a command: the command gates decide it; the terminal runs what passed.
+            Call::Command(command) => match gates::pass(&cx, spec.name, &command, &resolved) {
+                Ok(cleared) => crate::tools::terminal::run(&cx, &command, cleared),
+                Err(ended) => *ended,
+            },
+        };
         if spec.web.is_some() {
-            self.config.web.scrub_outcome(&mut outcome);
+            outcome.redact(self.config.web.known_secrets());
         }
         Ok(self.settle(
             outcome,
@@ -1244,11 +1268,6 @@ fn refused(path: &str) -> impl FnOnce(spear_workspace::ResolveError) -> ToolResu
 
 /// What a call's evidence says it changed when its changes could not be found.
 const UNKNOWN_CHANGES: &str = "(changes unknown)";
-
-/// The refusal of a write after a command found the sandbox down.
-pub fn sandbox_down_refusal(what: &str, why: &str) -> Refusal {
-    Refusal::sandbox_down(what, why)
-}
 
 /// 128 random bits written as a UUID (`8-4-4-4-12` hex digits): unique, and readable in the audit
 /// log (whose redaction takes long unbroken hex runs for secrets).

@@ -95,17 +95,6 @@ impl ToolSpec {
     }
 }
 
-/// The JSON schema of what every tool returns (the envelope): published as the MCP tools' output
-/// schema.
-pub fn output_schema() -> serde_json::Value {
-    // The schema of what is sent: a field only serialized (the refusal's `rule`) is in it.
-    schemars::generate::SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator()
-        .into_root_schema_for::<crate::ToolResultEnvelope>()
-        .to_value()
-}
-
 /// Every mode.
 pub const ALL_MODES: &[ExecutionMode] =
     &[ExecutionMode::Safe, ExecutionMode::Ask, ExecutionMode::Auto];

@@ -5,14 +5,15 @@ use std::marker::PhantomData;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use spear_core::{CapabilityPolicy, CapabilitySet, ExecutionMode, ToolResult};
-use spear_policy::{CommandPolicy, Confirmer};
-use spear_runtime::CommandRunner;
+use spear_core::known_secrets::KnownSecrets;
+use spear_core::{CapabilitySet, ExecutionMode, ToolResult};
 use spear_runtime::checkpoint::EntryState;
-use spear_sandbox::CancelToken;
-use spear_workspace::{Location, ResolvedPath, Workspace, WorkspaceFs};
+use spear_workspace::{Location, ResolvedPath};
 
-use crate::{Effect, ToolSpec};
+use crate::command::CommandCall;
+use crate::context::CallContext;
+use crate::spec::{Effect, ToolSpec};
+use crate::web::WebDetail;
 
 /// The paths a call names, as the caller wrote them. The router resolves every one (request
 /// scope), applies the target policy to every write, and refuses the whole call if one fails.
@@ -35,90 +36,6 @@ pub struct Resolved {
     pub reads: Vec<ResolvedPath>,
     /// Paths written, then entries removed, in the order [`Access`] names them.
     pub writes: Vec<ResolvedPath>,
-}
-
-/// Bounds the tools keep to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ToolLimits {
-    /// Largest file `read_file` reads (bytes); larger files are read in windows.
-    pub read_max_bytes: u64,
-    /// Characters of a result's output kept in the preview; the rest goes to the result store.
-    pub preview_chars: usize,
-    /// Default `max_results` of `search_files`.
-    pub search_results: usize,
-    /// Default terminal timeout (seconds).
-    pub terminal_timeout_secs: u64,
-    /// Longest terminal timeout a call may ask for (seconds).
-    pub terminal_max_timeout_secs: u64,
-}
-
-impl Default for ToolLimits {
-    fn default() -> Self {
-        ToolLimits {
-            read_max_bytes: 1 << 20,
-            preview_chars: 50_000,
-            search_results: 200,
-            terminal_timeout_secs: 180,
-            terminal_max_timeout_secs: 600,
-        }
-    }
-}
-
-/// What a prepared call may use while it runs.
-pub struct CallContext<'a> {
-    /// The workspace.
-    pub workspace: &'a Workspace,
-    /// The decision layer (classification, target policy).
-    pub policy: &'a CommandPolicy,
-    /// File operations beneath the roots.
-    pub fs: &'a WorkspaceFs,
-    /// The sandbox runner.
-    pub runner: &'a std::sync::Arc<CommandRunner>,
-    /// The session's background jobs.
-    pub jobs: &'a spear_runtime::Jobs,
-    /// What the mode (and the caller's role) grants.
-    pub capabilities: CapabilityPolicy,
-    /// Who is asked in ASK; `None` cancels what needs asking.
-    pub confirmer: Option<&'a dyn Confirmer>,
-    /// Cancellation from the client.
-    pub cancel: Option<CancelToken>,
-    /// Progress reports to the client, when it asked for them.
-    pub progress: Option<crate::ProgressSink>,
-    /// Bounds.
-    pub limits: ToolLimits,
-    /// The session's current turn; read whether the sandbox is down through
-    /// [`CallContext::sandbox_down`] when deciding (a command running meanwhile may mark it).
-    pub(crate) turn: &'a std::sync::Mutex<crate::turn::TurnState>,
-    /// Which entries a command's commit names and checkpoints (not `.git`, not ignored).
-    pub tracked: &'a spear_runtime::staging::TrackedRules,
-    /// Where prior contents are kept, when checkpoints are kept.
-    pub checkpoints: Option<&'a spear_runtime::checkpoint::CheckpointStore>,
-    /// Where long outputs are kept, when they are.
-    pub results: Option<&'a spear_runtime::result_store::ResultStore>,
-    /// Held by every call that writes. A command that runs writable takes it for its whole run
-    /// (file tools already hold it).
-    pub writing: &'a std::sync::Mutex<()>,
-    /// Whether commands may run as background jobs in this session.
-    pub background_jobs: bool,
-    /// This call's number in the session (calls are numbered from 1, in the order they start).
-    pub call_seq: u64,
-    /// The execution id a grant minted for this call binds (the session and the call's number).
-    pub execution: String,
-    /// Mints and verifies the grants of this session's approvals (a key only this process has).
-    pub grants: &'a spear_runtime::grant::GrantAuthority,
-    /// The operator's grant presented with the call, if any.
-    pub presented: Option<&'a crate::PresentedGrant>,
-    /// Set by `spear grant`: issue a grant for the command instead of running it.
-    pub issue_grant: Option<&'a crate::IssueGrant>,
-    /// The audit log, when there is one: an escalation records its request and its answer.
-    pub(crate) audit: Option<&'a spear_runtime::audit::AuditLogger>,
-    /// The session's id, for those records.
-    pub(crate) session: &'a str,
-    /// The session's web pair (its fetcher and search backend, or why it has none).
-    pub web: &'a crate::WebPair,
-    /// Whether a person approved sending what this call sends ([`Prepared::outgoing`]) although
-    /// it carries a known secret (ASK): its first request goes out as approved.
-    pub send_approved: bool,
 }
 
 /// What a prepared call returns.
@@ -148,7 +65,7 @@ pub struct Outcome {
     pub ran_since: Option<u64>,
     /// For a call of the web pair: what the client is given besides the text (the envelope's
     /// `web`).
-    pub web: Option<crate::web::WebDetail>,
+    pub web: Option<WebDetail>,
     /// For a call of the web pair: what the audit record says it fetched or was refused.
     pub web_audit: Option<spear_runtime::audit::WebAudit>,
 }
@@ -223,6 +140,48 @@ impl Outcome {
             web_audit: None,
         }
     }
+
+    /// The outcome as the client and the audit log get it: every secret of `known` in its text,
+    /// its `web` and its audit record redacted (a URL a person approved, a page that echoes one).
+    pub(crate) fn redact(&mut self, known: &KnownSecrets) {
+        if known.is_empty() {
+            return;
+        }
+        let scrub = |s: &mut String| {
+            if let std::borrow::Cow::Owned(clean) = known.redact(s) {
+                *s = clean;
+            }
+        };
+        let result = &mut self.result;
+        scrub(&mut result.stdout);
+        scrub(&mut result.stderr);
+        if let Some(reason) = result.reason.as_mut() {
+            scrub(reason);
+        }
+        if let Some(target) = self.target.as_mut() {
+            scrub(target);
+        }
+        match self.web.as_mut() {
+            Some(WebDetail::Fetch { url, .. }) => scrub(url),
+            Some(WebDetail::Search { hits, .. }) => {
+                for hit in hits {
+                    scrub(&mut hit.title);
+                    scrub(&mut hit.url);
+                    scrub(&mut hit.snippet);
+                }
+            }
+            None => {}
+        }
+        if let Some(audit) = self.web_audit.as_mut() {
+            scrub(&mut audit.url);
+            if let Some(url) = audit.final_url.as_mut() {
+                scrub(url);
+            }
+            for hop in &mut audit.hops {
+                scrub(&mut hop.url);
+            }
+        }
+    }
 }
 
 /// A tool: its declaration and how it turns arguments into a call.
@@ -231,7 +190,50 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
 
     /// Parses `args` (a schema error names the field) into a call that says what it touches.
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String>;
+    fn prepare(&self, args: serde_json::Value) -> Result<Call, String>;
+}
+
+/// A call whose arguments are valid, waiting for the router's gates: a command, or another
+/// tool's call.
+pub enum Call {
+    /// A command (the terminal's calls; `spear exec` and `spear grant` hand the router one
+    /// directly): after the router's own gates, the command gates decide it (`crate::gates`) and
+    /// the terminal runs what they cleared.
+    Command(CommandCall),
+    /// Any other tool's call: it runs itself ([`Prepared::run`]) once the router's gates let it.
+    Tool(Box<dyn Prepared>),
+}
+
+impl Call {
+    /// The paths it names. A command names one, its working directory, which it reads.
+    pub fn access(&self) -> Access {
+        match self {
+            Call::Command(command) => Access {
+                reads: command.workdir.iter().cloned().collect(),
+                writes: Vec::new(),
+                removes: Vec::new(),
+            },
+            Call::Tool(prepared) => prepared.access(),
+        }
+    }
+
+    /// What it acts on, for the audit log and refusal counting. A command's summary comes from
+    /// its classification, in [`Outcome::target`]; until then (a call refused before it is read:
+    /// a bad working directory) it is only a command.
+    pub fn target(&self) -> String {
+        match self {
+            Call::Command(_) => "(a command)".to_owned(),
+            Call::Tool(prepared) => prepared.target(),
+        }
+    }
+
+    /// Exactly what it will do, for a confirmation in ASK: a command as one line of shell.
+    pub fn describe(&self) -> String {
+        match self {
+            Call::Command(command) => command.text.as_shell(),
+            Call::Tool(prepared) => prepared.describe(),
+        }
+    }
 }
 
 /// A call whose arguments are valid, waiting for the router's gates.
@@ -289,53 +291,13 @@ pub trait ToolArgs: DeserializeOwned + JsonSchema + 'static {
     const QUICK: bool = false;
 
     /// Checks what the schema cannot (ranges, empty strings) and makes the call.
-    fn validate(self) -> Result<Box<dyn Prepared>, String>;
+    fn validate(self) -> Result<Call, String>;
 }
 
 /// The [`Tool`] of a [`ToolArgs`] type.
 pub struct Typed<A> {
     spec: ToolSpec,
     args: PhantomData<fn() -> A>,
-}
-
-impl CallContext<'_> {
-    /// Why the sandbox is down now, if a command of this turn found it so.
-    pub fn sandbox_down(&self) -> Option<String> {
-        self.turn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .sandbox_down()
-            .map(str::to_owned)
-    }
-
-    /// The session's current turn, locked.
-    pub(crate) fn lock_turn(&self) -> std::sync::MutexGuard<'_, crate::turn::TurnState> {
-        self.turn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Judges and commits what a command staged into this call's workspace, with its checkpoint
-    /// store and tracked rules, asking about host-run configuration as `asking` says (see
-    /// [`crate::commit_staged`]).
-    pub fn commit(
-        &self,
-        staged: Option<&std::sync::Arc<spear_runtime::staging::Staging>>,
-        asking: crate::Asking<'_>,
-        result: &mut ToolResult,
-    ) -> crate::Committed {
-        crate::commit_staged(
-            staged,
-            self.workspace,
-            self.fs,
-            self.policy,
-            self.checkpoints,
-            self.tracked,
-            self.cancel.as_ref(),
-            asking,
-            result,
-        )
-    }
 }
 
 impl<A: ToolArgs> Typed<A> {
@@ -374,7 +336,7 @@ impl<A: ToolArgs> Tool for Typed<A> {
         &self.spec
     }
 
-    fn prepare(&self, args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
+    fn prepare(&self, args: serde_json::Value) -> Result<Call, String> {
         parse_args::<A>(A::NAME, args)?.validate()
     }
 }

@@ -180,48 +180,6 @@ impl WebPair {
         self.known.redact(text).into_owned()
     }
 
-    /// `outcome` as the client and the audit log get it: every known secret in its text, its
-    /// `web` and its audit record redacted (a URL a person approved, a page that echoes one).
-    pub(crate) fn scrub_outcome(&self, outcome: &mut crate::tool::Outcome) {
-        if self.known.is_empty() {
-            return;
-        }
-        let scrub = |s: &mut String| {
-            if let std::borrow::Cow::Owned(clean) = self.known.redact(s) {
-                *s = clean;
-            }
-        };
-        let result = &mut outcome.result;
-        scrub(&mut result.stdout);
-        scrub(&mut result.stderr);
-        if let Some(reason) = result.reason.as_mut() {
-            scrub(reason);
-        }
-        if let Some(target) = outcome.target.as_mut() {
-            scrub(target);
-        }
-        match outcome.web.as_mut() {
-            Some(WebDetail::Fetch { url, .. }) => scrub(url),
-            Some(WebDetail::Search { hits, .. }) => {
-                for hit in hits {
-                    scrub(&mut hit.title);
-                    scrub(&mut hit.url);
-                    scrub(&mut hit.snippet);
-                }
-            }
-            None => {}
-        }
-        if let Some(audit) = outcome.web_audit.as_mut() {
-            scrub(&mut audit.url);
-            if let Some(url) = audit.final_url.as_mut() {
-                scrub(url);
-            }
-            for hop in &mut audit.hops {
-                scrub(&mut hop.url);
-            }
-        }
-    }
-
     /// The fetcher, when the pair is on.
     pub fn fetcher(&self) -> Option<&Fetcher> {
         match &self.state {

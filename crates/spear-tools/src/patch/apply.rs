@@ -7,9 +7,9 @@
 //! lexical normal form (`./a//b` is `a/b`); the caller resolves them for real.
 
 use super::error::PatchError;
+use super::model::{FileChange, FilePatch, Hunk, HunkLine, Patch};
 use super::seek::{Anchor, Budget, OutOfBudget, seek};
 use super::text::{Eol, TextFile};
-use super::{FileChange, FilePatch, Hunk, HunkLine, Patch};
 
 /// How many lines of a hunk that does not apply an error shows.
 const EXCERPT_LINES: usize = 5;

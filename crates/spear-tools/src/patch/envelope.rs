@@ -15,9 +15,9 @@
 //! Markers start at the first column; trailing whitespace after them is ignored. Blank lines
 //! between file sections are ignored.
 
-use super::parse::{body_line, check_path, shown};
-use super::unified::parse_range_header;
-use super::{FilePatch, Hunk, HunkLine, Patch, PatchError};
+use super::error::PatchError;
+use super::model::{FilePatch, Hunk, HunkLine, Patch};
+use super::syntax::{body_line, check_path, hint_index, parse_range_header, shown};
 
 const BEGIN: &str = "*** Begin Patch";
 const END: &str = "*** End Patch";
@@ -288,16 +288,6 @@ fn add_header(h: &mut Hunk, rest: &str) {
     let header = rest.strip_prefix(' ').unwrap_or(rest).trim_end();
     if !header.trim().is_empty() {
         h.context.push(header.to_owned());
-    }
-}
-
-/// The 0-based index a unified range `-start,count` points at: the first old line, or for an
-/// empty old side the line after which the new lines go.
-pub(super) fn hint_index(old_start: usize, old_count: usize) -> usize {
-    if old_count == 0 {
-        old_start
-    } else {
-        old_start.saturating_sub(1)
     }
 }
 

@@ -1,7 +1,13 @@
-//! Telling the two patch formats apart, and what their parsers share: the text split into
-//! numbered lines, the wrapper a model may put around a patch, and the checks on paths.
+//! Telling the two patch formats apart: the text split into numbered lines, the wrapper a model
+//! may put around a patch left out, then the envelope's or the unified diff's parser.
 
-use super::{HunkLine, MAX_PATCH_BYTES, Patch, PatchError, envelope, unified};
+use super::error::PatchError;
+use super::model::Patch;
+use super::syntax::shown;
+use super::{envelope, unified};
+
+/// The largest patch text [`parse`] accepts, in bytes (16 MiB).
+pub const MAX_PATCH_BYTES: usize = 16 << 20;
 
 /// Parses a patch in either format: a `*** Begin Patch` envelope or a unified diff.
 ///
@@ -106,66 +112,4 @@ fn heredoc_end(line: &str) -> Option<&str> {
         .unwrap_or(tag);
     let ok = !tag.is_empty() && tag.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     ok.then_some(tag)
-}
-
-/// Checks a path taken from patch line `line` (1-based) and returns it trimmed.
-pub(super) fn check_path(raw: &str, line: usize, after: &str) -> Result<String, PatchError> {
-    let path = raw.trim();
-    if path.is_empty() {
-        return Err(PatchError::syntax(
-            line,
-            format!("expected a path after '{after}'; the path is empty"),
-        ));
-    }
-    // Attack: a NUL byte cuts the path short where it meets the OS, so the write would land on
-    // another file than the one every check looked at.
-    if path.contains('\0') {
-        return Err(PatchError::syntax(
-            line,
-            format!(
-                "the path after '{after}' contains a NUL byte; name the file without control \
-                 characters"
-            ),
-        ));
-    }
-    // A line break can only come from git's quoted-path escapes; no tool can name such a file
-    // reliably, and it would forge lines in any listing of paths.
-    if path.contains(['\n', '\r']) {
-        return Err(PatchError::syntax(
-            line,
-            format!(
-                "the path after '{after}' contains a line break; name the file without control \
-                 characters"
-            ),
-        ));
-    }
-    Ok(path.to_owned())
-}
-
-/// A patch line quoted for an error message, cut to a readable length.
-pub(super) fn shown(line: &str) -> String {
-    const MAX: usize = 80;
-    if line.chars().count() <= MAX {
-        format!("{line:?}")
-    } else {
-        let cut: String = line.chars().take(MAX).collect();
-        format!("{cut:?}...")
-    }
-}
-
-/// A hunk body line: ' ' context, '-' removed, '+' added. An empty line is an empty context line
-/// (editors and models strip the lone space); with `blank_is_context`, so is a line of spaces
-/// alone (the envelope's leniency; a unified diff's line count decides instead).
-pub(super) fn body_line(line: &str, blank_is_context: bool) -> Option<HunkLine> {
-    let mut chars = line.chars();
-    match chars.next() {
-        None => Some(HunkLine::Context(String::new())),
-        Some(' ') => Some(HunkLine::Context(chars.as_str().to_owned())),
-        Some('-') => Some(HunkLine::Remove(chars.as_str().to_owned())),
-        Some('+') => Some(HunkLine::Add(chars.as_str().to_owned())),
-        Some(_) if blank_is_context && line.trim().is_empty() => {
-            Some(HunkLine::Context(String::new()))
-        }
-        Some(_) => None,
-    }
 }

@@ -6,9 +6,9 @@
 //! are tolerated: a hunk ends early at a line that cannot be a body line, and goes on past its
 //! count while the next line is still a body line (never across a file header or a blank line).
 
-use super::envelope::hint_index;
-use super::parse::{body_line, check_path, shown};
-use super::{FilePatch, Hunk, HunkLine, Patch, PatchError};
+use super::error::PatchError;
+use super::model::{FilePatch, Hunk, HunkLine, Patch};
+use super::syntax::{body_line, check_path, hint_index, parse_range_header, shown};
 
 const DEV_NULL: &str = "/dev/null";
 
@@ -359,41 +359,6 @@ fn unquote(s: &str) -> Option<(String, &str)> {
         }
     }
     None
-}
-
-/// The ranges of a unified hunk header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Range {
-    /// The 1-based first old line (0 for an empty old side at the start).
-    pub old_start: usize,
-    /// How many old lines the hunk has.
-    pub old_count: usize,
-    /// How many new lines the hunk has.
-    pub new_count: usize,
-}
-
-/// Parses what follows `@@` in ` -l[,c] +l[,c] @@[ text]`; a count left out is 1.
-pub(super) fn parse_range_header(rest: &str) -> Option<Range> {
-    let rest = rest.trim_start().strip_prefix('-')?;
-    let (old, rest) = rest.split_once(' ')?;
-    let rest = rest.trim_start().strip_prefix('+')?;
-    let (new, rest) = rest.split_once(' ').unwrap_or((rest, ""));
-    if !(rest.trim_start().starts_with("@@") || rest.trim().is_empty()) {
-        return None;
-    }
-    let (old_start, old_count) = parse_range(old)?;
-    let (_, new_count) = parse_range(new)?;
-    Some(Range {
-        old_start,
-        old_count,
-        new_count,
-    })
-}
-
-/// `l` or `l,c`.
-fn parse_range(s: &str) -> Option<(usize, usize)> {
-    let (start, count) = s.split_once(',').unwrap_or((s, "1"));
-    Some((start.parse().ok()?, count.parse().ok()?))
 }
 
 /// Reads the hunk whose `@@` line is at `pos`; returns it and the index after it.

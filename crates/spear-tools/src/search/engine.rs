@@ -20,11 +20,11 @@ use ignore::{DirEntry, WalkBuilder, WalkState};
 use spear_workspace::{FsError, Location, Workspace, WorkspaceFs};
 
 use super::filter::{GlobFilter, Kind, admit};
-use super::rules::{DirRules, Level, Verdict};
-use super::sink::{Budget, Collect, Hit};
-use super::{
+use super::model::{
     MAX_FILE_BYTES, MAX_IGNORE_FILE_BYTES, MAX_SKIPPED, SearchError, SearchMatch, SearchOutput,
 };
+use super::rules::{DirRules, Level, Verdict};
+use super::sink::{Budget, Collect, Hit};
 
 /// The rules in force in each directory visited so far, by host path.
 type Levels = RwLock<HashMap<PathBuf, Arc<Level>>>;

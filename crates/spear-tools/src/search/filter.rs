@@ -5,7 +5,7 @@ use std::path::Path;
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use super::SearchError;
+use super::model::SearchError;
 use super::rules::Verdict;
 
 /// The kind of an entry as the walk saw it, links not followed.

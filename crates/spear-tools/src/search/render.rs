@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::SearchOutput;
+use super::model::SearchOutput;
 
 /// Renders `out` as `path:line:text` lines (as `rg -n --no-heading` prints them), followed by a line
 /// naming the skipped files when there are any, and a last line saying how to narrow the search

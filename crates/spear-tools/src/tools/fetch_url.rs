@@ -24,8 +24,9 @@ use spear_web::extract::{Continuation, Document, PageRange, Slice, TextKind};
 use spear_web::{Fetched, READ_CAP, SAVE_CAP};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Call, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use crate::web::{NextSlice, WebDetail, cancellable, fetch_failure, fetched_audit, redact_url};
 
 /// Characters of a slice when the call names no `max_chars`.
@@ -81,7 +82,7 @@ impl ToolArgs for FetchUrlArgs {
     const WRITES_WHEN_ASKED: bool = true;
     const WEB: Option<crate::WebTool> = Some(crate::WebTool::Fetch);
 
-    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+    fn validate(self) -> Result<Call, String> {
         let bad = |why: &str| Err(format!("invalid arguments for fetch_url: {why}"));
         if self.url.trim().is_empty() {
             return bad("`url` is empty");
@@ -112,14 +113,14 @@ impl ToolArgs for FetchUrlArgs {
                 );
             }
         }
-        Ok(Box::new(FetchCall {
+        Ok(Call::Tool(Box::new(FetchCall {
             url: self.url.trim().to_owned(),
             save_as: self.save_as,
             pages,
             offset: self.offset,
             max_chars,
             downloaded: None,
-        }))
+        })))
     }
 }
 
@@ -509,7 +510,7 @@ mod tests {
     use super::*;
     use crate::Tool as _;
 
-    fn prepare(args: serde_json::Value) -> Result<Box<dyn Prepared>, String> {
+    fn prepare(args: serde_json::Value) -> Result<Call, String> {
         FetchUrl::new().prepare(args)
     }
 

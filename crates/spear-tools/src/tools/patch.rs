@@ -15,9 +15,10 @@ use spear_core::{ToolResult, ToolStatus};
 use spear_workspace::{EntryKind, FsError, Location, Node, ResolvedPath};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::patch::{FileChange, FilePatch, Patch, parse, plan_noting};
 use crate::spec::WRITING_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Call, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
 
 /// The largest file a patch may change.
@@ -51,12 +52,12 @@ impl ToolArgs for PatchArgs {
     const EFFECT: Effect = Effect::Write;
     const MODES: &'static [ExecutionMode] = WRITING_MODES;
 
-    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+    fn validate(self) -> Result<Call, String> {
         let patch = parse(&self.patch).map_err(|e| format!("the patch cannot be read: {e}"))?;
-        Ok(Box::new(PatchCall {
+        Ok(Call::Tool(Box::new(PatchCall {
             text: self.patch,
             patch,
-        }))
+        })))
     }
 }
 

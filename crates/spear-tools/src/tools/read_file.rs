@@ -18,8 +18,9 @@ use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Call, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
 
 /// Lines shown when the call names no limit.
@@ -67,14 +68,14 @@ impl ToolArgs for ReadFileArgs {
     const IDEMPOTENT: bool = true;
     const QUICK: bool = true;
 
-    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+    fn validate(self) -> Result<Call, String> {
         if self.offset == Some(0) {
             return Err("invalid arguments for read_file: `offset` counts lines from 1".into());
         }
         if self.limit == Some(0) {
             return Err("invalid arguments for read_file: `limit` must be at least 1".into());
         }
-        Ok(Box::new(self))
+        Ok(Call::Tool(Box::new(self)))
     }
 }
 

@@ -9,8 +9,9 @@ use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Call, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
 
 /// Characters returned when the call names no limit.
@@ -43,8 +44,8 @@ impl ToolArgs for ReadOutputArgs {
     const IDEMPOTENT: bool = true;
     const QUICK: bool = true;
 
-    fn validate(self) -> Result<Box<dyn Prepared>, String> {
-        Ok(Box::new(self))
+    fn validate(self) -> Result<Call, String> {
+        Ok(Call::Tool(Box::new(self)))
     }
 }
 

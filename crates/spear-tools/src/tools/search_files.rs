@@ -7,9 +7,10 @@ use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::search::{SearchError, SearchRequest, render, search};
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Call, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
 
 /// The most matches one call may ask for.
@@ -47,7 +48,7 @@ impl ToolArgs for SearchFilesArgs {
     const MODES: &'static [ExecutionMode] = ALL_MODES;
     const IDEMPOTENT: bool = true;
 
-    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+    fn validate(self) -> Result<Call, String> {
         if let Some(n) = self.max_results
             && !(1..=MAX_RESULTS_CEILING).contains(&n)
         {
@@ -55,7 +56,7 @@ impl ToolArgs for SearchFilesArgs {
                 "invalid arguments for search_files: `max_results` must be 1 to {MAX_RESULTS_CEILING}"
             ));
         }
-        Ok(Box::new(self))
+        Ok(Call::Tool(Box::new(self)))
     }
 }
 

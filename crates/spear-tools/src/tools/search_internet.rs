@@ -17,8 +17,9 @@ use spear_web::FetchError;
 use spear_web::search::{Backend, MAX_QUERY_CHARS, MAX_RESULTS, SearchError};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Call, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use crate::web::{SearchHit, WebDetail, cancellable, redact_url};
 
 /// Results asked for when the call names no `max_results`.
@@ -48,7 +49,7 @@ impl ToolArgs for SearchInternetArgs {
     const OPEN_WORLD: bool = true;
     const WEB: Option<crate::WebTool> = Some(crate::WebTool::Search);
 
-    fn validate(self) -> Result<Box<dyn Prepared>, String> {
+    fn validate(self) -> Result<Call, String> {
         let bad = |why: String| Err(format!("invalid arguments for search_internet: {why}"));
         let query = self.query.trim().to_owned();
         if query.is_empty() {
@@ -66,7 +67,7 @@ impl ToolArgs for SearchInternetArgs {
                 "`max_results` must be between 1 and {MAX_RESULTS}, not {max_results}"
             ));
         }
-        Ok(Box::new(SearchCall { query, max_results }))
+        Ok(Call::Tool(Box::new(SearchCall { query, max_results })))
     }
 }
 

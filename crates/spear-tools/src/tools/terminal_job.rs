@@ -14,8 +14,9 @@ use spear_core::{ExecutionMode, ToolResult, ToolStatus};
 use spear_runtime::Job;
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::spec::ALL_MODES;
-use crate::tool::{Access, CallContext, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Call, JobState, Outcome, Prepared, Resolved, ToolArgs, Typed};
 
 /// Arguments of `terminal_output`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -47,11 +48,11 @@ impl ToolArgs for TerminalOutputArgs {
     const EFFECT: Effect = Effect::Read;
     const MODES: &'static [ExecutionMode] = ALL_MODES;
 
-    fn validate(self) -> Result<Box<dyn Prepared>, String> {
-        Ok(Box::new(JobCall {
+    fn validate(self) -> Result<Call, String> {
+        Ok(Call::Tool(Box::new(JobCall {
             id: self.job_id,
             kill: false,
-        }))
+        })))
     }
 }
 
@@ -63,11 +64,11 @@ impl ToolArgs for TerminalKillArgs {
     const MODES: &'static [ExecutionMode] = ALL_MODES;
     const IDEMPOTENT: bool = true;
 
-    fn validate(self) -> Result<Box<dyn Prepared>, String> {
-        Ok(Box::new(JobCall {
+    fn validate(self) -> Result<Call, String> {
+        Ok(Call::Tool(Box::new(JobCall {
             id: self.job_id,
             kill: true,
-        }))
+        })))
     }
 }
 
@@ -173,10 +174,8 @@ fn report(cx: &CallContext<'_>, job: &Job) -> Outcome {
         }
     }
     if report.staged.is_some() {
-        let _writing = cx
-            .writing
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Its command passed the command gates as it started; its commit takes the write lock.
+        let _writing = crate::gates::write_lock(cx);
         let approved = job.approved_host_config();
         let command = format!("{} (background job {})", job.executable(), job.id());
         let asking = crate::Asking {

@@ -12,8 +12,9 @@ use serde::Deserialize;
 use spear_core::{ToolResult, ToolStatus};
 
 use crate::Effect;
+use crate::context::CallContext;
 use crate::spec::WRITING_MODES;
-use crate::tool::{Access, CallContext, Outcome, Prepared, Resolved, ToolArgs, Typed};
+use crate::tool::{Access, Call, Outcome, Prepared, Resolved, ToolArgs, Typed};
 use spear_core::ExecutionMode;
 
 /// Lines of the new content a confirmation shows.
@@ -40,8 +41,8 @@ impl ToolArgs for WriteFileArgs {
     const MODES: &'static [ExecutionMode] = WRITING_MODES;
     const IDEMPOTENT: bool = true;
 
-    fn validate(self) -> Result<Box<dyn Prepared>, String> {
-        Ok(Box::new(self))
+    fn validate(self) -> Result<Call, String> {
+        Ok(Call::Tool(Box::new(self)))
     }
 }
 
