@@ -12,15 +12,15 @@
 //!   runner in [`ScratchMode::Session`], one area of the session's own ([`scratch`]) that no
 //!   other session sees, measured against its cap after every command and removed with the
 //!   runner. Commits carry the host's git identity and nothing else of its git configuration
-//!   ([`identity`]).
+//!   ([`git_identity`]).
 
 pub mod audit;
 pub mod checkpoint;
 mod evidence;
+pub mod git_identity;
 pub mod grant;
 pub mod host;
 pub mod host_dirs;
-pub mod identity;
 mod jobs;
 mod owned_dir;
 mod prepared;

@@ -14,7 +14,7 @@ use std::path::Path;
 use common::Fixture;
 use spear_core::ToolStatus;
 use spear_runtime::ScratchMode;
-use spear_runtime::identity::GitIdentity;
+use spear_runtime::git_identity::GitIdentity;
 use spear_sandbox::EnvPass;
 
 fn session() -> Fixture {

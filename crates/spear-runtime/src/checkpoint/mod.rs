@@ -34,13 +34,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod entry_state;
 mod error;
 mod evict;
 mod manifest;
 pub(crate) mod names;
 pub(crate) mod private_dir;
 pub mod quota;
-mod state;
 mod undo;
 
 use std::io::Read;
@@ -49,10 +49,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use spear_workspace::{Budget, EntryKind, FsError, Location, Node, Workspace, WorkspaceFs};
 
+pub use entry_state::EntryState;
 pub use error::{CheckpointError, Conflict, UndoError};
 pub use manifest::TurnCheckpoint;
 pub use quota::{StoreQuota, StoreUsage};
-pub use state::EntryState;
 pub use undo::UndoReport;
 
 use names::{is_sha256_hex, is_valid_id, sha256_hex};

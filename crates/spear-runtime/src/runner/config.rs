@@ -11,8 +11,8 @@ use spear_sandbox::{
     EnvPass, Mask, SandboxConfig, SystemDir, TmpfsSizes, Toolchains, user_private_dir,
 };
 
+use crate::git_identity::GitIdentity;
 use crate::host::HostSnapshot;
-use crate::identity::GitIdentity;
 use crate::scratch::DEFAULT_SESSION_CAP;
 use crate::staging::default_bases;
 
@@ -44,7 +44,7 @@ pub struct RunnerConfig {
     pub scratch: ScratchMode,
     /// The cap of a session's area, in bytes.
     pub session_cap: u64,
-    /// The host's git identity, given to every sandbox (see [`crate::identity`]).
+    /// The host's git identity, given to every sandbox (see [`crate::git_identity`]).
     pub git_identity: GitIdentity,
     /// Host variables the operator passes into every sandbox.
     pub env_pass: Vec<EnvPass>,
