@@ -126,7 +126,7 @@ fn call_into(
         Some(token) => Some(spear_tools::PresentedGrant {
             token: token.clone(),
             authority: std::sync::Arc::new(
-                spear_runtime::grant::GrantAuthority::for_operator(&crate::state::state_dir(host)?)
+                spear_runtime::GrantAuthority::for_operator(&crate::state::state_dir(host)?)
                     .map_err(|e| e.to_string())?,
             ),
         }),

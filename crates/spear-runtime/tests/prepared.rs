@@ -18,12 +18,12 @@ use std::time::{Duration, SystemTime};
 use common::{PolicyJudge, runner_for, writable};
 use spear_core::ToolStatus;
 use spear_core::authority::{Access, AccessKind, AccessPolicy, Effective, GrantError};
-use spear_runtime::grant::{GrantAuthority, SESSION_GRANT_TTL};
-use spear_runtime::staging::TrackedRules;
+use spear_runtime::TrackedRules;
 use spear_runtime::{
     CommandLine, CommandRequest, CommandRunner, GrantCheck, PrepareError, PrepareOptions,
     RunnerConfig,
 };
+use spear_runtime::{GrantAuthority, SESSION_GRANT_TTL};
 use spear_sandbox::{Launch, ProcessSpawner, Running, Sandbox, Spawner};
 
 /// The rules the tests' commands are judged by, as a grant binds them.

@@ -35,8 +35,8 @@ pub(crate) use binding::hex as hex_digest;
 pub use binding::{
     Binding, Identity, Issuer, NetworkRoute, SandboxBinding, TargetBinding, command_digest,
 };
-pub use keyfile::{KEY_FILE, KeyFileError, rotate_user_key, user_key};
-pub use ledger::{FileLedger, LEDGER_FILE, MemoryLedger, NonceLedger};
+pub use keyfile::rotate_user_key;
+pub use ledger::MemoryLedger;
 pub use seal::{GrantClaims, GrantKey, nonce};
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ pub struct RunnerConfig {
     pub flood_bytes: u64,
     /// Size caps of the private tmpfs mounts.
     pub tmpfs: TmpfsSizes,
-    /// Where writable commands' writes are staged (see [`crate::staging::default_bases`]), in
+    /// Where writable commands' writes are staged (see `staging::default_bases`), in
     /// order of preference. With none usable, writable commands are refused.
     pub staging: Vec<PathBuf>,
     /// The host environment the sandbox's environment is chosen from.
@@ -40,19 +40,19 @@ pub struct RunnerConfig {
     /// The user's real home directory (a private tmpfs in the sandbox).
     pub home: PathBuf,
     /// Whether `/tmp`, `/var/tmp` and home are fresh for every command or kept for the runner's
-    /// whole life (see [`crate::scratch`]).
+    /// whole life (see [`SessionScratch`](crate::SessionScratch)).
     pub scratch: ScratchMode,
     /// The cap of a session's area, in bytes.
     pub session_cap: u64,
-    /// The host's git identity, given to every sandbox (see [`crate::git_identity`]).
+    /// The host's git identity, given to every sandbox (see [`GitIdentity`]).
     pub git_identity: GitIdentity,
     /// Host variables the operator passes into every sandbox.
     pub env_pass: Vec<EnvPass>,
-    /// spear's state directory ([`crate::host_dirs::spear_state_dir`]), never shown in a sandbox:
+    /// spear's state directory (`host_dirs::spear_state_dir`), never shown in a sandbox:
     /// masked wherever a bound path or root would show it or a part of it.
     pub state_dir: Option<PathBuf>,
     /// What the host offers every sandbox, when a front end has looked already (to compute the
-    /// policy's view with [`sandbox_view`]): a runner made with it mounts exactly what that view
+    /// policy's view with [`sandbox_view`](crate::sandbox_view)): a runner made with it mounts exactly what that view
     /// described, and does not look again. `None`: the runner looks when it is made.
     pub discovered: Option<Arc<HostOffer>>,
     /// The most changes one command's commit takes; past them it commits none and says so

@@ -21,7 +21,7 @@ mod script;
 mod spec;
 
 pub use command_runner::CommandRunner;
-pub use config::{DEFAULT_TIMEOUT, HostOffer, RunnerConfig, ScratchMode};
+pub use config::{HostOffer, RunnerConfig, ScratchMode};
 pub use discover::sandbox_view;
 pub use request::{CommandRequest, RunReport};
 pub use script::CommandLine;

@@ -51,10 +51,10 @@ impl CommandRequest {
     }
 }
 
-/// What [`CommandRunner::run_report`] returns.
+/// What [`CommandRunner::run_report`](crate::CommandRunner::run_report) returns.
 #[derive(Debug, Clone)]
 pub struct RunReport {
-    /// The result, as [`CommandRunner::run`] returns it.
+    /// The result, as [`CommandRunner::run`](crate::CommandRunner::run) returns it.
     pub result: ToolResult,
     /// Why the sandbox is missing or broken, when that is why the command failed (mechanisms
     /// missing, the preflight or setup failed, containment could not be confirmed). Callers stop

@@ -16,7 +16,6 @@ mod tracked;
 mod upper;
 
 pub use area::{Staging, default_bases, sweep_stale};
-pub use commit::{CommitReport, Judge, OverLimit, Proposed, listed};
-pub use limits::{MAX_COMMITTED_CHANGES, MAX_LISTED, MAX_STAGED_ENTRIES};
-pub use tracked::{TrackedRules, in_git_dir};
-pub use upper::{Staged, UpperError};
+pub use commit::{CommitReport, Judge, Proposed};
+pub use limits::MAX_COMMITTED_CHANGES;
+pub use tracked::TrackedRules;

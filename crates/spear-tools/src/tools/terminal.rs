@@ -22,10 +22,10 @@ use spear_policy::{
     Authorization, ConfirmRequest, Confirmation, Confirmer, Decision, access_for, authorize,
     decide, escalation_access,
 };
-use spear_runtime::grant::{GrantAuthority, SESSION_GRANT_TTL};
 use spear_runtime::{
     CommandLine, CommandRequest, GrantCheck, PrepareError, PrepareOptions, PreparedProcess,
 };
+use spear_runtime::{GrantAuthority, SESSION_GRANT_TTL};
 
 use crate::Effect;
 use crate::escalation::EscalationAsk;
@@ -705,7 +705,7 @@ fn refuse_writing(cx: &CallContext<'_>, summary: &str) -> Option<ToolResult> {
     }
     match cx
         .checkpoints
-        .map(spear_runtime::checkpoint::CheckpointStore::check_floor)
+        .map(spear_runtime::CheckpointStore::check_floor)
     {
         Some(Err(e)) => Some(ToolResult::failed(e.to_string())),
         _ => None,

@@ -52,7 +52,7 @@ use std::path::{Path, PathBuf};
 use spear_workspace::{Workspace, WorkspaceFs};
 
 pub use judge::{Judge, Proposed};
-pub use report::{CommitReport, OverLimit, listed};
+pub use report::{CommitReport, OverLimit};
 
 use super::area::Staging;
 use super::limits::{MAX_STAGED_ENTRIES, MAX_UNTRACKED_KEPT};

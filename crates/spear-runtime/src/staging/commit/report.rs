@@ -31,7 +31,7 @@ pub struct CommitReport {
     /// Tracked entries whose earlier content was not kept (too large), so undo cannot restore
     /// them.
     pub not_kept: Vec<String>,
-    /// Removed untracked files past [`MAX_UNTRACKED_KEPT`], so undo cannot restore them.
+    /// Removed untracked files past `MAX_UNTRACKED_KEPT` (16 MiB), so undo cannot restore them.
     pub not_kept_untracked: Vec<String>,
     /// Fifos, sockets and devices the command left, which are never committed.
     pub special: Vec<String>,
