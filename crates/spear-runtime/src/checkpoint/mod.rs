@@ -17,7 +17,7 @@
 //!   what it had already restored.
 //!
 //! ```no_run
-//! use spear_runtime::checkpoint::CheckpointStore;
+//! use spear_runtime::CheckpointStore;
 //! use spear_workspace::{Workspace, WorkspaceConfig};
 //!
 //! let ws = Workspace::open(&WorkspaceConfig::new("/home/me/project"))?;
