@@ -6,7 +6,7 @@ use std::sync::Arc;
 use spear_policy::limits::{BuiltIn, LimitError, LimitFlags, Limits, OperatorLimits};
 use spear_policy::{CommandPolicy, OperatorConfig, PolicyConfig, WorkspacePolicyFile};
 use spear_runtime::HostSnapshot;
-use spear_sandbox::cgroup::{CgroupLimits, SessionBudget};
+use spear_sandbox::{CgroupLimits, SessionBudget};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
 /// Flags shared by the subcommands that need a workspace.

@@ -71,7 +71,7 @@ fn limits_report(
     limits
         .resolve_session(&name, &LimitFlags::default(), &crate::context::BUILT_IN)
         .map_err(|e| e.to_string())?;
-    let built_in = spear_sandbox::cgroup::CgroupLimits::default();
+    let built_in = spear_sandbox::CgroupLimits::default();
     Ok(LimitsReport {
         command_memory_bytes: limits.memory_bytes.unwrap_or(built_in.memory_max_bytes),
         command_tasks: limits.tasks.unwrap_or(built_in.tasks_max),

@@ -70,7 +70,7 @@ impl Case {
         config.default_timeout = Duration::from_secs(30);
         edit(&mut config.sandbox);
         let spawner = Arc::new(CountingSpawner::default());
-        let backend = spear_sandbox::cgroup::detect().map_err(|e| e.to_string());
+        let backend = spear_sandbox::detect_cgroup_backend().map_err(|e| e.to_string());
         let sandbox = Sandbox::with_parts(config.sandbox.clone(), backend, spawner.clone());
         let runner = Arc::new(runner_for(&ws, config.clone(), Some(sandbox)));
         Case {
@@ -94,7 +94,7 @@ impl Case {
         let mut config = self.config.clone();
         edit(&mut config);
         let spawner = Arc::new(CountingSpawner::default());
-        let backend = spear_sandbox::cgroup::detect().map_err(|e| e.to_string());
+        let backend = spear_sandbox::detect_cgroup_backend().map_err(|e| e.to_string());
         let sandbox = Sandbox::with_parts(config.sandbox.clone(), backend, spawner.clone());
         let mut wc = spear_workspace::WorkspaceConfig::new(&self.ws);
         wc.single_root = roots.is_empty();

@@ -52,8 +52,9 @@ pub struct RunnerConfig {
     /// masked wherever a bound path or root would show it or a part of it.
     pub state_dir: Option<PathBuf>,
     /// What the host offers every sandbox, when a front end has looked already (to compute the
-    /// policy's view with [`sandbox_view`](crate::sandbox_view)): a runner made with it mounts exactly what that view
-    /// described, and does not look again. `None`: the runner looks when it is made.
+    /// policy's view with [`sandbox_view`](crate::sandbox_view)): a runner made with it mounts
+    /// exactly what that view described, and does not look again. `None`: the runner looks when it
+    /// is made.
     pub discovered: Option<Arc<HostOffer>>,
     /// The most changes one command's commit takes; past them it commits none and says so
     /// ([`crate::staging::MAX_COMMITTED_CHANGES`] unless the operator's `[limits] changes` says

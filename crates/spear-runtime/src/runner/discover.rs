@@ -1,6 +1,6 @@
-//! Looking at the host once: what it offers every sandbox over a workspace ([`HostOffer::discover`]),
-//! the runner's own view of it (`HostView`), and the view the decision layer is told
-//! ([`sandbox_view`]), computed with the functions that build each sandbox's spec.
+//! Looking at the host once: what it offers every sandbox over a workspace
+//! ([`HostOffer::discover`]), the runner's own view of it (`HostView`), and the view the decision
+//! layer is told ([`sandbox_view`]), computed with the functions that build each sandbox's spec.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

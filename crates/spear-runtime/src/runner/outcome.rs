@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use spear_core::{ExecutionProfile, Guarantee, ToolResult, ToolStatus};
-use spear_sandbox::cgroup::{CgroupLimits, LimitsHit, SessionBudget};
+use spear_sandbox::{CgroupLimits, LimitsHit, SessionBudget};
 use spear_sandbox::{Exit, RunOutcome, Stop};
 
 use super::command_runner::CommandRunner;

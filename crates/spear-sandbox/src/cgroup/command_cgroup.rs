@@ -29,7 +29,8 @@ pub(crate) enum Control {
     V2,
 }
 
-/// The cgroup of one command, from [`CgroupBackend::prepare`](super::CgroupBackend::prepare) to [`CommandCgroup::remove`].
+/// The cgroup of one command, from [`CgroupBackend::prepare`](super::CgroupBackend::prepare) to
+/// [`CommandCgroup::remove`].
 #[derive(Debug)]
 pub struct CommandCgroup {
     kind: BackendKind,

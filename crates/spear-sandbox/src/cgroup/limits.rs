@@ -57,8 +57,9 @@ impl Default for CgroupLimits {
     }
 }
 
-/// What all of a session's commands together may hold at once: the parent cgroup of every
-/// command's own ([`SessionCgroup`](super::SessionCgroup)). Each command keeps its own [`CgroupLimits`] inside it.
+/// What all of a session's commands together may hold at once: the parent cgroup of every command's
+/// own ([`SessionCgroup`](super::SessionCgroup)). Each command keeps its own [`CgroupLimits`]
+/// inside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionBudget {
     /// Tasks (processes and threads) all of the session's commands may hold at once.

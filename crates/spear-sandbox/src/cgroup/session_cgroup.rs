@@ -24,11 +24,13 @@ pub(crate) enum SessionControl {
 }
 
 /// The parent cgroup of a session's commands, holding the session's [`SessionBudget`]; from
-/// [`CgroupBackend::prepare_session`](super::CgroupBackend::prepare_session) to its `Drop` (or [`SessionCgroup::remove`]).
+/// [`CgroupBackend::prepare_session`](super::CgroupBackend::prepare_session) to its `Drop` (or
+/// [`SessionCgroup::remove`]).
 ///
-/// Shared through an `Arc`: each [`CommandCgroup`](super::CommandCgroup) inside it holds one, so the session is removed
-/// only after the last of its commands' cgroups. Removing it kills whatever is still inside, at
-/// any depth, and removes every directory under it and itself: nothing outlives the session.
+/// Shared through an `Arc`: each [`CommandCgroup`](super::CommandCgroup) inside it holds one, so
+/// the session is removed only after the last of its commands' cgroups. Removing it kills whatever
+/// is still inside, at any depth, and removes every directory under it and itself: nothing
+/// outlives the session.
 #[derive(Debug)]
 pub struct SessionCgroup {
     pub(super) kind: BackendKind,

@@ -25,8 +25,9 @@ pub struct SandboxConfig {
     /// Also remember successful preflights across processes (for one-command-per-process front
     /// ends such as `spear exec`).
     pub persist_preflight: bool,
-    /// Keep a sandbox set up for a session's next command ([`Sandbox::prewarm`](crate::Sandbox::prewarm)): for front
-    /// ends that run many commands (`spear mcp`), not for one-command processes.
+    /// Keep a sandbox set up for a session's next command
+    /// ([`Sandbox::prewarm`](crate::Sandbox::prewarm)): for front ends that run many commands
+    /// (`spear mcp`), not for one-command processes.
     pub warm: bool,
 }
 

@@ -29,10 +29,11 @@ impl Sandbox {
     }
 
     /// Asks for a sandbox shaped like `spec` to be set up for the next command, when this sandbox
-    /// keeps one warm ([`SandboxConfig::warm`](crate::SandboxConfig::warm)) and `spec` can wait warm (closed, read-only, a
-    /// program the host has where the sandbox shows it; see the `warm` module). Returns at once: a thread of the sandbox's own
-    /// starts it. The caller does first whatever it does before a cold spawn of `spec` (spear's
-    /// runner clears links in the session's directories), since the mounts are made now.
+    /// keeps one warm ([`SandboxConfig::warm`](crate::SandboxConfig::warm)) and `spec` can wait
+    /// warm (closed, read-only, a program the host has where the sandbox shows it; see the `warm`
+    /// module). Returns at once: a thread of the sandbox's own starts it. The caller does first
+    /// whatever it does before a cold spawn of `spec` (spear's runner clears links in the session's
+    /// directories), since the mounts are made now.
     pub fn prewarm(&self, spec: &BwrapSpec) {
         if let Some(pool) = &self.warm {
             pool.prewarm(spec);

@@ -193,11 +193,12 @@ impl Committer<'_> {
         true
     }
 
-    /// Records the state before of `loc` (`host`: what the host holds there, `tracked`: whether
-    /// it is tracked) and, for a removal, of every entry below it. An untracked file is kept only
-    /// within the commit's budget for them ([`MAX_UNTRACKED_KEPT`](crate::staging::limits::MAX_UNTRACKED_KEPT)): a removed build tree must not
-    /// take the checkpoint store's room (and the earlier turns it holds); what is past it is
-    /// named in the result as not kept.
+    /// Records the state before of `loc` (`host`: what the host holds there, `tracked`: whether it
+    /// is tracked) and, for a removal, of every entry below it. An untracked file is kept only
+    /// within the commit's budget for them
+    /// ([`MAX_UNTRACKED_KEPT`](crate::staging::limits::MAX_UNTRACKED_KEPT)): a removed build tree
+    /// must not take the checkpoint store's room (and the earlier turns it holds); what is past it
+    /// is named in the result as not kept.
     fn capture(
         &mut self,
         loc: &Location,
