@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use libfuzzer_sys::fuzz_target;
-use spear_runtime::grant::{
+use spear_runtime::{
     Binding, GrantAuthority, GrantKey, Issuer, MemoryLedger, NetworkRoute, SandboxBinding,
     command_digest,
 };

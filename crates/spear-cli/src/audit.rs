@@ -19,14 +19,14 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     }
     let mut out = std::io::stdout().lock();
     if let Some(n) = args.tail {
-        let lines = spear_runtime::audit::AuditLogger::tail(&path, n)
+        let lines = spear_runtime::AuditLogger::tail(&path, n)
             .map_err(|e| format!("the audit log {} cannot be read: {e}", path.display()))?;
         for line in lines {
             let _ = writeln!(out, "{line}");
         }
     } else {
         // The rotated, older log first, if there is one.
-        let older = spear_runtime::audit::AuditLogger::rotated_path(&path);
+        let older = spear_runtime::AuditLogger::rotated_path(&path);
         if let Ok(mut file) = std::fs::File::open(&older) {
             std::io::copy(&mut file, &mut out)
                 .map_err(|e| format!("the audit log {} cannot be read: {e}", older.display()))?;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use spear_policy::limits::{BuiltIn, LimitError, LimitFlags, Limits, OperatorLimits};
 use spear_policy::{CommandPolicy, OperatorConfig, PolicyConfig, WorkspacePolicyFile};
 use spear_runtime::HostSnapshot;
-use spear_sandbox::cgroup::{CgroupLimits, SessionBudget};
+use spear_sandbox::{CgroupLimits, SessionBudget};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
 /// Flags shared by the subcommands that need a workspace.
@@ -40,7 +40,7 @@ pub enum ContextError {
     Config(#[from] spear_policy::ConfigError),
     /// `HOME` (or an XDG directory variable) cannot be used.
     #[error(transparent)]
-    HostDir(#[from] spear_runtime::host_dirs::HostDirError),
+    HostDir(#[from] spear_runtime::HostDirError),
     /// A limit is malformed or out of bounds.
     #[error(transparent)]
     Limit(#[from] LimitError),
@@ -96,8 +96,8 @@ impl Context {
         host: &HostSnapshot,
     ) -> Result<Self, ContextError> {
         // One reading of HOME for every check below and for the runner ([`spear_runtime::host_dirs`]).
-        let home = spear_runtime::host_dirs::host_home(host)?;
-        let xdg_config = spear_runtime::host_dirs::host_xdg_config_home(host)?;
+        let home = spear_runtime::host_home(host)?;
+        let xdg_config = spear_runtime::host_xdg_config_home(host)?;
         let config_path = if let Some(path) = &args.config {
             Some(from_cwd(path, host)?)
         } else {

@@ -71,7 +71,7 @@ fn limits_report(
     limits
         .resolve_session(&name, &LimitFlags::default(), &crate::context::BUILT_IN)
         .map_err(|e| e.to_string())?;
-    let built_in = spear_sandbox::cgroup::CgroupLimits::default();
+    let built_in = spear_sandbox::CgroupLimits::default();
     Ok(LimitsReport {
         command_memory_bytes: limits.memory_bytes.unwrap_or(built_in.memory_max_bytes),
         command_tasks: limits.tasks.unwrap_or(built_in.tasks_max),
@@ -82,9 +82,9 @@ fn limits_report(
         session_tasks: limits
             .session_tasks
             .unwrap_or(crate::context::BUILT_IN.session_tasks),
-        changes_per_command: limits.changes.unwrap_or(
-            u64::try_from(spear_runtime::staging::MAX_COMMITTED_CHANGES).unwrap_or(u64::MAX),
-        ),
+        changes_per_command: limits
+            .changes
+            .unwrap_or(u64::try_from(spear_runtime::MAX_COMMITTED_CHANGES).unwrap_or(u64::MAX)),
     })
 }
 
@@ -222,10 +222,8 @@ fn web_report(
     host: &spear_runtime::HostSnapshot,
 ) -> (spear_tools::WebReport, Option<String>) {
     let path = args.config.clone().or_else(|| {
-        let home = spear_runtime::host_dirs::host_home(host).ok().flatten();
-        let xdg = spear_runtime::host_dirs::host_xdg_config_home(host)
-            .ok()
-            .flatten();
+        let home = spear_runtime::host_home(host).ok().flatten();
+        let xdg = spear_runtime::host_xdg_config_home(host).ok().flatten();
         spear_policy::OperatorConfig::default_path(xdg.as_deref(), home.as_deref())
     });
     let shown = path.as_ref().map(|p| p.display().to_string());
@@ -326,7 +324,7 @@ fn staging_preflight(host: &spear_runtime::HostSnapshot) -> Mechanism {
             wc.single_root = true;
             let ws = Arc::new(Workspace::open(&wc).map_err(|e| e.to_string())?);
             let config = RunnerConfig::from_snapshot(host);
-            let copies = spear_runtime::staging::Staging::create(&config.staging, &ws)
+            let copies = spear_runtime::Staging::create(&config.staging, &ws)
                 .map_err(|e| e.to_string())?
                 .copies();
             let runner = CommandRunner::new(ws, config);
@@ -373,11 +371,11 @@ fn staging_preflight(host: &spear_runtime::HostSnapshot) -> Mechanism {
 /// Where `spear mcp` keeps a session's `/tmp`, `/var/tmp` and home, for real: an area made and
 /// removed again, and how its cap is kept.
 fn session_area() -> Mechanism {
-    let cap = spear_runtime::scratch::DEFAULT_SESSION_CAP;
-    let made = spear_runtime::scratch::default_base()
+    let cap = spear_runtime::DEFAULT_SESSION_CAP;
+    let made = spear_runtime::scratch_base()
         .ok_or_else(|| "spear's per-user directory cannot be made private".to_owned())
         .and_then(|base| {
-            spear_runtime::scratch::SessionScratch::create(&base, cap)
+            spear_runtime::SessionScratch::create(&base, cap)
                 .map(|s| s.area().parent().map(|p| p.display().to_string()))
                 .map_err(|e| e.to_string())
         });

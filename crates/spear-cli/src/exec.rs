@@ -126,10 +126,8 @@ fn call_into(
         Some(token) => Some(spear_tools::PresentedGrant {
             token: token.clone(),
             authority: std::sync::Arc::new(
-                spear_runtime::grant::GrantAuthority::for_operator(&crate::state_home::state_dir(
-                    host,
-                )?)
-                .map_err(|e| e.to_string())?,
+                spear_runtime::GrantAuthority::for_operator(&crate::state_home::state_dir(host)?)
+                    .map_err(|e| e.to_string())?,
             ),
         }),
         None => None,

@@ -14,9 +14,12 @@ use serde::Serialize;
 use spear_policy::OperatorConfig;
 use spear_policy::quotas::Quotas;
 use spear_runtime::HostSnapshot;
-use spear_runtime::checkpoint::quota::{bytes_text, free_bytes};
-use spear_runtime::checkpoint::{CheckpointStore, list_stores, store_usage, stores_base};
-use spear_runtime::result_store::{default_base, usage_of};
+use spear_runtime::{
+    CheckpointStore, checkpoint_store_usage as store_usage, checkpoint_stores_base as stores_base,
+    list_checkpoint_stores as list_stores,
+};
+use spear_runtime::{bytes_text, free_bytes};
+use spear_runtime::{results_base as default_base, results_usage as usage_of};
 
 use crate::out::outln;
 
@@ -99,8 +102,8 @@ pub fn operator(
     host: &HostSnapshot,
     config: Option<&Path>,
 ) -> Result<(OperatorConfig, String), String> {
-    let home = spear_runtime::host_dirs::host_home(host).map_err(|e| e.to_string())?;
-    let xdg = spear_runtime::host_dirs::host_xdg_config_home(host).map_err(|e| e.to_string())?;
+    let home = spear_runtime::host_home(host).map_err(|e| e.to_string())?;
+    let xdg = spear_runtime::host_xdg_config_home(host).map_err(|e| e.to_string())?;
     let path = match config {
         Some(p) => Some(p.to_path_buf()),
         None => OperatorConfig::default_path(xdg.as_deref(), home.as_deref()),
@@ -158,7 +161,7 @@ pub fn report(host: &HostSnapshot, quotas: &Quotas) -> Result<StateReport, Strin
         .unwrap_or_default();
     let audit_bytes = [
         at.audit.clone(),
-        spear_runtime::audit::AuditLogger::rotated_path(&at.audit),
+        spear_runtime::AuditLogger::rotated_path(&at.audit),
     ]
     .iter()
     .filter_map(|p| std::fs::symlink_metadata(p).ok())

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use spear_runtime::grant::GrantAuthority;
+use spear_runtime::GrantAuthority;
 use spear_tools::{CommandCall, CommandText, IssueGrant};
 
 use crate::context::WorkspaceArgs;
@@ -56,7 +56,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
     let host = spear_runtime::HostSnapshot::of_process();
     let state = crate::state_home::state_dir(&host)?;
     if args.rotate {
-        let key = spear_runtime::grant::rotate_user_key(&state).map_err(|e| e.to_string())?;
+        let key = spear_runtime::rotate_user_key(&state).map_err(|e| e.to_string())?;
         eprintln!(
             "spear: the grant key was replaced (now {}); every grant issued before no longer verifies",
             key.id()

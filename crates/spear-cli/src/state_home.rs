@@ -4,17 +4,17 @@
 use std::path::PathBuf;
 
 use spear_policy::quotas::Quotas;
+use spear_runtime::AuditLogger;
 use spear_runtime::HostSnapshot;
-use spear_runtime::audit::AuditLogger;
-use spear_runtime::checkpoint::{CheckpointStore, StoreQuota};
-use spear_runtime::result_store::ResultStore;
+use spear_runtime::ResultStore;
+use spear_runtime::{CheckpointStore, StoreQuota};
 use spear_workspace::Workspace;
 
 /// `$XDG_STATE_HOME` and `$HOME`, in the one normal form every part of spear uses
-/// ([`spear_runtime::host_dirs`]).
+/// ([`spear_runtime::host_xdg_state_home`], [`spear_runtime::host_home`]).
 pub fn dirs(host: &HostSnapshot) -> Result<(Option<PathBuf>, Option<PathBuf>), String> {
-    let xdg = spear_runtime::host_dirs::host_xdg_state_home(host).map_err(|e| e.to_string())?;
-    let home = spear_runtime::host_dirs::host_home(host).map_err(|e| e.to_string())?;
+    let xdg = spear_runtime::host_xdg_state_home(host).map_err(|e| e.to_string())?;
+    let home = spear_runtime::host_home(host).map_err(|e| e.to_string())?;
     Ok((xdg, home))
 }
 
@@ -35,7 +35,7 @@ pub fn state_dir(host: &HostSnapshot) -> Result<PathBuf, String> {
 /// The audit log's path.
 pub fn audit_path(host: &HostSnapshot) -> Result<PathBuf, String> {
     let (xdg, home) = dirs(host)?;
-    spear_runtime::audit::default_path(xdg.as_deref(), home.as_deref()).ok_or_else(|| {
+    spear_runtime::default_audit_path(xdg.as_deref(), home.as_deref()).ok_or_else(|| {
         "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep its audit log".into()
     })
 }
@@ -51,7 +51,7 @@ pub fn audit(host: &HostSnapshot, quotas: &Quotas) -> Result<AuditLogger, String
 /// The result store of `session`, within the operator's per-session budget.
 pub fn results(host: &HostSnapshot, session: &str, quotas: &Quotas) -> Result<ResultStore, String> {
     let (xdg, home) = dirs(host)?;
-    let base = spear_runtime::result_store::default_base(xdg.as_deref(), home.as_deref())
+    let base = spear_runtime::results_base(xdg.as_deref(), home.as_deref())
         .ok_or("neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep outputs")?;
     ResultStore::open(&base, session)
         .map(|store| store.with_budget(quotas.results_bytes))

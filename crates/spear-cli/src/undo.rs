@@ -21,9 +21,9 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     match store.undo_last(ws, &fs) {
         Ok(report) => {
             outln!("{report}");
-            let mut record = spear_runtime::audit::AuditRecord::new(
+            let mut record = spear_runtime::AuditRecord::new(
                 spear_tools::random_id(),
-                spear_runtime::audit::AuditEvent::Undo,
+                spear_runtime::AuditEvent::Undo,
             );
             record.turn = Some(report.turn.clone());
             record.changed_paths = report

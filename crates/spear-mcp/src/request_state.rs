@@ -2,7 +2,7 @@
 //! echoed by the client, and trusted only after it opens.
 //!
 //! Attack: a client (or a model steering one) forging or replaying the state to run something the
-//! user never approved. The state is sealed the way grants are ([`spear_runtime::grant`]: one
+//! user never approved. The state is sealed the way grants are ([`spear_runtime::GrantKey`]: one
 //! HMAC-SHA256 sealing for every approval spear hands out, here in a domain of its own so that a
 //! state never passes for a grant), under a key that never leaves this process; it is bound to
 //! the session, the tool and the exact arguments (a state minted for one call does not open for
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use spear_runtime::grant::GrantKey;
+use spear_runtime::GrantKey;
 
 /// How long the user has to answer.
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(15 * 60);
@@ -94,7 +94,7 @@ impl StateSealer {
         args: &serde_json::Value,
         digest: &[u8; 32],
     ) -> String {
-        let Ok(nonce) = spear_runtime::grant::nonce() else {
+        let Ok(nonce) = spear_runtime::grant_nonce() else {
             // No randomness: a state that can never open (its nonce was never issued).
             return String::new();
         };

@@ -127,15 +127,16 @@ fn judge(last_run_passed: Option<bool>) -> Verdict {
     }
 }
 
-/// The verdict of a turn whose calls are `evidence`, in order. A verifying run is a call that ran
-/// a command; only one strictly after the last change counts, and the last such run decides.
-pub fn verdict(evidence: &[Evidence]) -> Verdict {
-    verdict_newest_first(evidence.iter().rev(), false, None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The verdict of a turn whose calls are `evidence`, in order. A verifying run is a call that
+    /// ran a command; only one strictly after the last change counts, and the last such run
+    /// decides.
+    fn verdict(evidence: &[Evidence]) -> Verdict {
+        verdict_newest_first(evidence.iter().rev(), false, None)
+    }
 
     fn change(path: &str) -> Evidence {
         Evidence {

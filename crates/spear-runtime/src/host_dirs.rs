@@ -104,7 +104,7 @@ pub fn host_dir(
     }
 }
 
-/// The snapshot's `HOME`, in normal form ([`host_dir`]).
+/// The snapshot's `HOME`, in normal form (`host_dir`).
 pub fn host_home(host: &HostSnapshot) -> Result<Option<PathBuf>, HostDirError> {
     host_dir("HOME", host.var_os("HOME"), true)
 }
@@ -124,11 +124,6 @@ pub fn host_xdg_config_home(host: &HostSnapshot) -> Result<Option<PathBuf>, Host
 /// `$HOME/.local/state/spear`; `None` when neither is absolute. Pure.
 pub fn spear_state_dir(xdg_state_home: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
     crate::checkpoint::state_base(xdg_state_home, home).map(|b| b.join("spear"))
-}
-
-/// Whether `path` is already in the normal form [`host_dir`] returns for a plain spelling.
-pub fn is_plain(path: &Path) -> bool {
-    matches!(spelling(Some(path.as_os_str())), Spelling::Plain(_))
 }
 
 #[cfg(test)]

@@ -6,35 +6,62 @@
 //!   [`spear_sandbox::BwrapSpec`], owns the resource contracts and the sandbox instance, and
 //!   returns one honest [`spear_core::ToolResult`]. Nothing above it knows about memory limits,
 //!   unit names or cgroup paths.
-//! - A writable command writes into layers of its own ([`staging`]); nothing it wrote reaches the
+//! - A writable command writes into layers of its own ([`Staging`]); nothing it wrote reaches the
 //!   workspace before the caller's judge has seen it, and what the judge refuses never does.
 //! - A command's `/tmp`, `/var/tmp` and home are private: fresh for every command, or, for a
-//!   runner in [`ScratchMode::Session`], one area of the session's own ([`scratch`]) that no
+//!   runner in [`ScratchMode::Session`], one area of the session's own ([`SessionScratch`]) that no
 //!   other session sees, measured against its cap after every command and removed with the
 //!   runner. Commits carry the host's git identity and nothing else of its git configuration
-//!   ([`identity`]).
+//!   ([`GitIdentity`]).
+//!
+//! Its face is the list below: the modules are private, and what the crates above use is
+//! exported here by name.
 
-pub mod audit;
-pub mod checkpoint;
+mod audit;
+mod checkpoint;
 mod evidence;
-pub mod grant;
-pub mod host;
-pub mod host_dirs;
-pub mod identity;
+mod git_identity;
+mod grant;
+mod host;
+mod host_dirs;
 mod jobs;
 mod owned_dir;
 mod prepared;
-pub mod refusals;
-pub mod result_store;
+mod refusals;
+mod result_store;
 mod runner;
-pub mod scratch;
-pub mod staging;
+mod scratch;
+mod staging;
 
-pub use evidence::{EVIDENCE_KEPT, Evidence, EvidenceLog, Verdict, verdict};
-pub use host::HostSnapshot;
-pub use jobs::{DEFAULT_JOB_BUFFER, DEFAULT_MAX_JOBS, Job, JobError, JobRead, Jobs, Taken};
-pub use prepared::{GrantCheck, PrepareError, PrepareOptions, PreparedProcess};
-pub use runner::{
-    CommandLine, CommandRequest, CommandRunner, DEFAULT_TIMEOUT, HostOffer, RunReport,
-    RunnerConfig, ScratchMode, sandbox_view,
+pub use audit::{
+    AuditError, AuditEvent, AuditLogger, AuditRecord, WebAudit, WebHop,
+    default_path as default_audit_path,
 };
+pub use checkpoint::quota::{bytes_text, free_bytes};
+pub use checkpoint::{
+    CheckpointError, CheckpointStore, EntryState, StoreQuota, TurnCheckpoint, UndoError,
+    UndoReport, list_stores as list_checkpoint_stores, store_usage as checkpoint_store_usage,
+    stores_base as checkpoint_stores_base,
+};
+pub use evidence::{EVIDENCE_KEPT, Evidence, EvidenceLog, Verdict};
+pub use git_identity::GitIdentity;
+pub use grant::{
+    Binding, GrantAuthority, GrantKey, Issuer, MemoryLedger, NetworkRoute, OPERATOR_GRANT_TTL,
+    SESSION_GRANT_TTL, SandboxBinding, command_digest, nonce as grant_nonce, rotate_user_key,
+};
+pub use host::HostSnapshot;
+pub use host_dirs::{HostDirError, host_home, host_xdg_config_home, host_xdg_state_home};
+pub use jobs::{Job, Jobs};
+pub use prepared::{GrantCheck, PrepareError, PrepareOptions, PreparedProcess};
+pub use refusals::{REFUSAL_REPEATS_VAR, RefusalTracker, Repeat, repeats_from_env};
+pub use result_store::{
+    ResultStore, SESSION_IDLE, StoreError, default_base as results_base, sweep_idle_sessions,
+    usage_of as results_usage,
+};
+pub use runner::{
+    CommandRequest, CommandRunner, HostOffer, RunReport, RunnerConfig, ScratchMode, sandbox_view,
+};
+pub use scratch::{DEFAULT_SESSION_CAP, SessionScratch, default_base as scratch_base};
+/// What a request runs: defined in spear-core, built by the decision layer, executed unchanged.
+pub use spear_core::CommandLine;
+pub use staging::{CommitReport, Judge, MAX_COMMITTED_CHANGES, Proposed, Staging, TrackedRules};

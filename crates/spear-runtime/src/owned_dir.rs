@@ -1,17 +1,17 @@
 //! Directories of spear's that belong to one live process (a command's staging layers, a
 //! session's `/tmp` and home), and the sweep that removes those whose process is gone.
 //!
-//! Liveness is the directory's lock ([`spear_sandbox::dir_lock`], the mechanism spear's cgroups
-//! share), never a pid: a spear in another PID namespace never removes a live one's directory,
-//! and a dead owner's is removed even when its pid was reused. A filesystem that refuses
-//! `flock` (a home on NFS) leaves the owner's directory unlocked and every sweep's attempt
-//! failing: nothing is ever swept there.
+//! Liveness is the directory's lock ([`spear_sandbox::hold_made_dir`], the mechanism spear's
+//! cgroups share), never a pid: a spear in another PID namespace never removes a live one's
+//! directory, and a dead owner's is removed even when its pid was reused. A filesystem that refuses
+//! `flock` (a home on NFS) leaves the owner's directory unlocked and every sweep's attempt failing:
+//! nothing is ever swept there.
 
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use spear_sandbox::dir_lock::{self, Held};
+use spear_sandbox::{HeldDir, hold_made_dir, take_free_dir};
 
 /// How many names [`OwnedDir::create`] tries before it gives up (each lost only to a sweep
 /// between the directory's making and its lock).
@@ -38,10 +38,10 @@ impl OwnedDir {
             let path = base.join(name()?);
             std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
                 .create(&path)?;
-            let lock = match dir_lock::hold_made(&path)? {
-                Held::Locked(dir) => Some(dir),
-                Held::Gone => continue,
-                Held::NoLock(_, e) => {
+            let lock = match hold_made_dir(&path)? {
+                HeldDir::Locked(dir) => Some(dir),
+                HeldDir::Gone => continue,
+                HeldDir::NoLock(_, e) => {
                     tracing::debug!(path = %path.display(), "no lock on a directory of spear's: {e}");
                     None
                 }
@@ -74,7 +74,7 @@ impl Drop for OwnedDir {
 }
 
 /// Removes the directories under `base` that [`OwnedDir`] made for processes that are gone:
-/// each whose lock it can take ([`dir_lock::take_free`]; named as spear names them,
+/// each whose lock it can take ([`take_free_dir`]; named as spear names them,
 /// `PID-N-RAND`; nothing else there is touched). Returns how many.
 pub fn sweep(base: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(base) else {
@@ -87,7 +87,7 @@ pub fn sweep(base: &Path) -> usize {
         }
         let path = entry.path();
         // Held while it is removed.
-        let Some(_free) = dir_lock::take_free(&path) else {
+        let Some(_free) = take_free_dir(&path) else {
             continue;
         };
         if remove_all(&path).is_ok() {

@@ -27,7 +27,9 @@ use crate::grant::{
     Binding, GrantAuthority, GrantClaims, NetworkRoute, SandboxBinding, TargetBinding,
     command_digest,
 };
-use crate::runner::{CommandLine, CommandRequest, CommandRunner, RunReport};
+use spear_core::CommandLine;
+
+use crate::runner::{CommandRequest, CommandRunner, RunReport};
 use crate::staging::Staging;
 
 /// A grant presented with a command, and the authority that verifies it.

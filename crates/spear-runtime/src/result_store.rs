@@ -13,14 +13,14 @@
 //!   Attack: a command printing 50 MB, called again and again, kept 1 MiB a call with no bound.
 //!
 //! ```no_run
-//! use spear_runtime::result_store::{ResultStore, default_base};
+//! use spear_runtime::{ResultStore, results_base};
 //!
-//! let base = default_base(None, Some("/home/me".as_ref())).unwrap();
+//! let base = results_base(None, Some("/home/me".as_ref())).unwrap();
 //! let store = ResultStore::open(&base, "session-1")?;
 //! let r = store.put(b"a lot of output")?;
 //! let chunk = store.read(&r, 0, 4096)?;
 //! assert_eq!(chunk.text, "a lot of output");
-//! # Ok::<(), spear_runtime::result_store::StoreError>(())
+//! # Ok::<(), spear_runtime::StoreError>(())
 //! ```
 
 use std::io::Read;

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use spear_core::redact::redact;
 use spear_core::{CommandClass, ToolStatus};
-use spear_runtime::audit::default_path;
-use spear_runtime::audit::{AuditError, AuditEvent, AuditLogger, AuditRecord};
+use spear_runtime::default_audit_path as default_path;
+use spear_runtime::{AuditError, AuditEvent, AuditLogger, AuditRecord};
 
 /// The executable summary the decision layer makes of `script` (the one reading of the shell
 /// whose summary the audit log records).
@@ -47,7 +47,7 @@ fn record_with(text: &str) -> AuditRecord {
     r.changed_paths = vec!["src/main.rs".to_owned(), text.to_owned()];
     r.executable = Some(text.to_owned());
     r.reason = Some(text.to_owned());
-    r.web = Some(spear_runtime::audit::WebAudit {
+    r.web = Some(spear_runtime::WebAudit {
         url: text.to_owned(),
         connected: Some(text.to_owned()),
         ..Default::default()

@@ -10,9 +10,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use spear_runtime::checkpoint::{
-    CheckpointError, CheckpointStore, EntryState, TurnCheckpoint, UndoError,
-};
+use spear_runtime::{CheckpointError, CheckpointStore, EntryState, TurnCheckpoint, UndoError};
 use spear_workspace::{Location, Node, Workspace, WorkspaceConfig, WorkspaceFs};
 
 /// One entry of a tree, as found on disk.
@@ -149,7 +147,7 @@ impl Fx {
         self.change(turn, rel, |fx| fx.fs.restore(&loc(rel), node).unwrap());
     }
 
-    fn undo(&self) -> Result<spear_runtime::checkpoint::UndoReport, UndoError> {
+    fn undo(&self) -> Result<spear_runtime::UndoReport, UndoError> {
         self.store.undo_last(&self.ws, &self.fs)
     }
 }

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use spear_runtime::checkpoint::{CheckpointError, CheckpointStore, StoreQuota, TurnCheckpoint};
+use spear_runtime::{CheckpointError, CheckpointStore, StoreQuota, TurnCheckpoint};
 use spear_workspace::{Location, Workspace, WorkspaceConfig, WorkspaceFs};
 
 const KIB: u64 = 1 << 10;

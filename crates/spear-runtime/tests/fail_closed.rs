@@ -48,7 +48,7 @@ fn case(bwrap: PathBuf, backend: Option<Result<(), String>>) -> Case {
     config.staging = vec![fixture.staging.clone()];
     config.sandbox = sandbox_config(|c| c.bwrap = bwrap);
     let backend = match backend {
-        None => spear_sandbox::cgroup::detect().map_err(|e| e.to_string()),
+        None => spear_sandbox::detect_cgroup_backend().map_err(|e| e.to_string()),
         Some(Err(why)) => Err(why),
         Some(Ok(())) => unreachable!(),
     };

@@ -17,7 +17,7 @@ use spear_core::{
     ExecutionProfile, Guarantee as G, GuaranteeSet, LimitsBackend, ToolResult, ToolStatus,
 };
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
-use spear_sandbox::cgroup::BackendKind;
+use spear_sandbox::BackendKind;
 use spear_sandbox::{Launch, ProcessSpawner, Running, Sandbox, SandboxConfig, Spawner};
 
 /// Counts every launch, then really spawns it.
@@ -49,7 +49,7 @@ fn case(edit: impl FnOnce(&mut SandboxConfig), backend: Option<String>) -> Case 
     config.staging = vec![fixture.staging.clone()];
     edit(&mut config.sandbox);
     let backend = match backend {
-        None => spear_sandbox::cgroup::detect().map_err(|e| e.to_string()),
+        None => spear_sandbox::detect_cgroup_backend().map_err(|e| e.to_string()),
         Some(why) => Err(why),
     };
     let sandbox = Sandbox::with_parts(config.sandbox.clone(), backend, spawner.clone());
@@ -85,7 +85,7 @@ fn requiring(profile: ExecutionProfile, bits: &[G]) -> ExecutionProfile {
 
 /// The host's cgroup backend, as results name it.
 fn host_backend() -> LimitsBackend {
-    match spear_sandbox::cgroup::detect().unwrap().kind() {
+    match spear_sandbox::detect_cgroup_backend().unwrap().kind() {
         BackendKind::SystemdScope => LimitsBackend::SystemdScope,
         BackendKind::CgroupV2 => LimitsBackend::CgroupV2,
         BackendKind::CgroupV1 => LimitsBackend::CgroupV1,

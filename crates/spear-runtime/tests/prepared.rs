@@ -18,12 +18,12 @@ use std::time::{Duration, SystemTime};
 use common::{PolicyJudge, runner_for, writable};
 use spear_core::ToolStatus;
 use spear_core::authority::{Access, AccessKind, AccessPolicy, Effective, GrantError};
-use spear_runtime::grant::{GrantAuthority, SESSION_GRANT_TTL};
-use spear_runtime::staging::TrackedRules;
+use spear_runtime::TrackedRules;
 use spear_runtime::{
     CommandLine, CommandRequest, CommandRunner, GrantCheck, PrepareError, PrepareOptions,
     RunnerConfig,
 };
+use spear_runtime::{GrantAuthority, SESSION_GRANT_TTL};
 use spear_sandbox::{Launch, ProcessSpawner, Running, Sandbox, Spawner};
 
 /// The rules the tests' commands are judged by, as a grant binds them.
@@ -70,7 +70,7 @@ impl Case {
         config.default_timeout = Duration::from_secs(30);
         edit(&mut config.sandbox);
         let spawner = Arc::new(CountingSpawner::default());
-        let backend = spear_sandbox::cgroup::detect().map_err(|e| e.to_string());
+        let backend = spear_sandbox::detect_cgroup_backend().map_err(|e| e.to_string());
         let sandbox = Sandbox::with_parts(config.sandbox.clone(), backend, spawner.clone());
         let runner = Arc::new(runner_for(&ws, config.clone(), Some(sandbox)));
         Case {
@@ -94,7 +94,7 @@ impl Case {
         let mut config = self.config.clone();
         edit(&mut config);
         let spawner = Arc::new(CountingSpawner::default());
-        let backend = spear_sandbox::cgroup::detect().map_err(|e| e.to_string());
+        let backend = spear_sandbox::detect_cgroup_backend().map_err(|e| e.to_string());
         let sandbox = Sandbox::with_parts(config.sandbox.clone(), backend, spawner.clone());
         let mut wc = spear_workspace::WorkspaceConfig::new(&self.ws);
         wc.single_root = roots.is_empty();

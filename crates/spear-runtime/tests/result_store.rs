@@ -8,7 +8,7 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use spear_runtime::result_store::{ResultStore, StoreError};
+use spear_runtime::{ResultStore, StoreError};
 
 struct Fx {
     _tmp: tempfile::TempDir,
@@ -295,7 +295,7 @@ fn a_base_that_is_a_link_or_not_ours_is_refused() {
 
 #[test]
 fn default_base_prefers_xdg_state_home() {
-    use spear_runtime::result_store::default_base;
+    use spear_runtime::results_base as default_base;
     assert_eq!(
         default_base(Some(Path::new("/s")), Some(Path::new("/h"))),
         Some(PathBuf::from("/s/spear/results"))
@@ -358,7 +358,7 @@ fn a_sessions_outputs_stay_within_its_budget_and_evicted_refs_answer_expired() {
 
 #[test]
 fn sessions_idle_for_a_week_are_swept_and_the_others_kept() {
-    use spear_runtime::result_store::{SESSION_IDLE, sweep_idle_sessions};
+    use spear_runtime::{SESSION_IDLE, sweep_idle_sessions};
     let fx = Fx::new();
     let week_ago = std::time::SystemTime::now() - SESSION_IDLE - std::time::Duration::from_secs(60);
     let mut stores = Vec::new();

@@ -13,8 +13,8 @@ use std::path::Path;
 
 use common::Fixture;
 use spear_core::ToolStatus;
+use spear_runtime::GitIdentity;
 use spear_runtime::ScratchMode;
-use spear_runtime::identity::GitIdentity;
 use spear_sandbox::EnvPass;
 
 fn session() -> Fixture {

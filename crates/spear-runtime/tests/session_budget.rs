@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use common::{Fixture, writable};
 use spear_core::ToolStatus;
 use spear_runtime::{CommandLine, CommandRequest, Jobs};
-use spear_sandbox::cgroup::{CgroupLimits, SessionBudget};
+use spear_sandbox::{CgroupLimits, SessionBudget};
 
 /// One command's task limit in these tests.
 const COMMAND_TASKS: u32 = 64;

@@ -324,7 +324,7 @@ fn chrono_free_year(secs: i64) -> i64 {
 /// under the limit, the same command's changes land (positive control).
 #[test]
 fn a_commit_over_its_limit_or_stopped_commits_nothing() {
-    use spear_runtime::staging::TrackedRules;
+    use spear_runtime::TrackedRules;
     let f = Fixture::with(|c| c.commit_max_changes = 50);
     let make = |dir: &str, n: usize| {
         CommandRequest::new(
@@ -391,11 +391,8 @@ impl Picky {
     }
 }
 
-impl spear_runtime::staging::Judge for Picky {
-    fn judge(
-        &self,
-        change: &spear_runtime::staging::Proposed<'_>,
-    ) -> Result<(), spear_core::Refusal> {
+impl spear_runtime::Judge for Picky {
+    fn judge(&self, change: &spear_runtime::Proposed<'_>) -> Result<(), spear_core::Refusal> {
         let rel = change.loc.rel.to_string_lossy();
         if self.refuse.iter().any(|r| rel == *r) {
             return Err(spear_core::Refusal::protected_entry(
@@ -449,7 +446,7 @@ fn commit_with(
     f: &Fixture,
     script: &str,
     judge: &Picky,
-) -> (spear_core::ToolResult, spear_runtime::staging::CommitReport) {
+) -> (spear_core::ToolResult, spear_runtime::CommitReport) {
     let report = f.runner.run_report(&CommandRequest::new(
         CommandLine::Script(script.to_owned()),
         writable(),
@@ -457,7 +454,7 @@ fn commit_with(
     let staged = report.staged.unwrap();
     let ws = f.runner.workspace();
     let fs = ws.fs().unwrap();
-    let tracked = spear_runtime::staging::TrackedRules::new();
+    let tracked = spear_runtime::TrackedRules::new();
     let commit = staged.commit(ws, &fs, judge, None, &tracked, &|| false);
     let mut result = report.result;
     commit.apply_to(&mut result);

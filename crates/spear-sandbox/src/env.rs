@@ -193,7 +193,7 @@ pub struct EnvInputs<'a> {
 /// The whole environment of a sandboxed command: PATH, HOME, TMPDIR=/tmp, TERM=dumb (the output is
 /// captured, not a terminal: a capable TERM fills it with colour and cursor codes), `SHLVL=0`
 /// (what a program exec'd by a top-level shell sees, and what a program exec'd by a warm
-/// sandbox's hold sees: [`crate::warm`]), pagers that
+/// sandbox's hold sees: the `warm` module), pagers that
 /// never wait for a terminal, `GIT_OPTIONAL_LOCKS=0` (a read-only `git status` must not take
 /// locks), `USER` and `LOGNAME` (the host's, else the user's name), `LANG` (the host's, else
 /// `C.UTF-8`) and the host's other locale variables, the homes of the bound toolchains, and what

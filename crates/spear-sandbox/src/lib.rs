@@ -29,12 +29,12 @@
 
 mod argv;
 mod builder;
-pub mod cgroup;
-pub mod dir_lock;
+mod cgroup;
+mod dir_lock;
 mod empty_file;
 mod env;
 mod etc_view;
-pub mod exec_limits;
+mod exec_limits;
 mod guarantees;
 mod layout;
 mod mechanisms;
@@ -43,7 +43,7 @@ mod output;
 mod preflight_store;
 mod rlimits;
 mod sandbox;
-pub mod seccomp;
+mod seccomp;
 mod secret_scan;
 mod spawn;
 mod spec;
@@ -52,6 +52,12 @@ mod warm;
 
 pub use argv::{BwrapArgv, build_argv};
 pub use builder::SpecBuilder;
+pub use cgroup::{
+    BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup,
+    HostPaths as CgroupHostPaths, LimitsHit, RESOURCE_CONTROL_ENV, SessionBudget, SessionCgroup,
+    detect as detect_cgroup_backend, detect_with as detect_cgroup_backend_with,
+};
+pub use dir_lock::{Held as HeldDir, hold_made as hold_made_dir, take_free as take_free_dir};
 pub use empty_file::prepare_empty_file;
 pub use env::{EnvInputs, EnvPass, EnvPassError, loads_code, looks_secret, sandbox_env};
 pub use etc_view::prepare as prepare_etc_view;
@@ -65,6 +71,7 @@ pub use output::{CappedOutput, Captured};
 pub use preflight_store::user_private_dir;
 pub use rlimits::{Lowered, ResourceLimits};
 pub use sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxError};
+pub use seccomp::{kernel_supports_seccomp, program_fd as seccomp_program_fd};
 pub use secret_scan::{Depth, MAX_CONFIG_BYTES, RACY, ScanStats, forget_scan, secret_masks};
 pub use spawn::{
     CancelToken, Exit, Finished, Launch, OutputTee, ProcessSpawner, Running, SECCOMP_CHILD_FD,

@@ -231,7 +231,7 @@ fn compile_bytes() -> Result<Vec<u8>, SeccompError> {
     Ok(bytes)
 }
 
-/// A sealed memfd positioned at offset 0 holding [`program_bytes`], ready to be passed to bwrap as
+/// A sealed memfd positioned at offset 0 holding `program_bytes`, ready to be passed to bwrap as
 /// `--seccomp N` (the spawner dup2's it to N in the child).
 ///
 /// The fd is created close-on-exec, so it leaks into no other child; the spawner's `dup2` clears

@@ -318,7 +318,7 @@ pub enum SpecError {
     #[error("the seccomp program must be on an fd above stdio, not {0}")]
     SeccompFd(i32),
     /// The command's words (and its environment) are more than the kernel passes to a program
-    /// ([`crate::exec_limits`]): refused before anything starts, where `execve` would fail
+    /// (`exec_limits`): refused before anything starts, where `execve` would fail
     /// inside the sandbox with "Argument list too long".
     #[error(
         "the command is too large to run: {0}, more than the kernel passes to a program (one word at most {max_word} bytes, all words and the environment together at most {max_total} bytes); nothing ran. Write the script or the data to a file in the workspace and run or read that file instead (`bash script.sh`, `cmd < data`)",

@@ -53,7 +53,7 @@ use crate::argv::build_argv;
 use crate::cgroup::CommandCgroup;
 use crate::sandbox::{Launcher, SandboxError};
 use crate::spawn::Running;
-use crate::spec::{BwrapSpec, SystemDir};
+use crate::spec::{ARGS_CHILD_FD, BwrapSpec, SystemDir};
 
 /// The program a warm sandbox holds, and the one it execs directly: spear's shell commands
 /// (`bash -o pipefail -c SCRIPT`).
@@ -66,6 +66,10 @@ pub(crate) const WARM_READY_CHILD_FD: i32 = 6;
 
 // The hold below names its fds by these numbers.
 const _: () = assert!(WARM_ARGV_CHILD_FD == 5 && WARM_READY_CHILD_FD == 6);
+// A warm sandbox's hold gets its pipes in the same places as a networked command's hold, after
+// the options fd.
+const _: () =
+    assert!(WARM_ARGV_CHILD_FD == ARGS_CHILD_FD + 1 && WARM_READY_CHILD_FD == ARGS_CHILD_FD + 2);
 
 /// The hold, run by `bash --posix -c` (POSIX mode: `BASH_ENV` is not read, so it is read once, by
 /// the command's own bash). It says the sandbox is set up, reads NUL-terminated words up to EOF

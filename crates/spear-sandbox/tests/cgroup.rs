@@ -21,9 +21,10 @@ mod cgroup {
 
     use std::sync::Arc;
 
-    use spear_sandbox::cgroup::{
-        BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, HostPaths, LimitsHit,
-        RESOURCE_CONTROL_ENV, SessionBudget, SessionCgroup, detect, detect_with,
+    use spear_sandbox::{
+        BackendKind, CgroupBackend, CgroupError, CgroupHostPaths as HostPaths, CgroupLimits,
+        CommandCgroup, LimitsHit, RESOURCE_CONTROL_ENV, SessionBudget, SessionCgroup,
+        detect_cgroup_backend as detect, detect_cgroup_backend_with as detect_with,
     };
 
     /// The cgroupfs backend of this host (`SPEAR_RESOURCE_CONTROL=cgroupfs`).

@@ -17,7 +17,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, PoisonError};
 
 use rustix::io::FdFlags;
-use spear_sandbox::seccomp;
+use spear_sandbox::{kernel_supports_seccomp, seccomp_program_fd};
 
 const BWRAP: &str = "/usr/bin/bwrap";
 const EPERM: i32 = 1;
@@ -65,7 +65,7 @@ fn sandbox(filtered: bool, caps: Caps, argv: &[&str]) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let child = if filtered {
-        let fd = seccomp::program_fd().expect("the filter's memfd");
+        let fd = seccomp_program_fd().expect("the filter's memfd");
         let spawning = SPAWN.lock().unwrap_or_else(PoisonError::into_inner);
         rustix::io::fcntl_setfd(&fd, FdFlags::empty()).expect("clear FD_CLOEXEC");
         command.args(["--seccomp", &fd.as_raw_fd().to_string(), "--"]);
@@ -202,7 +202,7 @@ mod seccomp_under_bwrap {
 
     #[test]
     fn the_kernel_supports_the_filter() {
-        seccomp::kernel_supports_seccomp().unwrap();
+        kernel_supports_seccomp().unwrap();
     }
 
     #[test]

@@ -62,11 +62,11 @@ pub struct CallContext<'a> {
     /// [`CallContext::sandbox_down`] when deciding (a command running meanwhile may mark it).
     pub(crate) turn: &'a std::sync::Mutex<crate::turn::TurnState>,
     /// Which entries a command's commit names and checkpoints (not `.git`, not ignored).
-    pub tracked: &'a spear_runtime::staging::TrackedRules,
+    pub tracked: &'a spear_runtime::TrackedRules,
     /// Where prior contents are kept, when checkpoints are kept.
-    pub checkpoints: Option<&'a spear_runtime::checkpoint::CheckpointStore>,
+    pub checkpoints: Option<&'a spear_runtime::CheckpointStore>,
     /// Where long outputs are kept, when they are.
-    pub results: Option<&'a spear_runtime::result_store::ResultStore>,
+    pub results: Option<&'a spear_runtime::ResultStore>,
     /// Held by every call that writes. A command that runs writable takes it for its whole run
     /// (file tools already hold it).
     pub writing: &'a std::sync::Mutex<()>,
@@ -77,13 +77,13 @@ pub struct CallContext<'a> {
     /// The execution id a grant minted for this call binds (the session and the call's number).
     pub execution: String,
     /// Mints and verifies the grants of this session's approvals (a key only this process has).
-    pub grants: &'a spear_runtime::grant::GrantAuthority,
+    pub grants: &'a spear_runtime::GrantAuthority,
     /// The operator's grant presented with the call, if any.
     pub presented: Option<&'a crate::PresentedGrant>,
     /// Set by `spear grant`: issue a grant for the command instead of running it.
     pub issue_grant: Option<&'a crate::IssueGrant>,
     /// The audit log, when there is one: an escalation records its request and its answer.
-    pub(crate) audit: Option<&'a spear_runtime::audit::AuditLogger>,
+    pub(crate) audit: Option<&'a spear_runtime::AuditLogger>,
     /// The session's id, for those records.
     pub(crate) session: &'a str,
     /// The session's web pair (its fetcher and search backend, or why it has none).
@@ -115,7 +115,7 @@ impl CallContext<'_> {
     /// [`crate::commit_staged`]).
     pub fn commit(
         &self,
-        staged: Option<&std::sync::Arc<spear_runtime::staging::Staging>>,
+        staged: Option<&std::sync::Arc<spear_runtime::Staging>>,
         asking: crate::Asking<'_>,
         result: &mut ToolResult,
     ) -> crate::Committed {

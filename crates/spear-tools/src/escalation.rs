@@ -22,7 +22,7 @@ use spear_policy::{
     Authorization, Confirmer, Decision, Escalation, confirm_escalation, decide_escalation,
     escalation_capabilities, escalation_request,
 };
-use spear_runtime::audit::{AuditEvent, AuditRecord};
+use spear_runtime::{AuditEvent, AuditRecord};
 
 use crate::context::CallContext;
 use crate::spec::ToolSpec;

@@ -47,10 +47,10 @@ use spear_core::{
 use spear_policy::{
     Authorization, CommandPolicy, Confirmer, Decision, access_for, authorize, escalation_access,
 };
-use spear_runtime::grant::{GrantAuthority, SESSION_GRANT_TTL};
 use spear_runtime::{
     CommandLine, CommandRequest, GrantCheck, PrepareError, PrepareOptions, PreparedProcess,
 };
+use spear_runtime::{GrantAuthority, SESSION_GRANT_TTL};
 
 use crate::command::{CommandCall, CommandText, CommandTimeout, InSetting};
 use crate::context::CallContext;
@@ -235,25 +235,20 @@ fn timeout(call: &CommandCall, cx: &CallContext<'_>) -> Result<Option<Duration>,
     Ok(Some(Duration::from_secs(secs)))
 }
 
-/// Gate 2: the command classified by the policy as it would run in `cwd`, and the command line
-/// the runner is given (a script with its pipelines rewritten by
-/// [`spear_policy::tolerate_sigpipe`]). Attack: a command judged by another text than the one
-/// that runs, or in another directory than the one it runs in.
+/// Gate 2: the command as it will run in `cwd` (a script with its pipelines rewritten by
+/// [`spear_policy::tolerate_sigpipe`]), built once by the policy, and its assessment of exactly
+/// that. Attack: a command judged by another text than the one that runs, or in another
+/// directory than the one it runs in.
 fn classify(
     text: &CommandText,
     policy: &CommandPolicy,
     cwd: &Path,
 ) -> (CommandAssessment, CommandLine) {
-    match text {
-        CommandText::Script(script) => (
-            policy.classify_script(script, cwd),
-            CommandLine::Script(spear_policy::script_to_run(script)),
-        ),
-        CommandText::Argv(argv) => (
-            policy.classify(argv, cwd),
-            CommandLine::Argv(argv.iter().map(std::ffi::OsString::from).collect()),
-        ),
-    }
+    let prepared = match text {
+        CommandText::Script(script) => policy.prepare_script(script, cwd),
+        CommandText::Argv(argv) => policy.prepare_argv(argv, cwd),
+    };
+    (prepared.assessment, prepared.line)
 }
 
 /// Gate 3: what the mode decides for the call, and the access it is prepared with. An escalating
@@ -398,7 +393,7 @@ fn refuse_writing(cx: &CallContext<'_>, summary: &str) -> Option<ToolResult> {
     }
     match cx
         .checkpoints
-        .map(spear_runtime::checkpoint::CheckpointStore::check_floor)
+        .map(spear_runtime::CheckpointStore::check_floor)
     {
         Some(Err(e)) => Some(ToolResult::failed(e.to_string())),
         _ => None,

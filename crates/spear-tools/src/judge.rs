@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use spear_core::{CapabilitySet, CommandClass, HostConfigWrite, Refusal, ToolResult};
 use spear_policy::{CommandPolicy, ConfirmRequest, Confirmation, Confirmer, GitIndirections};
-use spear_runtime::checkpoint::{CheckpointStore, EntryState};
-use spear_runtime::staging::{Judge, Proposed, Staging, TrackedRules};
+use spear_runtime::{CheckpointStore, EntryState};
+use spear_runtime::{Judge, Proposed, Staging, TrackedRules};
 use spear_workspace::{Location, Workspace, WorkspaceFs};
 
 /// Who approves host-run configuration a command wrote, and what they are shown.

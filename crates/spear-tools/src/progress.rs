@@ -45,7 +45,7 @@ pub struct CallOptions {
 #[derive(Clone, Debug)]
 pub struct IssueGrant {
     /// The operator's authority.
-    pub authority: Arc<spear_runtime::grant::GrantAuthority>,
+    pub authority: Arc<spear_runtime::GrantAuthority>,
     /// How long the grant stays valid.
     pub ttl: std::time::Duration,
 }
@@ -56,7 +56,7 @@ pub struct PresentedGrant {
     /// The token.
     pub token: String,
     /// The operator's authority (the per-user key and the shared ledger).
-    pub authority: Arc<spear_runtime::grant::GrantAuthority>,
+    pub authority: Arc<spear_runtime::GrantAuthority>,
 }
 
 impl std::fmt::Debug for PresentedGrant {

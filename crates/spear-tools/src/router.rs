@@ -27,11 +27,11 @@ use spear_core::{
     HostConfigWrite, Refusal, RefusalRule, ToolResult, ToolStatus,
 };
 use spear_policy::{Authorization, CommandPolicy, Confirmer, authorize, escalation_capabilities};
-use spear_runtime::audit::{AuditEvent, AuditLogger, AuditRecord};
-use spear_runtime::checkpoint::{CheckpointError, CheckpointStore, TurnCheckpoint};
-use spear_runtime::refusals::{REFUSAL_REPEATS_VAR, Repeat, repeats_from_env};
-use spear_runtime::result_store::ResultStore;
+use spear_runtime::ResultStore;
+use spear_runtime::{AuditEvent, AuditLogger, AuditRecord};
+use spear_runtime::{CheckpointError, CheckpointStore, TurnCheckpoint};
 use spear_runtime::{CommandRunner, Evidence, Verdict};
+use spear_runtime::{REFUSAL_REPEATS_VAR, Repeat, repeats_from_env};
 use spear_workspace::{Location, Workspace, WorkspaceFs};
 
 use crate::command::CommandCall;
@@ -205,7 +205,7 @@ pub struct ToolRouter {
     runner: Arc<CommandRunner>,
     config: RouterConfig,
     stores: RouterStores,
-    tracked: spear_runtime::staging::TrackedRules,
+    tracked: spear_runtime::TrackedRules,
     confirmer: Option<Box<dyn Confirmer + Send + Sync>>,
     observers: Vec<Box<dyn ToolObserver>>,
     /// The current turn: its refusals, evidence, changes, whether it was stopped and whether a
@@ -219,7 +219,7 @@ pub struct ToolRouter {
     /// the changes found around a command are that command's and checkpoints are taken in order.
     writing: Mutex<()>,
     /// The grants of this session's approvals.
-    grants: spear_runtime::grant::GrantAuthority,
+    grants: spear_runtime::GrantAuthority,
     /// The terminal's spec in this session, when it may ask for a wider sandbox: its schema has
     /// `sandbox_permissions` with exactly what may be asked for (see `crate::escalation`).
     terminal_spec: Option<ToolSpec>,
@@ -301,14 +301,14 @@ impl ToolRouter {
             runner,
             config,
             stores,
-            tracked: spear_runtime::staging::TrackedRules::new(),
+            tracked: spear_runtime::TrackedRules::new(),
             confirmer: None,
             observers: Vec::new(),
             turn: Mutex::new(turn),
             jobs: spear_runtime::Jobs::default(),
             calls: std::sync::atomic::AtomicU64::new(0),
             writing: Mutex::new(()),
-            grants: spear_runtime::grant::GrantAuthority::for_session()
+            grants: spear_runtime::GrantAuthority::for_session()
                 .map_err(|e| RouterError::Grants(e.to_string()))?,
             terminal_spec,
             state_dirs: states,
@@ -1210,7 +1210,7 @@ struct CallRecord {
     /// The turn when the call started, and how many of its calls had changed something by then.
     started_in: (String, u64),
     /// What a call of the web pair fetched or was refused.
-    web: Option<spear_runtime::audit::WebAudit>,
+    web: Option<spear_runtime::WebAudit>,
 }
 
 /// A call's end: its result, the background job it started or reported on, and what the web

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use spear_core::known_secrets::KnownSecrets;
 use spear_core::{CapabilitySet, ExecutionMode, ToolResult};
-use spear_runtime::checkpoint::EntryState;
+use spear_runtime::EntryState;
 use spear_workspace::{Location, ResolvedPath};
 
 use crate::command::CommandCall;
@@ -67,7 +67,7 @@ pub struct Outcome {
     /// `web`).
     pub web: Option<WebDetail>,
     /// For a call of the web pair: what the audit record says it fetched or was refused.
-    pub web_audit: Option<spear_runtime::audit::WebAudit>,
+    pub web_audit: Option<spear_runtime::WebAudit>,
 }
 
 /// A background job as a result reports it.

@@ -1,7 +1,7 @@
 //! The state of a session's current turn, in one place: what the router counts and remembers
 //! from one call of the turn to the next, and forgets when a new turn begins.
 
-use spear_runtime::refusals::RefusalTracker;
+use spear_runtime::RefusalTracker;
 
 /// Whether the sandbox can be trusted for the rest of the turn.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -22,7 +22,7 @@ use serde::Serialize;
 use spear_core::known_secrets::{KnownSecrets, Origin};
 use spear_core::{Refusal, ToolResult, ToolStatus};
 use spear_policy::web::{SearchSettings, WebSettings};
-use spear_runtime::audit::{WebAudit, WebHop};
+use spear_runtime::{WebAudit, WebHop};
 use spear_web::search::{BING_ENDPOINT, BRAVE_ENDPOINT, Backend};
 use spear_web::{
     FetchError, Fetched, Fetcher, Outgoing, RequestGuard, TargetError, Timeouts, WebConfig,

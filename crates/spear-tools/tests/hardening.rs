@@ -13,14 +13,12 @@ use serde_json::json;
 use spear_core::ExecutionMode::{Auto, Safe};
 use spear_core::ToolStatus;
 use spear_policy::{CommandPolicy, PolicyConfig};
-use spear_runtime::audit::AuditLogger;
+use spear_runtime::AuditLogger;
 use spear_runtime::{CommandRunner, RunnerConfig};
 use spear_tools::{RouterConfig, RouterError, RouterStores, ToolRegistry, ToolRouter};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
-fn undo(
-    env: &Env,
-) -> Result<spear_runtime::checkpoint::UndoReport, spear_runtime::checkpoint::UndoError> {
+fn undo(env: &Env) -> Result<spear_runtime::UndoReport, spear_runtime::UndoError> {
     let ws = Workspace::open(&WorkspaceConfig::new(&env.ws)).unwrap();
     env.checkpoints().undo_last(&ws, &ws.fs().unwrap())
 }

@@ -26,9 +26,9 @@
 
 mod beneath;
 mod config;
+mod entry_identity;
 mod error;
 mod fs;
-mod identity;
 mod install;
 mod label;
 mod lexical;
@@ -44,9 +44,9 @@ mod tree;
 mod view;
 
 pub use config::{MountSchemeChoice, WorkspaceConfig};
+pub use entry_identity::EntryIdentity;
 pub use error::{FsError, ResolveError, WorkspaceError};
 pub use fs::{DirEntry, EntryKind, ReadOutcome, WorkspaceFs, WriteOutcome};
-pub use identity::EntryIdentity;
 pub use install::{INSTALL_MODE_BITS, Installed};
 pub use mount::{FIXED_PRIMARY_MOUNT, FIXED_SECONDARY_MOUNTS, MountScheme, identity_mount_is_safe};
 pub use resolve::ResolvedPath;

@@ -15,9 +15,9 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use spear_workspace::{Location, Workspace};
 
+use super::entry_state::path_bytes;
 use super::names::is_sha256_hex;
 use super::private_dir::{open_regular, write_atomic};
-use super::state::path_bytes;
 use super::{CheckpointError, EntryState};
 
 /// The manifest format this code writes and reads.

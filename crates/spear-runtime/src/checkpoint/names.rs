@@ -1,5 +1,5 @@
-//! Names the stores accept: content hashes (SHA-256, 64 lowercase hex digits) and caller-given
-//! ids (sessions, turns). Pure.
+//! Names the stores accept: content hashes (SHA-256, 64 lowercase hex digits), caller-given
+//! ids (sessions, turns) and a workspace's store key. Pure.
 
 use sha2::{Digest, Sha256};
 
@@ -53,6 +53,17 @@ pub(crate) fn is_valid_id(s: &str) -> bool {
     (1..=MAX_ID_LEN).contains(&s.len())
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// How many hex digits of the primary root's hash name a workspace's store (128 bits).
+pub(crate) const WORKSPACE_KEY_LEN: usize = 32;
+
+/// Whether `name` names a workspace's store: 32 lowercase hex digits.
+pub(crate) fn is_store_key(name: &str) -> bool {
+    name.len() == WORKSPACE_KEY_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]

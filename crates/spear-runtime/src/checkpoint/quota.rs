@@ -367,7 +367,11 @@ pub(crate) fn sibling_stores(dir: &Path) -> Vec<PathBuf> {
     };
     entries
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_str().is_some_and(super::is_store_key))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(super::names::is_store_key)
+        })
         .map(|e| e.path())
         .filter(|p| p != dir && p.is_dir())
         .collect()

@@ -47,7 +47,7 @@ pub fn user_key(state_dir: &Path) -> Result<GrantKey, KeyFileError> {
     make_dir(state_dir).map_err(io)?;
     match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(super::nofollow())
+        .custom_flags(super::nofollow::nofollow())
         .open(&path)
     {
         Ok(mut file) => {

@@ -62,7 +62,7 @@ impl NonceLedger for FileLedger {
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .custom_flags(super::nofollow())
+            .custom_flags(super::nofollow::nofollow())
             .open(&self.path)
             .map_err(fail)?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)

@@ -4,6 +4,8 @@ use std::time::{Duration, SystemTime};
 
 use spear_core::authority::GrantError;
 
+use super::keyfile::{KEY_FILE, KeyFileError, user_key};
+use super::ledger::{FileLedger, LEDGER_FILE, NonceLedger};
 use super::*;
 
 fn binding() -> Binding {

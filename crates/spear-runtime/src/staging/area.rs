@@ -48,7 +48,7 @@ pub struct Staging {
     pub(crate) started: (i64, i64),
     /// Set by the first commit: a staging is committed at most once.
     pub(crate) committed: std::sync::atomic::AtomicBool,
-    /// The most changes its commit takes (see [`super::commit::MAX_COMMITTED_CHANGES`]).
+    /// The most changes its commit takes (see [`super::limits::MAX_COMMITTED_CHANGES`]).
     pub(crate) max_changes: usize,
     /// The attribute by which the overlays of this process mark a directory opaque
     /// ([`spear_sandbox::opaque_xattr`]): the only one the commit honours.
@@ -86,7 +86,7 @@ impl Staging {
             layers: Vec::new(),
             started: clock_now(),
             committed: std::sync::atomic::AtomicBool::new(false),
-            max_changes: super::commit::MAX_COMMITTED_CHANGES,
+            max_changes: super::limits::MAX_COMMITTED_CHANGES,
             opaque_xattr: spear_sandbox::opaque_xattr(),
         };
         for (index, root) in roots.iter().enumerate() {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use spear_core::{Capability, CapabilitySet, ExecutionProfile, ToolResult};
-use spear_runtime::staging::{Judge, Proposed, TrackedRules};
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
+use spear_runtime::{Judge, Proposed, TrackedRules};
 use spear_sandbox::{Sandbox, SandboxConfig};
 use spear_workspace::{Workspace, WorkspaceConfig};
 

@@ -9,10 +9,13 @@
 
 use std::sync::Arc;
 
-use super::{
-    BackendKind, CgroupBackend, CgroupError, CgroupLimits, CommandCgroup, Control, SessionBudget,
-    SessionCgroup, SessionControl, parse,
-};
+use super::backend::{CgroupBackend, check_session};
+use super::backend_kind::BackendKind;
+use super::command_cgroup::{CommandCgroup, Control};
+use super::error::CgroupError;
+use super::limits::{CgroupLimits, SessionBudget};
+use super::parse;
+use super::session_cgroup::{SessionCgroup, SessionControl};
 
 /// An outer runtime enforces the limits.
 #[derive(Debug, Clone, Copy, Default)]
@@ -51,7 +54,7 @@ impl CgroupBackend for Delegated {
         command: &CgroupLimits,
         name: &str,
     ) -> Result<SessionCgroup, CgroupError> {
-        super::check_session(budget, command, name)?;
+        check_session(budget, command, name)?;
         Ok(SessionCgroup::new(
             BackendKind::Delegated,
             name,

@@ -13,12 +13,14 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{Access, AtFlags, CWD, accessat};
 
+use super::backend::CgroupBackend;
+use super::backend_kind::BackendKind;
 use super::delegated::Delegated;
+use super::error::CgroupError;
 use super::parse::{self, Hierarchy, Located, Mount, ProcCgroupLine, V1Swap};
-use super::systemd::SystemdScope;
+use super::systemd_units::SystemdScope;
 use super::v1::{self, CgroupV1};
 use super::v2::{self, CgroupV2};
-use super::{BackendKind, CgroupBackend, CgroupError};
 
 /// The environment variable that forces a backend: `systemd`, `cgroupfs` or `delegated`.
 pub const RESOURCE_CONTROL_ENV: &str = "SPEAR_RESOURCE_CONTROL";

@@ -10,9 +10,26 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 
+use super::error::CgroupError;
 use super::parse::{self, Hierarchy};
-use super::{CgroupDir, CgroupError};
 use crate::dir_lock::Held;
+
+/// One directory of a cgroupfs per-command cgroup.
+#[derive(Debug)]
+pub(crate) struct CgroupDir {
+    /// The hierarchy it belongs to (for matching `/proc/<pid>/cgroup`).
+    pub hierarchy: parse::Hierarchy,
+    /// Its path inside the hierarchy, as `/proc/<pid>/cgroup` writes it.
+    pub rel: String,
+    /// Its directory.
+    pub path: PathBuf,
+    /// Its `cgroup.procs`, open for writing (dropped before the directory is removed).
+    pub procs: Option<OwnedFd>,
+    /// The directory itself, open and locked while spear holds the cgroup (made by
+    /// [`ops::create_dir`]): another spear's sweep leaves it alone (`None` for directories
+    /// found rather than made).
+    pub lock: Option<OwnedFd>,
+}
 
 /// How long [`super::CommandCgroup::kill_all`] may take, freezing and waiting included.
 pub(crate) const KILL_DEADLINE: Duration = Duration::from_secs(10);

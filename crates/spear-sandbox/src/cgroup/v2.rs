@@ -17,16 +17,18 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
 
 use rustix::io::Errno;
 
-use super::ops::{self, Freezer, KILL_DEADLINE};
+use super::backend::{CgroupBackend, check_session};
+use super::backend_kind::BackendKind;
+use super::command_cgroup::{CommandCgroup, Control};
+use super::error::CgroupError;
+use super::limits::{CgroupLimits, SessionBudget};
+use super::ops;
+use super::ops::CgroupDir;
 use super::parse::{self, Hierarchy, Located, SUPERVISOR_LEAF};
-use super::{
-    BackendKind, CgroupBackend, CgroupDir, CgroupError, CgroupLimits, CommandCgroup, Control,
-    LimitsHit, SessionBudget, SessionCgroup, SessionControl,
-};
+use super::session_cgroup::{SessionCgroup, SessionControl};
 
 /// The controllers spear enables for its commands.
 pub(crate) const CONTROLLERS: [&str; 3] = ["memory", "pids", "cpu"];
@@ -158,7 +160,7 @@ impl CgroupBackend for CgroupV2 {
         command: &CgroupLimits,
         name: &str,
     ) -> Result<SessionCgroup, CgroupError> {
-        super::check_session(budget, command, name)?;
+        check_session(budget, command, name)?;
         self.ensure_ready()?;
         let path = self.own.dir.join(name);
         let lock = ops::create_dir(&path)?;
@@ -183,33 +185,6 @@ impl CgroupBackend for CgroupV2 {
     }
 }
 
-/// Which of the session's budgets stopped the command of `dirs` (see the v1 twin): tasks from
-/// `pids.peak` against `pids.max` (`max` unlimited), memory when its own `memory.events.local` counts no
-/// `max` while the session's does.
-pub(crate) fn session_limits_hit(
-    dirs: &[CgroupDir],
-    session: &[CgroupDir],
-    own: LimitsHit,
-) -> LimitsHit {
-    let reached = |dirs: &[CgroupDir]| {
-        dirs.first().and_then(|d| {
-            let peak = ops::number(&d.path.join("pids.peak"))?;
-            let max = ops::number(&d.path.join("pids.max")).unwrap_or(u64::MAX);
-            Some(peak >= max)
-        })
-    };
-    let max_events = |dirs: &[CgroupDir]| {
-        dirs.first()
-            .and_then(|d| ops::counter(&d.path.join("memory.events.local"), "max"))
-    };
-    LimitsHit {
-        tasks: own.tasks && reached(dirs) == Some(false) && reached(session) == Some(true),
-        memory: own.memory
-            && max_events(dirs) == Some(0)
-            && max_events(session).is_some_and(|n| n > 0),
-    }
-}
-
 /// Without `memory.swap.max` (no swap accounting) swap cannot be capped; that is acceptable only
 /// when no swap is asked for and the host has none.
 fn check_swap_uncontrolled(limits: &CgroupLimits) -> Result<(), CgroupError> {
@@ -222,37 +197,4 @@ fn check_swap_uncontrolled(limits: &CgroupLimits) -> Result<(), CgroupError> {
          with swap accounting, or turn swap off"
             .to_owned(),
     ))
-}
-
-/// `cgroup.kill` (Linux 5.14+) until empty; on older kernels, freeze, pidfd-kill, thaw.
-pub(crate) fn kill_all(dirs: &[CgroupDir]) -> Result<(), CgroupError> {
-    let deadline = Instant::now() + KILL_DEADLINE;
-    let Some(dir) = dirs.first() else {
-        return Ok(());
-    };
-    let kill = dir.path.join("cgroup.kill");
-    if !kill.exists() {
-        ops::freeze_kill_thaw(dir, Freezer::V2, deadline)?;
-        return ops::wait_empty(dirs, deadline);
-    }
-    loop {
-        if ops::read_procs(&dir.path)?.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(ops::timeout(&dir.path, "killing its processes"));
-        }
-        ops::write_value(&kill, "1")?;
-        let round_end = deadline.min(Instant::now() + std::time::Duration::from_millis(200));
-        ops::wait_until(round_end, || Ok(ops::read_procs(&dir.path)?.is_empty()))?;
-    }
-}
-
-pub(crate) fn limits_hit(dir: &Path) -> LimitsHit {
-    let events = dir.join("memory.events");
-    let memory = ["max", "oom", "oom_kill"]
-        .iter()
-        .any(|key| ops::counter(&events, key).is_some_and(|n| n > 0));
-    let tasks = ops::counter(&dir.join("pids.events"), "max").is_some_and(|n| n > 0);
-    LimitsHit { memory, tasks }
 }

@@ -12,7 +12,7 @@ use spear_core::credentials::{
     CREDENTIAL_CONFIGS, CREDENTIAL_DIRS, CREDENTIAL_FILES, CREDENTIAL_SEQUENCES,
 };
 
-use super::{DirScan, Found, MAX_CONFIG_BYTES, Stamp, TreeScan};
+use super::record::{DirScan, Found, MAX_CONFIG_BYTES, Stamp, TreeScan};
 
 /// What the rules of this build are: a scan judged by other rules is not taken from disk.
 fn rules_key() -> u64 {

@@ -26,30 +26,26 @@
 //! processes, in a file per tree ([`disk`]).
 
 mod disk;
+mod record;
 mod watch;
 
 #[cfg(test)]
 mod tests;
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::{OsStr, OsString};
 use std::fs::Metadata;
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use spear_core::credentials::{SecretCandidate, config_holds_secret, secret_candidate};
 
+pub use record::{MAX_CONFIG_BYTES, RACY};
+
 use crate::spec::Mask;
+use record::{DirScan, Found, Stamp, TreeScan};
 use watch::Watcher;
-
-/// Bytes of a configuration file that are judged; a larger file is masked unread.
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// A change stamp this close to the moment it was taken is looked at again next time.
-pub const RACY: Duration = Duration::from_secs(2);
 
 /// How much of a remembered tree a look checks when its directories are not watched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,90 +55,6 @@ pub enum Depth {
     /// Only the files found (configuration files judged again when they changed, stores still
     /// there): what every command does. A tree never looked at is looked at fully.
     Found,
-}
-
-/// What identifies a directory's or a file's state: a change of content, entries, owner or mode
-/// moves its ctime, a replacement its inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    dev: u64,
-    ino: u64,
-    ctime: i64,
-    ctime_ns: i64,
-    size: u64,
-    /// Taken within [`RACY`] of its ctime: not trusted.
-    racy: bool,
-}
-
-impl Stamp {
-    fn of(meta: &Metadata, now: SystemTime) -> Self {
-        let changed = UNIX_EPOCH
-            + Duration::new(
-                u64::try_from(meta.ctime()).unwrap_or(0),
-                u32::try_from(meta.ctime_nsec()).unwrap_or(0),
-            );
-        let racy = now.duration_since(changed).map_or(true, |age| age < RACY);
-        Stamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            ctime: meta.ctime(),
-            ctime_ns: meta.ctime_nsec(),
-            size: meta.size(),
-            racy,
-        }
-    }
-
-    /// Whether `now` (a fresh stamp) says nothing changed since `self` was taken.
-    fn holds(&self, now: &Stamp) -> bool {
-        !self.racy
-            && (self.dev, self.ino, self.ctime, self.ctime_ns, self.size)
-                == (now.dev, now.ino, now.ctime, now.ctime_ns, now.size)
-    }
-
-    /// Whether `now` is the same directory or file (not one put in its place).
-    fn same_inode(&self, now: &Stamp) -> bool {
-        (self.dev, self.ino) == (now.dev, now.ino)
-    }
-}
-
-/// An entry of a directory that the sandbox masks, or may mask.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Found {
-    /// A credential store: a file, or a directory (not looked into).
-    Store { name: OsString, dir: bool },
-    /// A configuration file, with the stamp it was judged at and the verdict.
-    Config {
-        name: OsString,
-        stamp: Stamp,
-        secret: bool,
-    },
-    /// A link with a credential name, followed whenever masks are made.
-    Link { name: OsString },
-}
-
-impl Found {
-    fn name(&self) -> &OsStr {
-        match self {
-            Found::Store { name, .. } | Found::Config { name, .. } | Found::Link { name } => name,
-        }
-    }
-}
-
-/// One directory of a tree as it was looked at.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct DirScan {
-    path: PathBuf,
-    stamp: Stamp,
-    found: Vec<Found>,
-}
-
-/// Every directory of one bound tree, with what each holds that the sandbox masks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct TreeScan {
-    root: PathBuf,
-    /// The workspace roots inside the tree, left out of it (the project is not the tree's).
-    skipped: Vec<PathBuf>,
-    dirs: Vec<DirScan>,
 }
 
 /// What looking at the trees cost, for benchmarks and tests.

@@ -5,6 +5,7 @@
 use super::disk::{FORMAT, decode, encode};
 use super::*;
 use std::fs;
+use std::time::Duration;
 
 /// A home with the trees of issue 31's cases, each beside a twin that holds no secret.
 struct Host {

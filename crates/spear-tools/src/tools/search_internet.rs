@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use spear_core::{ExecutionMode, ToolResult, ToolStatus};
-use spear_runtime::audit::WebAudit;
+use spear_runtime::WebAudit;
 use spear_web::FetchError;
 use spear_web::search::{Backend, MAX_QUERY_CHARS, MAX_RESULTS, SearchError};
 

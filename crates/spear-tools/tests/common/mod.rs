@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use spear_core::ExecutionMode;
 use spear_policy::{CommandPolicy, ConfirmRequest, Confirmation, Confirmer, PolicyConfig};
-use spear_runtime::audit::AuditLogger;
-use spear_runtime::checkpoint::CheckpointStore;
-use spear_runtime::result_store::ResultStore;
+use spear_runtime::AuditLogger;
+use spear_runtime::CheckpointStore;
+use spear_runtime::ResultStore;
 use spear_runtime::{CommandRunner, RunnerConfig};
 use spear_tools::{Role, RouterConfig, RouterStores, ToolRegistry, ToolRouter};
 use spear_workspace::{Workspace, WorkspaceConfig};
@@ -75,7 +75,7 @@ impl Env {
     }
 
     /// Undoes the last turn through the checkpoint store, as `spear undo` does.
-    pub fn undo_last(&self) -> spear_runtime::checkpoint::UndoReport {
+    pub fn undo_last(&self) -> spear_runtime::UndoReport {
         let ws = Workspace::open(&WorkspaceConfig::new(&self.ws)).unwrap();
         self.checkpoints()
             .undo_last(&ws, &ws.fs().unwrap())

@@ -3,8 +3,6 @@
 //! Paths in manifests are bytes: a name that is valid UTF-8 is stored as a string, any other as
 //! `{"hex": "..."}`, so every name a filesystem allows survives a round trip exactly.
 
-use std::ffi::OsString;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -61,10 +59,11 @@ impl EntryState {
 
 /// Serde for a path as bytes: a string when it is UTF-8, else `{"hex": "..."}`.
 pub(crate) mod path_bytes {
+    use std::ffi::OsString;
     use std::fmt::Write;
-    use std::path::Path;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::{Path, PathBuf};
 
-    use super::{OsStrExt, OsString, OsStringExt, PathBuf};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     #[derive(Serialize)]
@@ -125,6 +124,9 @@ pub(crate) mod path_bytes {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
     use super::*;
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
