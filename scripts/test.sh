@@ -19,6 +19,8 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo doc, without a warning"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 step "build the tests"
 # With the machine's own network: every download the tests need happens here (or in the setup
 # above); the tests themselves run inside the test network, which has no other.
