@@ -19,13 +19,16 @@ mod support;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use python_client::{
     BOTH, Generation, Legacy, Modern, Server, answered, call, client, envelope, reason, results,
     rule, status, stdout,
 };
 use serde_json::{Value, json};
+use spear_testkit::cgroup;
+use spear_testkit::process::processes_with;
+use spear_testkit::wait::wait_for;
 use support::TOOLS;
 
 const WRITING_TOOLS: [&str; 3] = ["delete_file", "patch", "write_file"];
@@ -63,52 +66,14 @@ fn token() -> String {
     )
 }
 
-/// Live processes whose command line holds `token`, as "pid: cmdline".
-fn processes_with(token: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let shown = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if shown.contains(token) {
-            found.push(format!("{name}: {shown}"));
-        }
-    }
-    found
-}
-
 /// Cgroup directories named `spear-<pid>-<n>`: the ones server `pid` made for its commands.
-fn cgroups_of(pid: u64) -> Vec<String> {
-    let prefix = format!("spear-{pid}-");
-    let mut found = Vec::new();
-    let mut stack = vec![PathBuf::from("/sys/fs/cgroup")];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                if e.file_name().to_string_lossy().starts_with(&prefix) {
-                    found.push(e.path().display().to_string());
-                }
-                stack.push(e.path());
-            }
-        }
-    }
-    found
+fn cgroups_of(pid: u64) -> Vec<PathBuf> {
+    cgroup::named("/sys/fs/cgroup", &format!("spear-{pid}-"))
 }
 
 /// Asserts, polling up to 5 s, that nothing with `token` in its command line is alive.
 fn assert_no_process_with(token: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !processes_with(token).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for(Duration::from_secs(5), || processes_with(token).is_empty());
     let left = processes_with(token);
     assert!(left.is_empty(), "processes left: {left:?}");
 }

@@ -13,16 +13,15 @@
 mod mcp_client;
 mod python_client;
 mod support;
-#[path = "../../spear-web/tests/common/testnet.rs"]
-mod testnet;
 
 use std::process::Stdio;
 
-use mcp_client::{Generation, Session, User, envelope, within};
 use python_client::{BOTH, Server};
 use serde_json::{Value, json};
-use support::{Dirs, config};
-use testnet::{Counter, PRIVATE, WEB_HOST_BODY};
+use spear_testkit::listener::Counter;
+use spear_testkit::mcp::{Generation, User, envelope, within};
+use spear_testkit::net::{self, PRIVATE, WEB_HOST_BODY};
+use support::{Dirs, SpearCommands as _, config};
 
 /// `spear tool fetch_url --args ARGS` (SAFE), with `extra` flags, its environment as `env` leaves
 /// it: its exit status and its envelope.
@@ -63,10 +62,10 @@ fn audit(d: &Dirs) -> Vec<Value> {
 /// directly and the listener counts nothing. Positive control: it counts a direct connection.
 #[test]
 fn spear_tool_ignores_the_environments_proxies() {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     let d = Dirs::with(&[("README.md", "readme\n")]);
     let proxy = Counter::bind("127.0.0.1", 0);
-    let ca = testnet::web_ca();
+    let ca = net::web_ca();
     let proxy_url = format!("http://{}", proxy.addr());
     for url in ["http://public.test/", "https://public.test/"] {
         let (code, v) = spear_fetch(&d, &json!({"url": url}), &[], |cmd| {
@@ -105,12 +104,12 @@ fn spear_tool_ignores_the_environments_proxies() {
 /// the same redirect to a public page is followed.
 #[test]
 fn spear_tool_denies_a_redirect_to_a_refused_address() {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     let d = Dirs::with(&[("README.md", "readme\n")]);
     let listener = Counter::bind(PRIVATE, 0);
     let cfg = config(&format!("[web]\nports = [{}]\n", listener.port()));
     let flags = ["--config", cfg.path.as_str()];
-    let url = testnet::redirect("http://public.test", &listener.url(), 307);
+    let url = net::redirect("http://public.test", &listener.url(), 307);
     let (code, v) = spear_fetch(&d, &json!({"url": url}), &flags, |_| {});
     assert_eq!(code, Some(126), "{v}");
     assert_eq!(v["status"], "denied", "{v}");
@@ -124,7 +123,7 @@ fn spear_tool_denies_a_redirect_to_a_refused_address() {
     assert_eq!(last["web"]["address"], PRIVATE, "{last}");
     drop(std::net::TcpStream::connect(listener.addr()).unwrap());
     assert_eq!(listener.count(), 1, "a direct connection is counted");
-    let url = testnet::redirect("http://public.test", "http://public.test/json", 307);
+    let url = net::redirect("http://public.test", "http://public.test/json", 307);
     let (code, v) = spear_fetch(&d, &json!({"url": url}), &flags, |_| {});
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["web"]["url"], "http://public.test/json", "{v}");
@@ -134,9 +133,9 @@ fn spear_tool_denies_a_redirect_to_a_refused_address() {
 /// open-world; a page read, a page saved in AUTO (the bytes as served), a search answered.
 #[tokio::test]
 async fn mcp_fetches_saves_and_searches_through_the_test_network() {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     let cfg = config("[web.search]\nbackend = \"searxng\"\nurl = \"http://public.test/searxng\"\n");
-    let s = Session::start(
+    let s = mcp_client::start(
         &["--auto", "--config", &cfg.path],
         User::mute(),
         Generation::Initialize,
@@ -169,7 +168,7 @@ async fn mcp_fetches_saves_and_searches_through_the_test_network() {
     assert_eq!(e["status"], "ok", "{e}");
     assert_eq!(e["changed_paths"], json!(["page.html"]), "{e}");
     let saved = std::fs::read_to_string(s.dirs.ws.join("page.html")).unwrap();
-    let raw = String::from_utf8(testnet::raw_get("/html").unwrap()).unwrap();
+    let raw = String::from_utf8(net::raw_get("/html").unwrap()).unwrap();
     assert!(raw.ends_with(&saved), "the bytes as served: {saved}");
     assert!(saved.contains("<script>"), "{saved}");
     let r = s.call("search_internet", json!({"query": "spear"})).await;
@@ -186,7 +185,7 @@ async fn mcp_fetches_saves_and_searches_through_the_test_network() {
 /// `openWorldHint`, and a page of the test network read through it.
 #[test]
 fn the_python_sdk_lists_fetch_url_open_world_and_fetches() {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
     let runs: Vec<Value> = servers
         .iter()
