@@ -27,7 +27,7 @@ use spear_testkit::cgroup;
 use spear_testkit::mcp::RawClient;
 use spear_testkit::process::{descendants, peak_rss_kib, processes_with};
 use spear_testkit::serial::Turns;
-use support::{Dirs, SpearCommands as _};
+use support::{Dirs, SpearCommands as _, audit_records};
 
 /// One test at a time.
 static TURN: Turns = Turns::new();
@@ -84,15 +84,6 @@ fn entries(dir: &Path) -> usize {
     std::fs::read_dir(dir).map_or(0, Iterator::count)
 }
 
-/// The audit records written so far.
-fn audit(dirs: &Dirs) -> Vec<Value> {
-    std::fs::read_to_string(dirs.state.join("spear/audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// A command that makes `n` empty files under `dir`.
 fn make_files(dir: &str, n: usize) -> Value {
     json!({"command": format!("mkdir {dir} && cd {dir} && seq {n} | xargs touch"), "timeout": 120})
@@ -136,7 +127,7 @@ fn a_command_making_200000_files_is_answered_within_30_s_with_a_capped_list() {
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.len() < 100_000, "{} bytes of text", text.len());
     // So does the audit record.
-    let record = audit(&s.dirs)
+    let record = audit_records(&s.dirs)
         .into_iter()
         .rev()
         .find(|r| r["tool"] == "terminal")

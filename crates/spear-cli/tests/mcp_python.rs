@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use spear_testkit::cgroup;
 use spear_testkit::process::processes_with;
 use spear_testkit::wait::wait_for;
-use support::TOOLS;
+use support::{TOOLS, audit_records};
 
 const WRITING_TOOLS: [&str; 3] = ["delete_file", "patch", "write_file"];
 const READ_ONLY_TOOLS: [&str; 4] = [
@@ -880,15 +880,6 @@ fn escalating(command: &str, caps: &[&str]) -> Value {
     json!({"command": command, "sandbox_permissions": caps, "justification": WHY})
 }
 
-/// The audit log of a server's session (its own `XDG_STATE_HOME`), one record a line.
-fn audit_of(server: &Server) -> Vec<Value> {
-    std::fs::read_to_string(server.dirs.state.join("spear/audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The escalation records of a log: (event, rule, reason).
 fn escalation_records(log: &[Value]) -> Vec<(String, String, String)> {
     log.iter()
@@ -992,7 +983,7 @@ fn a_safe_escalation_accepted_writes_once_and_the_next_write_is_refused() {
         assert!(!server.file("twice.txt").exists(), "{g:?}");
         // The audit pair: the request, then the approval, with the reason; modern's first
         // round (the question handed to the client) is recorded as awaiting the answer.
-        let records = escalation_records(&audit_of(server));
+        let records = escalation_records(&audit_records(&server.dirs));
         let want: Vec<(&str, &str)> = match g {
             Legacy => vec![("escalation_requested", ""), ("escalation_approved", "")],
             Modern => vec![
@@ -1067,7 +1058,7 @@ fn a_safe_escalation_declined_or_cancelled_writes_nothing() {
     for ((server, asks), run) in servers.iter().zip(&out) {
         let g = server.generation;
         let r = results(run);
-        let log = escalation_records(&audit_of(server));
+        let log = escalation_records(&audit_records(&server.dirs));
         let refused: Vec<&str> = log
             .iter()
             .filter(|(e, _, _)| e == "escalation_refused")

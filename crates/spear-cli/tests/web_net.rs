@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use spear_testkit::listener::Counter;
 use spear_testkit::mcp::{Generation, User, envelope, within};
 use spear_testkit::net::{self, PRIVATE, WEB_HOST_BODY};
-use support::{Dirs, SpearCommands as _, config};
+use support::{Dirs, SpearCommands as _, audit_records, config};
 
 /// `spear tool fetch_url --args ARGS` (SAFE), with `extra` flags, its environment as `env` leaves
 /// it: its exit status and its envelope.
@@ -46,15 +46,6 @@ fn spear_fetch(
         )
     });
     (out.status.code(), v)
-}
-
-/// The audit records `spear` wrote under the directories' state.
-fn audit(d: &Dirs) -> Vec<Value> {
-    std::fs::read_to_string(d.state.join("spear").join("audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// SSR-28 at the binary: every proxy variable, upper and lower case, names a counting listener in
@@ -86,7 +77,7 @@ fn spear_tool_ignores_the_environments_proxies() {
             "{url}: {text}"
         );
         let port = if url.starts_with("https") { 443 } else { 80 };
-        let last = audit(&d).pop().unwrap();
+        let last = audit_records(&d).pop().unwrap();
         assert_eq!(
             last["web"]["connected"],
             format!("93.184.216.34:{port}"),
@@ -117,7 +108,7 @@ fn spear_tool_denies_a_redirect_to_a_refused_address() {
     let reason = v["reason"].as_str().unwrap();
     assert!(reason.contains(PRIVATE), "{reason}");
     assert_eq!(listener.count(), 0, "the listener saw a connection");
-    let last = audit(&d).pop().unwrap();
+    let last = audit_records(&d).pop().unwrap();
     assert_eq!(last["rule"], "web_refused", "{last}");
     assert_eq!(last["web"]["refused"], "private", "{last}");
     assert_eq!(last["web"]["address"], PRIVATE, "{last}");

@@ -67,6 +67,16 @@ impl SpearCommands for Dirs {
     }
 }
 
+/// The records of spear's audit log in `dirs`' state directory so far, one JSON value each (none
+/// when there is no log).
+pub fn audit_records(dirs: &Dirs) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dirs.state.join("spear/audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// An operator configuration file, in a directory of its own (removed when dropped); `--config`
 /// names it.
 pub struct Config {

@@ -13,6 +13,8 @@ use spear_policy::{CommandPolicy, PolicyConfig};
 use spear_testkit::layout::Layout;
 use spear_workspace::{Workspace, WorkspaceConfig};
 
+pub mod staged;
+
 pub struct Fixture {
     _dir: tempfile::TempDir,
     pub ws: PathBuf,

@@ -2,14 +2,16 @@
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 use std::ffi::OsString;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use spear_core::{Capability, CapabilitySet, ExecutionProfile, ToolResult};
 use spear_runtime::staging::{Judge, Proposed, TrackedRules};
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
-use spear_sandbox::{Sandbox, SandboxConfig};
+use spear_sandbox::{Launch, ProcessSpawner, Running, Sandbox, SandboxConfig, Spawner};
 use spear_testkit::workspace::Dirs;
 use spear_workspace::{Workspace, WorkspaceConfig};
 
@@ -129,6 +131,25 @@ impl Fixture {
     /// Runs `script` read-only (SAFE's profile).
     pub fn safe(&self, script: &str) -> ToolResult {
         self.run(read_only(), script)
+    }
+}
+
+/// A spawner that counts every launch, then really spawns it: a refusal's test shows nothing was
+/// spawned, and its positive control that something was.
+#[derive(Debug, Default)]
+pub struct CountingSpawner(AtomicUsize);
+
+impl CountingSpawner {
+    /// The launches so far.
+    pub fn launches(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Spawner for CountingSpawner {
+    fn spawn(&self, launch: &Launch<'_>) -> io::Result<Running> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        ProcessSpawner.spawn(launch)
     }
 }
 
