@@ -1,6 +1,6 @@
 //! What the CLI's test binaries share besides the test kit: `spear` run over a test's directories
-//! (a workspace, and a HOME and state directory beside it: [`Dirs`]), the tools each mode lists,
-//! and operator configuration files.
+//! (a workspace, and a HOME and state directory beside it: [`Dirs`]) and the audit log it writes
+//! there, the tools each mode lists, and operator configuration files.
 
 #![allow(dead_code)]
 
