@@ -18,8 +18,7 @@ use spear_workspace::{MountSchemeChoice, Workspace, WorkspaceConfig};
 use tempfile::TempDir;
 
 /// The red-team layout, shared with the decision-layer tests rather than copied.
-#[path = "../../crates/spear-policy/tests/common/layout.rs"]
-pub mod layout;
+pub use spear_testkit::layout;
 
 /// Makes a panic that spear itself catches (`catch_unwind` around brush-parser's `parse_program`)
 /// harmless, as it is in production.
@@ -59,7 +58,7 @@ pub fn install_panic_hook() {
     }));
 }
 
-/// Where the red-team placeholders point: the layout of `crates/spear-policy/tests/common/layout.rs`.
+/// Where the red-team placeholders point: the layout of `spear_testkit::layout`.
 pub struct PolicyFixture {
     _dir: TempDir,
     pub ws: PathBuf,
@@ -78,7 +77,7 @@ impl PolicyFixture {
 }
 
 /// The policy fixture, built on first use: the decision-layer tests' own red-team layout
-/// ([`layout`], the same file), with a policy over it.
+/// ([`layout`], the same code), with a policy over it.
 pub fn policy_fixture() -> &'static PolicyFixture {
     static FIXTURE: OnceLock<PolicyFixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {

@@ -25,6 +25,7 @@ use spear_runtime::AuditLogger;
 use spear_runtime::CheckpointStore;
 use spear_runtime::ResultStore;
 use spear_runtime::{CommandRunner, RunnerConfig};
+use spear_testkit::process;
 use spear_tools::{RouterConfig, RouterStores, ToolRegistry, ToolRouter};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
@@ -196,14 +197,11 @@ impl Client {
         assert_eq!(result.is_error, Some(false), "{result:?}");
     }
 
-    /// A line of /proc/PID/status, in MiB (`VmRSS`, `VmHWM`).
-    fn memory(&self, field: &str) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap();
-        let kib: f64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {field} in /proc/{}/status", self.pid));
+    /// The server's memory as `read` reads it in KiB (`process::rss_kib`, `peak_rss_kib`), in
+    /// MiB.
+    fn memory(&self, read: fn(u32) -> u64) -> f64 {
+        #[allow(clippy::cast_precision_loss)]
+        let kib = read(self.pid) as f64;
         kib / 1024.0
     }
 }
@@ -254,7 +252,7 @@ fn main() {
         .build()
         .unwrap();
     let client = runtime.block_on(Client::start(&ws_dir, &base));
-    let rss_start = client.memory("VmRSS");
+    let rss_start = client.memory(process::rss_kib);
     runtime.block_on(async {
         for i in 0..CALLS_FOR_MEMORY {
             if i % 2 == 0 {
@@ -264,7 +262,7 @@ fn main() {
             }
         }
     });
-    let rss_after = client.memory("VmRSS");
+    let rss_after = client.memory(process::rss_kib);
 
     let router = in_process_router(&ws_dir, &base);
     let (mcp_read, bare_read) =
@@ -272,8 +270,8 @@ fn main() {
     let (mcp_true, bare_true) =
         runtime.block_on(time_both(budget, &client, &router, "terminal", &run_true));
     let (session, bwrap) = session_against_bwrap(budget, &router);
-    let rss_end = client.memory("VmRSS");
-    let hwm = client.memory("VmHWM");
+    let rss_end = client.memory(process::rss_kib);
+    let hwm = client.memory(process::peak_rss_kib);
     runtime
         .block_on(async { tokio::time::timeout(DEADLINE, client.service.cancel()).await })
         .expect("the session ends in time")

@@ -8,7 +8,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use support::Dirs;
+use support::{Dirs, SpearCommands as _};
 
 fn spear(args: &[&str], d: &Dirs) -> Output {
     d.spear(args)

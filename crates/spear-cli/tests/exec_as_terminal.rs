@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 
 use serde_json::Value;
-use support::Dirs;
+use support::{Dirs, SpearCommands as _};
 
 const FILES: &[(&str, &str)] = &[("README.md", "readme\n"), ("gone.txt", "bye\n")];
 

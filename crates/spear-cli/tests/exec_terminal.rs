@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use support::Dirs;
+use support::{Dirs, SpearCommands as _};
 
 fn spear_cmd(args: &[&str], d: &Dirs) -> Command {
     d.spear(args)

@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::process::{Output, Stdio};
 
 use serde_json::Value;
-use support::Dirs;
+use support::{Dirs, SpearCommands as _};
 
 fn spear(d: &Dirs, args: &[&str]) -> Output {
     d.spear(args)

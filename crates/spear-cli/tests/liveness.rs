@@ -13,13 +13,11 @@ mod support;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use spear_testkit::process::is_root;
+use spear_testkit::wait::wait_for_value;
 use support::Dirs;
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
 
 /// `dirs`' spear environment, with a per-user runtime directory of its own (where session areas
 /// live), for `cmd`.
@@ -71,15 +69,11 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-fn wait_for<T>(what: &str, mut found: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(t) = found() {
-            return t;
-        }
-        assert!(Instant::now() < deadline, "{what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// What `found` finds within 20 s; fails the test, naming `what`, when it finds nothing.
+fn wait_for<T>(what: &str, found: impl FnMut() -> Option<T>) -> T {
+    let value = wait_for_value(Duration::from_secs(20), found);
+    assert!(value.is_some(), "{what}");
+    value.unwrap()
 }
 
 /// A `spear mcp` session, its stdin held open (it ends when stdin closes).

@@ -12,7 +12,8 @@ mod support;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use support::Dirs;
+use spear_testkit::git;
+use support::{Dirs, SpearCommands as _};
 
 /// A workspace outside `/tmp`, `/var/tmp` and the home directory (the sandbox's private places,
 /// where a write beside the workspace would be the sandbox's own and never refused), holding a
@@ -24,33 +25,11 @@ fn workspace() -> Dirs {
     let outside = std::env::var_os("SPEAR_TEST_OUTSIDE")
         .map_or_else(|| Path::new("/run").to_path_buf(), Into::into);
     let d = Dirs::within(&outside, &[("README.md", "readme\n")]);
-    let base = d.base.clone();
-    for (dir, args) in [
-        (&d.ws, &["init", "-q", "-b", "main"][..]),
-        (&d.ws, &["add", "-A"]),
-        (
-            &d.ws,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "one",
-            ],
-        ),
-        (&d.ws, &["init", "-q", "--bare", "origin.git"]),
-        (&base, &["init", "-q", "--bare", "elsewhere.git"]),
-    ] {
-        let out = d
-            .command("git")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    }
+    git::commit_everything(|| d.command("git"));
+    git::run(d.command("git"), &["init", "-q", "--bare", "origin.git"]);
+    let mut beside = d.command("git");
+    beside.current_dir(&d.base);
+    git::run(beside, &["init", "-q", "--bare", "elsewhere.git"]);
     d
 }
 

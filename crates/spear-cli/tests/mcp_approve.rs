@@ -13,8 +13,10 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcp_client::{Dirs, Generation, Session, User, envelope};
 use serde_json::{Value, json};
+use spear_testkit::mcp::{Generation, Session, User, envelope};
+use spear_testkit::process::is_root;
+use support::Dirs;
 
 const BOTH: [Generation; 2] = [Generation::Initialize, Generation::Discover];
 
@@ -92,11 +94,6 @@ async fn second_terminal<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'stat
     tokio::task::spawn_blocking(f).await.unwrap()
 }
 
-fn is_root() -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    std::fs::metadata("/proc/self").unwrap().uid() == 0
-}
-
 fn socket_dir(dirs: &Dirs) -> PathBuf {
     dirs.state.join("spear").join("approve")
 }
@@ -108,7 +105,7 @@ fn mode(path: &Path) -> u32 {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_process_approves_a_pending_call_once() {
     for generation in BOTH {
-        let s = Session::start(
+        let s = mcp_client::start(
             &["--ask", "--approval-wait", "30"],
             User::mute(),
             generation,
@@ -189,7 +186,7 @@ async fn a_second_process_approves_a_pending_call_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_command_runs_nothing_and_the_list_shows_hidden_characters() {
     for generation in BOTH {
-        let s = Session::start(
+        let s = mcp_client::start(
             &["--ask", "--approval-wait", "30"],
             User::mute(),
             generation,
@@ -241,7 +238,8 @@ async fn a_refused_command_runs_nothing_and_the_list_shows_hidden_characters() {
 #[tokio::test(flavor = "multi_thread")]
 async fn with_no_approver_the_call_is_cancelled_and_says_to_run_spear_approve() {
     for generation in BOTH {
-        let s = Session::start(&["--ask", "--approval-wait", "1"], User::mute(), generation).await;
+        let s =
+            mcp_client::start(&["--ask", "--approval-wait", "1"], User::mute(), generation).await;
         let dirs = &s.dirs;
         let started = std::time::Instant::now();
         let r = s
@@ -266,7 +264,7 @@ async fn with_no_approver_the_call_is_cancelled_and_says_to_run_spear_approve() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_socket_is_private_to_its_user_and_goes_with_the_server() {
-    let s = Session::start(
+    let s = mcp_client::start(
         &["--ask", "--approval-wait", "20"],
         User::mute(),
         Generation::Initialize,
@@ -368,7 +366,7 @@ async fn another_user_is_refused(s: &Session<User>) {
 #[tokio::test(flavor = "multi_thread")]
 async fn auto_asks_before_host_run_configuration_is_written() {
     for generation in BOTH {
-        let s = Session::start(
+        let s = mcp_client::start(
             &["--auto", "--approval-wait", "30"],
             User::mute(),
             generation,
@@ -457,7 +455,7 @@ async fn auto_asks_before_host_run_configuration_is_written() {
 #[tokio::test(flavor = "multi_thread")]
 async fn auto_elicits_before_host_run_configuration_is_written() {
     let user = User::answering(rmcp::model::ElicitationAction::Accept);
-    let s = Session::start(&["--auto"], user.clone(), Generation::Initialize).await;
+    let s = mcp_client::start(&["--auto"], user.clone(), Generation::Initialize).await;
     let e = s
         .call(
             "write_file",

@@ -19,170 +19,39 @@
 mod support;
 
 use std::collections::HashMap;
-use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::Dirs;
+use spear_testkit::cgroup;
+use spear_testkit::mcp::RawClient;
+use spear_testkit::process::{descendants, peak_rss_kib, processes_with};
+use spear_testkit::serial::Turns;
+use support::{Dirs, SpearCommands as _, audit_records};
 
 /// One test at a time.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    TURN.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+static TURN: Turns = Turns::new();
 
 /// The resident bound the server states (the doc of `MAX_HELD_BYTES` in spear-mcp's `intake.rs`), in KiB.
 const RESIDENT_BOUND_KIB: u64 = 320 * 1024;
 
-/// `spear mcp --auto` after the handshake, spoken to line by line.
-struct Raw {
-    server: Child,
-    stdin: Option<ChildStdin>,
-    answers: mpsc::Receiver<Value>,
-    dirs: Dirs,
+/// `spear mcp --auto` over a workspace holding `a.txt`, after the handshake, spoken to line by
+/// line; its environment with `env` added.
+fn start(env: &[(&str, &str)]) -> RawClient {
+    start_with(Dirs::with(&[("a.txt", "alpha\n")]), env)
 }
 
-impl Raw {
-    fn start(env: &[(&str, &str)]) -> Raw {
-        Raw::start_with(Dirs::with(&[("a.txt", "alpha\n")]), env)
-    }
-
-    fn start_with(dirs: Dirs, env: &[(&str, &str)]) -> Raw {
-        std::fs::create_dir_all(dirs.ws.join(".git/hooks")).unwrap();
-        let log = std::fs::File::create(dirs.base.join("server.log")).unwrap();
-        let mut cmd = dirs.spear_mcp(&["--auto"]);
-        cmd.envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(log);
-        let mut server = cmd.spawn().unwrap();
-        let stdin = server.stdin.take();
-        let stdout = server.stdout.take().unwrap();
-        let (tx, answers) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                let value: Value = serde_json::from_str(&line).unwrap();
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut raw = Raw {
-            server,
-            stdin,
-            answers,
-            dirs,
-        };
-        raw.send(
-            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"}}}),
-        );
-        let init = raw.next(Duration::from_secs(30)).unwrap();
-        assert_eq!(init["id"], 0, "{init}");
-        raw.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        raw
-    }
-
-    fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        let mut line = serde_json::to_vec(message).unwrap();
-        line.push(b'\n');
-        stdin.write_all(&line).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn call(&mut self, id: u64, tool: &str, arguments: &Value) {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments}}));
-    }
-
-    /// The next message on stdout, within `limit`.
-    fn next(&self, limit: Duration) -> Option<Value> {
-        self.answers.recv_timeout(limit).ok()
-    }
-
-    /// The answer to `id`, within `limit` (other messages, progress, are passed over).
-    fn answer(&self, id: u64, limit: Duration) -> Value {
-        let until = Instant::now() + limit;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            let message = self.next(left).unwrap_or_else(|| {
-                panic!("no answer to {id} within {limit:?}\n{}", self.dirs.log())
-            });
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.server.id()
-    }
-
-    /// The server's peak resident memory so far, in KiB.
-    fn peak_rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap()
-    }
-
-    /// Waits for the server to exit, at most `limit`; returns how long it took.
-    fn exits_within(&mut self, limit: Duration) -> Option<Duration> {
-        let start = Instant::now();
-        while start.elapsed() < limit {
-            if self.server.try_wait().unwrap().is_some() {
-                return Some(start.elapsed());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-
-    fn staging(&self) -> PathBuf {
-        self.dirs.state.join("spear/staging")
-    }
+/// [`start`] over `dirs`, whose workspace gets a `.git/hooks` first.
+fn start_with(dirs: Dirs, env: &[(&str, &str)]) -> RawClient {
+    std::fs::create_dir_all(dirs.ws.join(".git/hooks")).unwrap();
+    let mut server = dirs.spear_mcp(&["--auto"]);
+    server.envs(env.iter().copied());
+    RawClient::start(dirs, server)
 }
 
-impl Drop for Raw {
-    /// The end of stdin first, so that the server ends its warm sandboxes and their cgroups
-    /// itself; killed only if it has not gone within 10 s.
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        if self.exits_within(Duration::from_secs(10)).is_none() {
-            let _ = self.server.kill();
-        }
-        let _ = self.server.wait();
-    }
-}
-
-/// The processes under `pid`, all the way down.
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    let mut queue = vec![pid];
-    while let Some(p) = queue.pop() {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
-            continue;
-        };
-        for task in tasks.flatten() {
-            let children =
-                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
-                found.push(child);
-                queue.push(child);
-            }
-        }
-    }
-    found
+/// Where the server of `s` stages writes.
+fn staging(s: &RawClient) -> PathBuf {
+    s.dirs.state.join("spear/staging")
 }
 
 /// Whether a process under `pid` runs a command line that starts with `start`.
@@ -194,59 +63,25 @@ fn running(pid: u32, start: &[u8]) -> bool {
 
 /// Processes anywhere whose command line names `path` (a sandbox binds the workspace by name).
 fn processes_naming(path: &Path) -> Vec<String> {
-    let needle = path.as_os_str().as_encoded_bytes();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if cmdline.windows(needle.len()).any(|w| w == needle) {
-            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
-        }
-    }
-    found
+    processes_with(&path.to_string_lossy())
 }
 
 /// spear's cgroups of server `pid` (`spear-...-PID-N`), in the pids hierarchy (v1, where spear
 /// makes them beside its own, delegated or not) or the unified one.
 fn cgroups_of(pid: u32) -> Vec<PathBuf> {
     let mark = format!("-{pid}-");
-    let mut found = Vec::new();
-    let mut queue: Vec<(PathBuf, usize)> = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"]
+    ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"]
         .iter()
-        .map(|p| (PathBuf::from(p), 0))
-        .collect();
-    while let Some((dir, depth)) = queue.pop() {
-        let Ok(read) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in read.flatten() {
-            let path = entry.path();
-            if !path.is_dir() {
-                continue;
-            }
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with("spear") && name.contains(&mark) {
-                found.push(path);
-            } else if depth < 4 {
-                queue.push((path, depth + 1));
-            }
-        }
-    }
-    found
+        .flat_map(|root| {
+            cgroup::find(root, 4, |name| {
+                name.starts_with("spear") && name.contains(&mark)
+            })
+        })
+        .collect()
 }
 
 fn entries(dir: &Path) -> usize {
     std::fs::read_dir(dir).map_or(0, Iterator::count)
-}
-
-/// The audit records written so far.
-fn audit(dirs: &Dirs) -> Vec<Value> {
-    std::fs::read_to_string(dirs.state.join("spear/audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// A command that makes `n` empty files under `dir`.
@@ -256,7 +91,7 @@ fn make_files(dir: &str, n: usize) -> Value {
 
 #[test]
 fn a_command_making_200000_files_is_answered_within_30_s_with_a_capped_list() {
-    let _turn = turn();
+    let _turn = TURN.take();
     // The workspace and spear's state on the test network's tmpfs (scripts/test-host.sh): what
     // is measured is spear's own work, not the host disk's (on our VMs' ext4,
     // `seq 200000 | xargs touch` alone takes 20 to 60 s of system time; on a tmpfs, 1.2 s).
@@ -267,7 +102,7 @@ fn a_command_making_200000_files_is_answered_within_30_s_with_a_capped_list() {
         Some(p) => Dirs::within(Path::new(p), &files),
         None => Dirs::with(&files),
     };
-    let mut s = Raw::start_with(dirs, &[]);
+    let mut s = start_with(dirs, &[]);
     let started = Instant::now();
     s.call(1, "terminal", &make_files("d", 200_000));
     let answer = s.answer(1, Duration::from_secs(120));
@@ -292,7 +127,7 @@ fn a_command_making_200000_files_is_answered_within_30_s_with_a_capped_list() {
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.len() < 100_000, "{} bytes of text", text.len());
     // So does the audit record.
-    let record = audit(&s.dirs)
+    let record = audit_records(&s.dirs)
         .into_iter()
         .rev()
         .find(|r| r["tool"] == "terminal")
@@ -305,7 +140,7 @@ fn a_command_making_200000_files_is_answered_within_30_s_with_a_capped_list() {
 
 #[test]
 fn past_the_limit_nothing_is_committed_and_the_result_says_why() {
-    let _turn = turn();
+    let _turn = TURN.take();
     // The operator's limit of changes a command may make, lowered to 1,000.
     let config = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(config.path().join("spear")).unwrap();
@@ -315,7 +150,7 @@ fn past_the_limit_nothing_is_committed_and_the_result_says_why() {
     )
     .unwrap();
     let config_home = config.path().to_str().unwrap();
-    let mut s = Raw::start(&[("XDG_CONFIG_HOME", config_home)]);
+    let mut s = start(&[("XDG_CONFIG_HOME", config_home)]);
     // Positive control: under the limit, the files land.
     s.call(1, "terminal", &make_files("small", 500));
     let r = s.answer(1, Duration::from_secs(60))["result"]["structuredContent"].clone();
@@ -337,13 +172,13 @@ fn past_the_limit_nothing_is_committed_and_the_result_says_why() {
     }
     assert_eq!(r["changed_paths"], json!([]), "{r}");
     assert!(!s.dirs.ws.join("big").exists());
-    assert_eq!(entries(&s.staging()), 0, "the staged writes are gone");
+    assert_eq!(entries(&staging(&s)), 0, "the staged writes are gone");
 }
 
 /// Starts a command making `n` files, and waits until it has ended and spear is judging what it
 /// staged (the sandbox gone, its writes still staged, no answer yet): the positive control that
 /// the post-command work runs when the test acts.
-fn in_post_command_work(s: &mut Raw, n: usize) {
+fn in_post_command_work(s: &mut RawClient, n: usize) {
     s.call(1, "terminal", &make_files("d", n));
     let until = Instant::now() + Duration::from_secs(90);
     let (mut ran, mut grouped) = (false, false);
@@ -360,7 +195,7 @@ fn in_post_command_work(s: &mut Raw, n: usize) {
         // The command's own processes (a warm sandbox waiting for the next command may stay).
         let sandboxed = running(s.pid(), b"xargs\0");
         ran |= sandboxed;
-        let staged = std::fs::read_dir(s.staging())
+        let staged = std::fs::read_dir(staging(s))
             .unwrap()
             .flatten()
             .any(|d| entries(&d.path().join("0.upper/d")) >= n);
@@ -373,14 +208,14 @@ fn in_post_command_work(s: &mut Raw, n: usize) {
 
 /// After the server went: no process names the workspace, nothing is staged, and the workspace
 /// has all of the command's files or none.
-fn nothing_left_behind(s: &Raw, n: usize) {
+fn nothing_left_behind(s: &RawClient, n: usize) {
     assert_eq!(processes_naming(&s.dirs.ws), Vec::<String>::new());
     assert_eq!(
         cgroups_of(s.pid()),
         Vec::<PathBuf>::new(),
         "cgroups left behind"
     );
-    assert_eq!(entries(&s.staging()), 0, "staged writes left behind");
+    assert_eq!(entries(&staging(s)), 0, "staged writes left behind");
     let landed = entries(&s.dirs.ws.join("d"));
     assert!(
         landed == 0 || landed == n,
@@ -390,9 +225,9 @@ fn nothing_left_behind(s: &Raw, n: usize) {
 
 #[test]
 fn sigterm_stops_the_server_while_it_judges_a_commands_changes() {
-    let _turn = turn();
+    let _turn = TURN.take();
     let n = 50_000;
-    let mut s = Raw::start(&[]);
+    let mut s = start(&[]);
     in_post_command_work(&mut s, n);
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(i32::try_from(s.pid()).unwrap()).unwrap(),
@@ -413,11 +248,11 @@ fn sigterm_stops_the_server_while_it_judges_a_commands_changes() {
 
 #[test]
 fn the_end_of_stdin_stops_the_server_while_it_judges_a_commands_changes() {
-    let _turn = turn();
+    let _turn = TURN.take();
     let n = 50_000;
-    let mut s = Raw::start(&[]);
+    let mut s = start(&[]);
     in_post_command_work(&mut s, n);
-    drop(s.stdin.take());
+    s.close_stdin();
     let took = s.exits_within(Duration::from_secs(15));
     assert!(
         took.is_some(),
@@ -435,7 +270,11 @@ fn the_end_of_stdin_stops_the_server_while_it_judges_a_commands_changes() {
 /// the large calls wait, held: 64 MiB hold 31 of them, so once all are read, at least 21 are
 /// refused. Then the sleepers are cancelled (and answer nothing, as MCP says), and the calls
 /// held run. Says whether the sleepers had to be cancelled.
-fn answers_of_large_calls(s: &mut Raw, sleepers: u64, calls: u64) -> (HashMap<u64, Value>, bool) {
+fn answers_of_large_calls(
+    s: &mut RawClient,
+    sleepers: u64,
+    calls: u64,
+) -> (HashMap<u64, Value>, bool) {
     let is_busy = |a: &Value| a["error"]["code"] == -32000;
     let mut answers: HashMap<u64, Value> = HashMap::new();
     let until = Instant::now() + Duration::from_secs(60);
@@ -477,9 +316,9 @@ fn sixty_concurrent_large_calls_stay_under_the_resident_bound() {
     const SLEEPERS: u64 = 8;
     /// Large calls that really write.
     const WRITES: u64 = 4;
-    let _turn = turn();
-    let mut s = Raw::start(&[]);
-    let at_rest = s.peak_rss_kib();
+    let _turn = TURN.take();
+    let mut s = start(&[]);
+    let at_rest = peak_rss_kib(s.pid());
     for id in 1..=SLEEPERS {
         s.call(id, "terminal", &json!({"command": "sleep 50"}));
     }
@@ -518,7 +357,7 @@ fn sixty_concurrent_large_calls_stay_under_the_resident_bound() {
         };
         *outcomes.entry(outcome).or_default() += 1;
     }
-    let peak = s.peak_rss_kib();
+    let peak = peak_rss_kib(s.pid());
     eprintln!(
         "60 calls, 52 of 2 MiB: {outcomes:?}; peak resident {peak} KiB (at rest {at_rest} KiB)"
     );

@@ -7,126 +7,49 @@
 
 mod support;
 
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::Dirs;
+use spear_testkit::mcp::RawClient;
+use spear_testkit::process::peak_rss_kib;
+use support::{Dirs, SpearCommands as _};
 
 /// How long an answer may take.
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// `spear mcp --safe` after the handshake, spoken to line by line.
-struct Raw {
-    server: Child,
-    stdin: ChildStdin,
-    answers: mpsc::Receiver<Value>,
-    dirs: Dirs,
-    next_id: u64,
+/// `spear mcp --safe` over a workspace holding `a.txt`, after the handshake, spoken to line by
+/// line.
+fn start() -> RawClient {
+    let dirs = Dirs::with(&[("a.txt", "alpha\nbeta\n")]);
+    let server = dirs.spear_mcp(&["--safe"]);
+    RawClient::start(dirs, server)
 }
 
-impl Raw {
-    fn start() -> Raw {
-        let dirs = Dirs::with(&[("a.txt", "alpha\nbeta\n")]);
-        let log = std::fs::File::create(dirs.base.join("server.log")).unwrap();
-        let mut server = dirs
-            .spear_mcp(&["--safe"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let stdin = server.stdin.take().unwrap();
-        let stdout = server.stdout.take().unwrap();
-        let (tx, answers) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                let value = serde_json::from_str(&line).unwrap_or_else(|e| {
-                    panic!("stdout carried a line that is not JSON ({e}): {line}")
-                });
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut raw = Raw {
-            server,
-            stdin,
-            answers,
-            dirs,
-            next_id: 100,
-        };
-        raw.send_json(
-            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"}}}),
-        );
-        let init = raw.next();
-        assert_eq!(init["id"], 0, "{init}");
-        assert!(init["result"]["protocolVersion"].is_string(), "{init}");
-        raw.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        raw
-    }
+/// The next message on stdout; fails the test, showing the server's log, when none comes within
+/// [`DEADLINE`].
+fn next(raw: &RawClient) -> Value {
+    raw.next(DEADLINE)
+        .unwrap_or_else(|| panic!("no answer within {DEADLINE:?}\n{}", raw.dirs.log()))
+}
 
-    /// Writes `line` and its newline.
-    fn send(&mut self, line: &[u8]) {
-        self.stdin.write_all(line).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn send_json(&mut self, message: &Value) {
-        self.send(message.to_string().as_bytes());
-    }
-
-    /// The next message on stdout.
-    fn next(&self) -> Value {
-        self.answers
-            .recv_timeout(DEADLINE)
-            .unwrap_or_else(|e| panic!("no answer ({e})\n{}", self.dirs.log()))
-    }
-
-    /// A `read_file` call that must succeed.
-    fn read_file_succeeds(&mut self, after: &str) {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send_json(
-            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "read_file", "arguments": {"path": "a.txt"}}}),
-        );
-        let answer = self.next();
-        assert_eq!(answer["id"], id, "after {after}: {answer}");
-        let result = &answer["result"];
-        assert_eq!(result["isError"], false, "after {after}: {answer}");
-        assert_eq!(result["structuredContent"]["status"], "ok", "after {after}");
-        assert!(
-            result["structuredContent"]["stdout"]
-                .as_str()
-                .unwrap()
-                .contains("alpha"),
-            "after {after}: {answer}"
-        );
-    }
-
-    /// The server's peak resident memory so far, in KiB.
-    fn peak_rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.server.id())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+/// A `read_file` call that must succeed (each with an id of its own, from 101 on).
+fn read_file_succeeds(raw: &mut RawClient, after: &str) {
+    static NEXT_ID: AtomicU64 = AtomicU64::new(101);
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    raw.call(id, "read_file", &json!({"path": "a.txt"}));
+    let answer = next(raw);
+    assert_eq!(answer["id"], id, "after {after}: {answer}");
+    let result = &answer["result"];
+    assert_eq!(result["isError"], false, "after {after}: {answer}");
+    assert_eq!(result["structuredContent"]["status"], "ok", "after {after}");
+    assert!(
+        result["structuredContent"]["stdout"]
+            .as_str()
             .unwrap()
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-    }
+            .contains("alpha"),
+        "after {after}: {answer}"
+    );
 }
 
 /// A `tools/call` request of `read_file` whose arguments hold `extra` raw.
@@ -228,12 +151,12 @@ fn every_malformed_line_is_answered_and_the_next_call_succeeds() {
             "a batch (a JSON array)",
         ),
     ];
-    let mut raw = Raw::start();
+    let mut raw = start();
     for (what, line, code, ids, message) in cases {
-        raw.send(&line);
+        raw.send_line(&line);
         let expected = ids.len().max(1);
         for k in 0..expected {
-            let answer = raw.next();
+            let answer = next(&raw);
             assert_eq!(answer["jsonrpc"], "2.0", "{what}: {answer}");
             assert_eq!(answer["error"]["code"], code, "{what}: {answer}");
             let text = answer["error"]["message"].as_str().unwrap();
@@ -244,7 +167,7 @@ fn every_malformed_line_is_answered_and_the_next_call_succeeds() {
                 None => assert!(answer.get("id").is_none(), "{what}: {answer}"),
             }
         }
-        raw.read_file_succeeds(what);
+        read_file_succeeds(&mut raw, what);
     }
     // Each malformed line is logged on stderr, never written to stdout but as an answer.
     assert!(raw.dirs.log().contains("answering a malformed request"));
@@ -252,7 +175,7 @@ fn every_malformed_line_is_answered_and_the_next_call_succeeds() {
 
 #[test]
 fn answers_come_between_good_requests_sent_at_once() {
-    let mut raw = Raw::start();
+    let mut raw = start();
     let mut burst = Vec::new();
     for line in [
         br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.as_slice(),
@@ -265,12 +188,11 @@ fn answers_come_between_good_requests_sent_at_once() {
         burst.push(b'\n');
     }
     // One write: the lines arrive together, as a pipelining client sends them.
-    raw.stdin.write_all(&burst).unwrap();
-    raw.stdin.flush().unwrap();
+    raw.write(&burst);
     let mut pongs = Vec::new();
     let mut errors = Vec::new();
     for _ in 0..5 {
-        let answer = raw.next();
+        let answer = next(&raw);
         if answer.get("result").is_some() {
             pongs.push(answer["id"].as_i64().unwrap());
         } else {
@@ -281,29 +203,29 @@ fn answers_come_between_good_requests_sent_at_once() {
     errors.sort_unstable();
     assert_eq!(pongs, vec![1, 2, 3]);
     assert_eq!(errors, vec![-32700, -32600]);
-    raw.read_file_succeeds("a burst");
+    read_file_succeeds(&mut raw, "a burst");
 }
 
 #[test]
 fn an_oversized_line_is_never_held_whole() {
     const MIB: usize = 1024 * 1024;
-    let mut raw = Raw::start();
-    let before = raw.peak_rss_kib();
+    let mut raw = start();
+    let before = peak_rss_kib(raw.pid());
     // 96 MiB in one line, streamed: the server holds at most the 16 MiB limit of it.
     let head = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"s":""#;
-    raw.stdin.write_all(head).unwrap();
+    raw.write(head);
     let block = vec![b'y'; MIB];
     for _ in 0..96 {
-        raw.stdin.write_all(&block).unwrap();
+        raw.write(&block);
     }
-    raw.send(br#""}}"#);
-    let answer = raw.next();
+    raw.send_line(br#""}}"#);
+    let answer = next(&raw);
     assert_eq!(answer["id"], 7, "{answer}");
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
-    let grew = raw.peak_rss_kib().saturating_sub(before);
+    let grew = peak_rss_kib(raw.pid()).saturating_sub(before);
     assert!(
         grew < 48 * 1024,
         "the server's peak memory grew by {grew} KiB reading a 96 MiB line"
     );
-    raw.read_file_succeeds("a 96 MiB line");
+    read_file_succeeds(&mut raw, "a 96 MiB line");
 }

@@ -19,14 +19,17 @@ mod support;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use python_client::{
     BOTH, Generation, Legacy, Modern, Server, answered, call, client, envelope, reason, results,
     rule, status, stdout,
 };
 use serde_json::{Value, json};
-use support::TOOLS;
+use spear_testkit::cgroup;
+use spear_testkit::process::processes_with;
+use spear_testkit::wait::wait_for;
+use support::{TOOLS, audit_records};
 
 const WRITING_TOOLS: [&str; 3] = ["delete_file", "patch", "write_file"];
 const READ_ONLY_TOOLS: [&str; 4] = [
@@ -63,52 +66,14 @@ fn token() -> String {
     )
 }
 
-/// Live processes whose command line holds `token`, as "pid: cmdline".
-fn processes_with(token: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let shown = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if shown.contains(token) {
-            found.push(format!("{name}: {shown}"));
-        }
-    }
-    found
-}
-
 /// Cgroup directories named `spear-<pid>-<n>`: the ones server `pid` made for its commands.
-fn cgroups_of(pid: u64) -> Vec<String> {
-    let prefix = format!("spear-{pid}-");
-    let mut found = Vec::new();
-    let mut stack = vec![PathBuf::from("/sys/fs/cgroup")];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                if e.file_name().to_string_lossy().starts_with(&prefix) {
-                    found.push(e.path().display().to_string());
-                }
-                stack.push(e.path());
-            }
-        }
-    }
-    found
+fn cgroups_of(pid: u64) -> Vec<PathBuf> {
+    cgroup::named("/sys/fs/cgroup", &format!("spear-{pid}-"))
 }
 
 /// Asserts, polling up to 5 s, that nothing with `token` in its command line is alive.
 fn assert_no_process_with(token: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !processes_with(token).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for(Duration::from_secs(5), || processes_with(token).is_empty());
     let left = processes_with(token);
     assert!(left.is_empty(), "processes left: {left:?}");
 }
@@ -915,15 +880,6 @@ fn escalating(command: &str, caps: &[&str]) -> Value {
     json!({"command": command, "sandbox_permissions": caps, "justification": WHY})
 }
 
-/// The audit log of a server's session (its own `XDG_STATE_HOME`), one record a line.
-fn audit_of(server: &Server) -> Vec<Value> {
-    std::fs::read_to_string(server.dirs.state.join("spear/audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The escalation records of a log: (event, rule, reason).
 fn escalation_records(log: &[Value]) -> Vec<(String, String, String)> {
     log.iter()
@@ -1027,7 +983,7 @@ fn a_safe_escalation_accepted_writes_once_and_the_next_write_is_refused() {
         assert!(!server.file("twice.txt").exists(), "{g:?}");
         // The audit pair: the request, then the approval, with the reason; modern's first
         // round (the question handed to the client) is recorded as awaiting the answer.
-        let records = escalation_records(&audit_of(server));
+        let records = escalation_records(&audit_records(&server.dirs));
         let want: Vec<(&str, &str)> = match g {
             Legacy => vec![("escalation_requested", ""), ("escalation_approved", "")],
             Modern => vec![
@@ -1102,7 +1058,7 @@ fn a_safe_escalation_declined_or_cancelled_writes_nothing() {
     for ((server, asks), run) in servers.iter().zip(&out) {
         let g = server.generation;
         let r = results(run);
-        let log = escalation_records(&audit_of(server));
+        let log = escalation_records(&audit_records(&server.dirs));
         let refused: Vec<&str> = log
             .iter()
             .filter(|(e, _, _)| e == "escalation_refused")

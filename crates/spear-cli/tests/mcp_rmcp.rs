@@ -10,14 +10,14 @@
 mod mcp_client;
 mod support;
 
-use mcp_client::{Generation, Session, User, envelope, within};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction};
 use serde_json::{Value, json};
-use support::{SAFE_TOOLS, TOOLS};
+use spear_testkit::mcp::{Generation, User, envelope, within};
+use support::{SAFE_TOOLS, SpearCommands as _, TOOLS};
 
 #[tokio::test]
 async fn lists_the_tools_with_annotations_and_the_output_schema() {
-    let s = Session::start(&["--auto"], User::mute(), Generation::Initialize).await;
+    let s = mcp_client::start(&["--auto"], User::mute(), Generation::Initialize).await;
     let tools = within("tools/list", s.client.list_all_tools())
         .await
         .unwrap();
@@ -68,7 +68,7 @@ async fn lists_the_tools_with_annotations_and_the_output_schema() {
 #[tokio::test]
 async fn safe_lists_only_the_tools_that_act_in_safe_and_says_how_to_get_the_others() {
     for generation in [Generation::Initialize, Generation::Discover] {
-        let s = Session::start(&["--safe"], User::mute(), generation).await;
+        let s = mcp_client::start(&["--safe"], User::mute(), generation).await;
         let tools = within("tools/list", s.client.list_all_tools())
             .await
             .unwrap();
@@ -102,7 +102,7 @@ async fn safe_lists_only_the_tools_that_act_in_safe_and_says_how_to_get_the_othe
         s.stop().await;
     }
     // Control: in AUTO the same write is listed and writes.
-    let s = Session::start(&["--auto"], User::mute(), Generation::Initialize).await;
+    let s = mcp_client::start(&["--auto"], User::mute(), Generation::Initialize).await;
     let r = s
         .call("write_file", json!({"path": "w.txt", "content": "w"}))
         .await;
@@ -116,7 +116,7 @@ async fn safe_lists_only_the_tools_that_act_in_safe_and_says_how_to_get_the_othe
 
 #[tokio::test]
 async fn a_role_without_writes_lists_no_writer() {
-    let s = Session::start(
+    let s = mcp_client::start(
         &["--role", "reviewer"],
         User::mute(),
         Generation::Initialize,
@@ -143,7 +143,7 @@ async fn a_role_without_writes_lists_no_writer() {
 #[tokio::test]
 async fn read_file_returns_the_file_as_structured_content() {
     for generation in [Generation::Initialize, Generation::Discover] {
-        let s = Session::start(&[], User::mute(), generation).await;
+        let s = mcp_client::start(&[], User::mute(), generation).await;
         let r = s.call("read_file", json!({"path": "a.txt"})).await;
         let e = envelope(&r);
         assert_eq!(e["status"], "ok", "{e}");
@@ -165,7 +165,7 @@ async fn read_file_returns_the_file_as_structured_content() {
 #[tokio::test]
 async fn control_sequences_reach_the_client_escaped() {
     for generation in [Generation::Initialize, Generation::Discover] {
-        let s = Session::start(&[], User::mute(), generation).await;
+        let s = mcp_client::start(&[], User::mute(), generation).await;
         std::fs::write(
             s.dirs.ws.join("hostile.txt"),
             "x\u{1b}]52;c;aGVsbG8=\u{7}y\u{1b}[2Jz\u{9b}31mw\n",
@@ -188,7 +188,7 @@ async fn control_sequences_reach_the_client_escaped() {
 
 #[tokio::test]
 async fn safe_refuses_a_write_and_auto_makes_it() {
-    let s = Session::start(&["--safe"], User::mute(), Generation::Initialize).await;
+    let s = mcp_client::start(&["--safe"], User::mute(), Generation::Initialize).await;
     let r = s
         .call("write_file", json!({"path": "w.txt", "content": "new\n"}))
         .await;
@@ -198,7 +198,7 @@ async fn safe_refuses_a_write_and_auto_makes_it() {
     assert!(!s.dirs.ws.join("w.txt").exists(), "SAFE wrote the file");
     s.stop().await;
 
-    let s = Session::start(&["--auto"], User::mute(), Generation::Initialize).await;
+    let s = mcp_client::start(&["--auto"], User::mute(), Generation::Initialize).await;
     let r = s
         .call("write_file", json!({"path": "w.txt", "content": "new\n"}))
         .await;
@@ -214,7 +214,7 @@ async fn safe_refuses_a_write_and_auto_makes_it() {
 
 #[tokio::test]
 async fn terminal_reports_the_exit_code() {
-    let s = Session::start(&["--safe"], User::mute(), Generation::Initialize).await;
+    let s = mcp_client::start(&["--safe"], User::mute(), Generation::Initialize).await;
     let r = s.call("terminal", json!({"command": "true"})).await;
     let e = envelope(&r);
     assert_eq!(
@@ -239,7 +239,7 @@ async fn terminal_reports_the_exit_code() {
 #[tokio::test]
 async fn bad_arguments_are_error_results_not_protocol_errors() {
     // ASK lists write_file (SAFE does not); bad arguments are refused before anyone is asked.
-    let s = Session::start(&["--ask"], User::mute(), Generation::Initialize).await;
+    let s = mcp_client::start(&["--ask"], User::mute(), Generation::Initialize).await;
     for (tool, args, says) in [
         (
             "read_file",
@@ -271,7 +271,7 @@ async fn bad_arguments_are_error_results_not_protocol_errors() {
 
 #[tokio::test]
 async fn a_tool_outside_the_view_is_an_error_result() {
-    let s = Session::start(&[], User::mute(), Generation::Initialize).await;
+    let s = mcp_client::start(&[], User::mute(), Generation::Initialize).await;
     let r = s.call("no_such_tool", json!({})).await;
     let e = envelope(&r);
     assert_eq!(e["status"], "failed", "{e}");
@@ -292,7 +292,7 @@ async fn ask_write_with(
     user: User,
     generation: Generation,
 ) -> (Value, bool, Vec<String>) {
-    let s = Session::start(flags, user.clone(), generation).await;
+    let s = mcp_client::start(flags, user.clone(), generation).await;
     let r = s
         .call("write_file", json!({"path": "w.txt", "content": "asked\n"}))
         .await;
@@ -353,7 +353,7 @@ async fn ask_without_a_way_to_ask_runs_nothing() {
 /// does not open twice, nor once altered.
 #[tokio::test]
 async fn the_input_required_exchange_round_by_round() {
-    let s = Session::start(
+    let s = mcp_client::start(
         &["--ask"],
         User::answering(ElicitationAction::Accept),
         Generation::Discover,
@@ -463,7 +463,7 @@ async fn the_input_required_exchange_round_by_round() {
 async fn ask_shows_where_and_how_a_command_runs() {
     for generation in [Generation::Initialize, Generation::Discover] {
         let user = User::answering(ElicitationAction::Decline);
-        let s = Session::start(&["--ask"], user.clone(), generation).await;
+        let s = mcp_client::start(&["--ask"], user.clone(), generation).await;
         std::fs::create_dir_all(s.dirs.ws.join("sub")).unwrap();
         for args in [
             json!({"command": "touch made.txt", "workdir": "sub", "background": true}),

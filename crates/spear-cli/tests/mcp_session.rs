@@ -9,22 +9,12 @@
 mod mcp_client;
 mod support;
 
-use mcp_client::{Generation, Session, User, envelope};
 use serde_json::json;
-
-/// The resident memory of the server, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
+use spear_testkit::mcp::{Generation, User, envelope};
 
 #[tokio::test]
 async fn a_stopped_turn_ends_with_the_pause_that_begins_the_next() {
-    let s = Session::start(
+    let s = mcp_client::start(
         &["--safe", "--turn-gap", "1"],
         User::mute(),
         Generation::Initialize,
@@ -82,7 +72,7 @@ async fn a_stopped_turn_ends_with_the_pause_that_begins_the_next() {
 async fn the_server_keeps_nothing_per_call() {
     const WARM: usize = 1_500;
     const CALLS: usize = 10_000;
-    let s = Session::start(&["--safe"], User::mute(), Generation::Initialize).await;
+    let s = mcp_client::start(&["--safe"], User::mute(), Generation::Initialize).await;
     let pid = s.pid();
     let args = json!({"path": "a.txt"});
     for _ in 0..WARM {
@@ -91,14 +81,14 @@ async fn the_server_keeps_nothing_per_call() {
             "ok"
         );
     }
-    let before = rss_kib(pid);
+    let before = spear_testkit::process::rss_kib(pid);
     for _ in 0..CALLS {
         assert_eq!(
             envelope(&s.call("read_file", args.clone()).await)["status"],
             "ok"
         );
     }
-    let after = rss_kib(pid);
+    let after = spear_testkit::process::rss_kib(pid);
     // The turn's evidence is bounded (spear_runtime::EVIDENCE_KEPT calls); before it was, each
     // call kept about 120 bytes for good (2.3 MiB here).
     assert!(

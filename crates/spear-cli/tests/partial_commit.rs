@@ -12,27 +12,13 @@ mod support;
 use std::process::Stdio;
 
 use serde_json::{Value, json};
-use support::Dirs;
+use spear_testkit::git;
+use support::{Dirs, SpearCommands as _};
 
 /// A repository made by the host's git: one commit on `main`.
 fn repository() -> Dirs {
     let d = Dirs::with(&[("README.md", "readme\n")]);
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["add", "-A"],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "one",
-        ],
-    ] {
-        let out = d.command("git").args(args).output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    }
+    git::commit_everything(|| d.command("git"));
     d
 }
 

@@ -14,16 +14,12 @@ use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::Dirs;
+use spear_testkit::process::processes_with;
+use spear_testkit::serial::Turns;
+use support::{Dirs, SpearCommands as _};
 
 /// The tests of this file count processes and warm sandboxes by name: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+static SERIAL: Turns = Turns::new();
 
 /// A `spear serve` over `dirs`' state directory, logging at debug level into `serve.log`;
 /// stopped by SIGTERM when dropped.
@@ -157,26 +153,20 @@ fn processes(words: &[&str]) -> Vec<u32> {
 
 /// How many warm sandboxes wait on this machine (their hold is named `spear-warm-hold`).
 fn warm_holds() -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter(|e| {
-            std::fs::read(e.as_ref().unwrap().path().join("cmdline"))
-                .is_ok_and(|c| c.windows(15).any(|w| w == b"spear-warm-hold"))
-        })
-        .count()
+    processes_with("spear-warm-hold").len()
 }
 
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Fails the test unless `done` holds within `limit`.
+fn wait_for(what: &str, limit: Duration, done: impl FnMut() -> bool) {
+    assert!(
+        spear_testkit::wait::wait_for(limit, done),
+        "timed out waiting for {what}"
+    );
 }
 
 #[test]
 fn a_served_call_prints_and_exits_as_a_one_shot_call_does() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let cases: [(&str, &[&str], Option<&str>); 10] = [
         ("a program", &["--", "/bin/cat", "f"], None),
         (
@@ -247,7 +237,7 @@ fn a_served_call_prints_and_exits_as_a_one_shot_call_does() {
 
 #[test]
 fn a_served_command_runs_warm_in_a_sandbox_of_its_own() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let dirs = Dirs::with(&[]);
     let server = Server::start(&dirs);
     // The first call leaves its left-behind process for the next to look for.
@@ -275,7 +265,7 @@ fn a_served_command_runs_warm_in_a_sandbox_of_its_own() {
 
 #[test]
 fn a_client_that_dies_takes_its_command_with_it_and_the_server_goes_on() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let dirs = Dirs::with(&[]);
     let server = Server::start(&dirs);
     let mut client = dirs
@@ -310,7 +300,7 @@ fn a_client_that_dies_takes_its_command_with_it_and_the_server_goes_on() {
 
 #[test]
 fn no_sandbox_can_reach_the_servers_socket() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let dirs = Dirs::with(&[]);
     let server = Server::start(&dirs);
     let socket = server.socket.to_str().unwrap().to_owned();
@@ -335,7 +325,7 @@ fn no_sandbox_can_reach_the_servers_socket() {
 
 #[test]
 fn a_call_the_server_would_not_run_as_its_client_would_runs_in_the_client() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let dirs = Dirs::with(&[("f", "hello\n")]);
     let server = Server::start(&dirs);
     // ASK: it could ask on the client's terminal. Not even sent.
@@ -411,7 +401,7 @@ fn a_call_the_server_would_not_run_as_its_client_would_runs_in_the_client() {
 
 #[test]
 fn a_stopped_server_leaves_nothing_and_a_dead_ones_socket_is_no_obstacle() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let dirs = Dirs::with(&[]);
     let server = Server::start(&dirs);
     // A second server on the same socket is refused.
@@ -451,7 +441,7 @@ fn a_stopped_server_leaves_nothing_and_a_dead_ones_socket_is_no_obstacle() {
 
 #[test]
 fn an_idle_server_exits_by_itself() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let dirs = Dirs::with(&[]);
     let mut server = Server::start_with(&dirs, &["--idle-exit", "1"]);
     let mut status = None;
@@ -513,7 +503,7 @@ impl Drop for LimitedCgroup {
 /// same call from a client in the server's own cgroup is served and starts all 100.
 #[test]
 fn a_client_in_a_cgroup_of_its_own_keeps_its_limits() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let dirs = Dirs::with(&[]);
     let server = Server::start(&dirs);
     let script = "import subprocess\nps = []\nfor i in range(100):\n    try:\n        \

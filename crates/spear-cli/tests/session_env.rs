@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::Dirs;
+use support::{Dirs, SpearCommands as _};
 
 #[test]
 fn an_mcp_session_keeps_tmp_between_calls_and_removes_it_at_the_end() {

@@ -13,7 +13,8 @@ use std::path::Path;
 use std::process::Stdio;
 
 use serde_json::{Value, json};
-use support::Dirs;
+use spear_testkit::git;
+use support::{Dirs, SpearCommands as _};
 
 /// A repository made by the host's git: tracked sources, an ignored `.env`, one commit.
 fn repository() -> Dirs {
@@ -25,22 +26,7 @@ fn repository() -> Dirs {
     std::fs::create_dir_all(d.ws.join("src")).unwrap();
     std::fs::write(d.ws.join("src/main.rs"), "fn main() {}\n").unwrap();
     std::fs::write(d.ws.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["add", "-A"],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "one",
-        ],
-    ] {
-        let out = d.command("git").args(args).output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    }
+    git::commit_everything(|| d.command("git"));
     d
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Output;
 
 use serde_json::Value;
-use support::Dirs;
+use support::{Dirs, SpearCommands as _};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

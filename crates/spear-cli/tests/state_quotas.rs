@@ -12,11 +12,8 @@ use std::path::Path;
 use std::process::Stdio;
 
 use serde_json::Value;
-use support::Dirs;
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
+use spear_testkit::process::is_root;
+use support::{Dirs, SpearCommands as _};
 
 /// Runs `script` with `sh` in a new mount namespace (and user namespace unless root), with
 /// `STATE` (a tmpfs of `size` is mounted there first), `SPEAR`, `WS` and `OUT` set.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 
 use serde_json::Value;
-use support::Dirs;
+use support::{Dirs, SpearCommands as _};
 
 fn dirs() -> Dirs {
     Dirs::with(&[("README.md", "readme\n")])

@@ -10,7 +10,7 @@ mod support;
 use std::fmt::Write as _;
 use std::process::Output;
 
-use support::Dirs;
+use support::{Dirs, SpearCommands as _};
 
 const TOKEN: &str = "spear-issue31-cli-token-51e0";
 

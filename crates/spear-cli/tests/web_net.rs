@@ -13,16 +13,15 @@
 mod mcp_client;
 mod python_client;
 mod support;
-#[path = "../../spear-web/tests/common/testnet.rs"]
-mod testnet;
 
 use std::process::Stdio;
 
-use mcp_client::{Generation, Session, User, envelope, within};
 use python_client::{BOTH, Server};
 use serde_json::{Value, json};
-use support::{Dirs, config};
-use testnet::{Counter, PRIVATE, WEB_HOST_BODY};
+use spear_testkit::listener::Counter;
+use spear_testkit::mcp::{Generation, User, envelope, within};
+use spear_testkit::net::{self, PRIVATE, WEB_HOST_BODY};
+use support::{Dirs, SpearCommands as _, audit_records, config};
 
 /// `spear tool fetch_url --args ARGS` (SAFE), with `extra` flags, its environment as `env` leaves
 /// it: its exit status and its envelope.
@@ -49,24 +48,15 @@ fn spear_fetch(
     (out.status.code(), v)
 }
 
-/// The audit records `spear` wrote under the directories' state.
-fn audit(d: &Dirs) -> Vec<Value> {
-    std::fs::read_to_string(d.state.join("spear").join("audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// SSR-28 at the binary: every proxy variable, upper and lower case, names a counting listener in
 /// `spear`'s environment; fetches of `http://public.test/` and `https://public.test/` answer
 /// directly and the listener counts nothing. Positive control: it counts a direct connection.
 #[test]
 fn spear_tool_ignores_the_environments_proxies() {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     let d = Dirs::with(&[("README.md", "readme\n")]);
     let proxy = Counter::bind("127.0.0.1", 0);
-    let ca = testnet::web_ca();
+    let ca = net::web_ca();
     let proxy_url = format!("http://{}", proxy.addr());
     for url in ["http://public.test/", "https://public.test/"] {
         let (code, v) = spear_fetch(&d, &json!({"url": url}), &[], |cmd| {
@@ -87,7 +77,7 @@ fn spear_tool_ignores_the_environments_proxies() {
             "{url}: {text}"
         );
         let port = if url.starts_with("https") { 443 } else { 80 };
-        let last = audit(&d).pop().unwrap();
+        let last = audit_records(&d).pop().unwrap();
         assert_eq!(
             last["web"]["connected"],
             format!("93.184.216.34:{port}"),
@@ -105,12 +95,12 @@ fn spear_tool_ignores_the_environments_proxies() {
 /// the same redirect to a public page is followed.
 #[test]
 fn spear_tool_denies_a_redirect_to_a_refused_address() {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     let d = Dirs::with(&[("README.md", "readme\n")]);
     let listener = Counter::bind(PRIVATE, 0);
     let cfg = config(&format!("[web]\nports = [{}]\n", listener.port()));
     let flags = ["--config", cfg.path.as_str()];
-    let url = testnet::redirect("http://public.test", &listener.url(), 307);
+    let url = net::redirect("http://public.test", &listener.url(), 307);
     let (code, v) = spear_fetch(&d, &json!({"url": url}), &flags, |_| {});
     assert_eq!(code, Some(126), "{v}");
     assert_eq!(v["status"], "denied", "{v}");
@@ -118,13 +108,13 @@ fn spear_tool_denies_a_redirect_to_a_refused_address() {
     let reason = v["reason"].as_str().unwrap();
     assert!(reason.contains(PRIVATE), "{reason}");
     assert_eq!(listener.count(), 0, "the listener saw a connection");
-    let last = audit(&d).pop().unwrap();
+    let last = audit_records(&d).pop().unwrap();
     assert_eq!(last["rule"], "web_refused", "{last}");
     assert_eq!(last["web"]["refused"], "private", "{last}");
     assert_eq!(last["web"]["address"], PRIVATE, "{last}");
     drop(std::net::TcpStream::connect(listener.addr()).unwrap());
     assert_eq!(listener.count(), 1, "a direct connection is counted");
-    let url = testnet::redirect("http://public.test", "http://public.test/json", 307);
+    let url = net::redirect("http://public.test", "http://public.test/json", 307);
     let (code, v) = spear_fetch(&d, &json!({"url": url}), &flags, |_| {});
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["web"]["url"], "http://public.test/json", "{v}");
@@ -134,9 +124,9 @@ fn spear_tool_denies_a_redirect_to_a_refused_address() {
 /// open-world; a page read, a page saved in AUTO (the bytes as served), a search answered.
 #[tokio::test]
 async fn mcp_fetches_saves_and_searches_through_the_test_network() {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     let cfg = config("[web.search]\nbackend = \"searxng\"\nurl = \"http://public.test/searxng\"\n");
-    let s = Session::start(
+    let s = mcp_client::start(
         &["--auto", "--config", &cfg.path],
         User::mute(),
         Generation::Initialize,
@@ -169,7 +159,7 @@ async fn mcp_fetches_saves_and_searches_through_the_test_network() {
     assert_eq!(e["status"], "ok", "{e}");
     assert_eq!(e["changed_paths"], json!(["page.html"]), "{e}");
     let saved = std::fs::read_to_string(s.dirs.ws.join("page.html")).unwrap();
-    let raw = String::from_utf8(testnet::raw_get("/html").unwrap()).unwrap();
+    let raw = String::from_utf8(net::raw_get("/html").unwrap()).unwrap();
     assert!(raw.ends_with(&saved), "the bytes as served: {saved}");
     assert!(saved.contains("<script>"), "{saved}");
     let r = s.call("search_internet", json!({"query": "spear"})).await;
@@ -186,7 +176,7 @@ async fn mcp_fetches_saves_and_searches_through_the_test_network() {
 /// `openWorldHint`, and a page of the test network read through it.
 #[test]
 fn the_python_sdk_lists_fetch_url_open_world_and_fetches() {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     let servers: Vec<Server> = BOTH.into_iter().map(Server::new).collect();
     let runs: Vec<Value> = servers
         .iter()

@@ -11,15 +11,15 @@ mod support;
 
 use std::process::Stdio;
 
-use mcp_client::{Generation, Session, User, envelope, within};
 use serde_json::{Value, json};
-use support::{Config, Dirs, config};
+use spear_testkit::mcp::{Generation, User, envelope, within};
+use support::{Config, Dirs, SpearCommands as _, config};
 
 const SEARXNG: &str = "[web.search]\nbackend = \"searxng\"\nurl = \"http://127.0.0.1:9\"\n";
 
 /// The web tools a session lists, with their annotations.
 async fn web_tools(flags: &[&str]) -> Vec<(String, Value)> {
-    let s = Session::start(flags, User::mute(), Generation::Initialize).await;
+    let s = mcp_client::start(flags, User::mute(), Generation::Initialize).await;
     let tools = within("tools/list", s.client.list_all_tools())
         .await
         .unwrap();
@@ -78,7 +78,7 @@ async fn mcp_lists_the_pair_as_the_session_has_it() {
 #[tokio::test]
 async fn withdrawn_tools_are_answered_through_mcp() {
     let searx = config(SEARXNG);
-    let s = Session::start(
+    let s = mcp_client::start(
         &["--auto", "--no-network", "--config", &searx.path],
         User::mute(),
         Generation::Initialize,
@@ -100,7 +100,7 @@ async fn withdrawn_tools_are_answered_through_mcp() {
     s.stop().await;
     // The operator turned the pair off: a tool this session does not have.
     let off = config("[web]\nenabled = false\n");
-    let s = Session::start(
+    let s = mcp_client::start(
         &["--safe", "--config", &off.path],
         User::mute(),
         Generation::Initialize,
@@ -123,7 +123,7 @@ async fn withdrawn_tools_are_answered_through_mcp() {
 
 #[tokio::test]
 async fn safe_refuses_save_as_and_reads_are_refused_by_the_guard() {
-    let s = Session::start(&["--safe"], User::mute(), Generation::Initialize).await;
+    let s = mcp_client::start(&["--safe"], User::mute(), Generation::Initialize).await;
     let r = s
         .call(
             "fetch_url",

@@ -12,15 +12,13 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod support;
-#[path = "../../spear-web/tests/common/testnet.rs"]
-mod testnet;
 
 use std::process::Stdio;
 
 use serde_json::{Value, json};
 use spear_core::known_secrets::{KnownSecrets, Origin};
-use support::{Dirs, config};
-use testnet::{encode, marker, requests_with};
+use spear_testkit::net::{encode, marker, requests_with};
+use support::{Dirs, SpearCommands as _, config};
 
 /// How a URL carries a value.
 type Carry = fn(&str) -> String;
@@ -69,7 +67,7 @@ fn known(value: &str) -> KnownSecrets {
 /// arrives.
 #[test]
 fn spear_tool_never_sends_a_secret_of_its_environment() {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     let d = Dirs::with(&[("README.md", "readme\n")]);
     let rows: Vec<(&str, Carry)> = vec![
         ("as is", str::to_owned),
@@ -123,7 +121,7 @@ fn spear_tool_never_sends_a_secret_of_its_environment() {
 /// the same query with the key not configured reaches it.
 #[test]
 fn search_internet_never_sends_the_backends_key_in_a_query() {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     let d = Dirs::with(&[("README.md", "readme\n")]);
     let cfg = config(
         "[web.search]\nbackend = \"brave\"\nendpoint = \"http://public.test/echo\"\nkey_env = \"MY_SEARCH\"\n",

@@ -6,41 +6,16 @@
 // Test fixtures fail loudly.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::ffi::OsString;
+mod common;
+
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use common::staged::Staged;
 use spear_core::{ChangeKind, RefusalRule};
 use spear_policy::{CommandPolicy, PolicyConfig};
-use spear_workspace::{EntryKind, Location, TreeView, Workspace, WorkspaceConfig, WorkspaceFs};
-
-/// The host as it is, with one file replaced (or added) as a command staged it.
-struct Staged<'a> {
-    host: &'a WorkspaceFs,
-    loc: Location,
-    bytes: Vec<u8>,
-}
-
-impl TreeView for Staged<'_> {
-    fn kind(&self, loc: &Location) -> Option<EntryKind> {
-        if *loc == self.loc {
-            return Some(EntryKind::File);
-        }
-        if self.loc.rel.starts_with(&loc.rel) && loc.root == self.loc.root {
-            return Some(EntryKind::Dir);
-        }
-        TreeView::kind(self.host, loc)
-    }
-    fn link_target(&self, loc: &Location) -> Option<OsString> {
-        TreeView::link_target(self.host, loc)
-    }
-    fn read_head(&self, loc: &Location, limit: usize) -> Option<Vec<u8>> {
-        if *loc == self.loc {
-            return Some(self.bytes.iter().copied().take(limit).collect());
-        }
-        TreeView::read_head(self.host, loc, limit)
-    }
-}
+use spear_workspace::{Location, Workspace, WorkspaceConfig};
 
 /// A repository whose `.git/config` is `host_config`, and the judge's verdict on rewriting the
 /// file at `rel` to `staged`.
@@ -59,10 +34,10 @@ fn judge(host_config: &str, rel: &str, staged: &str) -> Result<(), RefusalRule> 
         root: 0,
         rel: PathBuf::from(rel),
     };
+    // One file replaced (or added), in the workspace's one root.
     let view = Staged {
         host: &fs,
-        loc: loc.clone(),
-        bytes: staged.as_bytes().to_vec(),
+        files: HashMap::from([(loc.rel.clone(), staged.as_bytes().to_vec())]),
     };
     let git = policy.git_indirections();
     policy

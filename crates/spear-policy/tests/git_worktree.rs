@@ -6,41 +6,15 @@
 // Test fixtures fail loudly.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::collections::HashMap;
-use std::ffi::OsString;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use common::staged::Staged;
 use spear_core::{ChangeKind, RefusalRule};
 use spear_policy::{CommandPolicy, PolicyConfig};
-use spear_workspace::{EntryKind, Location, TreeView, Workspace, WorkspaceConfig, WorkspaceFs};
-
-/// The host as it is, with files added or replaced as a command staged them.
-struct Staged<'a> {
-    host: &'a WorkspaceFs,
-    files: HashMap<PathBuf, Vec<u8>>,
-}
-
-impl TreeView for Staged<'_> {
-    fn kind(&self, loc: &Location) -> Option<EntryKind> {
-        if self.files.contains_key(&loc.rel) {
-            return Some(EntryKind::File);
-        }
-        if self.files.keys().any(|f| f.starts_with(&loc.rel)) {
-            return Some(EntryKind::Dir);
-        }
-        TreeView::kind(self.host, loc)
-    }
-    fn link_target(&self, loc: &Location) -> Option<OsString> {
-        TreeView::link_target(self.host, loc)
-    }
-    fn read_head(&self, loc: &Location, limit: usize) -> Option<Vec<u8>> {
-        match self.files.get(&loc.rel) {
-            Some(bytes) => Some(bytes.iter().copied().take(limit).collect()),
-            None => TreeView::read_head(self.host, loc, limit),
-        }
-    }
-}
+use spear_workspace::{Location, Workspace, WorkspaceConfig};
 
 /// A repository on the host, and the judge's verdict on each of `checked` when the command
 /// staged `files` (`{WS}` is the workspace's path).

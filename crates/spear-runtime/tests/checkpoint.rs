@@ -11,6 +11,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use spear_runtime::{CheckpointError, CheckpointStore, EntryState, TurnCheckpoint, UndoError};
+use spear_testkit::process::is_root;
 use spear_workspace::{Location, Node, Workspace, WorkspaceConfig, WorkspaceFs};
 
 /// One entry of a tree, as found on disk.
@@ -60,10 +61,6 @@ fn mode(path: &Path) -> u32 {
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
 }
 
 /// `base/ws` is the workspace (primary root), `base/other` an extra root, `base/outside` lies

@@ -8,30 +8,16 @@
 
 mod common;
 
-use std::io;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use common::{Fixture, networked, read_only, runner_for, writable};
+use common::{CountingSpawner, Fixture, networked, read_only, runner_for, writable};
 use spear_core::{
     ExecutionProfile, Guarantee as G, GuaranteeSet, LimitsBackend, ToolResult, ToolStatus,
 };
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
 use spear_sandbox::BackendKind;
-use spear_sandbox::{Launch, ProcessSpawner, Running, Sandbox, SandboxConfig, Spawner};
-
-/// Counts every launch, then really spawns it.
-#[derive(Debug, Default)]
-struct CountingSpawner {
-    launches: Mutex<usize>,
-}
-
-impl Spawner for CountingSpawner {
-    fn spawn(&self, launch: &Launch<'_>) -> io::Result<Running> {
-        *self.launches.lock().unwrap() += 1;
-        ProcessSpawner.spawn(launch)
-    }
-}
+use spear_sandbox::{Sandbox, SandboxConfig};
 
 struct Case {
     fixture: Fixture,
@@ -75,7 +61,7 @@ impl Case {
     }
 
     fn launches(&self) -> usize {
-        *self.spawner.launches.lock().unwrap()
+        self.spawner.launches()
     }
 }
 

@@ -16,10 +16,7 @@ use common::{Fixture, read_only, run_committed, writable};
 use spear_core::{ExecutionProfile, ToolStatus};
 use spear_runtime::{CommandLine, CommandRequest, Jobs};
 use spear_sandbox::CancelToken;
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
+use spear_testkit::process::is_root;
 
 /// Every file under `dir` (no link followed) that this process may open for writing.
 fn writable_files(dir: &Path, out: &mut Vec<PathBuf>, budget: &mut usize) {

@@ -14,13 +14,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Fixture, networked, processes_with};
+use common::{Fixture, networked};
 use spear_core::{ExecutionProfile, Guarantee, ToolStatus};
+use spear_testkit::process::processes_with;
 
 const TEST_HOST: &str = "http://203.0.113.10:8080/";
 
 fn allowing_test_host() -> Fixture {
-    common::require_test_network();
+    spear_testkit::net::require_test_host();
     Fixture::with(|c| {
         c.sandbox.network.allow = vec!["203.0.113.10/32".parse().unwrap()];
         c.default_timeout = Duration::from_secs(20);

@@ -10,8 +10,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Fixture, networked, processes_with};
+use common::{Fixture, networked};
 use spear_core::ToolStatus;
+use spear_testkit::process::processes_with;
 
 /// Our own children that are slirp4netns or bwrap.
 fn our_sandbox_processes() -> Vec<String> {
@@ -28,26 +29,6 @@ fn our_sandbox_processes() -> Vec<String> {
                 .is_some_and(|ppid| ppid == me)
         })
         .collect()
-}
-
-/// Cgroup directories under `root` whose name starts with `prefix`.
-fn cgroups_named(root: &str, prefix: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut stack = vec![std::path::PathBuf::from(root)];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                if e.file_name().to_string_lossy().starts_with(prefix) {
-                    found.push(e.path().display().to_string());
-                }
-                stack.push(e.path());
-            }
-        }
-    }
-    found
 }
 
 /// How many fds of this process are the tap device (`/dev/net/tun`, misc device 10:200).
@@ -79,7 +60,7 @@ fn our_children() -> Vec<String> {
 
 #[test]
 fn no_survivors_after_many_networked_calls() {
-    common::require_test_network();
+    spear_testkit::net::require_test_host();
     let f = Fixture::with(|c| {
         c.sandbox.network.allow = vec!["203.0.113.10/32".parse().unwrap()];
         c.default_timeout = Duration::from_secs(30);
@@ -132,7 +113,7 @@ fn no_survivors_after_many_networked_calls() {
     drop(tun);
     let prefix = format!("spear-{}-", std::process::id());
     for ctrl in ["pids", "freezer", "cpu", "memory"] {
-        let left = cgroups_named(&format!("/sys/fs/cgroup/{ctrl}"), &prefix);
+        let left = spear_testkit::cgroup::named(format!("/sys/fs/cgroup/{ctrl}"), &prefix);
         assert!(left.is_empty(), "{left:?}");
     }
     // Positive control: while a call runs, its slirp4netns is seen by the same probe.

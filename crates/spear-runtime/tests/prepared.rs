@@ -9,13 +9,11 @@
 
 mod common;
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use common::{PolicyJudge, runner_for, writable};
+use common::{CountingSpawner, PolicyJudge, runner_for, writable};
 use spear_core::ToolStatus;
 use spear_core::authority::{Access, AccessKind, AccessPolicy, Effective, GrantError};
 use spear_runtime::TrackedRules;
@@ -24,21 +22,10 @@ use spear_runtime::{
     RunnerConfig,
 };
 use spear_runtime::{GrantAuthority, SESSION_GRANT_TTL};
-use spear_sandbox::{Launch, ProcessSpawner, Running, Sandbox, Spawner};
+use spear_sandbox::Sandbox;
 
 /// The rules the tests' commands are judged by, as a grant binds them.
 const RULES: &str = "protected .git/hooks/\n";
-
-/// Counts launches, then really spawns them.
-#[derive(Debug, Default)]
-struct CountingSpawner(AtomicUsize);
-
-impl Spawner for CountingSpawner {
-    fn spawn(&self, launch: &Launch<'_>) -> io::Result<Running> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        ProcessSpawner.spawn(launch)
-    }
-}
 
 struct Case {
     _dir: tempfile::TempDir,
@@ -105,7 +92,7 @@ impl Case {
     }
 
     fn launches(&self) -> usize {
-        self.spawner.0.load(Ordering::SeqCst)
+        self.spawner.launches()
     }
 
     fn request(&self, script: &str, dir: &str) -> CommandRequest {
@@ -602,7 +589,7 @@ fn a_grant_never_runs_in_a_wider_sandbox() {
         );
         let e = grant_error(result);
         assert_eq!(e.as_str(), "other_profile", "{}: {e}", r.what);
-        assert_eq!(spawner.0.load(Ordering::SeqCst), 0, "{}", r.what);
+        assert_eq!(spawner.launches(), 0, "{}", r.what);
         assert!(!c.exists("sub/granted"), "{}", r.what);
         assert!(
             !e.to_string().contains("s3cr3t-value"),

@@ -8,8 +8,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Fixture, HOST_SECRET, processes_with};
+use common::{Fixture, HOST_SECRET};
 use spear_core::{ToolResult, ToolStatus};
+use spear_testkit::process::processes_with;
 
 const CASES: &str = include_str!("../../../testdata/redteam-public-cases.jsonl");
 

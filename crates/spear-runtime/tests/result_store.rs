@@ -9,6 +9,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use spear_runtime::{ResultStore, StoreError};
+use spear_testkit::process::is_root;
 
 struct Fx {
     _tmp: tempfile::TempDir,
@@ -29,10 +30,6 @@ impl Fx {
 
 fn mode(path: &Path) -> u32 {
     std::fs::symlink_metadata(path).unwrap().mode() & 0o7777
-}
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
 }
 
 /// Reads `r` chunk by chunk with `limit`, checking each chunk starts where the last one said.

@@ -9,8 +9,9 @@ mod common;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use common::{Fixture, HOST_SECRET, processes_with};
+use common::{Fixture, HOST_SECRET};
 use spear_core::{Capability, ToolStatus};
+use spear_testkit::process::processes_with;
 
 #[test]
 fn writes_outside_the_roots_fail_and_inside_succeed() {

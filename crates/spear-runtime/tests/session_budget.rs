@@ -21,6 +21,8 @@ use common::{Fixture, writable};
 use spear_core::ToolStatus;
 use spear_runtime::{CommandLine, CommandRequest, Jobs};
 use spear_sandbox::{CgroupLimits, SessionBudget};
+use spear_testkit::process::command_lines;
+use spear_testkit::wait::wait_for;
 
 /// One command's task limit in these tests.
 const COMMAND_TASKS: u32 = 64;
@@ -30,31 +32,10 @@ const SESSION_TASKS: u32 = 150;
 /// The command lines of the host's processes that are exactly `sleep {marker}`.
 fn sleeps(marker: &str) -> usize {
     let want = format!("sleep {marker}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .filter(|c| String::from_utf8_lossy(c).replace('\0', " ").trim_end() == want)
+    command_lines()
+        .iter()
+        .filter(|c| c.trim_end() == want)
         .count()
-}
-
-fn wait_for(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if done() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A script that tries to hold 400 processes at once.

@@ -435,9 +435,11 @@ fn host_git(f: &Fixture, args: &[&str]) -> String {
 /// A fixture whose workspace is a repository with one commit.
 fn repository() -> Fixture {
     let f = Fixture::new();
-    host_git(&f, &["init", "-q", "-b", "main"]);
-    host_git(&f, &["add", "-A"]);
-    host_git(&f, &["commit", "-qm", "one"]);
+    spear_testkit::git::commit_everything(|| {
+        let mut git = std::process::Command::new("git");
+        git.current_dir(&f.ws);
+        git
+    });
     f
 }
 

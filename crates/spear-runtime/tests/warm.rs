@@ -14,15 +14,11 @@ use std::time::Duration;
 use common::{Fixture, read_only};
 use spear_core::ToolStatus;
 use spear_runtime::{CommandLine, CommandRequest, ScratchMode};
+use spear_testkit::process::processes_with;
+use spear_testkit::serial::Turns;
 
 /// The tests of this file look for warm sandboxes by their hold's name: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+static SERIAL: Turns = Turns::new();
 
 fn warm_session() -> Fixture {
     Fixture::with(|c| {
@@ -57,7 +53,7 @@ fn after(f: &Fixture, idle: Duration, script: &str) -> spear_core::ToolResult {
 
 #[test]
 fn the_next_command_runs_in_a_sandbox_set_up_before_it_and_cold_sessions_do_not() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let warm = warm_session();
     let cold = cold_session();
     for f in [&warm, &cold] {
@@ -74,7 +70,7 @@ fn the_next_command_runs_in_a_sandbox_set_up_before_it_and_cold_sessions_do_not(
 
 #[test]
 fn a_warm_command_cannot_see_or_signal_what_the_previous_command_left() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let f = warm_session();
     let marker = format!("3{}.5", std::process::id());
     // Counts the processes whose argv holds the marker, without holding it in its own argv.
@@ -100,7 +96,7 @@ fn a_warm_command_cannot_see_or_signal_what_the_previous_command_left() {
         "the signal probe is wrong: {r:?}"
     );
     assert!(
-        common::processes_with(&marker).is_empty(),
+        processes_with(&marker).is_empty(),
         "the first command's sleep outlived it"
     );
 
@@ -130,7 +126,7 @@ fn a_warm_command_cannot_see_or_signal_what_the_previous_command_left() {
 
 #[test]
 fn a_warm_command_sees_the_sessions_tmp_as_a_cold_one_would() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let f = warm_session();
     let r = f.safe("echo kept > /tmp/kept && echo in-home > ~/note");
     assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
@@ -146,7 +142,7 @@ fn a_warm_command_sees_the_sessions_tmp_as_a_cold_one_would() {
 
 #[test]
 fn the_environment_and_shell_of_a_warm_command_are_a_cold_ones() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let probe = "env | sort; echo \"0=$0 -=$-\"; set -o; shopt; ulimit -a; umask; trap -p; ls /proc/self/fd";
     let warm = warm_session();
     let cold = cold_session();
@@ -154,13 +150,13 @@ fn the_environment_and_shell_of_a_warm_command_are_a_cold_ones() {
     let w = after(&warm, Duration::from_millis(600), probe);
     let c = cold.safe(probe);
     assert_eq!(w.status, ToolStatus::Ok, "{w:?}");
-    let strip = |s: &str, f: &Fixture| s.replace(f.dir.path().to_str().unwrap(), "BASE");
+    let strip = |s: &str, f: &Fixture| s.replace(f.dirs.made_at().to_str().unwrap(), "BASE");
     assert_eq!(strip(&w.stdout, &warm), strip(&c.stdout, &cold));
 }
 
 #[test]
 fn the_timeout_counts_from_the_command_not_from_the_set_up() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let f = warm_session();
     f.safe("true");
     std::thread::sleep(Duration::from_millis(1500));
@@ -181,7 +177,7 @@ fn the_timeout_counts_from_the_command_not_from_the_set_up() {
 
 #[test]
 fn a_sandbox_made_over_a_directory_replaced_since_is_not_used() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let f = warm_session();
     let r = f.safe("cat README.md");
     assert_eq!(r.stdout, "hello\n", "{r:?}");
@@ -213,7 +209,7 @@ fn a_sandbox_made_over_a_directory_replaced_since_is_not_used() {
 
 #[test]
 fn no_waiting_sandbox_is_left_after_the_session() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let f = warm_session();
     let r = f.safe("true");
     assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
@@ -221,11 +217,11 @@ fn no_waiting_sandbox_is_left_after_the_session() {
     let area = f.runner.session_scratch().unwrap().area().to_path_buf();
     // Positive control: a sandbox waits, and it is seen by its hold's name.
     assert!(
-        !common::processes_with("spear-warm-hold").is_empty(),
+        !processes_with("spear-warm-hold").is_empty(),
         "no warm sandbox waits"
     );
     drop(f);
-    let left = common::processes_with("spear-warm-hold");
+    let left = processes_with("spear-warm-hold");
     assert!(left.is_empty(), "left after the session: {left:?}");
     assert!(!area.exists(), "the session's area is left");
 }
@@ -262,7 +258,7 @@ fn init_age_of_cat(stdout: &str) -> i64 {
 
 #[test]
 fn a_program_runs_warm_with_a_cold_ones_environment_arguments_and_not_found() {
-    let _serial = serial();
+    let _serial = SERIAL.take();
     let warm = warm_session();
     let cold = cold_session();
     argv(&warm, &["/usr/bin/true"]);
@@ -277,7 +273,7 @@ fn a_program_runs_warm_with_a_cold_ones_environment_arguments_and_not_found() {
     // The same variables with the same values (bash's exec lists them in an order of its own,
     // which means nothing), and the same words.
     let strip = |s: &str, f: &Fixture| {
-        let text = s.replace(f.dir.path().to_str().unwrap(), "BASE");
+        let text = s.replace(f.dirs.made_at().to_str().unwrap(), "BASE");
         let mut lines: Vec<&str> = text.lines().collect();
         lines.sort_unstable();
         lines.join("\n")

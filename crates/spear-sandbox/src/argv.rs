@@ -476,5 +476,4 @@ impl Argv {
 }
 
 #[cfg(test)]
-#[path = "argv_tests.rs"]
 mod tests;

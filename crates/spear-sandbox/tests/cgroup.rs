@@ -21,6 +21,9 @@ mod cgroup {
 
     use std::sync::Arc;
 
+    use spear_testkit::process::processes_with;
+    use spear_testkit::wait::wait_for;
+
     use spear_sandbox::{
         BackendKind, CgroupBackend, CgroupError, CgroupHostPaths as HostPaths, CgroupLimits,
         CommandCgroup, LimitsHit, RESOURCE_CONTROL_ENV, SessionBudget, SessionCgroup,
@@ -102,37 +105,9 @@ mod cgroup {
         child
     }
 
-    /// How many live processes have `marker` in their command line.
+    /// How many live processes have `marker` (a word without spaces) in their command line.
     fn marked(marker: &str) -> usize {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(Result::ok)
-            .filter(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .bytes()
-                    .all(|b| b.is_ascii_digit())
-            })
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .filter(|cmdline| {
-                cmdline
-                    .windows(marker.len())
-                    .any(|w| w == marker.as_bytes())
-            })
-            .count()
-    }
-
-    fn wait_for(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if done() {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        processes_with(marker).len()
     }
 
     fn wait_exit(child: &mut Child, timeout: Duration) -> ExitStatus {
@@ -658,15 +633,8 @@ mod cgroup {
         );
         // Nothing was made for it.
         for root in ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"] {
-            let mut stack = vec![PathBuf::from(root)];
-            while let Some(dir) = stack.pop() {
-                for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-                    if e.file_type().is_ok_and(|t| t.is_dir()) {
-                        assert_ne!(e.file_name().to_string_lossy(), name.as_str());
-                        stack.push(e.path());
-                    }
-                }
-            }
+            let made = spear_testkit::cgroup::find(root, usize::MAX, |n| n == name);
+            assert_eq!(made, Vec::<PathBuf>::new(), "{name} under {root}");
         }
         // Positive control: a budget that holds one command is made.
         backend

@@ -66,14 +66,6 @@ fn rule(e: &ToolResultEnvelope) -> Option<RefusalRule> {
     e.result.refusal.as_ref().map(|r| r.rule())
 }
 
-fn audit(env: &Env) -> Vec<Value> {
-    std::fs::read_to_string(env.audit_path())
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn terminal_schema(r: &ToolRouter) -> (Value, &'static str) {
     let tools = r.tools();
     let t = tools.iter().find(|s| s.name == "terminal").unwrap();
@@ -128,7 +120,7 @@ fn approved_runs_that_one_call_and_the_next_is_confined_again() {
     assert!(!env.path("twice.txt").exists());
     assert_eq!(seen.lock().unwrap().len(), 1, "nothing else was asked");
     // The audit pair, then the call's own record with what it was granted.
-    let log = audit(&env);
+    let log = env.audit();
     let events: Vec<&str> = log.iter().map(|r| r["event"].as_str().unwrap()).collect();
     assert_eq!(
         &events[..3],
@@ -192,7 +184,7 @@ fn declined_is_final_for_that_command_in_that_turn() {
     assert_eq!(seen.lock().unwrap().len(), 3, "a new turn asks again");
     assert!(!env.path("canary.txt").exists());
     assert!(!env.path("other.txt").exists());
-    let log = audit(&env);
+    let log = env.audit();
     let pair: Vec<(&str, &str)> = log
         .iter()
         .take(5)

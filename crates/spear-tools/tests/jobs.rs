@@ -11,24 +11,8 @@ use common::{Env, Opts, router};
 use serde_json::json;
 use spear_core::ExecutionMode::{Auto, Safe};
 use spear_core::ToolStatus;
+use spear_testkit::process::command_lines;
 use spear_tools::{ToolResultEnvelope, ToolRouter};
-
-/// Whether a process whose command line contains `marker` is alive on the host.
-/// The command lines of every process on the host, arguments joined by spaces.
-fn command_lines() -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .collect()
-}
 
 /// Whether any process still mentions `marker` (the shell that runs it, bwrap, or the sleep).
 fn alive(marker: &str) -> bool {
@@ -43,15 +27,9 @@ fn sleeping(marker: &str) -> bool {
         .any(|c| c.trim_end() == format!("sleep {marker}"))
 }
 
-fn wait_for(mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
+/// Whether `f` holds within 20 s.
+fn wait_for(f: impl FnMut() -> bool) -> bool {
+    spear_testkit::wait::wait_for(Duration::from_secs(20), f)
 }
 
 fn start(r: &ToolRouter, command: &str) -> String {

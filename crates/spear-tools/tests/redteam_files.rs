@@ -48,13 +48,7 @@ fn substitute_value(v: &Value, env: &Env) -> Value {
 
 /// Resident memory of this process, in KiB.
 fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
+    spear_testkit::process::rss_kib(std::process::id())
 }
 
 #[test]

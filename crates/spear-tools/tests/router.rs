@@ -832,12 +832,7 @@ fn cancellation_and_progress() {
             )
         })
     };
-    let alive = |m: &str| {
-        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(m))
-        })
-    };
+    let alive = |m: &str| !spear_testkit::process::processes_with(m).is_empty();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     // Positive controls: the tree runs, and progress arrives while it does.
     while !(alive(marker) && reports.lock().unwrap().len() >= 2) {

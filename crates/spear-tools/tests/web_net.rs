@@ -12,10 +12,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-#[path = "../../spear-web/tests/common/pdf.rs"]
-mod pdf;
-#[path = "../../spear-web/tests/common/testnet.rs"]
-mod testnet;
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -26,8 +22,11 @@ use spear_core::ExecutionMode::{Ask, Auto, Safe};
 use spear_core::{RefusalRule, ToolStatus};
 use spear_policy::Confirmation;
 use spear_policy::web::{SearchSettings, WebSettings};
+use spear_testkit::listener::Counter;
+use spear_testkit::net::{self, METADATA, PRIVATE};
+use spear_testkit::pdf;
+use spear_testkit::web_file::WebFile;
 use spear_tools::{ToolResultEnvelope, ToolRouter, WebPair};
-use testnet::{Counter, METADATA, PRIVATE, WebFile};
 
 /// The pair as an operator's `[web]` with `ports` and short time limits gives it.
 fn settings(ports: &[u16]) -> WebSettings {
@@ -46,7 +45,7 @@ fn pair(ports: &[u16]) -> WebPair {
 
 /// A workspace, after checking that this process is inside the test network.
 fn setup() -> Env {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     Env::new()
 }
 
@@ -143,7 +142,7 @@ fn an_html_page_reads_as_text() {
     assert!(v["web"]["next"].is_null(), "{v}");
     assert!(continuation(&e).is_none());
     // Positive control: the page as sent holds the script and the style the text leaves out.
-    let raw = String::from_utf8(testnet::raw_get("/html").unwrap()).unwrap();
+    let raw = String::from_utf8(net::raw_get("/html").unwrap()).unwrap();
     assert!(
         raw.contains("script text") && raw.contains("color: red"),
         "{raw}"
@@ -167,7 +166,7 @@ fn links_are_shown_resolved_against_the_page() {
             "http://public.test/text",
         ),
         (
-            testnet::redirect("http://public.test", "http://second.test/html", 302),
+            net::redirect("http://public.test", "http://second.test/html", 302),
             "http://second.test/text",
         ),
     ] {
@@ -457,7 +456,7 @@ fn a_redirect_to_a_refused_address_is_denied_and_audited() {
     ] {
         let listener = Counter::bind(ip, 0);
         let r = router(&env, Opts::web(Safe, pair(&[listener.port()])));
-        let url = testnet::redirect("http://public.test", &listener.url(), 302);
+        let url = net::redirect("http://public.test", &listener.url(), 302);
         let e = fetch(&r, json!({"url": url}));
         assert_eq!(e.result.status, ToolStatus::Denied, "{ip}: {e:?}");
         assert_eq!(
@@ -481,7 +480,7 @@ fn a_redirect_to_a_refused_address_is_denied_and_audited() {
         // Positive controls.
         drop(std::net::TcpStream::connect(listener.addr()).unwrap());
         assert_eq!(listener.count(), 1, "{ip}: a direct connection is counted");
-        let url = testnet::redirect("http://public.test", "http://second.test/json", 302);
+        let url = net::redirect("http://public.test", "http://second.test/json", 302);
         let e = fetch(&r, json!({"url": url}));
         let v = ok(&e);
         assert_eq!(v["web"]["url"], "http://second.test/json", "{v}");
@@ -545,8 +544,7 @@ fn search_internet_reads_a_searxng_answer() {
         assert!(!v.to_string().contains(dropped), "{dropped} in {v}");
     }
     // Positive control: the backend's answer does hold the results that were dropped.
-    let raw =
-        String::from_utf8(testnet::raw_get("/searxng/search?q=x&format=json").unwrap()).unwrap();
+    let raw = String::from_utf8(net::raw_get("/searxng/search?q=x&format=json").unwrap()).unwrap();
     assert!(
         raw.contains("javascript:alert(1)") && raw.contains("file:///etc/passwd"),
         "{raw}"

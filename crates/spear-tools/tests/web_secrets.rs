@@ -13,8 +13,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-#[path = "../../spear-web/tests/common/testnet.rs"]
-mod testnet;
 
 use std::ffi::OsString;
 
@@ -27,8 +25,8 @@ use spear_core::known_secrets::KnownSecrets;
 use spear_core::{RefusalRule, ToolStatus};
 use spear_policy::Confirmation;
 use spear_policy::web::{SearchSettings, WebSettings};
+use spear_testkit::net::{encode, marker, redirect, requests_with};
 use spear_tools::{ToolResultEnvelope, WebPair};
-use testnet::{encode, marker, redirect, requests_with};
 
 /// The secret of most rows: known by its variable's name and by its shape, and a valid host-name
 /// label once in lower case.
@@ -54,7 +52,7 @@ fn known(value: &str) -> KnownSecrets {
 }
 
 fn setup() -> Env {
-    testnet::require_test_network();
+    spear_testkit::require_test_network!();
     Env::new()
 }
 

@@ -2,11 +2,9 @@
 //! read in slices), hostile PDFs, and the refusal of types it does not read. No network.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::pdf::make_pdf;
+use spear_testkit::pdf::make_pdf;
 
 use spear_web::extract::{
     Continuation, Document, ExtractError, PageRange, TextKind, extract, extract_with_base,

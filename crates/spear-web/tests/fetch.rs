@@ -15,15 +15,17 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{
-    Counter, METADATA, OWN, OWN6, PRIVATE, PUBLIC, PUBLIC6, SECOND, SECOND6, SIXTOFOUR_METADATA,
-    ULA, WEB_HOST_BODY,
+use spear_testkit::listener::{Counter, fixed_ports};
+use spear_testkit::net::{
+    METADATA, OWN, OWN6, PRIVATE, PUBLIC, PUBLIC6, SECOND, SECOND6, SIXTOFOUR_METADATA, ULA,
+    WEB_HOST_BODY,
 };
+use spear_testkit::{child, net};
 use spear_web::address::{Denied, Refused};
 use spear_web::{FetchError, Fetched, Fetcher, Phase, READ_CAP, Timeouts, WebConfig};
 
 fn setup() {
-    common::require_test_network();
+    spear_testkit::require_test_network!();
 }
 
 fn ok(url: &str, result: Result<Fetched, FetchError>) -> Fetched {
@@ -87,7 +89,7 @@ fn every_kind_of_counting_listener_counts_a_direct_connection() {
         );
     }
     // Port 80 too (the red-team URLs name no port), as whoever runs the tests.
-    let _fixed = common::fixed_ports();
+    let _fixed = fixed_ports();
     for ip in [METADATA, "127.0.0.1", PRIVATE, ULA] {
         let l = Counter::bind(ip, 80);
         TcpStream::connect_timeout(&l.addr(), Duration::from_secs(2)).unwrap();
@@ -153,7 +155,7 @@ fn the_web_hosts_answer_what_the_tests_use() {
     }
     // A file a test writes is served at /files/NAME (by whoever runs the tests).
     let name = format!("t-{}.json", std::process::id());
-    let path = std::path::Path::new(common::WEB_FILES).join(&name);
+    let path = std::path::Path::new(net::WEB_FILES).join(&name);
     std::fs::write(&path, b"{\"written\": true}").unwrap();
     let url = format!("http://public.test/files/{name}");
     let got = f.fetch(&url, READ_CAP);
@@ -255,7 +257,7 @@ fn every_fetch_url_case_of_the_red_team_file_has_a_test() {
 /// SSR-01, 07, 10, 13, 16: a metadata address however it is written, refused before connecting
 /// (listeners at 169.254.169.254:80 and at the 6to4 address that embeds it).
 fn metadata_case(case: &Case, _test: &str) {
-    let _fixed = common::fixed_ports();
+    let _fixed = fixed_ports();
     let meta = Counter::bind(METADATA, 80);
     let sixtofour = Counter::bind(SIXTOFOUR_METADATA, 80);
     let f = common::fetcher(&[]);
@@ -282,7 +284,7 @@ fn loopback_case(case: &Case, _test: &str) {
 
 /// SSR-19: the first hop is the public host (it answers a redirect), the second is refused.
 fn redirect_to_metadata_case(case: &Case, _test: &str) {
-    let _fixed = common::fixed_ports();
+    let _fixed = fixed_ports();
     let meta = Counter::bind(METADATA, 80);
     // The first hop is answered: with no redirect allowed, the fetch stops at it.
     let strict = Fetcher::new(WebConfig {
@@ -322,7 +324,7 @@ fn redirect_loop_case(case: &Case, _test: &str) {
 /// SSR-25: `multi.test` has a public and a loopback record: the name is refused, and the loopback
 /// listener sees nothing (no happy-eyeballs fallback to it).
 fn mixed_records_case(case: &Case, _test: &str) {
-    let _fixed = common::fixed_ports();
+    let _fixed = fixed_ports();
     let (v4, v6) = (Counter::bind("127.0.0.1", 80), Counter::bind("::1", 80));
     let f = common::fetcher(&[]);
     let (host, r) = refused(&case.url, f.fetch(&case.url, READ_CAP));
@@ -336,14 +338,14 @@ fn mixed_records_case(case: &Case, _test: &str) {
 /// fetcher's environment, the fetch goes to the host directly and the proxy sees nothing. Runs in
 /// a child process, whose environment has them from the start.
 fn env_proxy_case(case: &Case, test: &str) {
-    if common::is_child(test) {
+    if child::is_child(test) {
         let f = common::fetcher(&[]);
         let got = ok(&case.url, f.fetch(&case.url, READ_CAP));
         assert_eq!(got.body, WEB_HOST_BODY);
         assert_eq!(got.connected, sock(PUBLIC, 80));
         let got = ok("https", f.fetch("https://public.test/", READ_CAP));
         assert_eq!(got.body, WEB_HOST_BODY);
-        common::child_done(test);
+        child::child_done(test);
         return;
     }
     let proxy = Counter::bind("127.0.0.1", 0);
@@ -358,18 +360,18 @@ fn env_proxy_case(case: &Case, test: &str) {
     for (k, v) in env.clone() {
         env.push((k.to_lowercase(), v));
     }
-    let ca = common::web_ca();
+    let ca = net::web_ca();
     env.push(("SSL_CERT_FILE".into(), ca.to_str().unwrap().to_owned()));
     let set: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    common::run_child(test, &set, &["NO_PROXY", "no_proxy"]);
+    child::run_child(test, &set, &["NO_PROXY", "no_proxy"]);
     assert_untouched(&[&proxy]);
 }
 
 /// SSR-34: a gzip stream inflating to 4 GiB stops at the cap, in bounded time and memory (in a
 /// child, whose peak resident size is then its own).
 fn bomb_case(case: &Case, test: &str) {
-    if !common::is_child(test) {
-        common::run_child(test, &[], &[]);
+    if !child::is_child(test) {
+        child::run_child(test, &[], &[]);
         return;
     }
     let f = common::fetcher(&[]);
@@ -384,14 +386,9 @@ fn bomb_case(case: &Case, test: &str) {
         "{:?}",
         start.elapsed()
     );
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let peak_kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
+    let peak_kib = spear_testkit::process::peak_rss_kib(std::process::id());
     assert!(peak_kib < 128 * 1024, "peak resident size {peak_kib} KiB");
-    common::child_done(test);
+    child::child_done(test);
 }
 
 // ---- refused kinds, as literals, names and redirect targets --------------------------------
@@ -522,7 +519,7 @@ fn redirects_to_every_refused_kind_are_refused_at_the_hop() {
     for status in [301, 302, 303, 307, 308] {
         for (target, why) in &r.targets {
             for base in ["http://public.test", &format!("http://[{PUBLIC6}]")] {
-                let url = common::redirect(base, target, status);
+                let url = net::redirect(base, target, status);
                 let (host, refused) = refused(&url, f.fetch(&url, READ_CAP));
                 assert_eq!(refused.why, *why, "{url}: {refused}");
                 assert_ne!(host, "public.test", "{url}: refused at the second hop");
@@ -531,7 +528,7 @@ fn redirects_to_every_refused_kind_are_refused_at_the_hop() {
     }
     r.assert_untouched();
     // Positive control: a redirect to a public host is followed.
-    let url = common::redirect("http://public.test", "http://second.test/json", 302);
+    let url = net::redirect("http://public.test", "http://second.test/json", 302);
     let got = ok(&url, f.fetch(&url, READ_CAP));
     assert_eq!(got.connected, sock(SECOND, 80));
     assert_eq!(got.hops.len(), 1);
@@ -541,11 +538,11 @@ fn redirects_to_every_refused_kind_are_refused_at_the_hop() {
 #[test]
 fn dns_rebinding_is_refused_at_the_next_resolution() {
     setup();
-    let _fixed = common::fixed_ports();
+    let _fixed = fixed_ports();
     let private = Counter::bind(PRIVATE, 80);
     let f = common::fetcher(&[]);
     // The first lookup answers the public host, and the fetch connects there.
-    let name = common::fresh_rebind_name();
+    let name = net::fresh_rebind_name();
     let url = format!("http://{name}/");
     let got = ok(&url, f.fetch(&url, READ_CAP));
     assert_eq!(got.connected, sock(PUBLIC, 80));
@@ -554,8 +551,8 @@ fn dns_rebinding_is_refused_at_the_next_resolution() {
     let (_, r) = refused(&url, f.fetch(&url, READ_CAP));
     assert_eq!((r.why, r.addr), (Denied::Private, PRIVATE.parse().unwrap()));
     // Within one fetch: a redirect back to the same name resolves it again, and is refused.
-    let name = common::fresh_rebind_name();
-    let url = common::redirect(
+    let name = net::fresh_rebind_name();
+    let url = net::redirect(
         &format!("http://{name}"),
         &format!("http://{name}/text"),
         302,
@@ -569,7 +566,7 @@ fn dns_rebinding_is_refused_at_the_next_resolution() {
 #[test]
 fn a_public_a_beside_a_private_aaaa_refuses_the_name() {
     setup();
-    let _fixed = common::fixed_ports();
+    let _fixed = fixed_ports();
     let ula = Counter::bind(ULA, 80);
     let f = common::fetcher(&[]);
     let (host, r) = refused("mixed6", f.fetch("http://mixed6.test/", READ_CAP));
@@ -628,11 +625,11 @@ fn five_redirects_are_followed_and_a_sixth_is_refused() {
 fn https_to_http_redirects_are_refused() {
     const TEST: &str = "https_to_http_redirects_are_refused";
     setup();
-    if !common::is_child(TEST) {
-        let _fixed = common::fixed_ports();
+    if !child::is_child(TEST) {
+        let _fixed = fixed_ports();
         let meta = Counter::bind(METADATA, 80);
-        let ca = common::web_ca();
-        common::run_child(TEST, &[("SSL_CERT_FILE", ca.to_str().unwrap())], &[]);
+        let ca = net::web_ca();
+        child::run_child(TEST, &[("SSL_CERT_FILE", ca.to_str().unwrap())], &[]);
         assert_untouched(&[&meta]);
         return;
     }
@@ -642,22 +639,22 @@ fn https_to_http_redirects_are_refused() {
         "http://second.test/",
         "http://169.254.169.254/",
     ] {
-        let url = common::redirect("https://public.test", to, 302);
+        let url = net::redirect("https://public.test", to, 302);
         match f.fetch(&url, READ_CAP) {
             Err(FetchError::Downgrade { .. }) => {}
             other => panic!("{url}: {:?}", other.map(|f| f.status)),
         }
     }
     // Positive control: https to https is followed, to another host too.
-    let url = common::redirect("https://public.test", "https://second.test/json", 301);
+    let url = net::redirect("https://public.test", "https://second.test/json", 301);
     let got = ok(&url, f.fetch(&url, READ_CAP));
     assert_eq!(got.connected, sock(SECOND, 443));
     assert_eq!(got.content_type.as_deref(), Some("application/json"));
     // And http to https.
-    let url = common::redirect("http://public.test", "https://public.test/text", 302);
+    let url = net::redirect("http://public.test", "https://public.test/text", 302);
     let got = ok(&url, f.fetch(&url, READ_CAP));
     assert!(got.target.is_https());
-    common::child_done(TEST);
+    child::child_done(TEST);
 }
 
 // ---- time and bytes -----------------------------------------------------------------------
@@ -762,9 +759,9 @@ fn a_100_mib_body_is_cut_at_the_cap() {
 fn https_with_the_test_ca_is_fetched() {
     const TEST: &str = "https_with_the_test_ca_is_fetched";
     setup();
-    if !common::is_child(TEST) {
-        let ca = common::web_ca();
-        common::run_child(TEST, &[("SSL_CERT_FILE", ca.to_str().unwrap())], &[]);
+    if !child::is_child(TEST) {
+        let ca = net::web_ca();
+        child::run_child(TEST, &[("SSL_CERT_FILE", ca.to_str().unwrap())], &[]);
         return;
     }
     let f = common::fetcher(&[]);
@@ -780,15 +777,15 @@ fn https_with_the_test_ca_is_fetched() {
         assert_eq!(got.body, WEB_HOST_BODY, "{url}");
         assert_eq!(got.connected, addr, "{url}");
     }
-    common::child_done(TEST);
+    child::child_done(TEST);
 }
 
 #[test]
 fn https_without_the_test_ca_fails_with_a_tls_error() {
     const TEST: &str = "https_without_the_test_ca_fails_with_a_tls_error";
     setup();
-    if !common::is_child(TEST) {
-        common::run_child(TEST, &[], &["SSL_CERT_FILE", "SSL_CERT_DIR"]);
+    if !child::is_child(TEST) {
+        child::run_child(TEST, &[], &["SSL_CERT_FILE", "SSL_CERT_DIR"]);
         return;
     }
     let f = common::fetcher(&[]);
@@ -796,23 +793,23 @@ fn https_without_the_test_ca_fails_with_a_tls_error() {
         Err(FetchError::Tls { .. }) => {}
         other => panic!("{:?}", other.map(|f| f.status)),
     }
-    common::child_done(TEST);
+    child::child_done(TEST);
 }
 
 #[test]
 fn an_untrusted_or_misnamed_certificate_is_refused() {
     const TEST: &str = "an_untrusted_or_misnamed_certificate_is_refused";
     setup();
-    if !common::is_child(TEST) {
-        let ca = common::web_ca();
-        common::run_child(TEST, &[("SSL_CERT_FILE", ca.to_str().unwrap())], &[]);
+    if !child::is_child(TEST) {
+        let ca = net::web_ca();
+        child::run_child(TEST, &[("SSL_CERT_FILE", ca.to_str().unwrap())], &[]);
         return;
     }
     let f = common::fetcher(&[]);
     for url in [
         "https://untrusted.test/",
         "https://wrongname.test/",
-        &format!("https://{}/", common::UNTRUSTED),
+        &format!("https://{}/", net::UNTRUSTED),
     ] {
         match f.fetch(url, READ_CAP) {
             Err(FetchError::Tls { .. }) => {}
@@ -828,5 +825,5 @@ fn an_untrusted_or_misnamed_certificate_is_refused() {
         f.fetch("http://untrusted.test/", READ_CAP),
     );
     assert_eq!(got.body, WEB_HOST_BODY);
-    common::child_done(TEST);
+    child::child_done(TEST);
 }

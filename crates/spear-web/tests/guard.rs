@@ -9,7 +9,9 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::{Counter, fetcher, marker, redirect, requests_with};
+use common::fetcher;
+use spear_testkit::listener::Counter;
+use spear_testkit::net::{marker, redirect, requests_with};
 use spear_web::READ_CAP as READ_CAP_FOR_TESTS;
 use spear_web::{FetchError, Outgoing, RequestGuard};
 
@@ -56,7 +58,7 @@ impl RequestGuard for Refuses {
 /// that host. Positive control: the same fetch without a guard arrives there.
 #[test]
 fn a_refused_request_never_arrives_first_or_redirected() {
-    common::require_test_network();
+    spear_testkit::require_test_network!();
     let rows: Vec<(&str, bool, &str)> = vec![
         ("first request", false, "public.test"),
         ("redirect", true, "second.test"),
@@ -112,7 +114,7 @@ fn a_refused_request_never_arrives_first_or_redirected() {
 /// the guard and refused. Positive control: the first request arrived.
 #[test]
 fn an_approved_first_request_still_has_its_redirects_guarded() {
-    common::require_test_network();
+    spear_testkit::require_test_network!();
     let word = marker("approved");
     let url = redirect(
         "http://public.test",
@@ -143,7 +145,7 @@ fn an_approved_first_request_still_has_its_redirects_guarded() {
 /// its headers shown: refused, the listener counts nothing; unguarded, it counts the request.
 #[test]
 fn an_operator_endpoint_is_guarded_with_its_headers() {
-    common::require_test_network();
+    spear_testkit::require_test_network!();
     let listener = Counter::bind("127.0.0.1", 0);
     let word = marker("operator");
     let url = format!("{}search?q={word}", listener.url());

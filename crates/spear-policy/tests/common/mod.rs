@@ -1,5 +1,6 @@
-//! A real workspace on disk for the decision-layer tests: the red-team [`layout`] in a temporary
-//! directory, and a policy over it.
+//! A real workspace on disk for the decision-layer tests: the red-team layout
+//! ([`spear_testkit::layout`], shared with the fuzz targets) in a temporary directory, and a policy
+//! over it.
 
 // Test fixtures fail loudly: a broken fixture is a failed test, not a value to handle.
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
@@ -9,10 +10,10 @@ use std::sync::Arc;
 
 use spear_core::{CommandAssessment, CommandClass};
 use spear_policy::{CommandPolicy, PolicyConfig};
+use spear_testkit::layout::Layout;
 use spear_workspace::{Workspace, WorkspaceConfig};
 
-pub mod layout;
-pub use layout::Layout;
+pub mod staged;
 
 pub struct Fixture {
     _dir: tempfile::TempDir,

@@ -2,14 +2,17 @@
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 use std::ffi::OsString;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use spear_core::{Capability, CapabilitySet, ExecutionProfile, ToolResult};
 use spear_runtime::{CommandLine, CommandRequest, CommandRunner, RunnerConfig};
 use spear_runtime::{Judge, Proposed, TrackedRules};
-use spear_sandbox::{Sandbox, SandboxConfig};
+use spear_sandbox::{Launch, ProcessSpawner, Running, Sandbox, SandboxConfig, Spawner};
+use spear_testkit::workspace::Dirs;
 use spear_workspace::{Workspace, WorkspaceConfig};
 
 /// The target policy as the judge of staged writes (the tool layer's judge, rebuilt here: the
@@ -61,8 +64,11 @@ pub fn run_committed(runner: &CommandRunner, request: &CommandRequest) -> ToolRe
 /// A secret planted in the host environment the runner sees.
 pub const HOST_SECRET: &str = "sk-spear-test-secret-0123456789";
 
+/// A test's directories ([`Dirs`]: the workspace holding `README.md`, and a HOME holding
+/// `.ssh/id_rsa`), `outside/`, a made directory outside every root, and a runner over the
+/// workspace.
 pub struct Fixture {
-    pub dir: tempfile::TempDir,
+    pub dirs: Dirs,
     /// Where the runner stages writes.
     pub staging: PathBuf,
     pub ws: PathBuf,
@@ -78,17 +84,14 @@ impl Fixture {
 
     /// A fixture whose runner config is adjusted by `edit` first.
     pub fn with(edit: impl FnOnce(&mut RunnerConfig)) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().canonicalize().unwrap();
-        let ws = base.join("ws");
-        let home = base.join("home");
+        let dirs = Dirs::with(&[("README.md", "hello\n")]);
+        let base = dirs.base.clone();
+        let ws = dirs.ws.clone();
+        let home = dirs.home.clone();
         let outside = base.join("outside");
-        for d in [&ws, &home, &outside] {
-            std::fs::create_dir_all(d).unwrap();
-        }
+        std::fs::create_dir_all(&outside).unwrap();
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
         std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
-        std::fs::write(ws.join("README.md"), "hello\n").unwrap();
         let mut config = RunnerConfig::from_host();
         config.home.clone_from(&home);
         config.host_env = vec![
@@ -104,7 +107,7 @@ impl Fixture {
         let runner = Arc::new(runner_for(&ws, config, None));
         Fixture {
             staging: base.join("staging"),
-            dir,
+            dirs,
             ws,
             home,
             outside,
@@ -128,6 +131,25 @@ impl Fixture {
     /// Runs `script` read-only (SAFE's profile).
     pub fn safe(&self, script: &str) -> ToolResult {
         self.run(read_only(), script)
+    }
+}
+
+/// A spawner that counts every launch, then really spawns it: a refusal's test shows nothing was
+/// spawned, and its positive control that something was.
+#[derive(Debug, Default)]
+pub struct CountingSpawner(AtomicUsize);
+
+impl CountingSpawner {
+    /// The launches so far.
+    pub fn launches(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Spawner for CountingSpawner {
+    fn spawn(&self, launch: &Launch<'_>) -> io::Result<Running> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        ProcessSpawner.spawn(launch)
     }
 }
 
@@ -182,28 +204,6 @@ pub fn networked() -> ExecutionProfile {
     plus(&writable(), &[Capability::Network])
 }
 
-/// Processes on the host whose command line contains `marker`.
-pub fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if !entry
-            .file_name()
-            .to_string_lossy()
-            .chars()
-            .all(|c| c.is_ascii_digit())
-        {
-            continue;
-        }
-        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
-            let text = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if text.contains(marker) {
-                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
-}
-
 pub fn sandbox_config(edit: impl FnOnce(&mut SandboxConfig)) -> SandboxConfig {
     let mut c = SandboxConfig::default();
     edit(&mut c);
@@ -212,32 +212,4 @@ pub fn sandbox_config(edit: impl FnOnce(&mut SandboxConfig)) -> SandboxConfig {
 
 pub fn os(s: &str) -> OsString {
     s.into()
-}
-
-/// The test "internet" host, which `scripts/test-host.sh run` serves beside the tests.
-pub const TEST_HOST_ADDR: &str = "203.0.113.10:8080";
-
-/// Fails, saying how to run the test, when this process is not inside the test network: a
-/// network test run without it would fail on every probe for a reason it cannot name. The body is
-/// checked, not just the connection: a machine's own network may answer any address (a proxy).
-pub fn require_test_network() {
-    use std::io::{Read, Write};
-    let addr: std::net::SocketAddr = TEST_HOST_ADDR.parse().unwrap();
-    let answer =
-        std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).and_then(|mut s| {
-            s.set_read_timeout(Some(Duration::from_secs(2)))?;
-            s.write_all(b"GET / HTTP/1.0\r\n\r\n")?;
-            let mut body = String::new();
-            s.read_to_string(&mut body)?;
-            Ok(body)
-        });
-    let answered = answer
-        .as_ref()
-        .is_ok_and(|b| b.ends_with("\r\n\r\nspear test host\n"));
-    assert!(
-        answered,
-        "the test host {TEST_HOST_ADDR} does not answer the tests ({answer:?}): run them inside \
-         the test network, as root: scripts/test-host.sh run cargo test -p spear-runtime \
-         --test network (as spear-test: scripts/test-unprivileged.sh)"
-    );
 }

@@ -11,11 +11,14 @@ use spear_runtime::AuditLogger;
 use spear_runtime::CheckpointStore;
 use spear_runtime::ResultStore;
 use spear_runtime::{CommandRunner, RunnerConfig};
+use spear_testkit::workspace::Dirs;
 use spear_tools::{Role, RouterConfig, RouterStores, ToolRegistry, ToolRouter};
 use spear_workspace::{Workspace, WorkspaceConfig};
 
+/// A test's directories ([`Dirs`]: the workspace holding `README.md`, a HOME, and the state
+/// directory the router's stores live in) and `outside/`, a made directory outside every root.
 pub struct Env {
-    pub dir: tempfile::TempDir,
+    pub dirs: Dirs,
     pub ws: PathBuf,
     pub home: PathBuf,
     pub outside: PathBuf,
@@ -24,22 +27,15 @@ pub struct Env {
 
 impl Env {
     pub fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().canonicalize().unwrap();
-        let ws = base.join("ws");
-        let home = base.join("home");
-        let outside = base.join("outside");
-        let state = base.join("state");
-        for d in [&ws, &home, &outside] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(ws.join("README.md"), "hello\n").unwrap();
+        let dirs = Dirs::with(&[("README.md", "hello\n")]);
+        let outside = dirs.path("outside");
+        std::fs::create_dir_all(&outside).unwrap();
         Env {
-            dir,
-            ws,
-            home,
+            ws: dirs.ws.clone(),
+            home: dirs.home.clone(),
+            state: dirs.state.clone(),
             outside,
-            state,
+            dirs,
         }
     }
 

@@ -1,18 +1,9 @@
-//! What spear-web's tests share: the test network (in [`testnet`]), a generated PDF (in [`pdf`]),
-//! both also included by the other crates' network tests, and a fetcher configured for the test
-//! network.
-
-#![allow(dead_code)]
-
-pub mod pdf;
-pub mod testnet;
+//! What spear-web's network tests share besides the test network itself (which is
+//! [`spear_testkit::net`]): a fetcher configured for the test network.
 
 use std::time::Duration;
 
 use spear_web::{Fetcher, Timeouts, WebConfig};
-
-#[allow(unused_imports)]
-pub use testnet::*;
 
 /// The tests' configuration: `extra_ports` allowed (so that the address rule, not the port rule,
 /// is what refuses a listener on port 0), short timeouts.

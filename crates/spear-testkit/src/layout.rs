@@ -1,5 +1,5 @@
-//! The red-team layout on disk: one tree that the decision-layer tests and the fuzz targets
-//! (`fuzz/src/lib.rs`, which includes this file by path) both classify against, so that a seed
+//! The red-team layout on disk: one tree that the decision-layer tests (spear-policy's
+//! `tests/common`) and the fuzz targets (`fuzz/src/lib.rs`) both classify against, so that a seed
 //! taken from `testdata/redteam-public-cases.jsonl` means the same in both.
 //!
 //! Under `base`:
@@ -23,7 +23,8 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Builds the layout under `base` (an empty, canonical directory).
+    /// Builds the layout under `base` (an empty, canonical directory); panics if any of it cannot
+    /// be made.
     pub fn build(base: &Path) -> Layout {
         let ws = base.join("ws");
         let home = base.join("home");

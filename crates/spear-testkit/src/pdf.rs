@@ -1,7 +1,5 @@
-//! A generated PDF, for the tests that read PDFs (the extraction's and the tools' through the
-//! test network, which include this file by `#[path]`). Needs lopdf.
-
-#![allow(dead_code)]
+//! A generated PDF, for the tests that read PDFs (spear-web's extraction, and the tools' through
+//! the test network).
 
 use lopdf::content::{Content, Operation};
 use lopdf::{Object, Stream, dictionary};
