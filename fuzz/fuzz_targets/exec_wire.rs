@@ -1,6 +1,6 @@
 //! Fuzzes what `spear serve` reads from a connection and `spear exec` from the server: the
-//! frames of `spear-exec/1`, and the client's cgroup membership the server judges (the modules
-//! are the binary's own, included by path).
+//! frames of `spear-exec/1`, and the client's cgroup membership the server judges (spear-cli's
+//! library: the modules the binary itself compiles).
 //!
 //! Invariants: no panic and no allocation past the input's size; whatever decodes re-encodes
 //! to something that decodes the same; memberships the relation accepts are each within
@@ -12,13 +12,8 @@
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../crates/spear-cli/src/served/wire.rs"]
-#[allow(dead_code)]
-mod wire;
-
-#[path = "../../crates/spear-cli/src/served/cgroups.rs"]
-mod cgroups;
-
+use spear_cli::exec_wire as wire;
+use spear_cli::served_cgroups as cgroups;
 use wire::{Done, Request, Verdict};
 
 fuzz_target!(|data: &[u8]| {

@@ -27,12 +27,12 @@
 //! - The server never runs a call twice, and the client never runs one the server accepted:
 //!   the server says it accepts before it runs anything, and after that the client only waits.
 
-pub mod cgroups;
+pub use spear_cli::served_cgroups as cgroups;
 pub mod client;
 pub mod process_identity;
 pub mod server;
 pub mod shelf;
-pub mod wire;
+pub use spear_cli::exec_wire as wire;
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,5 @@
 //! Whether a server's command would run within the limits its client runs under: the cgroup
-//! half of a served call's identity ([`super::process_identity`]).
+//! half of a served call's identity (the binary's `served::process_identity`).
 //!
 //! A command spear runs gets a cgroup of its own under the cgroup of the process that runs it
 //! (or the session's inside it). Run by the client, every limit on the client's cgroup and its

@@ -37,7 +37,7 @@ pub const UNKNOWN: &[u8] = b"\0unknown";
 
 /// Entries compared by a relation of their own rather than for equality: the server judges
 /// them apart (`cgroup`: the server's cgroup must lie within the client's, see
-/// [`super::cgroups`]).
+/// [`crate::served_cgroups`]).
 pub const COMPARED_APART: &[&str] = &["cgroup"];
 
 impl Identity {
