@@ -21,6 +21,7 @@ use super::parse::{self, Hierarchy, Located, Mount, ProcCgroupLine, V1Swap};
 use super::systemd_units::SystemdScope;
 use super::v1::{self, CgroupV1};
 use super::v2::{self, CgroupV2};
+use super::v2_plan;
 
 /// The environment variable that forces a backend: `systemd`, `cgroupfs` or `delegated`.
 pub const RESOURCE_CONTROL_ENV: &str = "SPEAR_RESOURCE_CONTROL";
@@ -199,12 +200,34 @@ impl Unified {
         ];
         if let Some(file) = files.iter().find(|f| !writable(f)) {
             return Err(format!(
-                "{} is not writable by uid {} (the subtree is not delegated to this user)",
+                "{} is not writable by uid {} (the subtree is not delegated to this user){}",
                 file.display(),
-                uid()
+                uid(),
+                v2_advice(&self.own)
             ));
         }
         Ok(CgroupV2::new(self.own))
+    }
+}
+
+/// The planner's word on our cgroup v2 (see `v2_plan`): why no subtree can be made and the one
+/// step that would make one, or the steps a person runs as root so that this backend is usable;
+/// empty when the tree cannot be read.
+fn v2_advice(own: &Located) -> String {
+    let Some(chain) = v2_plan::read_chain(&own.mount, &own.dir, &writable) else {
+        return String::new();
+    };
+    let mount = own.mount.display().to_string();
+    match v2_plan::plan(&chain, &mount) {
+        Err(refusal) => format!("; {refusal}"),
+        Ok(plan) => {
+            let steps = v2_plan::manual_steps(&plan, &chain, &mount);
+            if steps.is_empty() {
+                String::new()
+            } else {
+                format!("; to fix, as root: {}", steps.join("; "))
+            }
+        }
     }
 }
 
@@ -215,6 +238,7 @@ fn probe_unified(
 ) -> Result<Unified, String> {
     let mut own = parse::locate(lines, mounts, Hierarchy::V2)?;
     own.dir = parse::under_root(&host.root, &own.dir);
+    own.mount = parse::under_root(&host.root, &own.mount);
     let path = own.dir.join("cgroup.controllers");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -225,9 +249,10 @@ fn probe_unified(
         .collect();
     if !missing.is_empty() {
         return Err(format!(
-            "our cgroup {} offers no {} controller (bound to cgroup v1, or not delegated)",
+            "our cgroup {} offers no {} controller (bound to cgroup v1, or not delegated){}",
             own.dir.display(),
-            missing.join(", ")
+            missing.join(", "),
+            v2_advice(&own)
         ));
     }
     Ok(Unified { own })
@@ -572,6 +597,43 @@ mod tests {
             error.contains("cgroup-v1: the cgroup v1 freezer controller is not mounted"),
             "{error}"
         );
+    }
+
+    /// A pure v2 host without systemd, spear in a cgroup its parent gives only memory (the
+    /// measured Ubuntu 24.04 case): the reason names the cgroup and the exact step, planned from
+    /// the tree.
+    #[test]
+    fn a_v2_cgroup_short_of_controllers_is_given_the_step_that_fixes_it() {
+        let host = FakeHost::new("0::/session-1\n", UNIFIED_MOUNTINFO);
+        host.file(
+            "/sys/fs/cgroup/cgroup.controllers",
+            "cpuset cpu io memory pids\n",
+        );
+        host.file("/sys/fs/cgroup/cgroup.subtree_control", "memory\n");
+        host.file("/sys/fs/cgroup/cgroup.procs", "1\n");
+        host.file("/sys/fs/cgroup/session-1/cgroup.controllers", "memory\n");
+        host.file("/sys/fs/cgroup/session-1/cgroup.subtree_control", "");
+        host.file("/sys/fs/cgroup/session-1/cgroup.procs", "77\n");
+        let error = kind(&host.detect(&[])).err().unwrap_or_default();
+        assert!(
+            error.contains("session-1 offers no pids, cpu controller"),
+            "{error}"
+        );
+        assert!(
+            error.contains("; to fix, as root: echo '+pids +cpu' > "),
+            "{error}"
+        );
+        assert!(
+            error.contains("/sys/fs/cgroup/cgroup.subtree_control"),
+            "{error}"
+        );
+        // Positive control: with the root granting them, the backend is usable.
+        host.file("/sys/fs/cgroup/cgroup.subtree_control", "memory pids cpu\n");
+        host.file(
+            "/sys/fs/cgroup/session-1/cgroup.controllers",
+            "memory pids cpu\n",
+        );
+        assert_eq!(kind(&host.detect(&[])), Ok(BackendKind::CgroupV2));
     }
 
     const UNIFIED_CGROUP: &str =

@@ -28,6 +28,11 @@
 //! - Nothing is left behind: [`CommandCgroup::remove`] (or its `Drop`) kills what is left and
 //!   removes every directory it created.
 //!
+//! Where a cgroup v2 hierarchy cannot serve as it stands, `v2_plan` reads the chain of cgroups
+//! from the root down to spear's own and names the exact step that would make it serve (which
+//! ancestor must enable which controller, or a cgroup of spear's own beside a shared one); the
+//! detection's reason, and so `spear doctor`, carry it.
+//!
 //! The systemd and cgroup v2 backends are written against the kernel and systemd documentation;
 //! the hosts spear is tested on have neither systemd nor a usable cgroup v2 hierarchy, so only
 //! their pure parts (argv, file values, detection) are tested here. The cgroup v1 backend is
@@ -50,6 +55,7 @@ mod v1;
 mod v1_control;
 mod v2;
 mod v2_control;
+mod v2_plan;
 
 pub use backend::CgroupBackend;
 pub use backend_kind::BackendKind;
