@@ -25,6 +25,10 @@
 //!   format by what it holds) and keeps what it found by the directories' change stamps (or their
 //!   inotify watch, in a session); a masked file reads as empty ([`prepare_empty_file`]).
 //!
+//! - No GPU is visible in a sandbox but what an operator's grant binds: [`gpu_binds`] plans
+//!   exactly the chosen device nodes and the driver's files from what the host shows, or names
+//!   what is missing ([`GpuError`]). (Not yet wired to a flag: see issue 34.)
+//!
 //! This crate imports no spear crate but `spear-core`: it knows nothing of modes or policy.
 
 mod argv;
@@ -35,6 +39,7 @@ mod empty_file;
 mod env;
 mod etc_view;
 mod exec_limits;
+mod gpu;
 mod guarantees;
 mod layout;
 mod mechanisms;
@@ -61,6 +66,7 @@ pub use dir_lock::{Held as HeldDir, hold_made as hold_made_dir, take_free as tak
 pub use empty_file::prepare_empty_file;
 pub use env::{EnvInputs, EnvPass, EnvPassError, loads_code, looks_secret, sandbox_env};
 pub use etc_view::prepare as prepare_etc_view;
+pub use gpu::{GpuBinds, GpuError, GpuHost, GpuSelection, driver_libraries, gpu_binds};
 pub use layout::{
     ETC_ENTRIES, EntryKind, ToolchainInputs, Toolchains, credential_masks, etc_entries, host_entry,
     host_list, system_dirs, toolchains,
