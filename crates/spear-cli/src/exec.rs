@@ -41,6 +41,11 @@ pub struct Args {
     /// the command it was issued for, in the directory it was issued for, once.
     #[arg(long, value_name = "TOKEN", conflicts_with_all = ["safe", "auto"])]
     grant: Option<String>,
+    /// Give the sandbox these GPUs (`all`, or indices such as `0,1`): their device nodes and the
+    /// driver's libraries and tools, nothing else of /dev. The operator's grant alone: no mode
+    /// gives a GPU. Without a GPU on the host, spear refuses at start, saying what is missing.
+    #[arg(long, value_name = "all|INDICES")]
+    gpu: Option<String>,
     /// Run this program with these arguments, directly, without a shell.
     #[arg(last = true, value_name = "ARGV")]
     argv: Vec<String>,
@@ -50,7 +55,10 @@ impl Args {
     /// Whether the call may run in a `spear serve` of the user's: not when it may ask on this
     /// process's terminal (ASK, a grant).
     pub fn may_be_served(&self) -> bool {
-        self.grant.is_none() && self.mode.mode() != spear_core::ExecutionMode::Ask
+        // A server's sandboxes have no GPU: a GPU grant runs here.
+        self.grant.is_none()
+            && self.gpu.is_none()
+            && self.mode.mode() != spear_core::ExecutionMode::Ask
     }
 }
 
@@ -133,6 +141,7 @@ fn call_into(
         None => None,
     };
     let mut router = crate::session::open(&crate::session::SessionArgs {
+        gpu: args.gpu.as_deref(),
         host,
         workspace: &args.workspace,
         mode: ask.as_ref().unwrap_or(&args.mode),

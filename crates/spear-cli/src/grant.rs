@@ -82,6 +82,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
     let host = spear_runtime::HostSnapshot::of_process();
     let authority = GrantAuthority::for_operator(&state).map_err(|e| e.to_string())?;
     let router = crate::session::open(&crate::session::SessionArgs {
+        gpu: None,
         host: &host,
         workspace: &args.workspace,
         mode: &ModeArgs::ask(args.no_network),

@@ -7,6 +7,7 @@ mod context;
 mod doctor;
 mod exec;
 mod gc;
+mod gpu_grant;
 mod grant;
 mod limit_args;
 mod mcp;

@@ -41,6 +41,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     // watched), and a SIGTERM meanwhile must stop it cleanly, not kill it.
     let stdio = spear_mcp::Stdio::prepare().map_err(|e| e.to_string())?;
     let router = crate::session::open(&crate::session::SessionArgs {
+        gpu: None,
         host,
         workspace: &args.workspace,
         mode: &args.mode,

@@ -43,10 +43,14 @@ pub struct SessionArgs<'a> {
     /// The sandboxes a `spear serve` keeps between calls: the session's runner uses the one of
     /// its configuration, warm ([`crate::served`]); `None` makes a sandbox of its own.
     pub shelf: Option<&'a crate::served::shelf::Shelf>,
+    /// The GPUs the operator grants (`--gpu all|0,1`), resolved against the host before
+    /// anything runs; a host without them refuses the session at its start.
+    pub gpu: Option<&'a str>,
 }
 
 /// Opens a router over the workspace with every store on and no confirmer set.
 pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
+    let gpu = args.gpu.map(crate::gpu_grant::resolve).transpose()?;
     let ctx =
         Context::open_with_env(args.workspace, args.env, args.host).map_err(|e| e.to_string())?;
     // Limits out of bounds are refused here, before the session serves anything.
@@ -54,6 +58,7 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
         .limits(&args.limits.flags())
         .map_err(|e| e.to_string())?;
     let mut config = ctx.runner_config(&limits);
+    config.gpu = gpu;
     if !args.background_jobs && args.shelf.is_none() {
         // One call, one command, no job: the command's own limits (never above the session's
         // budget, checked above) bound the session, and a parent cgroup would only cost time.

@@ -47,6 +47,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     }
     // One call, then the process exits: a job would die with it.
     let mut router = crate::session::open(&crate::session::SessionArgs {
+        gpu: None,
         host,
         workspace: &args.workspace,
         mode: &args.mode,

@@ -109,6 +109,9 @@ pub fn build_argv(spec: &BwrapSpec) -> Result<BwrapArgv, SpecError> {
         }
     }
     a.flags(&["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"]);
+    if let Some(gpu) = &spec.gpu {
+        gpu_binds(&mut a, gpu);
+    }
     a.tmpfs(spec.tmpfs.shm, Path::new("/dev/shm"));
     match &spec.etc {
         Etc::View { files, dirs } => {
@@ -307,6 +310,18 @@ pub(crate) fn validate(spec: &BwrapSpec) -> Result<(), SpecError> {
 /// every root only as its staged view, one overlay per root, whose layers lie outside every root
 /// (a layer inside a root would let the command write its own staging); a read-only profile
 /// stages nothing.
+/// An operator's GPU grant: exactly the chosen device nodes, on bwrap's minimal /dev, and the
+/// driver's files read-only (already bound when under a system directory; a second read-only
+/// bind changes nothing).
+fn gpu_binds(a: &mut Argv, gpu: &crate::GpuBinds) {
+    for node in &gpu.devices {
+        a.pair("--dev-bind", node, node);
+    }
+    for file in &gpu.driver {
+        a.pair("--ro-bind-try", file, file);
+    }
+}
+
 fn staging(spec: &BwrapSpec) -> Result<(), SpecError> {
     if !spec.profile.workspace_write() {
         return match spec.staged.first() {

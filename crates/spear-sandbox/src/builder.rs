@@ -56,12 +56,19 @@ impl BwrapSpec {
                 env_named: Vec::new(),
                 seccomp_fd: SECCOMP_CHILD_FD,
                 network: None,
+                gpu: None,
             },
         }
     }
 }
 
 impl SpecBuilder {
+    /// The GPUs an operator granted: exactly these device nodes and driver files are bound.
+    pub fn gpu(mut self, binds: Option<crate::GpuBinds>) -> Self {
+        self.spec.gpu = binds;
+        self
+    }
+
     /// How the host lays out its system directories ([`crate::system_dirs`]).
     pub fn system(mut self, dirs: Vec<SystemDir>) -> Self {
         self.spec.system = dirs;
@@ -191,6 +198,7 @@ impl BwrapSpec {
             env_named,
             seccomp_fd: _,
             network,
+            gpu,
         } = self;
         let mut out = Vec::new();
         let mut part = |tag: &str, bytes: &[u8]| {
@@ -221,6 +229,11 @@ impl BwrapSpec {
             format!("{} {} {}", tmpfs.tmp, tmpfs.home, tmpfs.shm).as_bytes(),
         );
         part("network", if network.is_some() { b"1" } else { b"0" });
+        // A GPU grant reaches its device nodes (nothing is added without one, so what a grant
+        // bound before GPUs existed in the spec still matches).
+        for node in gpu.iter().flat_map(|g| &g.devices) {
+            part("gpu", node.as_os_str().as_bytes());
+        }
         out
     }
 

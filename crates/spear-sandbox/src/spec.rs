@@ -63,6 +63,9 @@ pub struct BwrapSpec {
     pub(crate) seccomp_fd: i32,
     /// How a networked profile gets its network; `None` refuses a networked profile.
     pub(crate) network: Option<NetworkSpec>,
+    /// The GPUs an operator granted ([`crate::gpu_binds`]): their device nodes and the driver's
+    /// files, bound at the same paths; `None` binds nothing of the host's `/dev`.
+    pub(crate) gpu: Option<crate::GpuBinds>,
 }
 
 impl BwrapSpec {
@@ -88,6 +91,7 @@ impl BwrapSpec {
             env_named,
             seccomp_fd,
             network,
+            gpu,
         } = self;
         *profile == other.profile
             && *cwd == other.cwd
@@ -106,6 +110,7 @@ impl BwrapSpec {
             && *env_named == other.env_named
             && *seccomp_fd == other.seccomp_fd
             && *network == other.network
+            && *gpu == other.gpu
     }
 }
 

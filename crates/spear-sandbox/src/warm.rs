@@ -733,6 +733,7 @@ mod tests {
             env_named: vec![],
             seccomp_fd: 3,
             network: None,
+            gpu: None,
         }
     }
 

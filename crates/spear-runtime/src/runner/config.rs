@@ -60,6 +60,9 @@ pub struct RunnerConfig {
     /// ([`crate::staging::MAX_COMMITTED_CHANGES`] unless the operator's `[limits] changes` says
     /// otherwise).
     pub commit_max_changes: usize,
+    /// The GPUs the operator granted (`spear exec --gpu`), bound into every sandbox of this
+    /// runner; `None`: no GPU is visible.
+    pub gpu: Option<spear_sandbox::GpuBinds>,
     /// Where the scans of bound trees for credential files are kept between processes
     /// ([`spear_sandbox::secret_masks`]); `None`: in this process only.
     pub scan_cache: Option<PathBuf>,
@@ -124,6 +127,7 @@ impl RunnerConfig {
             state_dir,
             discovered: None,
             commit_max_changes: crate::staging::MAX_COMMITTED_CHANGES,
+            gpu: None,
             scan_cache: user_private_dir("secret-scan"),
             watch_trees: false,
         }

@@ -129,6 +129,7 @@ impl CommandRunner {
             cwd,
             self.config.home.clone(),
         )
+        .gpu(self.config.gpu.clone())
         .system(self.host.system.clone())
         .etc(self.etc())
         .toolchains(self.host.toolchains.binds.clone())

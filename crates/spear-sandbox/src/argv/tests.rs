@@ -89,6 +89,7 @@ fn spec(write: bool) -> BwrapSpec {
         env_named: vec![],
         seccomp_fd: 3,
         network: None,
+        gpu: None,
     }
 }
 
@@ -116,6 +117,39 @@ fn writable_workspace_exact_argv() {
          --seccomp 3 -- /bin/sh -c true",
     );
     assert_eq!(argv, expected);
+}
+
+/// An operator's GPU grant binds exactly its device nodes, right after bwrap's minimal /dev, and
+/// the driver's files read-only; without one, nothing of the host's /dev is bound (positive
+/// control: the same spec without the grant).
+#[test]
+fn a_gpu_grant_binds_exactly_its_nodes() {
+    let mut s = spec(false);
+    let without = build_argv(&s).unwrap().flat();
+    assert!(
+        !without
+            .iter()
+            .any(|w| w.to_string_lossy().starts_with("/dev/nvidia")),
+        "{without:?}"
+    );
+    s.gpu = Some(crate::GpuBinds {
+        devices: vec![p("/dev/nvidia1"), p("/dev/nvidiactl")],
+        driver: vec![p("/usr/lib/x86_64-linux-gnu/libcuda.so.1")],
+    });
+    let argv = build_argv(&s).unwrap().flat();
+    let at = argv.iter().position(|w| w == "/dev").unwrap();
+    assert_eq!(
+        argv[at + 1..at + 11],
+        words(
+            "--dev-bind /dev/nvidia1 /dev/nvidia1 --dev-bind /dev/nvidiactl /dev/nvidiactl \
+             --ro-bind-try /usr/lib/x86_64-linux-gnu/libcuda.so.1 \
+             /usr/lib/x86_64-linux-gnu/libcuda.so.1 --size"
+        )[..]
+    );
+    let dev_binds = argv.iter().filter(|w| *w == "--dev-bind").count();
+    assert_eq!(dev_binds, 2);
+    // A sandbox with another grant is another sandbox: no warm one made for the other serves it.
+    assert!(!s.same_sandbox(&spec(false)));
 }
 
 /// A masked file is covered by the spec's empty file when it has one (it then reads as empty),

@@ -1,0 +1,68 @@
+//! `--gpu`: the operator's grant of GPUs, resolved at start against what the host shows (its
+//! `/dev`, the dynamic linker's cache, the driver's tools), so that a host without them is a
+//! refusal before anything runs, naming what is missing.
+
+use std::path::{Path, PathBuf};
+
+use spear_sandbox::{GpuBinds, GpuHost, GpuSelection, driver_libraries, gpu_binds};
+
+/// The driver's tools, bound where the host has them.
+const TOOLS: [&str; 5] = [
+    "nvidia-smi",
+    "nvidia-debugdump",
+    "nvidia-persistenced",
+    "nvidia-cuda-mps-control",
+    "nvidia-cuda-mps-server",
+];
+
+/// Where the tools and NVIDIA's container-toolkit layout keep them.
+const TOOL_DIRS: [&str; 3] = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/bin"];
+
+/// The binds `selection` (`all`, `0,1`) gives on this host, or why it cannot.
+pub fn resolve(selection: &str) -> Result<GpuBinds, String> {
+    let chosen: GpuSelection = selection
+        .parse()
+        .map_err(|e| format!("--gpu {selection}: {e}"))?;
+    let host = read_host(Path::new("/dev"));
+    gpu_binds(&chosen, &host).map_err(|e| format!("--gpu {selection}: {e}"))
+}
+
+/// What the host shows of GPUs: `/dev`'s entries (and those of `nvidia-caps/` and `dri/`), the
+/// NVIDIA libraries in the linker's cache, and the driver's tools.
+fn read_host(dev: &Path) -> GpuHost {
+    let mut devices = names(dev, "");
+    devices.extend(names(&dev.join("nvidia-caps"), "nvidia-caps/"));
+    devices.extend(names(&dev.join("dri"), "dri/"));
+    let mut driver = Vec::new();
+    if devices.iter().any(|d| d == "nvidiactl") {
+        let cache = std::process::Command::new("/sbin/ldconfig")
+            .arg("-p")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        driver = driver_libraries(&cache);
+        for dir in TOOL_DIRS {
+            driver.extend(
+                TOOLS
+                    .iter()
+                    .map(|t| PathBuf::from(dir).join(t))
+                    .filter(|p| p.is_file()),
+            );
+        }
+    }
+    GpuHost { devices, driver }
+}
+
+/// The entries of `dir`, each as `prefix` + its name; none when it cannot be read.
+fn names(dir: &Path, prefix: &str) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| format!("{prefix}{}", e.file_name().to_string_lossy()))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}

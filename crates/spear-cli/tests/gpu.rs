@@ -1,0 +1,96 @@
+//! `spear exec --gpu`: a GPU is the operator's grant, bound exactly; on a host without one the
+//! grant is a refusal at start that names what is missing and runs nothing.
+//!
+//! Each test holds on every host: where the host has an NVIDIA GPU it shows the GPU given and
+//! withheld, and where it has none it shows the refusal (this project's machines have none; the
+//! device host has one).
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod support;
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use support::{Dirs, SpearCommands as _};
+
+fn spear(args: &[&str], d: &Dirs) -> Output {
+    d.spear(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("spear runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn host_has_nvidia() -> bool {
+    Path::new("/dev/nvidiactl").exists() && Path::new("/dev/nvidia0").exists()
+}
+
+#[test]
+fn a_gpu_is_given_only_by_the_grant() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let list = "ls /dev; echo ran > ran.txt";
+    // Positive control: the same command without the grant runs, and sees no GPU.
+    let plain = spear(&["exec", "--auto", "-c", list], &d);
+    assert_eq!(plain.status.code(), Some(0), "{}", text(&plain.stderr));
+    assert!(
+        !text(&plain.stdout).contains("nvidia"),
+        "{}",
+        text(&plain.stdout)
+    );
+    assert!(d.ws.join("ran.txt").exists());
+    std::fs::remove_file(d.ws.join("ran.txt")).unwrap();
+
+    let granted = spear(&["exec", "--auto", "--gpu", "all", "-c", list], &d);
+    if host_has_nvidia() {
+        assert_eq!(granted.status.code(), Some(0), "{}", text(&granted.stderr));
+        let seen = text(&granted.stdout);
+        assert!(
+            seen.contains("nvidia0") && seen.contains("nvidiactl"),
+            "{seen}"
+        );
+        assert!(!seen.contains("sda") && !seen.contains("nvme"), "{seen}");
+    } else {
+        // Refused at start: exit 2, the reason names what is missing, and nothing ran.
+        assert_eq!(granted.status.code(), Some(2), "{}", text(&granted.stderr));
+        let why = text(&granted.stderr);
+        assert!(
+            why.contains("--gpu all: no GPU to give the sandbox"),
+            "{why}"
+        );
+        assert!(why.contains("/dev/nvidia0"), "{why}");
+        assert!(!d.ws.join("ran.txt").exists(), "the command ran");
+        assert!(granted.stdout.is_empty());
+    }
+}
+
+#[test]
+fn a_selection_that_is_not_one_is_a_usage_error() {
+    let d = Dirs::with(&[]);
+    let out = spear(&["exec", "--gpu", "first", "--", "true"], &d);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--gpu first: `first` is not `all` or a list of GPU indices"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A GPU the host does not have, by index.
+    let out = spear(&["exec", "--gpu", "7", "--", "true"], &d);
+    assert_eq!(out.status.code(), Some(2));
+    if host_has_nvidia() {
+        assert!(
+            text(&out.stderr).contains("there is no GPU 7"),
+            "{}",
+            text(&out.stderr)
+        );
+    } else {
+        assert!(
+            text(&out.stderr).contains("no GPU to give the sandbox"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
