@@ -236,13 +236,26 @@ impl AuditLogger {
     }
 
     /// Opens the log at the path again and locks it, then releases `old`'s lock.
+    ///
+    /// Another writer may rotate the file between the open and the lock: the lock is then held
+    /// on the rotated file, and a record written there, or a rotation of the path, would go to
+    /// the wrong file (or find none). So the file locked must still be the one at the path;
+    /// otherwise it is released and the path opened again.
     fn reopen_locked(&self, old: &File) -> Result<File, AuditError> {
+        /// Rotations in a row that a writer waits out before it gives up.
+        const ATTEMPTS: usize = 64;
         let name = self.path.file_name().unwrap_or_default();
-        let fresh = open_log(&self.dir, name, &self.path)?;
-        retry(|| rustix::fs::flock(&fresh, FlockOperation::LockExclusive))
-            .map_err(|e| io_error("lock", &self.path, e))?;
-        let _ = retry(|| rustix::fs::flock(old, FlockOperation::Unlock));
-        Ok(fresh)
+        for _ in 0..ATTEMPTS {
+            let fresh = open_log(&self.dir, name, &self.path)?;
+            retry(|| rustix::fs::flock(&fresh, FlockOperation::LockExclusive))
+                .map_err(|e| io_error("lock", &self.path, e))?;
+            if self.is_current(&fresh) {
+                let _ = retry(|| rustix::fs::flock(old, FlockOperation::Unlock));
+                return Ok(fresh);
+            }
+            let _ = retry(|| rustix::fs::flock(&fresh, FlockOperation::Unlock));
+        }
+        Err(io_error("lock", &self.path, rustix::io::Errno::AGAIN))
     }
 
     /// Renames the full log (whose lock `file` holds) to `<name>.1` and starts a new one, held
