@@ -32,6 +32,10 @@ pub struct Args {
     /// cancelled and nothing runs.
     #[arg(long, value_name = "SECS", default_value_t = spear_mcp::DEFAULT_APPROVAL_WAIT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86_400))]
     approval_wait: u64,
+    /// Give every sandbox of the session these GPUs (`all`, or indices such as `0,1`), as
+    /// `spear exec --gpu` does; without a GPU on the host, the server refuses to start.
+    #[arg(long, value_name = "all|INDICES")]
+    gpu: Option<String>,
 }
 
 /// Serves until the client closes stdin or a signal arrives. stdout carries only protocol
@@ -41,7 +45,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     // watched), and a SIGTERM meanwhile must stop it cleanly, not kill it.
     let stdio = spear_mcp::Stdio::prepare().map_err(|e| e.to_string())?;
     let router = crate::session::open(&crate::session::SessionArgs {
-        gpu: None,
+        gpu: args.gpu.as_deref(),
         host,
         workspace: &args.workspace,
         mode: &args.mode,

@@ -67,6 +67,40 @@ fn a_gpu_is_given_only_by_the_grant() {
     }
 }
 
+/// `spear mcp --gpu`: the same grant for every sandbox of the session; on a host without a GPU
+/// the server refuses to start, before a single protocol message.
+#[test]
+fn an_mcp_server_is_refused_a_gpu_the_host_lacks() {
+    let d = Dirs::with(&[]);
+    let out = d
+        .spear_mcp(&["--auto", "--gpu", "all"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    // The banner is the session opened (the grant resolved); no client follows, so the server
+    // then ends at its stdin's end either way.
+    let opened = |o: &Output| text(&o.stderr).contains("spear mcp: AUTO mode");
+    if host_has_nvidia() {
+        assert!(opened(&out), "{}", text(&out.stderr));
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("spear: --gpu all: no GPU to give the sandbox"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(!opened(&out), "{}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    }
+    // Positive control: without the grant the session opens (and the banner says so).
+    let plain = d
+        .spear_mcp(&["--auto"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(opened(&plain), "{}", text(&plain.stderr));
+}
+
 #[test]
 fn a_selection_that_is_not_one_is_a_usage_error() {
     let d = Dirs::with(&[]);
