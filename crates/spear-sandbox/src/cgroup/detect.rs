@@ -18,7 +18,7 @@ use super::backend_kind::BackendKind;
 use super::delegated::Delegated;
 use super::error::CgroupError;
 use super::parse::{self, Hierarchy, Located, Mount, ProcCgroupLine, V1Swap};
-use super::systemd_units::SystemdScope;
+use super::systemd_units::{Manager, SystemdScope};
 use super::v1::{self, CgroupV1};
 use super::v2::{self, CgroupV2};
 use super::v2_plan;
@@ -69,7 +69,7 @@ pub fn detect_with(
             let systemd = probe_systemd(env, host, &unified);
             (
                 systemd,
-                unified.and_then(Unified::writable_backend),
+                unified.and_then(Unified::backend),
                 probe_v1(&lines, &mounts, host),
             )
         }
@@ -184,49 +184,44 @@ fn uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
-/// Our cgroup in the unified (v2) hierarchy, with the memory, pids and cpu controllers available.
+/// Our cgroup in the unified (v2) hierarchy.
 #[derive(Debug)]
 struct Unified {
     own: Located,
+    /// The controllers spear needs that our cgroup is not offered (by its parent).
+    missing: Vec<&'static str>,
 }
 
 impl Unified {
-    fn writable_backend(self) -> Result<CgroupV2, String> {
-        let dir = &self.own.dir;
-        let files = [
-            dir.clone(),
-            dir.join("cgroup.procs"),
-            dir.join("cgroup.subtree_control"),
-        ];
-        if let Some(file) = files.iter().find(|f| !writable(f)) {
-            return Err(format!(
-                "{} is not writable by uid {} (the subtree is not delegated to this user){}",
-                file.display(),
-                uid(),
-                v2_advice(&self.own)
-            ));
-        }
-        Ok(CgroupV2::new(self.own))
-    }
-}
-
-/// The planner's word on our cgroup v2 (see `v2_plan`): why no subtree can be made and the one
-/// step that would make one, or the steps a person runs as root so that this backend is usable;
-/// empty when the tree cannot be read.
-fn v2_advice(own: &Located) -> String {
-    let Some(chain) = v2_plan::read_chain(&own.mount, &own.dir, &writable) else {
-        return String::new();
-    };
-    let mount = own.mount.display().to_string();
-    match v2_plan::plan(&chain, &mount) {
-        Err(refusal) => format!("; {refusal}"),
-        Ok(plan) => {
-            let steps = v2_plan::manual_steps(&plan, &chain, &mount);
-            if steps.is_empty() {
+    /// The backend, if spear can make the subtree it needs from where it is ([`v2_plan`]): the
+    /// planner reads the tree from the hierarchy's root down to our cgroup, and says what spear
+    /// will do there, or why it cannot and the one step that would let it.
+    fn backend(self) -> Result<CgroupV2, String> {
+        let Some(chain) = v2_plan::read_chain(&self.own.mount, &self.own.dir, &writable) else {
+            let short = if self.missing.is_empty() {
                 String::new()
             } else {
-                format!("; to fix, as root: {}", steps.join("; "))
-            }
+                format!(
+                    " (ours is offered no {} controller)",
+                    self.missing.join(", ")
+                )
+            };
+            return Err(format!(
+                "cannot read the cgroup v2 tree from {} down to {}{short}",
+                self.own.mount.display(),
+                self.own.dir.display()
+            ));
+        };
+        let mount = self.own.mount.display().to_string();
+        let own_is_root = chain.0.last().is_some_and(|n| n.is_root);
+        match v2_plan::plan(&chain, &mount) {
+            Ok(plan) => Ok(CgroupV2::new(self.own, own_is_root, plan)),
+            Err(refusal) if self.missing.is_empty() => Err(refusal.to_string()),
+            Err(refusal) => Err(format!(
+                "our cgroup {} is offered no {} controller; {refusal}",
+                self.own.dir.display(),
+                self.missing.join(", ")
+            )),
         }
     }
 }
@@ -242,20 +237,12 @@ fn probe_unified(
     let path = own.dir.join("cgroup.controllers");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let missing: Vec<&str> = v2::CONTROLLERS
+    let missing = v2::CONTROLLERS
         .iter()
         .copied()
         .filter(|c| !text.split_whitespace().any(|t| t == *c))
         .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "our cgroup {} offers no {} controller (bound to cgroup v1, or not delegated){}",
-            own.dir.display(),
-            missing.join(", "),
-            v2_advice(&own)
-        ));
-    }
-    Ok(Unified { own })
+    Ok(Unified { own, missing })
 }
 
 fn probe_systemd(
@@ -270,16 +257,29 @@ fn probe_systemd(
         std::fs::metadata(parse::under_root(&host.root, &Path::new(dir).join("bus")))
             .is_ok_and(|m| m.file_type().is_socket())
     });
-    if address.is_none() && !socket {
-        return Err("no user bus ($DBUS_SESSION_BUS_ADDRESS is unset and there is no socket $XDG_RUNTIME_DIR/bus)"
-            .to_owned());
-    }
+    let manager = if address.is_some() || socket {
+        Manager::User
+    } else if uid() == 0 && booted_with_systemd(&host.root) {
+        Manager::System
+    } else {
+        return Err(format!(
+            "no user bus ($DBUS_SESSION_BUS_ADDRESS is unset and there is no socket \
+             $XDG_RUNTIME_DIR/bus){}",
+            if uid() == 0 {
+                ", and no systemd system manager (/run/systemd/system, /run/systemd/private)"
+            } else {
+                ""
+            }
+        ));
+    };
     let mut bus_env = Vec::new();
-    if let Some(address) = address {
-        bus_env.push(("DBUS_SESSION_BUS_ADDRESS".to_owned(), address));
-    }
-    if let Some(dir) = runtime_dir {
-        bus_env.push(("XDG_RUNTIME_DIR".to_owned(), dir));
+    if manager == Manager::User {
+        if let Some(address) = address {
+            bus_env.push(("DBUS_SESSION_BUS_ADDRESS".to_owned(), address));
+        }
+        if let Some(dir) = runtime_dir {
+            bus_env.push(("XDG_RUNTIME_DIR".to_owned(), dir));
+        }
     }
     let path = env("PATH").unwrap_or_else(|| "/usr/bin:/bin".to_owned());
     let find = |name: &str| {
@@ -292,7 +292,15 @@ fn probe_systemd(
     let unified = unified
         .as_ref()
         .map_err(|e| format!("systemd would not enforce the limits: {e}"))?;
+    if !unified.missing.is_empty() {
+        return Err(format!(
+            "systemd would not enforce the limits: our cgroup {} is offered no {} controller",
+            unified.own.dir.display(),
+            unified.missing.join(", ")
+        ));
+    }
     Ok(SystemdScope {
+        manager,
         env: env_program,
         systemd_run,
         systemctl,
@@ -300,6 +308,15 @@ fn probe_systemd(
         bus_env,
         cgroup2_mount: unified.own.mount.clone(),
     })
+}
+
+/// Whether the host was booted with systemd as its manager (`sd_booted`: `/run/systemd/system`
+/// is a directory), and its private socket, which systemctl and systemd-run use as root, is
+/// there.
+fn booted_with_systemd(root: &Path) -> bool {
+    parse::under_root(root, Path::new("/run/systemd/system")).is_dir()
+        && std::fs::metadata(parse::under_root(root, Path::new("/run/systemd/private")))
+            .is_ok_and(|m| m.file_type().is_socket())
 }
 
 /// The first executable `name` in the absolute directories of `path`.
@@ -478,6 +495,17 @@ mod tests {
             fs::write(path, text).unwrap();
         }
 
+        /// A cgroup v2 directory with its control files (and `cgroup.type`, which every cgroup
+        /// but the hierarchy's real root has).
+        fn cgroup(&self, abs: &str, controllers: &str, subtree: &str, procs: &str) {
+            self.file(&format!("{abs}/cgroup.controllers"), controllers);
+            self.file(&format!("{abs}/cgroup.subtree_control"), subtree);
+            self.file(&format!("{abs}/cgroup.procs"), procs);
+            if abs != "/sys/fs/cgroup" && abs != "/sys/fs/cgroup/unified" {
+                self.file(&format!("{abs}/cgroup.type"), "domain\n");
+            }
+        }
+
         fn program(&self, abs: &str) {
             self.file(abs, "#!/bin/sh\n");
             let path = parse::under_root(self.dir.path(), Path::new(abs));
@@ -505,7 +533,7 @@ mod tests {
 
     fn hybrid() -> FakeHost {
         let host = FakeHost::new(HYBRID_CGROUP, HYBRID_MOUNTINFO);
-        host.file("/sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n");
+        host.cgroup("/sys/fs/cgroup/unified", "hugetlb\n", "", "1\n");
         host.file(
             "/sys/fs/cgroup/memory/process_api/abc/memory.memsw.limit_in_bytes",
             "0\n",
@@ -547,11 +575,17 @@ mod tests {
             Ok(BackendKind::Delegated)
         );
         let forced = kind(&host.detect(&[("SPEAR_RESOURCE_CONTROL", "systemd")]));
+        let root_only = if uid() == 0 {
+            ", and no systemd system manager (/run/systemd/system, /run/systemd/private)"
+        } else {
+            ""
+        };
         assert_eq!(
             forced,
-            Err("SPEAR_RESOURCE_CONTROL=systemd but systemd-scope: no user bus ($DBUS_SESSION_BUS_ADDRESS is unset \
-                 and there is no socket $XDG_RUNTIME_DIR/bus): unset it to let spear choose, or fix the host"
-                .to_owned())
+            Err(format!(
+                "SPEAR_RESOURCE_CONTROL=systemd but systemd-scope: no user bus ($DBUS_SESSION_BUS_ADDRESS is unset \
+                 and there is no socket $XDG_RUNTIME_DIR/bus){root_only}: unset it to let spear choose, or fix the host"
+            ))
         );
         assert!(matches!(
             host.detect(&[("SPEAR_RESOURCE_CONTROL", "v1")]),
@@ -581,7 +615,7 @@ mod tests {
             HYBRID_CGROUP,
             &HYBRID_MOUNTINFO.replace("rw,freezer", "rw,devices"),
         );
-        host.file("/sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n");
+        host.cgroup("/sys/fs/cgroup/unified", "hugetlb\n", "", "1\n");
         host.file("/sys/fs/cgroup/memory/process_api/abc/cgroup.procs", "");
         let error = kind(&host.detect(&[])).err().unwrap_or_default();
         assert!(
@@ -590,7 +624,11 @@ mod tests {
         );
         assert!(error.contains("cgroup-v2: our cgroup "), "{error}");
         assert!(
-            error.contains("offers no memory, pids, cpu controller"),
+            error.contains("is offered no memory, pids, cpu controller; the cgroup v2 hierarchy"),
+            "{error}"
+        );
+        assert!(
+            error.contains("SPEAR_RESOURCE_CONTROL=delegated"),
             "{error}"
         );
         assert!(
@@ -600,42 +638,75 @@ mod tests {
     }
 
     /// A pure v2 host without systemd, spear in a cgroup its parent gives only memory (the
-    /// measured Ubuntu 24.04 case): the reason names the cgroup and the exact step, planned from
-    /// the tree.
+    /// measured Ubuntu 24.04 case): spear plans to enable the rest itself, root first, and says
+    /// so; where it cannot (a cgroup on the way holds processes), the reason names the cgroup and
+    /// the step that fixes it.
     #[test]
-    fn a_v2_cgroup_short_of_controllers_is_given_the_step_that_fixes_it() {
-        let host = FakeHost::new("0::/session-1\n", UNIFIED_MOUNTINFO);
-        host.file(
-            "/sys/fs/cgroup/cgroup.controllers",
+    fn a_v2_cgroup_short_of_controllers_is_set_up_or_given_the_step_that_fixes_it() {
+        let host = FakeHost::new("0::/user.slice/session-1\n", UNIFIED_MOUNTINFO);
+        host.cgroup(
+            "/sys/fs/cgroup",
             "cpuset cpu io memory pids\n",
+            "memory\n",
+            "1\n",
         );
-        host.file("/sys/fs/cgroup/cgroup.subtree_control", "memory\n");
-        host.file("/sys/fs/cgroup/cgroup.procs", "1\n");
-        host.file("/sys/fs/cgroup/session-1/cgroup.controllers", "memory\n");
-        host.file("/sys/fs/cgroup/session-1/cgroup.subtree_control", "");
-        host.file("/sys/fs/cgroup/session-1/cgroup.procs", "77\n");
+        host.cgroup("/sys/fs/cgroup/user.slice", "memory\n", "memory\n", "");
+        host.cgroup(
+            "/sys/fs/cgroup/user.slice/session-1",
+            "memory\n",
+            "",
+            "77\n",
+        );
+        let backend = host.detect(&[]);
+        assert_eq!(kind(&backend), Ok(BackendKind::CgroupV2));
+        let root = host.dir.path().display().to_string();
+        assert_eq!(
+            backend.map(|b| b.describe()).unwrap_or_default(),
+            format!(
+                "cgroup v2 at {root}/sys/fs/cgroup/user.slice/session-1 (spear runs in its leaf \
+                 spear-supervisor and makes one child per command); first enables pids cpu in \
+                 {root}/sys/fs/cgroup, pids cpu in {root}/sys/fs/cgroup/user.slice"
+            )
+        );
+        // The slice between holds a process: it cannot enable controllers for its children.
+        host.file("/sys/fs/cgroup/user.slice/cgroup.procs", "5\n");
         let error = kind(&host.detect(&[])).err().unwrap_or_default();
         assert!(
-            error.contains("session-1 offers no pids, cpu controller"),
+            error.contains("session-1 is offered no pids, cpu controller; "),
             "{error}"
         );
         assert!(
-            error.contains("; to fix, as root: echo '+pids +cpu' > "),
+            error.contains("/sys/fs/cgroup/user.slice holds 1 process(es)"),
             "{error}"
         );
         assert!(
-            error.contains("/sys/fs/cgroup/cgroup.subtree_control"),
+            error.contains("move those processes into a child cgroup"),
             "{error}"
         );
-        // Positive control: with the root granting them, the backend is usable.
-        host.file("/sys/fs/cgroup/cgroup.subtree_control", "memory pids cpu\n");
-        host.file(
-            "/sys/fs/cgroup/session-1/cgroup.controllers",
-            "memory pids cpu\n",
-        );
-        assert_eq!(kind(&host.detect(&[])), Ok(BackendKind::CgroupV2));
     }
 
+    /// spear shares its cgroup with the shell that started it (every controller offered): it
+    /// plans a cgroup beside it.
+    #[test]
+    fn a_shared_v2_cgroup_gets_a_cgroup_beside_it() {
+        let host = FakeHost::new("0::/ci/job\n", UNIFIED_MOUNTINFO);
+        host.cgroup("/sys/fs/cgroup", ALL, ALL, "1\n");
+        host.cgroup("/sys/fs/cgroup/ci", ALL, ALL, "");
+        host.cgroup("/sys/fs/cgroup/ci/job", ALL, "", "40\n41\n");
+        let backend = host.detect(&[]);
+        let root = host.dir.path().display().to_string();
+        let pid = std::process::id();
+        assert_eq!(
+            backend.map(|b| b.describe()).unwrap_or_default(),
+            format!(
+                "cgroup v2 at {root}/sys/fs/cgroup/ci/spear-beside-{pid}-0 (beside spear's own \
+                 {root}/sys/fs/cgroup/ci/job, which other processes share: spear moves into it \
+                 with its limits and makes one child per command)"
+            )
+        );
+    }
+
+    const ALL: &str = "cpuset cpu io memory pids\n";
     const UNIFIED_CGROUP: &str =
         "0::/user.slice/user-1000.slice/user@1000.service/app.slice/spear.service\n";
     const UNIFIED_MOUNTINFO: &str =
@@ -643,11 +714,18 @@ mod tests {
     const OWN: &str =
         "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/spear.service";
 
+    /// spear in a user's delegated subtree whose parent offers it `controllers`.
     fn unified(controllers: &str) -> FakeHost {
         let host = FakeHost::new(UNIFIED_CGROUP, UNIFIED_MOUNTINFO);
-        host.file(&format!("{OWN}/cgroup.controllers"), controllers);
-        host.file(&format!("{OWN}/cgroup.procs"), "");
-        host.file(&format!("{OWN}/cgroup.subtree_control"), "");
+        host.cgroup("/sys/fs/cgroup", ALL, ALL, "1\n");
+        let mut dir = "/sys/fs/cgroup".to_owned();
+        let parts = ["user.slice", "user-1000.slice", "user@1000.service"];
+        for part in parts {
+            dir = format!("{dir}/{part}");
+            host.cgroup(&dir, ALL, ALL, "");
+        }
+        host.cgroup(&format!("{dir}/app.slice"), ALL, controllers, "");
+        host.cgroup(OWN, controllers, "", "");
         host
     }
 
@@ -660,15 +738,20 @@ mod tests {
         assert_eq!(
             backend.map(|b| b.describe()).unwrap_or_default(),
             format!(
-                "cgroup v2 at {root}{OWN} (delegated; spear runs in its leaf spear-supervisor and makes one child per \
+                "cgroup v2 at {root}{OWN} (spear runs in its leaf spear-supervisor and makes one child per \
                  command)"
             )
         );
+        // Its parent withholds memory and holds a process itself: nothing can grant it.
         let missing = unified("cpu io pids\n");
+        missing.file(
+            "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/cgroup.procs",
+            "9\n",
+        );
         let error = kind(&missing.detect(&[("SPEAR_RESOURCE_CONTROL", "cgroupfs")]))
             .err()
             .unwrap_or_default();
-        assert!(error.contains("offers no memory controller"), "{error}");
+        assert!(error.contains("is offered no memory controller"), "{error}");
         assert!(
             error.contains("cgroup-v1: /proc/self/cgroup names no cgroup of the cgroup v1 freezer"),
             "{error}"
@@ -718,6 +801,36 @@ mod tests {
         );
     }
 
+    /// Root on a host booted with systemd, no user bus (a root shell over ssh): the system
+    /// manager's scopes, never writing into systemd's tree by hand. Not root: no systemd backend.
+    #[test]
+    fn root_without_a_user_bus_gets_the_system_managers_scope() {
+        let host = unified("cpu memory pids\n");
+        for program in ["systemd-run", "systemctl", "busctl", "env"] {
+            host.program(&format!("/usr/bin/{program}"));
+        }
+        let run = host.dir.path().join("run/systemd");
+        fs::create_dir_all(run.join("system")).unwrap();
+        let env = [("PATH", "/usr/bin")];
+        // Positive control: without the manager's socket, no systemd backend.
+        assert_eq!(kind(&host.detect(&env)), Ok(BackendKind::CgroupV2));
+        let _listener = std::os::unix::net::UnixListener::bind(run.join("private")).unwrap();
+        let backend = host.detect(&env);
+        if uid() == 0 {
+            assert_eq!(kind(&backend), Ok(BackendKind::SystemdScope));
+            assert!(
+                backend
+                    .map(|b| b.describe())
+                    .unwrap_or_default()
+                    .starts_with(
+                        "systemd system scope via /usr/bin/systemd-run (root without a user bus"
+                    ),
+            );
+        } else {
+            assert_eq!(kind(&backend), Ok(BackendKind::CgroupV2));
+        }
+    }
+
     #[test]
     fn systemd_without_v2_controllers_is_refused() {
         let host = unified("cpu pids\n");
@@ -727,15 +840,17 @@ mod tests {
         for program in ["systemd-run", "systemctl", "busctl", "env"] {
             host.program(&format!("/usr/bin/{program}"));
         }
-        let error =
-            kind(&host.detect(&[("XDG_RUNTIME_DIR", "/run/user/1000"), ("PATH", "/usr/bin")]))
-                .err()
-                .unwrap_or_default();
+        let env = [("XDG_RUNTIME_DIR", "/run/user/1000"), ("PATH", "/usr/bin")];
+        // spear enables memory in the parent itself, and takes cgroup v2 over the scope.
+        assert_eq!(kind(&host.detect(&env)), Ok(BackendKind::CgroupV2));
+        let error = kind(&host.detect(&[("SPEAR_RESOURCE_CONTROL", "systemd"), env[0], env[1]]))
+            .err()
+            .unwrap_or_default();
         assert!(
             error.contains("systemd-scope: systemd would not enforce the limits: our cgroup"),
             "{error}"
         );
-        assert!(error.contains("offers no memory controller"), "{error}");
+        assert!(error.contains("is offered no memory controller"), "{error}");
     }
 
     #[test]

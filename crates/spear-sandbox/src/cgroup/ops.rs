@@ -131,6 +131,51 @@ pub(crate) fn create_dir(path: &Path) -> Result<OwnedFd, CgroupError> {
     ))
 }
 
+/// Under `dir`: every directory spear named (`spear-<pid>-<n>`, the warm, session and beside
+/// ones) that no spear holds, removed deepest first while empty; returns how many. One still
+/// holding a process is left as it is.
+///
+/// Whether its spear lives is its lock ([`crate::dir_lock`]), not its pid: a spear in another PID
+/// namespace sharing this cgroup is alive though its pid is not in our `/proc`, and an empty
+/// session cgroup of its, between two commands, must not be removed from under it.
+pub(crate) fn sweep_children(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let ours = entry.file_type().is_ok_and(|t| t.is_dir())
+            && entry
+                .file_name()
+                .to_str()
+                .and_then(parse::spear_owner)
+                .is_some();
+        // Held while it is removed: its owner is gone, and no sweep races this one.
+        let free = if ours {
+            crate::dir_lock::take_free(&entry.path())
+        } else {
+            None
+        };
+        if free.is_some() && remove_empty_tree(&entry.path()) {
+            tracing::info!(cgroup = %entry.path().display(), "a dead spear's cgroup removed");
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Removes `dir` and the directories under it, deepest first; whether `dir` is gone.
+fn remove_empty_tree(dir: &Path) -> bool {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.filter_map(Result::ok) {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_empty_tree(&entry.path());
+            }
+        }
+    }
+    std::fs::remove_dir(dir).is_ok()
+}
+
 /// Removes the directories of `dirs` (last first), closing their `cgroup.procs` fds first. A
 /// directory already gone is fine; one the kernel still reports busy (its last processes are
 /// exiting) is retried for a short while. Every directory is tried; the first error is returned.

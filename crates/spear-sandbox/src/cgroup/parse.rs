@@ -347,13 +347,14 @@ pub(crate) fn under_root(root: &Path, abs: &Path) -> PathBuf {
 }
 
 /// The pid of the spear process a cgroup named `name` belongs to: `spear-<pid>-<n>`,
-/// `spear-warm-<pid>-<n>` or `spear-session-<pid>-<n>` (the names spear gives); `None` for any
-/// other name. Pure.
+/// `spear-warm-<pid>-<n>`, `spear-session-<pid>-<n>` or `spear-beside-<pid>-0` (the names spear
+/// gives); `None` for any other name. Pure.
 pub(crate) fn spear_owner(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("spear-")?;
     let rest = rest
         .strip_prefix("warm-")
         .or_else(|| rest.strip_prefix("session-"))
+        .or_else(|| rest.strip_prefix("beside-"))
         .unwrap_or(rest);
     let (pid, n) = rest.split_once('-')?;
     let digits = |t: &str| !t.is_empty() && t.len() <= 20 && t.bytes().all(|b| b.is_ascii_digit());
@@ -753,6 +754,7 @@ mod tests {
             ("spear-123-4", Some(123)),
             ("spear-warm-77-0", Some(77)),
             ("spear-session-9-12", Some(9)),
+            ("spear-beside-41-0", Some(41)),
             ("spear-0-1", None),
             ("spear-123", None),
             ("spear-x-1", None),

@@ -1,4 +1,5 @@
-//! The systemd backend: each command runs in a transient scope of the user's systemd manager,
+//! The systemd backend: each command runs in a transient scope of the user's systemd manager
+//! (or, for root without a user bus, the system manager's: [`Manager`]),
 //! `systemd-run --user --scope --collect -p MemoryMax=.. -p MemorySwapMax=.. -p TasksMax=..
 //! -p CPUQuota=..% --quiet --unit=<name> -- <argv>`.
 //!
@@ -30,7 +31,7 @@ use super::error::CgroupError;
 use super::limits::{CgroupLimits, SessionBudget};
 use super::parse;
 use super::session_cgroup::{SessionCgroup, SessionControl};
-use super::systemd_units::{ScopeControl, SliceControl, SystemdScope};
+use super::systemd_units::{Manager, ScopeControl, SliceControl, SystemdScope};
 
 /// The slice unit of a session named `name`. A `-` in a slice's name means nesting to systemd
 /// (`a-b.slice` is inside `a.slice`), so each becomes `_`: the session's slice is one unit
@@ -51,7 +52,7 @@ pub(crate) fn slice_start_argv(
 ) -> Vec<OsString> {
     let mut argv: Vec<OsString> = vec![scope.busctl.clone().into()];
     for arg in [
-        "--user",
+        scope.manager.flag(),
         "call",
         "org.freedesktop.systemd1",
         "/org/freedesktop/systemd1",
@@ -91,7 +92,7 @@ pub(crate) fn scope_argv(
     );
     argv.push(scope.systemd_run.clone().into());
     for arg in [
-        "--user".to_owned(),
+        scope.manager.flag().to_owned(),
         "--scope".to_owned(),
         "--collect".to_owned(),
         "-p".to_owned(),
@@ -134,11 +135,18 @@ impl CgroupBackend for SystemdScope {
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        format!(
-            "systemd user scope via {} ({}; untested on real systemd by spear's own tests)",
-            self.systemd_run.display(),
-            bus.join(" ")
-        )
+        match self.manager {
+            Manager::User => format!(
+                "systemd user scope via {} ({}; untested on real systemd by spear's own tests)",
+                self.systemd_run.display(),
+                bus.join(" ")
+            ),
+            Manager::System => format!(
+                "systemd system scope via {} (root without a user bus; untested on real systemd \
+                 by spear's own tests)",
+                self.systemd_run.display()
+            ),
+        }
     }
 
     fn prepare_in(
@@ -215,8 +223,29 @@ impl CgroupBackend for SystemdScope {
 mod tests {
     use super::*;
 
+    /// The system manager's argv: `--system` everywhere `--user` was, and no bus variables.
+    #[test]
+    fn the_system_managers_argv() {
+        let mut system = scope(&[]);
+        system.manager = Manager::System;
+        let limits = CgroupLimits::default();
+        let argv: Vec<String> = scope_argv(&system, &limits, "spear-1-1", None)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            argv[..3],
+            ["/usr/bin/env", "/usr/bin/systemd-run", "--system"]
+        );
+        assert!(!argv.iter().any(|a| a == "--user" || a == "-u"), "{argv:?}");
+        let budget = SessionBudget::default();
+        let start = slice_start_argv(&system, &budget, "spear_session_1_1.slice");
+        assert_eq!(start[1], "--system");
+    }
+
     fn scope(bus_env: &[(&str, &str)]) -> SystemdScope {
         SystemdScope {
+            manager: Manager::User,
             env: "/usr/bin/env".into(),
             systemd_run: "/usr/bin/systemd-run".into(),
             systemctl: "/usr/bin/systemctl".into(),

@@ -1,6 +1,6 @@
-//! The user's systemd manager as spear reaches it ([`SystemdScope`]: its programs and bus), and
-//! the units spear makes in it: a command's scope ([`ScopeControl`]) and a session's slice
-//! ([`SliceControl`]), killed, stopped and read through `systemctl --user`.
+//! The systemd manager as spear reaches it ([`SystemdScope`]: which manager, its programs and
+//! bus), and the units spear makes in it: a command's scope ([`ScopeControl`]) and a session's
+//! slice ([`SliceControl`]), killed, stopped and read through `systemctl`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,9 +12,32 @@ use super::ops::KILL_DEADLINE;
 use super::parse::{self, Hierarchy, ProcCgroupLine};
 use super::v2_control;
 
-/// The programs and bus of the user's systemd manager.
+/// Which systemd manager spear asks for its units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Manager {
+    /// The user's manager, over the session bus.
+    User,
+    /// The system manager, for root on a host booted with systemd where no user bus is reachable
+    /// (a root shell over ssh, a CI runner's job as root): the same transient scopes and slices,
+    /// in the system's tree, where writing cgroups systemd did not delegate would fight it.
+    System,
+}
+
+impl Manager {
+    /// The flag systemd-run, systemctl and busctl take for it.
+    pub(crate) fn flag(self) -> &'static str {
+        match self {
+            Manager::User => "--user",
+            Manager::System => "--system",
+        }
+    }
+}
+
+/// The manager, programs and bus spear reaches systemd through.
 #[derive(Debug, Clone)]
 pub(crate) struct SystemdScope {
+    /// Which manager.
+    pub manager: Manager,
     pub env: PathBuf,
     pub systemd_run: PathBuf,
     pub systemctl: PathBuf,
@@ -34,10 +57,10 @@ pub(crate) struct SliceControl {
 }
 
 impl SliceControl {
-    /// `systemctl --user stop <slice>`: stops every scope in it (killing their processes), and
+    /// `systemctl --user|--system stop <slice>`: stops every scope in it (killing their processes), and
     /// the transient slice is gone.
     pub(crate) fn stop(&self) -> Result<(), CgroupError> {
-        let output = self.scope.systemctl_user(&["stop", &self.unit])?;
+        let output = self.scope.systemctl(&["stop", &self.unit])?;
         if output.status.success() {
             Ok(())
         } else {
@@ -51,13 +74,10 @@ impl SliceControl {
 }
 
 impl SystemdScope {
-    /// `systemctl --user ARGS` on the user's bus, its output captured.
-    pub(super) fn systemctl_user(
-        &self,
-        args: &[&str],
-    ) -> Result<std::process::Output, CgroupError> {
+    /// `systemctl --user|--system ARGS` on the manager's bus, its output captured.
+    pub(super) fn systemctl(&self, args: &[&str]) -> Result<std::process::Output, CgroupError> {
         Command::new(&self.systemctl)
-            .arg("--user")
+            .arg(self.manager.flag())
             .args(args)
             .envs(self.bus_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
@@ -77,7 +97,7 @@ pub(crate) struct ScopeControl {
 
 impl ScopeControl {
     fn systemctl(&self, args: &[&str]) -> Result<(bool, String), CgroupError> {
-        let output = self.scope.systemctl_user(args)?;
+        let output = self.scope.systemctl(args)?;
         Ok((
             output.status.success(),
             String::from_utf8_lossy(&output.stdout).trim().to_owned(),
@@ -90,7 +110,7 @@ impl ScopeControl {
             .1)
     }
 
-    /// `systemctl --user kill --signal=SIGKILL` (every process of the unit), then waits until
+    /// `systemctl kill --signal=SIGKILL` (every process of the unit), then waits until
     /// the unit is no longer active. A unit that never started or is already collected is fine.
     pub(crate) fn kill_all(&self) -> Result<(), CgroupError> {
         let deadline = Instant::now() + KILL_DEADLINE;
@@ -102,13 +122,14 @@ impl ScopeControl {
             }
             if Instant::now() >= deadline {
                 return Err(CgroupError::Systemd(format!(
-                    "{} is still {state} after SIGKILL{}; see `systemctl --user status {}`",
+                    "{} is still {state} after SIGKILL{}; see `systemctl {} status {}`",
                     self.unit,
                     if killed {
                         ""
                     } else {
                         " (systemctl kill failed)"
                     },
+                    self.scope.manager.flag(),
                     self.unit
                 )));
             }

@@ -52,31 +52,10 @@ impl CgroupBackend for CgroupV1 {
     /// PID namespace sharing this cgroup is alive though its pid is not in our `/proc`, and an
     /// empty session cgroup of its, between two commands, must not be removed from under it.
     fn sweep_stale(&self) -> usize {
-        let mut removed = 0;
-        for (_, own) in &self.own {
-            let Ok(entries) = std::fs::read_dir(&own.dir) else {
-                continue;
-            };
-            for entry in entries.filter_map(Result::ok) {
-                let ours = entry.file_type().is_ok_and(|t| t.is_dir())
-                    && entry
-                        .file_name()
-                        .to_str()
-                        .and_then(parse::spear_owner)
-                        .is_some();
-                // Held while it is removed: its owner is gone, and no sweep races this one.
-                let free = if ours {
-                    crate::dir_lock::take_free(&entry.path())
-                } else {
-                    None
-                };
-                if free.is_some() && remove_empty_tree(&entry.path()) {
-                    tracing::info!(cgroup = %entry.path().display(), "a dead spear's cgroup removed");
-                    removed += 1;
-                }
-            }
-        }
-        removed
+        self.own
+            .iter()
+            .map(|(_, own)| ops::sweep_children(&own.dir))
+            .sum()
     }
 
     fn kind(&self) -> BackendKind {
@@ -249,17 +228,6 @@ impl CgroupV1 {
 
 /// Removes the cgroup directory `dir` and every one below it, deepest first, each only while it
 /// holds no process (rmdir fails otherwise); whether `dir` itself went.
-fn remove_empty_tree(dir: &Path) -> bool {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.filter_map(Result::ok) {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                remove_empty_tree(&entry.path());
-            }
-        }
-    }
-    std::fs::remove_dir(dir).is_ok()
-}
-
 fn overflow() -> CgroupError {
     CgroupError::InvalidLimits("memory + swap overflows".to_owned())
 }

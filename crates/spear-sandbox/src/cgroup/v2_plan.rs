@@ -20,7 +20,8 @@
 //!   applied to spear is lifted.
 //!
 //! Where nothing works, the refusal ([`Unplannable`]) names the cgroup, what it lacks, and the one
-//! step that would make it work. Nothing here writes: the backend carries a plan out.
+//! step that would make it work. Nothing here writes: the backend ([`super::v2::CgroupV2`])
+//! carries a plan out.
 
 use super::v2::CONTROLLERS;
 
@@ -37,6 +38,10 @@ pub(crate) struct Node {
     pub processes: usize,
     /// Whether spear may create children in it and write its control files and `cgroup.procs`.
     pub writable: bool,
+    /// Whether it is the hierarchy's real root (it has no `cgroup.type`), the only cgroup exempt
+    /// from "no internal processes". A container's cgroup namespace shows its own root as `/`,
+    /// but that one is an ordinary cgroup to the kernel and keeps the rule.
+    pub is_root: bool,
 }
 
 /// The cgroups from the hierarchy's root (the first, `/`; a container's namespace root shows
@@ -97,7 +102,10 @@ pub(crate) fn plan(chain: &Chain, mount: &str) -> Result<Plan, Unplannable> {
     // The commands' cgroups are children of spear's own cgroup, or (when other processes share
     // it) of a new cgroup beside it: every cgroup from the root down to own, or to its parent,
     // must grant the controllers to its children.
-    let shared = own.rel != "/" && own.processes > 1;
+    let shared = !own.is_root && own.processes > 1;
+    if shared && nodes.len() < 2 {
+        return Err(namespace_root_shared(own, mount));
+    }
     let last = if shared {
         nodes.len().saturating_sub(2)
     } else {
@@ -198,7 +206,7 @@ fn grant(
             ),
         });
     }
-    if node.rel != "/" && node.processes > 0 && !spears_own {
+    if !node.is_root && node.processes > 0 && !spears_own {
         return Err(Unplannable {
             why: format!(
                 "{} holds {} process(es), so cgroup v2 lets it enable no controller for its \
@@ -214,6 +222,24 @@ fn grant(
         });
     }
     Ok(Some(missing))
+}
+
+/// spear shares the top of a cgroup namespace (a container's `/`) with other processes: there is
+/// no parent to make a cgroup beside it in, and the rule forbids enabling controllers there.
+fn namespace_root_shared(own: &Node, mount: &str) -> Unplannable {
+    let top = dir(mount, &own.rel);
+    Unplannable {
+        why: format!(
+            "{top} is the top of this cgroup namespace and holds {} other process(es), so cgroup \
+             v2 lets it enable no controller for its children (no internal processes)",
+            own.processes - 1
+        ),
+        fix: format!(
+            "start spear as the container's first process, or move the others into a child \
+             first (as root: mkdir {top}/init && for p in $(cat {top}/cgroup.procs); do echo $p \
+             > {top}/init/cgroup.procs; done)"
+        ),
+    }
 }
 
 /// A new cgroup under `parent`, beside spear's shared `own`, if spear may make one there.
@@ -270,37 +296,13 @@ pub(crate) fn read_chain(
             controllers: words(dir.join("cgroup.controllers"))?,
             subtree_control: words(dir.join("cgroup.subtree_control"))?,
             processes: procs.lines().filter(|l| !l.trim().is_empty()).count(),
-            writable: writable(&dir.join("cgroup.subtree_control")) && writable(&dir),
+            writable: writable(&dir.join("cgroup.subtree_control"))
+                && writable(&dir.join("cgroup.procs"))
+                && writable(&dir),
+            is_root: !dir.join("cgroup.type").exists(),
         });
     }
     Some(Chain(nodes))
-}
-
-/// What a person runs to make the v2 backend usable as it stands, from a plan: the ancestors'
-/// enabling (spear enables its own cgroup's itself), and a cgroup of its own where spear shares
-/// one. Empty when nothing is needed.
-pub(crate) fn manual_steps(plan: &Plan, chain: &Chain, mount: &str) -> Vec<String> {
-    let own = chain.0.last().map(|n| n.rel.as_str());
-    let mut steps: Vec<String> = plan
-        .enable
-        .iter()
-        .filter(|(rel, _)| Some(rel.as_str()) != own)
-        .map(|(rel, controllers)| {
-            let plus: Vec<String> = controllers.iter().map(|c| format!("+{c}")).collect();
-            format!(
-                "echo '{}' > {}/cgroup.subtree_control",
-                plus.join(" "),
-                dir(mount, rel)
-            )
-        })
-        .collect();
-    if let Base::Beside { parent } = &plan.base {
-        steps.push(format!(
-            "mkdir {0}/spear && echo $$ > {0}/spear/cgroup.procs (then start spear from that shell)",
-            dir(mount, parent)
-        ));
-    }
-    steps
 }
 
 #[cfg(test)]
@@ -316,7 +318,14 @@ mod tests {
             subtree_control: subtree.iter().map(|s| (*s).to_owned()).collect(),
             processes,
             writable: true,
+            is_root: rel == "/",
         }
+    }
+
+    /// A container's view: its namespace root shows as `/` but keeps the rule.
+    fn namespaced(mut n: Node) -> Node {
+        n.is_root = false;
+        n
     }
 
     fn locked(mut n: Node) -> Node {
@@ -370,14 +379,22 @@ mod tests {
             }
         );
 
-        // A container's namespace root: spear is in `/` with other processes; the root is exempt.
-        let container = Chain(vec![node("/", ALL, &[], 3)]);
+        // A container's namespace root, spear its first and only process: it moves into its leaf
+        // and the namespace's root enables the controllers.
+        let container = Chain(vec![namespaced(node("/", ALL, &[], 1))]);
         let p = plan(&container, m).unwrap();
         assert_eq!(
             enables(&p),
             [("/".to_owned(), vec!["memory", "pids", "cpu"])]
         );
         assert_eq!(p.base, Base::Own);
+
+        // The host's real root (a VM whose init is not systemd, spear as root in `/` beside
+        // everything else): exempt from the rule, so the commands go right under it.
+        let host_root = Chain(vec![node("/", ALL, &[], 40)]);
+        let p = plan(&host_root, m).unwrap();
+        assert_eq!(p.base, Base::Own);
+        assert_eq!(enables(&p).len(), 1);
 
         // A user's delegated subtree, already enabled: nothing to enable, spear's own cgroup.
         let delegated = Chain(vec![
@@ -446,6 +463,17 @@ mod tests {
         );
         assert!(e.fix.contains("child cgroup of /sys/fs/cgroup/busy"), "{e}");
 
+        // A container's namespace root shared with a shell (`docker exec`): no parent to go
+        // beside, and the rule holds there.
+        let docker_exec = Chain(vec![namespaced(node("/", ALL, &[], 3))]);
+        let e = plan(&docker_exec, m).unwrap_err();
+        assert!(
+            e.why
+                .contains("top of this cgroup namespace and holds 2 other"),
+            "{e}"
+        );
+        assert!(e.fix.contains("mkdir /sys/fs/cgroup/init"), "{e}");
+
         // Shared with the shell, and the parent not ours to write.
         let shared = Chain(vec![
             locked(node("/", ALL, ALL, 30)),
@@ -477,7 +505,7 @@ mod tests {
         assert!(e.fix.contains("Delegate=yes"), "{e}");
     }
 
-    /// A fake cgroupfs tree read from disk, planned, and turned into the steps a person runs.
+    /// A fake cgroupfs tree read from disk and planned.
     #[test]
     fn a_fake_tree_is_read_and_its_steps_named() {
         let tmp = tempfile::tempdir().unwrap();
@@ -488,6 +516,9 @@ mod tests {
             std::fs::write(dir.join("cgroup.controllers"), controllers).unwrap();
             std::fs::write(dir.join("cgroup.subtree_control"), subtree).unwrap();
             std::fs::write(dir.join("cgroup.procs"), procs).unwrap();
+            if !rel.is_empty() {
+                std::fs::write(dir.join("cgroup.type"), "domain\n").unwrap();
+            }
         };
         write("", "cpuset cpu io memory pids\n", "memory\n", "1\n2\n");
         write("user.slice", "memory\n", "memory\n", "");
@@ -498,13 +529,15 @@ mod tests {
         assert_eq!(chain.0[2].rel, "/user.slice/s");
         assert_eq!(chain.0[0].processes, 2);
         assert_eq!(chain.0[1].controllers, ["memory"]);
+        assert!(chain.0[0].is_root && !chain.0[1].is_root);
         let m = mount.to_str().unwrap();
         let p = plan(&chain, m).unwrap();
         assert_eq!(
-            manual_steps(&p, &chain, m),
+            enables(&p),
             [
-                format!("echo '+pids +cpu' > {m}/cgroup.subtree_control"),
-                format!("echo '+pids +cpu' > {m}/user.slice/cgroup.subtree_control"),
+                ("/".to_owned(), vec!["pids", "cpu"]),
+                ("/user.slice".to_owned(), vec!["pids", "cpu"]),
+                ("/user.slice/s".to_owned(), vec!["memory", "pids", "cpu"]),
             ]
         );
         // Not under the mount: no chain.
