@@ -79,6 +79,8 @@ pub struct Context {
     pub web: spear_policy::web::WebSettings,
     /// The operator's `[state]` quotas, checked.
     pub quotas: spear_policy::quotas::Quotas,
+    /// The operator's `[sandbox] gpu`, unresolved.
+    pub gpu: Option<String>,
 }
 
 impl Context {
@@ -190,6 +192,7 @@ impl Context {
             operator_limits,
             web,
             quotas,
+            gpu: operator.sandbox.gpu.clone(),
         })
     }
 }

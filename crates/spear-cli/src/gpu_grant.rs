@@ -18,13 +18,14 @@ const TOOLS: [&str; 5] = [
 /// Where the tools and NVIDIA's container-toolkit layout keep them.
 const TOOL_DIRS: [&str; 3] = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/bin"];
 
-/// The binds `selection` (`all`, `0,1`) gives on this host, or why it cannot.
-pub fn resolve(selection: &str) -> Result<GpuBinds, String> {
+/// The binds `selection` (`all`, `0,1`) gives on this host, or why it cannot; `source` names
+/// where the selection came from (`--gpu`, `[sandbox] gpu =`) in the error.
+pub fn resolve(source: &str, selection: &str) -> Result<GpuBinds, String> {
     let chosen: GpuSelection = selection
         .parse()
-        .map_err(|e| format!("--gpu {selection}: {e}"))?;
+        .map_err(|e| format!("{source} {selection}: {e}"))?;
     let host = read_host(Path::new("/dev"));
-    gpu_binds(&chosen, &host).map_err(|e| format!("--gpu {selection}: {e}"))
+    gpu_binds(&chosen, &host).map_err(|e| format!("{source} {selection}: {e}"))
 }
 
 /// What the host shows of GPUs: `/dev`'s entries (and those of `nvidia-caps/` and `dri/`), the

@@ -50,9 +50,14 @@ pub struct SessionArgs<'a> {
 
 /// Opens a router over the workspace with every store on and no confirmer set.
 pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
-    let gpu = args.gpu.map(crate::gpu_grant::resolve).transpose()?;
     let ctx =
         Context::open_with_env(args.workspace, args.env, args.host).map_err(|e| e.to_string())?;
+    // The flag wins over the operator's `[sandbox] gpu`.
+    let gpu = match (args.gpu, ctx.gpu.as_deref()) {
+        (Some(flag), _) => Some(crate::gpu_grant::resolve("--gpu", flag)?),
+        (None, Some(config)) => Some(crate::gpu_grant::resolve("[sandbox] gpu =", config)?),
+        (None, None) => None,
+    };
     // Limits out of bounds are refused here, before the session serves anything.
     let limits = ctx
         .limits(&args.limits.flags())

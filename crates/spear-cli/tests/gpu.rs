@@ -128,3 +128,61 @@ fn a_selection_that_is_not_one_is_a_usage_error() {
         );
     }
 }
+
+/// `[sandbox] gpu` grants what `--gpu` does, for every session; the result and the audit record
+/// say a GPU was in the sandbox, and a run without one says nothing of a GPU.
+#[test]
+fn the_operators_gpu_setting_is_the_grant_and_is_reported() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let cfg = support::config("[sandbox]\ngpu = \"all\"\n");
+    let script = "ls /dev; echo ran > ran.txt";
+    let json = |o: &Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {} {}", text(&o.stdout), text(&o.stderr)))
+    };
+    // Positive control: without it the command runs, and its result names no GPU.
+    let plain = spear(&["exec", "--auto", "--json", "-c", script], &d);
+    assert_eq!(plain.status.code(), Some(0), "{}", text(&plain.stderr));
+    let v = json(&plain);
+    assert!(v["guarantees"]["enforced"].is_array(), "{v}");
+    assert_eq!(v["guarantees"].get("gpu"), None, "{v}");
+    std::fs::remove_file(d.ws.join("ran.txt")).unwrap();
+
+    let granted = spear(
+        &[
+            "exec", "--config", &cfg.path, "--auto", "--json", "-c", script,
+        ],
+        &d,
+    );
+    if host_has_nvidia() {
+        assert_eq!(granted.status.code(), Some(0), "{}", text(&granted.stderr));
+        let v = json(&granted);
+        assert_eq!(v["guarantees"]["gpu"], true, "{v}");
+        assert!(
+            v["stdout"].as_str().unwrap_or("").contains("nvidiactl"),
+            "{v}"
+        );
+    } else {
+        assert_eq!(granted.status.code(), Some(2), "{}", text(&granted.stderr));
+        let why = text(&granted.stderr);
+        assert!(
+            why.contains("[sandbox] gpu = all: no GPU to give the sandbox"),
+            "{why}"
+        );
+        assert!(!d.ws.join("ran.txt").exists(), "the command ran");
+        assert!(granted.stdout.is_empty());
+    }
+    // The flag wins over the setting: a selection that is not one is refused as the flag's.
+    let flag = spear(
+        &[
+            "exec", "--config", &cfg.path, "--gpu", "first", "--", "true",
+        ],
+        &d,
+    );
+    assert_eq!(flag.status.code(), Some(2));
+    assert!(
+        text(&flag.stderr).contains("--gpu first:"),
+        "{}",
+        text(&flag.stderr)
+    );
+}

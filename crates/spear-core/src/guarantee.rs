@@ -299,6 +299,12 @@ pub struct Guarantees {
     /// `delegated`, which limits spear as a whole and gives no `resource_limits`); `null` when no
     /// cgroup limited it (rlimits only).
     pub limits: Option<LimitsBackend>,
+    /// `"gpu": true` when GPUs the operator granted (`--gpu`, `[sandbox] gpu`) were bound into
+    /// the sandbox, their device nodes and the driver's files visible to the command: a widening
+    /// the operator made, reported so that no one reads a run as GPU-free that was not. Absent
+    /// (`false`): no GPU device was in the sandbox.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gpu: bool,
 }
 
 #[cfg(test)]
@@ -398,9 +404,10 @@ mod tests {
         );
         assert_eq!(serde_json::from_value::<GuaranteeSet>(json).unwrap(), s);
         assert!(serde_json::from_value::<GuaranteeSet>(serde_json::json!(["everything"])).is_err());
-        let g = Guarantees {
+        let mut g = Guarantees {
             enforced: s,
             limits: Some(LimitsBackend::CgroupV1),
+            gpu: false,
         };
         for b in [
             LimitsBackend::SystemdScope,
@@ -415,5 +422,10 @@ mod tests {
             serde_json::to_value(g).unwrap(),
             serde_json::json!({"enforced": ["write_boundary", "resource_limits"], "limits": "cgroup-v1"})
         );
+        // A GPU in the sandbox is named; none is the absence of the key.
+        g.gpu = true;
+        let json = serde_json::to_value(g).unwrap();
+        assert_eq!(json["gpu"], true);
+        assert_eq!(serde_json::from_value::<Guarantees>(json).unwrap(), g);
     }
 }

@@ -96,7 +96,7 @@ pub struct OperatorPolicy {
 
 /// `[sandbox]` of the operator's configuration, and of the workspace's policy file (which can
 /// only add to the operator's).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxRequirements {
     /// Guarantees (`process_boundary`, `resource_limits`, `network_filtered`, ...) that every
@@ -104,6 +104,12 @@ pub struct SandboxRequirements {
     /// spawned. An unknown name is a configuration error that lists the known ones.
     #[serde(default)]
     pub require: GuaranteeSet,
+    /// GPUs every sandbox of every session gets (`"all"`, or indices such as `"0,1"`), as
+    /// `--gpu` gives them (which wins over this): their device nodes and the driver's files,
+    /// nothing else of `/dev`. The operator's grant alone; no mode or model gives a GPU. A host
+    /// without them refuses every session at its start, naming what is missing.
+    #[serde(default)]
+    pub gpu: Option<String>,
 }
 
 /// `[env]` of the operator's configuration.

@@ -86,8 +86,35 @@ const WRITABLE_BINDS: &[&str] = &["--bind", "--bind-try", "--dev-bind", "--dev-b
 
 /// The bits the bwrap options of `spec` give, and the two candidates the run must confirm
 /// (`process_boundary`: a PID namespace of its own that dies with spear; `network_filtered`: a
-/// networked profile held in a network namespace of its own until its network is attached).
-pub(crate) fn from_argv(spec: &BwrapSpec, options: &[OsString]) -> GuaranteeSet {
+/// networked profile held in a network namespace of its own until its network is attached), with
+/// whether they bind a GPU ([`gpu_bound`]).
+pub(crate) fn from_argv(spec: &BwrapSpec, options: &[OsString]) -> Guarantees {
+    Guarantees {
+        enforced: argv_bits(spec, options),
+        limits: None,
+        gpu: gpu_bound(options),
+    }
+}
+
+/// Whether `options` hand bwrap a GPU's device node (`/dev/nvidia*`, `/dev/kfd`, `/dev/dri/*`)
+/// to bind. Options it cannot read count as binding one: a GPU must never go unreported.
+fn gpu_bound(options: &[OsString]) -> bool {
+    let gpu = |p: &OsStr| {
+        let p = p.as_encoded_bytes();
+        [&b"/dev/nvidia"[..], b"/dev/kfd", b"/dev/dri/"]
+            .iter()
+            .any(|prefix| p.starts_with(prefix))
+    };
+    match parse(options) {
+        Some(opts) => opts
+            .iter()
+            .filter(|o| BINDS.iter().any(|b| o.name == *b))
+            .any(|o| gpu(&o.args[0])),
+        None => options.iter().any(|o| gpu(o)),
+    }
+}
+
+fn argv_bits(spec: &BwrapSpec, options: &[OsString]) -> GuaranteeSet {
     let Some(opts) = parse(options) else {
         return GuaranteeSet::EMPTY;
     };
@@ -192,8 +219,8 @@ pub(crate) enum NetworkPath {
 }
 
 /// The guarantees of a run: the candidates of [`from_argv`] confirmed by `facts`.
-pub(crate) fn after_run(argv_bits: GuaranteeSet, facts: RunFacts) -> Guarantees {
-    let mut enforced = argv_bits;
+pub(crate) fn after_run(argv: Guarantees, facts: RunFacts) -> Guarantees {
+    let mut enforced = argv.enforced;
     if !facts.tree_dead {
         enforced.remove(Guarantee::ProcessBoundary);
     }
@@ -204,7 +231,11 @@ pub(crate) fn after_run(argv_bits: GuaranteeSet, facts: RunFacts) -> Guarantees 
     if facts.rlimits && limits.is_some_and(LimitsBackend::limits_the_tree) {
         enforced.insert(Guarantee::ResourceLimits);
     }
-    Guarantees { enforced, limits }
+    Guarantees {
+        enforced,
+        limits,
+        gpu: argv.gpu,
+    }
 }
 
 /// A cgroup backend by its name in results.
@@ -274,7 +305,7 @@ mod tests {
     }
 
     fn bits(spec: &BwrapSpec) -> GuaranteeSet {
-        from_argv(spec, &crate::build_argv(spec).unwrap().options)
+        argv_bits(spec, &crate::build_argv(spec).unwrap().options)
     }
 
     /// `options` with the option `name` (and its `n` arguments) removed everywhere.
@@ -294,6 +325,38 @@ mod tests {
 
     fn strs(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    /// A GPU's device node handed to bwrap is reported, whatever binds it; other device binds
+    /// and unreadable options are told apart.
+    #[test]
+    fn a_gpu_bind_is_reported() {
+        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let cases: [(&[&str], bool); 6] = [
+            (&["--dev", "/dev", "--ro-bind", "/usr", "/usr"], false),
+            (
+                &[
+                    "--dev",
+                    "/dev",
+                    "--dev-bind",
+                    "/dev/nvidia0",
+                    "/dev/nvidia0",
+                ],
+                true,
+            ),
+            (&["--dev-bind", "/dev/kfd", "/dev/kfd"], true),
+            (
+                &["--dev-bind", "/dev/dri/renderD128", "/dev/dri/renderD128"],
+                true,
+            ),
+            // Not a GPU's node, though a device.
+            (&["--dev-bind", "/dev/fuse", "/dev/fuse"], false),
+            // An option this module does not know: a GPU path anywhere counts.
+            (&["--new-thing", "/dev/nvidiactl"], true),
+        ];
+        for (options, want) in cases {
+            assert_eq!(gpu_bound(&os(options)), want, "{options:?}");
+        }
     }
 
     #[test]
@@ -326,7 +389,7 @@ mod tests {
     fn each_missing_option_loses_its_bit() {
         let ro = spec(&[C::FilesystemRead]);
         let options = crate::build_argv(&ro).unwrap().options;
-        let full = from_argv(&ro, &options);
+        let full = argv_bits(&ro, &options);
         // (option removed or added, the bit lost)
         let cases: Vec<(Vec<OsString>, Guarantee)> = vec![
             (without(&options, "--unshare-all"), G::ProcessBoundary),
@@ -356,7 +419,7 @@ mod tests {
             ),
         ];
         for (argv, lost) in cases {
-            let got = from_argv(&ro, &argv);
+            let got = argv_bits(&ro, &argv);
             assert!(
                 full.contains(lost) && !got.contains(lost),
                 "{lost}: {argv:?}"
@@ -369,17 +432,17 @@ mod tests {
             v.splice(at - 1..at + 2, []);
             v
         };
-        assert!(!from_argv(&ro, &unmasked).contains(G::ReadBoundary));
+        assert!(!argv_bits(&ro, &unmasked).contains(G::ReadBoundary));
         // An option this module does not know: nothing is vouched for.
         let unknown = [options.clone(), strs(&["--overlay-src", "/x"])].concat();
-        assert_eq!(from_argv(&ro, &unknown), GuaranteeSet::EMPTY);
+        assert_eq!(argv_bits(&ro, &unknown), GuaranteeSet::EMPTY);
         // A writable root without its staged layer.
         let rw = spec(&[C::FilesystemRead, C::WorkspaceWrite]);
         let mut unstaged = rw.clone();
         unstaged.staged.clear();
         let rw_argv = crate::build_argv(&rw).unwrap().options;
-        assert!(from_argv(&rw, &rw_argv).contains(G::WriteBoundary));
-        assert!(!from_argv(&unstaged, &rw_argv).contains(G::WriteBoundary));
+        assert!(argv_bits(&rw, &rw_argv).contains(G::WriteBoundary));
+        assert!(!argv_bits(&unstaged, &rw_argv).contains(G::WriteBoundary));
         // The session's own directories bound writable keep it.
         let mut session = ro.clone();
         session.scratch = Some(ScratchDirs {
@@ -388,7 +451,7 @@ mod tests {
             home: PathBuf::from("/s/home"),
         });
         let argv = crate::build_argv(&session).unwrap().options;
-        assert!(from_argv(&session, &argv).contains(G::WriteBoundary));
+        assert!(argv_bits(&session, &argv).contains(G::WriteBoundary));
     }
 
     #[test]
@@ -466,7 +529,14 @@ mod tests {
             ),
         ];
         for (facts, enforced, limits) in cases {
-            let got = after_run(argv_bits, facts);
+            let got = after_run(
+                Guarantees {
+                    enforced: argv_bits,
+                    limits: None,
+                    gpu: false,
+                },
+                facts,
+            );
             assert_eq!(got.enforced, enforced, "{facts:?}");
             assert_eq!(got.limits.map(LimitsBackend::as_str), limits, "{facts:?}");
         }

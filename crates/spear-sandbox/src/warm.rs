@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::process::{Signal, WaitId, WaitIdOptions, pidfd_send_signal, waitid};
-use spear_core::GuaranteeSet;
+use spear_core::Guarantees;
 
 use crate::argv::build_argv;
 use crate::cgroup::CommandCgroup;
@@ -250,7 +250,7 @@ pub(crate) struct Warm {
     /// The spec it was made for; its command is not the one it will run.
     shape: BwrapSpec,
     fingerprint: Fingerprint,
-    guarantees: GuaranteeSet,
+    guarantees: Guarantees,
     /// Where the argv goes; `None` once written.
     argv: Option<OwnedFd>,
     /// Where the hold says "r".
@@ -264,7 +264,7 @@ pub(crate) struct Warm {
 pub(crate) struct Released {
     pub(crate) running: Running,
     pub(crate) cgroup: Option<CommandCgroup>,
-    pub(crate) guarantees: GuaranteeSet,
+    pub(crate) guarantees: Guarantees,
 }
 
 impl Warm {

@@ -1167,6 +1167,12 @@ impl ToolRouter {
             .iter()
             .map(|c| c.as_str().to_owned())
             .collect();
+        // A GPU is the operator's grant, not the mode's: named when the sandbox really had one.
+        if result.guarantees.is_some_and(|g| g.gpu) {
+            entry
+                .capabilities
+                .push(spear_core::Capability::Gpu.as_str().to_owned());
+        }
         entry.status = Some(result.status);
         entry.rule = result.rule();
         entry.exit_code = result.exit_code;

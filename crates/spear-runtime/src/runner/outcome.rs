@@ -202,6 +202,7 @@ mod tests {
             guarantees: Some(Guarantees {
                 enforced: GuaranteeSet::of(bits),
                 limits: None,
+                gpu: false,
             }),
             ..ToolResult::new(ToolStatus::Ok)
         };

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use spear_core::{GuaranteeSet, Guarantees};
+use spear_core::Guarantees;
 
 use super::error::SandboxError;
 use super::instance::Sandbox;
@@ -92,7 +92,7 @@ impl Sandbox {
         finished: Finished,
         slirp: Option<Slirp>,
         cgroup: Option<CommandCgroup>,
-        argv_bits: GuaranteeSet,
+        argv_bits: Guarantees,
     ) -> RunOutcome {
         let network_attached = slirp.is_some();
         let network_error = slirp

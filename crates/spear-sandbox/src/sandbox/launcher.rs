@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use spear_core::GuaranteeSet;
+use spear_core::Guarantees;
 
 use super::config::SandboxConfig;
 use super::error::SandboxError;
@@ -201,7 +201,7 @@ impl Launcher {
 pub(crate) struct Inputs {
     /// The guarantees its bwrap options give ([`guarantees::from_argv`]), before the run confirms
     /// its candidates.
-    pub(crate) guarantees: GuaranteeSet,
+    pub(crate) guarantees: Guarantees,
     /// What runs after bwrap's `--`: the network hold, if any, then the command.
     command: Vec<OsString>,
     /// bwrap's options ([`options_fd`]).
