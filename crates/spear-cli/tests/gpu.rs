@@ -162,6 +162,10 @@ fn the_operators_gpu_setting_is_the_grant_and_is_reported() {
             v["stdout"].as_str().unwrap_or("").contains("nvidiactl"),
             "{v}"
         );
+        // The audit record names the GPU among the capabilities of the command.
+        let audit = spear(&["audit", "--tail", "1"], &d);
+        let last = text(&audit.stdout);
+        assert!(last.contains("\"gpu\""), "{last}");
     } else {
         assert_eq!(granted.status.code(), Some(2), "{}", text(&granted.stderr));
         let why = text(&granted.stderr);
