@@ -51,7 +51,30 @@ fn read_host(dev: &Path) -> GpuHost {
             );
         }
     }
-    GpuHost { devices, driver }
+    let refused = devices
+        .iter()
+        .filter(|d| is_gpu_node(d))
+        .filter_map(|d| {
+            let path = dev.join(d);
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .err()
+                .map(|e| (d.clone(), e.to_string()))
+        })
+        .collect();
+    GpuHost {
+        devices,
+        driver,
+        refused,
+    }
+}
+
+/// Whether `/dev`'s entry `name` is one of the nodes a grant may bind (opened once at start to
+/// learn whether the host lets spear, and so the command, use it).
+fn is_gpu_node(name: &str) -> bool {
+    name.starts_with("nvidia") || name == "kfd" || name.starts_with("dri/renderD")
 }
 
 /// The entries of `dir`, each as `prefix` + its name; none when it cannot be read.

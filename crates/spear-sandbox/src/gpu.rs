@@ -11,6 +11,17 @@
 //!
 //! Attack stopped: a command reaching a device it was not given. The grant is the operator's
 //! alone (a mode never grants `gpu`), and the binds are exactly the chosen nodes.
+//!
+//! What else decides whether the GPU works in the sandbox:
+//! - **The device cgroup.** spear makes no device rules of its own: a command's cgroup is below
+//!   spear's, so whatever device cgroup spear runs under (cgroup v1's `devices.list`, the device
+//!   program a container runtime attaches on v2) applies to the command too. The CLI opens each
+//!   node once at start ([`GpuHost::refused`]), so a node that cgroup refuses is a refusal of the
+//!   grant naming it, before anything runs, not a CUDA error later.
+//! - **The seccomp filter** refuses no `ioctl` but `TIOCSTI` and `TIOCLINUX`, so the driver's
+//!   ioctls, `mmap` of its nodes and the UVM driver pass. What it refuses that GPU tools may ask
+//!   for: `perf_event_open` (profilers' hardware counters: Nsight Systems, CUPTI's) and `bpf`;
+//!   those fail with `EPERM` in the sandbox, by design.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -56,6 +67,11 @@ pub struct GpuHost {
     pub devices: Vec<String>,
     /// The driver's libraries and tools, host paths.
     pub driver: Vec<PathBuf>,
+    /// Device entries (as in `devices`) spear could not open for reading and writing, and why:
+    /// the device cgroup of spear's own cgroup (a container given no GPU, cgroup v1's
+    /// `devices.list` or v2's device program) or the node's permissions refuse it, and so would
+    /// they the command.
+    pub refused: Vec<(String, String)>,
 }
 
 /// What a grant binds into the sandbox.
@@ -81,6 +97,13 @@ pub enum GpuError {
     },
     /// The selection does not parse.
     Invalid(String),
+    /// A node the grant needs is there but refused to spear.
+    Refused {
+        /// The node (`/dev/nvidia0`).
+        node: String,
+        /// What opening it said.
+        why: String,
+    },
 }
 
 impl fmt::Display for GpuError {
@@ -104,6 +127,12 @@ impl fmt::Display for GpuError {
                 )
             }
             GpuError::Invalid(why) => write!(f, "{why}"),
+            GpuError::Refused { node, why } => write!(
+                f,
+                "{node} is there but this host refuses it to spear ({why}): the device cgroup \
+                 spear runs in (a container given no GPU) or the node's permissions; give spear's \
+                 container or user the device (docker run --gpus, --device), or run without --gpu"
+            ),
         }
     }
 }
@@ -157,6 +186,17 @@ pub fn gpu_binds(selection: &GpuSelection, host: &GpuHost) -> Result<GpuBinds, G
         NVIDIA_CONTROL.contains(&d.as_str()) || d.starts_with("nvidia-caps/") || *d == "kfd"
     });
     devices.extend(control.map(|d| dev.join(d)));
+    // A node the host refuses would fail the command as it failed spear: say so now, not after.
+    if let Some((name, why)) = host
+        .refused
+        .iter()
+        .find(|(name, _)| devices.contains(&dev.join(name)))
+    {
+        return Err(GpuError::Refused {
+            node: dev.join(name).display().to_string(),
+            why: why.clone(),
+        });
+    }
     Ok(GpuBinds {
         devices,
         driver: host.driver.clone(),
@@ -198,6 +238,7 @@ mod tests {
         GpuHost {
             devices: devices.iter().map(|d| (*d).to_owned()).collect(),
             driver: vec![PathBuf::from("/usr/lib/x86_64-linux-gnu/libcuda.so.1")],
+            refused: Vec::new(),
         }
     }
 
@@ -285,6 +326,22 @@ mod tests {
             absent.to_string(),
             "there is no GPU 3 on this host (it has: 0)"
         );
+        // A node the device cgroup refuses, among those the grant binds: refused at start.
+        let mut denied = host(&["nvidia0", "nvidia1", "nvidiactl"]);
+        denied.refused = vec![(
+            "nvidia1".into(),
+            "Operation not permitted (os error 1)".into(),
+        )];
+        let e = gpu_binds(&GpuSelection::All, &denied)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/dev/nvidia1 is there but this host refuses it"),
+            "{e}"
+        );
+        assert!(e.contains("device cgroup"), "{e}");
+        // Positive control: a grant that does not bind the refused node is given.
+        assert!(gpu_binds(&GpuSelection::Only(vec![0]), &denied).is_ok());
     }
 
     #[test]
