@@ -43,14 +43,20 @@ if [ ! -x "$pack/spear" ]; then
     exit 2
 fi
 
-# The mechanisms spear uses, from the packed .debs where the host lacks them (unpacked into /,
-# as a package would be; this machine is lent bare and given back afterwards).
+# The mechanisms spear uses, from the packed .debs where the host lacks them: unpacked beside,
+# then copied into / without replacing anything the host has (its own, newer libraries stay).
 for tool in /usr/bin/bwrap /usr/bin/slirp4netns /usr/sbin/nft; do
     if [ ! -x "$tool" ]; then
-        for deb in "$pack"/debs/*.deb; do dpkg -x "$deb" /; done
+        stage=$(mktemp -d)
+        for deb in "$pack"/debs/*.deb; do dpkg -x "$deb" "$stage"; done
+        cp -rn "$stage"/. /
+        rm -rf "$stage"
         ldconfig
         break
     fi
+done
+for tool in /usr/bin/bwrap /usr/bin/slirp4netns /usr/sbin/nft; do
+    check "$tool runs" "$tool" --version
 done
 spear=$(realpath "$pack/spear")
 work=$(mktemp -d /tmp/spear-device.XXXXXX)
