@@ -20,7 +20,7 @@ use super::error::CgroupError;
 use super::parse::{self, Hierarchy, Located, Mount, ProcCgroupLine, V1Swap};
 use super::systemd_units::{Manager, SystemdScope};
 use super::v1::{self, CgroupV1};
-use super::v2::{self, CgroupV2};
+use super::v2::CgroupV2;
 use super::v2_plan;
 
 /// The environment variable that forces a backend: `systemd`, `cgroupfs` or `delegated`.
@@ -237,7 +237,7 @@ fn probe_unified(
     let path = own.dir.join("cgroup.controllers");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let missing = v2::CONTROLLERS
+    let missing = v2_plan::CONTROLLERS
         .iter()
         .copied()
         .filter(|c| !text.split_whitespace().any(|t| t == *c))

@@ -38,10 +38,7 @@ use super::ops;
 use super::ops::CgroupDir;
 use super::parse::{self, Hierarchy, Located, SUPERVISOR_LEAF};
 use super::session_cgroup::{SessionCgroup, SessionControl};
-use super::v2_plan::{Base, Plan};
-
-/// The controllers spear enables for its commands.
-pub(crate) const CONTROLLERS: [&str; 3] = ["memory", "pids", "cpu"];
+use super::v2_plan::{Base, CONTROLLERS, Plan};
 
 /// The limit files a cgroup beside spear's own takes from it: every limit the memory, pids and
 /// cpu controllers put on spear's own cgroup (and so on spear and what it started) before.

@@ -23,7 +23,8 @@
 //! step that would make it work. Nothing here writes: the backend ([`super::v2::CgroupV2`])
 //! carries a plan out.
 
-use super::v2::CONTROLLERS;
+/// The controllers spear needs for its commands on cgroup v2.
+pub(crate) const CONTROLLERS: [&str; 3] = ["memory", "pids", "cpu"];
 
 /// One cgroup on the way from the hierarchy's root to spear's own, as its files show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
