@@ -32,6 +32,7 @@ use crate::target_policy::TargetRules;
 ///
 /// [sandbox]
 /// require = ["resource_limits"]      # guarantees every command must get, or it does not run
+/// backend = "auto"                   # "auto" (default), "bubblewrap" or "landlock"
 ///
 /// [policy]
 /// allow_host_config = ["vscode"]     # host-run configuration written without asking
@@ -67,9 +68,9 @@ pub struct OperatorConfig {
     /// ([`crate::limits`]).
     #[serde(default)]
     pub limits: crate::limits::OperatorLimits,
-    /// `[sandbox]`: guarantees every command requires.
+    /// `[sandbox]`: guarantees every command requires, and which backend confines them.
     #[serde(default)]
-    pub sandbox: SandboxRequirements,
+    pub sandbox: OperatorSandbox,
     /// `[web]`: the web pair (`fetch_url`, `search_internet`) and its search backend
     /// ([`crate::web`]).
     #[serde(default)]
@@ -104,6 +105,37 @@ pub struct SandboxRequirements {
     /// spawned. An unknown name is a configuration error that lists the known ones.
     #[serde(default)]
     pub require: GuaranteeSet,
+}
+
+/// `[sandbox]` of the operator's configuration: the guarantees every command requires (as the
+/// workspace's `[sandbox]` in [`WorkspacePolicyFile`], which only adds to them), and the backend, which only the
+/// operator chooses (a workspace choosing its own confinement would widen it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorSandbox {
+    /// Guarantees every command requires; `None` when the key is absent. Unset, no command
+    /// requires anything in particular, and `backend = "auto"` asks of a backend every guarantee
+    /// bubblewrap gives: without the operator's word spear refuses rather than confining less.
+    #[serde(default)]
+    pub require: Option<GuaranteeSet>,
+    /// Which backend confines commands.
+    #[serde(default)]
+    pub backend: SandboxBackend,
+}
+
+/// `[sandbox] backend`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxBackend {
+    /// bubblewrap where it can make its namespaces; else Landlock, only if it gives every
+    /// guarantee of `require` (unset: every guarantee bubblewrap gives); else every command is
+    /// refused, naming what is missing.
+    #[default]
+    Auto,
+    /// bubblewrap only.
+    Bubblewrap,
+    /// The landlock backend only (read-only, closed commands; see `spear doctor`).
+    Landlock,
 }
 
 /// `[env]` of the operator's configuration.
@@ -367,7 +399,9 @@ impl PolicyConfig {
         self.targets =
             self.targets
                 .adjusted(&t.protect, &t.unprotect, &t.generated, &t.not_generated);
-        self.required = self.required.union(operator.sandbox.require);
+        self.required = self
+            .required
+            .union(operator.sandbox.require.unwrap_or_default());
         self.allow_host_config
             .clone_from(&operator.policy.allow_host_config);
         self
@@ -495,6 +529,39 @@ mod tests {
         );
         assert!(
             WorkspacePolicyFile::parse("[sandbox]\nunrequire = [\"x\"]\n", Path::new("p")).is_err()
+        );
+    }
+
+    #[test]
+    fn the_backend_is_the_operator_s_alone_and_require_remembers_whether_it_was_set() {
+        use spear_core::Guarantee as G;
+        let op = OperatorConfig::parse("", Path::new("c")).unwrap();
+        assert_eq!(op.sandbox.backend, SandboxBackend::Auto);
+        assert_eq!(op.sandbox.require, None, "unset: auto asks for everything");
+        let op = OperatorConfig::parse(
+            "[sandbox]\nbackend = \"landlock\"\nrequire = []\n",
+            Path::new("c"),
+        )
+        .unwrap();
+        assert_eq!(op.sandbox.backend, SandboxBackend::Landlock);
+        assert_eq!(op.sandbox.require, Some(GuaranteeSet::EMPTY));
+        let op = OperatorConfig::parse(
+            "[sandbox]\nbackend = \"bubblewrap\"\nrequire = [\"write_boundary\"]\n",
+            Path::new("c"),
+        )
+        .unwrap();
+        assert_eq!(op.sandbox.backend, SandboxBackend::Bubblewrap);
+        assert_eq!(
+            op.sandbox.require,
+            Some(GuaranteeSet::of(&[G::WriteBoundary]))
+        );
+        assert!(
+            OperatorConfig::parse("[sandbox]\nbackend = \"chroot\"\n", Path::new("c")).is_err()
+        );
+        // A workspace cannot choose its own confinement.
+        assert!(
+            WorkspacePolicyFile::parse("[sandbox]\nbackend = \"landlock\"\n", Path::new("p"))
+                .is_err()
         );
     }
 

@@ -41,6 +41,7 @@ mod etc_view;
 mod exec_limits;
 mod gpu;
 mod guarantees;
+mod landlock;
 mod layout;
 mod mechanisms;
 mod network;
@@ -53,6 +54,7 @@ mod secret_scan;
 mod spawn;
 mod spec;
 mod stage;
+mod userns;
 mod warm;
 
 pub use argv::{BwrapArgv, build_argv};
@@ -67,6 +69,7 @@ pub use empty_file::prepare_empty_file;
 pub use env::{EnvInputs, EnvPass, EnvPassError, loads_code, looks_secret, sandbox_env};
 pub use etc_view::prepare as prepare_etc_view;
 pub use gpu::{GpuBinds, GpuError, GpuHost, GpuSelection, driver_libraries, gpu_binds};
+pub use landlock::{LandlockError, PlanError, RulesetError, kernel_abi as landlock_abi};
 pub use layout::{
     ETC_ENTRIES, EntryKind, ToolchainInputs, Toolchains, credential_masks, etc_entries, host_entry,
     host_list, system_dirs, toolchains,
@@ -76,7 +79,10 @@ pub use network::{EgressAllow, NetworkConfig, NetworkError, REFUSED_RANGES, SLIR
 pub use output::{CappedOutput, Captured};
 pub use preflight_store::user_private_dir;
 pub use rlimits::{Lowered, ResourceLimits};
-pub use sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxError};
+pub use sandbox::{
+    BackendChoice, Confinement, RunOutcome, Sandbox, SandboxConfig, SandboxError,
+    bubblewrap_gives_everywhere,
+};
 pub use seccomp::{kernel_supports_seccomp, program_fd as seccomp_program_fd};
 pub use secret_scan::{Depth, MAX_CONFIG_BYTES, RACY, ScanStats, forget_scan, secret_masks};
 pub use spawn::{
