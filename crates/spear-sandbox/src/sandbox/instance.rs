@@ -212,7 +212,17 @@ impl Sandbox {
 
     /// Checks every mechanism a command needs, without running anything: the bwrap binary,
     /// seccomp, and the cgroup backend when limits are active.
+    /// Under the landlock backend: Landlock, seccomp, and a cgroup the child joins itself.
     pub fn check_mechanisms(&self) -> Result<(), SandboxError> {
+        if let Confinement::Landlock { abi } = self.confinement()? {
+            if abi == 0 {
+                return Err(crate::landlock::LandlockError::Unavailable.into());
+            }
+            seccomp::kernel_supports_seccomp()?;
+            self.landlock_cgroup()
+                .map_err(crate::landlock::LandlockError::NoCgroup)?;
+            return Ok(());
+        }
         if let Some(e) = lock(&self.terminal).as_ref() {
             return Err(clone_error(e));
         }
