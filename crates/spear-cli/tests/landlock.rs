@@ -441,3 +441,40 @@ fn without_user_namespaces_auto_refuses_by_default_and_runs_under_landlock_with_
     assert!(child.wait().unwrap().success());
     assert!(stdout.contains("process_boundary"), "{stdout}");
 }
+
+#[test]
+fn doctor_names_the_backend_and_lists_both_backends_guarantees() {
+    let doctor = |cfg: &str| {
+        let h = Host::new(cfg, &[]);
+        let out =
+            h.d.spear(&["doctor", "--json", "--no-network", "--config", &h.cfg.path])
+                .output()
+                .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["backend"].clone()
+    };
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_str().unwrap().to_owned())
+            .collect()
+    };
+    // This host has user namespaces: `auto` takes bubblewrap.
+    let b = doctor("");
+    assert_eq!(b["chosen"], "bubblewrap", "{b}");
+    assert!(b["landlock_abi"].as_u64().unwrap() >= 1, "{b}");
+    let bubblewrap = names(&b["bubblewrap"]);
+    let landlock = names(&b["landlock"]);
+    for g in ["process_boundary", "read_boundary", "write_boundary"] {
+        assert!(bubblewrap.iter().any(|x| x == g), "{g}: {b}");
+    }
+    for g in ["write_boundary", "environment_scrubbed", "network_closed"] {
+        assert!(landlock.iter().any(|x| x == g), "{g}: {b}");
+    }
+    for g in ["process_boundary", "read_boundary", "network_filtered"] {
+        assert!(!landlock.iter().any(|x| x == g), "{g}: {b}");
+    }
+    // Forced, it names Landlock.
+    assert_eq!(doctor(LANDLOCK)["chosen"], "landlock");
+}
