@@ -478,3 +478,36 @@ fn doctor_names_the_backend_and_lists_both_backends_guarantees() {
     // Forced, it names Landlock.
     assert_eq!(doctor(LANDLOCK)["chosen"], "landlock");
 }
+
+#[test]
+fn a_host_temporary_directory_inside_the_workspace_is_refused_before_anything_is_made() {
+    let h = Host::new(LANDLOCK, &[("a.txt", "a\n")]);
+    let inside = h.d.ws.join("tmp");
+    std::fs::create_dir(&inside).unwrap();
+    let mut cmd = h.d.spear(&[
+        "exec",
+        "--config",
+        &h.cfg.path,
+        "--no-network",
+        "-c",
+        "cat a.txt",
+    ]);
+    let out = cmd
+        .env("TMPDIR", &inside)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("Point TMPDIR elsewhere"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        std::fs::read_dir(&inside).unwrap().next().is_none(),
+        "nothing made in the workspace"
+    );
+    assert_eq!(text(&out.stdout), "");
+    // Positive control: with TMPDIR outside, the same command runs.
+    assert_eq!(h.run("cat a.txt"), "a\n");
+}

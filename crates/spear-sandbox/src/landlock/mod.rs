@@ -147,6 +147,17 @@ pub enum LandlockError {
     /// The seccomp programs could not be made.
     #[error("the landlock backend's seccomp filter: {0}")]
     Seccomp(String),
+    /// A private directory would lie inside, or hold, something the ruleset grants for reading.
+    #[error(
+        "the landlock sandbox's private directory `{}` would overlap `{}`, which it only reads (the host's temporary directory, TMPDIR, lies there); spear refuses to let a command write a tree it should only read. Point TMPDIR elsewhere",
+        path.display(), other.display()
+    )]
+    PrivateOverlap {
+        /// The private directory.
+        path: PathBuf,
+        /// What it overlaps.
+        other: PathBuf,
+    },
     /// The private directories could not be made.
     #[error("cannot make the command's private directories under `{}`: {source}; nothing ran", path.display())]
     Private {
@@ -170,6 +181,7 @@ impl LandlockError {
                 | LandlockError::Gpu
                 | LandlockError::Remapped { .. }
                 | LandlockError::Plan(_)
+                | LandlockError::PrivateOverlap { .. }
         )
     }
 }
@@ -369,9 +381,24 @@ pub(crate) fn prepare(spec: &BwrapSpec, abi: u32, base: &Path) -> Result<Prepare
     if let Some(refused) = refusal(spec) {
         return Err(refused);
     }
-    let private = PrivateDirs::for_spec(spec, base)?;
     let etc = etc_entries(&spec.etc);
+    // Checked before anything is made too: a directory made inside a root would be a write to it.
+    let planned = PrivateDirs {
+        tmp: PathBuf::new(),
+        home: PathBuf::new(),
+        all: vec![base.join("spear-landlock-")],
+        made: None,
+    };
+    if spec.scratch.is_none()
+        && let Some((path, other)) = overlap(&grants(spec, &planned, &etc))
+    {
+        return Err(LandlockError::PrivateOverlap { path, other });
+    }
+    let private = PrivateDirs::for_spec(spec, base)?;
     let grants = grants(spec, &private, &etc);
+    if let Some((path, other)) = overlap(&grants) {
+        return Err(LandlockError::PrivateOverlap { path, other });
+    }
     let rules = plan::plan(&grants, &list_dir)?;
     let optional =
         |p: &Path| !grants.roots.iter().any(|r| r == p) && !private.all.iter().any(|d| d == p);
@@ -392,6 +419,21 @@ pub(crate) fn prepare(spec: &BwrapSpec, abi: u32, base: &Path) -> Result<Prepare
     })
 }
 
+/// A private directory inside, or holding, a tree granted for reading (a root, a toolchain, a
+/// host-read path), if one is. Pure. Attack stopped: a command writing into the workspace
+/// unstaged because the host's temporary directory lies inside it (`TMPDIR=/ws/tmp`).
+pub(crate) fn overlap(grants: &plan::Grants) -> Option<(PathBuf, PathBuf)> {
+    grants.private.iter().find_map(|p| {
+        grants
+            .roots
+            .iter()
+            .chain(&grants.read_exec)
+            .chain(&grants.read)
+            .find(|g| p.starts_with(g) || g.starts_with(p))
+            .map(|g| (p.clone(), g.clone()))
+    })
+}
+
 /// The entries of `dir`, by name and kind (a symlink is a symlink, never followed).
 fn list_dir(dir: &Path) -> io::Result<Vec<(OsString, plan::Kind)>> {
     let mut out = Vec::new();
@@ -409,4 +451,32 @@ fn list_dir(dir: &Path) -> io::Result<Vec<(OsString, plan::Kind)>> {
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_directory_inside_or_around_a_read_tree_is_an_overlap() {
+        let g = |private: &str| plan::Grants {
+            roots: vec![PathBuf::from("/ws")],
+            read_exec: vec![PathBuf::from("/usr")],
+            read: vec![PathBuf::from("/proc")],
+            private: vec![PathBuf::from(private)],
+            ..plan::Grants::default()
+        };
+        assert_eq!(
+            overlap(&g("/ws/tmp/spear-landlock-1/tmp")),
+            Some((
+                PathBuf::from("/ws/tmp/spear-landlock-1/tmp"),
+                PathBuf::from("/ws")
+            ))
+        );
+        assert!(overlap(&g("/")).is_some(), "holding a root");
+        assert!(overlap(&g("/usr/local/tmp")).is_some());
+        assert_eq!(overlap(&g("/tmp/spear-landlock-1/tmp")), None);
+        // A sibling whose name starts the same is not inside.
+        assert_eq!(overlap(&g("/wsx/tmp")), None);
+    }
 }
