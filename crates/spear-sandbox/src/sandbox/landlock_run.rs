@@ -5,11 +5,16 @@
 
 use std::os::fd::AsFd;
 
+use spear_core::{GuaranteeSet, Guarantees};
+
 use super::error::SandboxError;
 use super::execute::{RunOutcome, kill_cgroup};
 use super::instance::Sandbox;
+use crate::cgroup::{CommandCgroup, LimitsHit};
 use crate::guarantees;
 use crate::landlock::{self, LandlockError};
+use crate::output::CappedOutput;
+use crate::spawn::{Exit, Finished, Stop};
 use crate::spawn::{Launch, Watch, supervise};
 use crate::spec::BwrapSpec;
 
@@ -74,12 +79,49 @@ impl Sandbox {
         };
         let spawned = self.launcher.spawner.spawn(&launch);
         drop(launch);
-        let running = spawned.map_err(SandboxError::Spawn)?;
+        let running = match spawned {
+            Ok(running) => running,
+            // The only step of the child that answers ENOENT is the exec: the program is not
+            // there. Reported as bwrap reports it (`bwrap: execvp ...`), so that the result is
+            // "not found" (127), as under bubblewrap.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let setup = format!(
+                    "landlock: execvp {}: No such file or directory",
+                    program.to_string_lossy()
+                );
+                return Ok(not_started(setup, bits, cgroup));
+            }
+            Err(e) => return Err(SandboxError::Spawn(e)),
+        };
         let cgroup = Some(cgroup);
         let kill = || kill_cgroup(cgroup.as_ref());
         let finished = supervise(running, watch, &kill);
         let outcome = self.collect(finished, None, cgroup, bits);
         drop(prepared);
         Ok(outcome)
+    }
+}
+
+/// The outcome of a command whose program could not be executed: nothing ran (its cgroup, empty,
+/// is removed), and `setup` says why.
+fn not_started(setup: String, bits: GuaranteeSet, cgroup: CommandCgroup) -> RunOutcome {
+    let cleanup_error = cgroup.remove().err().map(|e| e.to_string());
+    RunOutcome {
+        finished: Finished {
+            exit: Exit::Code(127),
+            stop: Stop::None,
+            stdout: CappedOutput::new(2).finish(),
+            stderr: CappedOutput::new(2).finish(),
+            duration: std::time::Duration::ZERO,
+        },
+        limits_hit: LimitsHit::default(),
+        session_limits_hit: LimitsHit::default(),
+        cleanup_error,
+        setup_error: Some(setup),
+        network_error: None,
+        guarantees: Guarantees {
+            enforced: bits,
+            limits: None,
+        },
     }
 }
