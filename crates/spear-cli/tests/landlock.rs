@@ -126,6 +126,20 @@ fn reads_of_the_workspace_work_and_writes_land_only_in_the_private_directories()
         &file,
     );
     assert_eq!(h.run(&chmod), "1\n");
+    // Times, owners and extended attributes alike.
+    for call in [
+        "os.utime(P, (0, 0))",
+        "os.chown(P, os.getuid(), os.getgid())",
+        "os.setxattr(P, \"user.spear\", b\"x\")",
+    ] {
+        let probe = python(
+            &format!(
+                "import os\ntry:\n  {call}\n  print(\"changed\")\nexcept OSError as e:\n  print(e.errno)"
+            ),
+            &file,
+        );
+        assert_eq!(h.run(&probe), "1\n", "{call}");
+    }
     let mode = |p: &Path| {
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions())
             & 0o777
@@ -203,8 +217,10 @@ fn the_network_is_closed_no_socket_reaches_the_host_s_loopback() {
     assert_eq!(h.run(&connect), "1\n", "EPERM: no socket at all");
     // UDP, raw and unix sockets alike; a stream socket pair still works (the positive control:
     // the probe runs and can make what it is allowed).
-    let sockets = "/usr/bin/python3 -c 'import socket\nfor f, t in ((socket.AF_INET, socket.SOCK_DGRAM), (socket.AF_INET6, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_RAW), (socket.AF_UNIX, socket.SOCK_STREAM), (socket.AF_NETLINK, socket.SOCK_RAW)):\n  try:\n    socket.socket(f, t)\n    print(\"made\")\n  except OSError as e:\n    print(e.errno)\na, b = socket.socketpair()\na.send(b\"p\")\nprint(b.recv(1).decode())'";
-    assert_eq!(h.run(sockets), "1\n1\n1\n1\n1\np\n");
+    let sockets = "/usr/bin/python3 -c 'import socket\nfor f, t in ((socket.AF_INET, socket.SOCK_DGRAM), (socket.AF_INET6, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_RAW), (socket.AF_UNIX, socket.SOCK_STREAM), (socket.AF_NETLINK, socket.SOCK_RAW)):\n  try:\n    socket.socket(f, t)\n    print(\"made\")\n  except OSError as e:\n    print(e.errno)\ntry:\n  socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n  print(\"made\")\nexcept OSError as e:\n  print(e.errno)\na, b = socket.socketpair()\na.send(b\"p\")\nprint(b.recv(1).decode())'";
+    // A datagram pair is refused too: its sendmsg takes an address, which reaches any datagram
+    // socket on the host by its path.
+    assert_eq!(h.run(sockets), "1\n1\n1\n1\n1\n1\np\n");
     listener.set_nonblocking(true).unwrap();
     assert!(
         listener.accept().is_err(),

@@ -29,6 +29,13 @@
 //!   exactly the chosen device nodes and the driver's files from what the host shows, or names
 //!   what is missing ([`GpuError`]). (Not yet wired to a flag: see issue 34.)
 //!
+//! - Where bubblewrap cannot make its namespaces, the same spec can run under the landlock
+//!   backend (`landlock` module; [`BackendChoice`], [`Confinement`]): Landlock, seccomp, a new
+//!   session, no capabilities, rlimits and the command's cgroup. What it cannot hold (writes to
+//!   the workspace, the network, GPUs) is refused before anything is made; its guarantees are
+//!   computed from the ruleset the kernel took, and never include `process_boundary` or
+//!   `read_boundary`. `auto` never takes it unless it gives every guarantee required.
+//!
 //! This crate imports no spear crate but `spear-core`: it knows nothing of modes or policy.
 
 mod argv;
