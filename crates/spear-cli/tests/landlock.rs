@@ -264,6 +264,15 @@ fn writable_and_networked_calls_are_refused_before_anything_runs() {
             vec!["--auto", "--", "curl", "-s", "http://127.0.0.1:9/"],
             "no network path",
         ),
+        // Before anyone is asked (without the backend, ASK without a terminal is cancelled).
+        (
+            vec!["--ask", "--no-network", "-c", "echo x > marker"],
+            "cannot stage writes",
+        ),
+        (
+            vec!["--ask", "--", "curl", "-s", "http://127.0.0.1:9/"],
+            "no network path",
+        ),
     ] {
         let out = h.exec(&args);
         assert_eq!(
