@@ -62,6 +62,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use child::ChildConfinement;
+#[cfg(test)]
+pub(crate) use child::extra_program;
 pub use plan::PlanError;
 #[cfg(test)]
 pub(crate) use plan::Rights as plan_rights;
