@@ -317,3 +317,37 @@ fn exit_codes_and_not_found() {
     let r = f.safe("false | true");
     assert_eq!(r.exit_code, Some(1), "pipefail: {r:?}");
 }
+
+#[test]
+fn a_session_s_commands_share_its_scratch_directories_and_write_nowhere_else() {
+    let f = landlock(|c| c.scratch = spear_runtime::ScratchMode::Session);
+    let r = f.safe("echo kept > \"$TMPDIR/note\" && echo \"$TMPDIR $HOME\"");
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    let dirs: Vec<std::path::PathBuf> = r.stdout.split_whitespace().map(Into::into).collect();
+    let scratch = f
+        .runner
+        .session_scratch()
+        .expect("a session area")
+        .dirs()
+        .clone();
+    assert_eq!(
+        dirs,
+        vec![scratch.tmp.clone(), scratch.home.clone()],
+        "{r:?}"
+    );
+    // The next command of the session finds it (the positive control of the write), and still
+    // cannot write beside the area.
+    let beside = scratch
+        .tmp
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("beside");
+    let r = f.safe(&format!(
+        "cat \"$TMPDIR/note\"; echo x > {} 2>/dev/null || echo refused",
+        beside.display()
+    ));
+    assert_eq!(r.stdout, "kept\nrefused\n", "{r:?}");
+    assert!(!beside.exists());
+}
