@@ -26,6 +26,14 @@
 //!   and abstract unix sockets scoped to the command's own domain (attack stopped: `kill` of a
 //!   host process by its pid).
 //!
+//! # What it does not bound
+//!
+//! The private directories are host directories, not size-capped tmpfs mounts: what a command
+//! writes there is bounded per file by `RLIMIT_FSIZE` (8 GiB) and, in a session, by the scratch
+//! area's cap checked after each command, but not in total while it runs, and it is not charged
+//! to the command's memory cgroup. Under bubblewrap `/tmp` and the home directory are tmpfs mounts
+//! of 1 GiB and 512 MiB.
+//!
 //! # What it refuses before anything runs ([`LandlockError`])
 //!
 //! A writable profile (its writes cannot be staged without a mount namespace), a networked one
