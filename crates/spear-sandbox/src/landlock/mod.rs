@@ -466,6 +466,62 @@ fn list_dir(dir: &Path) -> io::Result<Vec<(OsString, plan::Kind)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Bind;
+    use spear_core::{Capability as C, CapabilitySet, ExecutionProfile};
+
+    fn spec(caps: &[C], mount: &str, gpu: bool) -> Result<BwrapSpec, crate::SpecError> {
+        let profile = ExecutionProfile::from_granted(CapabilitySet::of(caps), Vec::new());
+        let mut b = BwrapSpec::builder(
+            profile.clone(),
+            vec!["/bin/true".into()],
+            mount.into(),
+            "/home/u".into(),
+        )
+        .etc(Etc::Entries(vec!["/etc/passwd".into()]))
+        .roots(vec![Bind {
+            host: "/ws".into(),
+            mount: mount.into(),
+        }])
+        .resolver(Some("/run/r/resolv.conf".into()));
+        if profile.workspace_write() {
+            b = b.staged(vec![crate::Overlay {
+                lower: "/ws".into(),
+                upper: "/st/u".into(),
+                work: "/st/w".into(),
+            }]);
+        }
+        if gpu {
+            b = b.gpu(Some(crate::GpuBinds {
+                devices: vec!["/dev/nvidia0".into()],
+                driver: vec![],
+            }));
+        }
+        b.build()
+    }
+
+    #[test]
+    fn what_the_backend_cannot_hold_is_named_and_a_closed_read_only_spec_is_not_refused() {
+        let read = [C::FilesystemRead];
+        assert!(refusal(&spec(&read, "/ws", false).unwrap()).is_none());
+        let refused = |caps: &[C], mount: &str, gpu: bool| {
+            refusal(&spec(caps, mount, gpu).unwrap()).map(|e| e.to_string())
+        };
+        let writable = refused(&[C::FilesystemRead, C::WorkspaceWrite], "/ws", false).unwrap();
+        assert!(writable.contains("cannot stage writes"), "{writable}");
+        let networked = refused(&[C::FilesystemRead, C::Network], "/ws", false).unwrap();
+        assert!(networked.contains("no network path"), "{networked}");
+        let remapped = refused(&read, "/workspace", false).unwrap();
+        assert!(
+            remapped.contains("`/ws` is seen at `/workspace`"),
+            "{remapped}"
+        );
+        let gpu = refused(&read, "/ws", true).unwrap();
+        assert!(gpu.contains("does not grant GPUs"), "{gpu}");
+        // Each names both ways out or what to do.
+        for msg in [writable, networked, remapped, gpu] {
+            assert!(msg.contains("user namespaces"), "{msg}");
+        }
+    }
 
     #[test]
     fn a_private_directory_inside_or_around_a_read_tree_is_an_overlap() {
