@@ -172,6 +172,15 @@ impl Context {
         // The runner's configuration comes first: the policy judges paths by what the sandboxes
         // that configuration builds will show.
         let mut runner = build_runner_config(&operator.network.allow, host)?;
+        // The backend is the operator's alone; `auto` weighs Landlock against the guarantees
+        // required (the operator's and the workspace's), or against everything bubblewrap
+        // gives when the operator set no `require`.
+        runner.sandbox.backend = match operator.sandbox.backend {
+            spear_policy::SandboxBackend::Auto => spear_sandbox::BackendChoice::Auto,
+            spear_policy::SandboxBackend::Bubblewrap => spear_sandbox::BackendChoice::Bubblewrap,
+            spear_policy::SandboxBackend::Landlock => spear_sandbox::BackendChoice::Landlock,
+        };
+        runner.sandbox.auto_require = operator.sandbox.require.map(|_| config.required);
         config.state_dir.clone_from(&runner.state_dir);
         runner.env_pass = operator
             .env

@@ -38,6 +38,8 @@ struct Report<'a> {
     network: &'static str,
     mechanisms: Vec<Row<'a>>,
     guarantees: Vec<GuaranteeRow>,
+    /// The backend commands run under, and what each backend gives on this host.
+    backend: BackendReport,
     web: spear_tools::WebReport,
     /// The limits commands and sessions run with, from the operator's `[limits]`.
     limits: Option<LimitsReport>,
@@ -128,10 +130,106 @@ fn guarantee_rows(sandbox: &Sandbox) -> Vec<GuaranteeRow> {
         .collect()
 }
 
+/// The backend `spear` will use on this host with the operator's `[sandbox]`, or why none, and
+/// what bubblewrap and the landlock backend each give here.
+#[derive(Serialize)]
+struct BackendReport {
+    /// `bubblewrap` or `landlock`; `None` when the choice refuses.
+    chosen: Option<&'static str>,
+    /// Why no backend was chosen, with both fixes.
+    refusal: Option<String>,
+    /// The kernel's Landlock ABI (0: none).
+    landlock_abi: u32,
+    /// Guarantees bubblewrap gives here.
+    bubblewrap: Vec<&'static str>,
+    /// Guarantees the landlock backend gives here.
+    landlock: Vec<&'static str>,
+}
+
+/// The sandbox configuration of the operator's `[sandbox]` (backend and `require`); the built-in
+/// one when the configuration cannot be read (the limits report says why).
+fn sandbox_config(
+    host: &spear_runtime::HostSnapshot,
+    config: Option<&std::path::Path>,
+) -> SandboxConfig {
+    let mut c = SandboxConfig {
+        backend: spear_sandbox::BackendChoice::Auto,
+        ..SandboxConfig::default()
+    };
+    if let Ok((operator, _)) = crate::gc::operator(host, config) {
+        c.backend = match operator.sandbox.backend {
+            spear_policy::SandboxBackend::Auto => spear_sandbox::BackendChoice::Auto,
+            spear_policy::SandboxBackend::Bubblewrap => spear_sandbox::BackendChoice::Bubblewrap,
+            spear_policy::SandboxBackend::Landlock => spear_sandbox::BackendChoice::Landlock,
+        };
+        c.auto_require = operator.sandbox.require;
+    }
+    c
+}
+
+/// [`BackendReport`] of `sandbox`.
+fn backend_report(sandbox: &Sandbox) -> BackendReport {
+    let names =
+        |set: spear_core::GuaranteeSet| set.iter().map(spear_core::Guarantee::as_str).collect();
+    let (chosen, refusal) = match sandbox.confinement() {
+        Ok(c) => (Some(c.name()), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    BackendReport {
+        chosen,
+        refusal,
+        landlock_abi: spear_sandbox::landlock_abi(),
+        bubblewrap: names(sandbox.bubblewrap_gives()),
+        landlock: names(sandbox.landlock_gives()),
+    }
+}
+
+/// Prints `b` as text: the backend, then each guarantee for both backends side by side.
+fn print_backend(b: &BackendReport) {
+    match (b.chosen, &b.refusal) {
+        (Some(name), _) => {
+            outln!("backend: {name} (`[sandbox] backend` chooses: auto, bubblewrap, landlock)");
+        }
+        (None, Some(why)) => outln!("backend: NONE: {why}"),
+        (None, None) => {}
+    }
+    outln!(
+        "guarantees by backend on this host (Landlock ABI {}):",
+        b.landlock_abi
+    );
+    outln!("  {:<21} {:<11} landlock", "", "bubblewrap");
+    for g in spear_core::Guarantee::ALL {
+        let mark = |list: &[&str]| {
+            if list.contains(&g.as_str()) {
+                "yes"
+            } else {
+                "no"
+            }
+        };
+        outln!(
+            "  {:<21} {:<11} {}",
+            g.as_str(),
+            mark(&b.bubblewrap),
+            mark(&b.landlock)
+        );
+    }
+}
+
 /// Runs `spear doctor`; exit status 0 when every required mechanism is usable, 1 otherwise.
 pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
-    let sandbox = Sandbox::new(SandboxConfig::default());
+    let sandbox = Sandbox::new(sandbox_config(host, args.config.as_deref()));
+    let backend = backend_report(&sandbox);
     let mut found = probe_mechanisms(&sandbox);
+    if backend.chosen == Some("landlock") {
+        // Under the landlock backend bubblewrap is not needed, and Landlock is.
+        for m in &mut found {
+            match m.name {
+                "bwrap" | "user namespaces" => m.required = false,
+                "landlock" => m.required = true,
+                _ => {}
+            }
+        }
+    }
     found.push(rlimits_row(&spear_sandbox::ResourceLimits::default()));
     found.push(staging_preflight(host));
     found.push(session_area());
@@ -139,7 +237,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
     if !args.no_network {
         found.push(network_preflight(host));
     }
-    let ready = found.iter().all(|m| m.usable || !m.required);
+    let ready = found.iter().all(|m| m.usable || !m.required) && backend.chosen.is_some();
     let guarantees = guarantee_rows(&sandbox);
     let (web, config_path) = web_report(args, host);
     let state =
@@ -151,6 +249,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
             network: network_state(args, &found),
             mechanisms: found.iter().map(row).collect(),
             guarantees,
+            backend,
             web,
             limits: limits.ok(),
             state_error: state.as_ref().err().cloned(),
@@ -178,6 +277,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
             let mark = if g.can_give { "yes" } else { "NO " };
             outln!("  {mark} {:<21} {}", g.name, g.detail);
         }
+        print_backend(&backend);
         print_web(&web, config_path.as_deref());
         match &limits {
             Ok(l) => print_limits(l),

@@ -32,6 +32,8 @@ use crate::target_policy::TargetRules;
 ///
 /// [sandbox]
 /// require = ["resource_limits"]      # guarantees every command must get, or it does not run
+/// backend = "auto"                   # "auto" (default), "bubblewrap" or "landlock"
+/// gpu = "all"                        # GPUs every sandbox gets ("0,1"); --gpu wins
 ///
 /// [policy]
 /// allow_host_config = ["vscode"]     # host-run configuration written without asking
@@ -67,9 +69,9 @@ pub struct OperatorConfig {
     /// ([`crate::limits`]).
     #[serde(default)]
     pub limits: crate::limits::OperatorLimits,
-    /// `[sandbox]`: guarantees every command requires.
+    /// `[sandbox]`: guarantees every command requires, and which backend confines them.
     #[serde(default)]
-    pub sandbox: SandboxRequirements,
+    pub sandbox: OperatorSandbox,
     /// `[web]`: the web pair (`fetch_url`, `search_internet`) and its search backend
     /// ([`crate::web`]).
     #[serde(default)]
@@ -96,7 +98,7 @@ pub struct OperatorPolicy {
 
 /// `[sandbox]` of the operator's configuration, and of the workspace's policy file (which can
 /// only add to the operator's).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxRequirements {
     /// Guarantees (`process_boundary`, `resource_limits`, `network_filtered`, ...) that every
@@ -104,12 +106,44 @@ pub struct SandboxRequirements {
     /// spawned. An unknown name is a configuration error that lists the known ones.
     #[serde(default)]
     pub require: GuaranteeSet,
+}
+
+/// `[sandbox]` of the operator's configuration: the guarantees every command requires (as the
+/// workspace's `[sandbox]` in [`WorkspacePolicyFile`], which only adds to them), and the backend
+/// and GPUs, which only the operator chooses (a workspace choosing its own confinement, or a
+/// device, would widen it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorSandbox {
+    /// Guarantees every command requires; `None` when the key is absent. Unset, no command
+    /// requires anything in particular, and `backend = "auto"` asks of a backend every guarantee
+    /// bubblewrap gives: without the operator's word spear refuses rather than confining less.
+    #[serde(default)]
+    pub require: Option<GuaranteeSet>,
+    /// Which backend confines commands.
+    #[serde(default)]
+    pub backend: SandboxBackend,
     /// GPUs every sandbox of every session gets (`"all"`, or indices such as `"0,1"`), as
     /// `--gpu` gives them (which wins over this): their device nodes and the driver's files,
-    /// nothing else of `/dev`. The operator's grant alone; no mode or model gives a GPU. A host
-    /// without them refuses every session at its start, naming what is missing.
+    /// nothing else of `/dev`. The operator's grant alone; no mode, model or workspace gives a
+    /// GPU. A host without them refuses every session at its start, naming what is missing.
     #[serde(default)]
     pub gpu: Option<String>,
+}
+
+/// `[sandbox] backend`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxBackend {
+    /// bubblewrap where it can make its namespaces; else Landlock, only if it gives every
+    /// guarantee of `require` (unset: every guarantee bubblewrap gives); else every command is
+    /// refused, naming what is missing.
+    #[default]
+    Auto,
+    /// bubblewrap only.
+    Bubblewrap,
+    /// The landlock backend only (read-only, closed commands; see `spear doctor`).
+    Landlock,
 }
 
 /// `[env]` of the operator's configuration.
@@ -373,7 +407,9 @@ impl PolicyConfig {
         self.targets =
             self.targets
                 .adjusted(&t.protect, &t.unprotect, &t.generated, &t.not_generated);
-        self.required = self.required.union(operator.sandbox.require);
+        self.required = self
+            .required
+            .union(operator.sandbox.require.unwrap_or_default());
         self.allow_host_config
             .clone_from(&operator.policy.allow_host_config);
         self
@@ -502,6 +538,58 @@ mod tests {
         assert!(
             WorkspacePolicyFile::parse("[sandbox]\nunrequire = [\"x\"]\n", Path::new("p")).is_err()
         );
+    }
+
+    #[test]
+    fn the_backend_is_the_operator_s_alone_and_require_remembers_whether_it_was_set() {
+        use spear_core::Guarantee as G;
+        let op = OperatorConfig::parse("", Path::new("c")).unwrap();
+        assert_eq!(op.sandbox.backend, SandboxBackend::Auto);
+        assert_eq!(op.sandbox.require, None, "unset: auto asks for everything");
+        let op = OperatorConfig::parse(
+            "[sandbox]\nbackend = \"landlock\"\nrequire = []\n",
+            Path::new("c"),
+        )
+        .unwrap();
+        assert_eq!(op.sandbox.backend, SandboxBackend::Landlock);
+        assert_eq!(op.sandbox.require, Some(GuaranteeSet::EMPTY));
+        let op = OperatorConfig::parse(
+            "[sandbox]\nbackend = \"bubblewrap\"\nrequire = [\"write_boundary\"]\n",
+            Path::new("c"),
+        )
+        .unwrap();
+        assert_eq!(op.sandbox.backend, SandboxBackend::Bubblewrap);
+        assert_eq!(
+            op.sandbox.require,
+            Some(GuaranteeSet::of(&[G::WriteBoundary]))
+        );
+        assert!(
+            OperatorConfig::parse("[sandbox]\nbackend = \"chroot\"\n", Path::new("c")).is_err()
+        );
+        // A workspace cannot choose its own confinement.
+        assert!(
+            WorkspacePolicyFile::parse("[sandbox]\nbackend = \"landlock\"\n", Path::new("p"))
+                .is_err()
+        );
+    }
+
+    /// `[sandbox] gpu` is the operator's: a workspace's policy file naming it is refused (it
+    /// would hand its own commands a device), the operator's is read.
+    #[test]
+    fn gpus_are_the_operator_s_alone() {
+        let op = OperatorConfig::parse("[sandbox]\ngpu = \"0,1\"\n", Path::new("c")).unwrap();
+        assert_eq!(op.sandbox.gpu.as_deref(), Some("0,1"));
+        assert_eq!(
+            OperatorConfig::parse("", Path::new("c"))
+                .unwrap()
+                .sandbox
+                .gpu,
+            None
+        );
+        let e = WorkspacePolicyFile::parse("[sandbox]\ngpu = \"all\"\n", Path::new("p"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("gpu"), "{e}");
     }
 
     #[test]

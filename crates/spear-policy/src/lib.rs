@@ -53,8 +53,9 @@ pub use authorize::{
     escalation_access, escalation_capabilities, escalation_request, make_visible,
 };
 pub use config::{
-    ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorPolicy, OperatorTargets,
-    OperatorWorkspace, PolicyConfig, WorkspacePolicyFile, WorkspaceTargets,
+    ConfigError, OperatorConfig, OperatorNetwork, OperatorPaths, OperatorPolicy, OperatorSandbox,
+    OperatorTargets, OperatorWorkspace, PolicyConfig, SandboxBackend, WorkspacePolicyFile,
+    WorkspaceTargets,
 };
 pub use git_layout::{GitIndirections, Indirection, control_by_name};
 pub use policy::{CommandPolicy, PreparedCommand};

@@ -192,6 +192,75 @@ fn read_boundary(spec: &BwrapSpec, opts: &[Opt<'_>]) -> bool {
     })
 }
 
+/// The bits a landlock run gives, from what was really handed to the kernel (`applied`: the
+/// ABI the ruleset was built for, the rules added) and the environment the command got; the run
+/// then confirms nothing more ([`after_run`] adds `resource_limits`). See
+/// `landlock` module of this crate for what each bit means under this backend:
+///
+/// - `environment_scrubbed`: as [`from_argv`] judges it, on the environment the command got.
+/// - `write_boundary`: a read-only profile, truncation governed (ABI 3), and no rule but on a
+///   private directory grants a write right.
+/// - `network_closed`: a closed profile (the seccomp filter that refuses every socket is loaded
+///   by every landlock child, or it does not run).
+/// - never `process_boundary` (no PID namespace), `read_boundary` (lookups and metadata are not
+///   governed, host processes are visible in `/proc`), nor `network_filtered`.
+pub(crate) fn from_landlock(
+    spec: &BwrapSpec,
+    applied: &crate::landlock::Applied,
+    private: &[std::path::PathBuf],
+    env: &[(OsString, OsString)],
+) -> GuaranteeSet {
+    let mut bits = GuaranteeSet::EMPTY;
+    if !env
+        .iter()
+        .any(|(n, v)| looks_secret(n, v) && !spec.env_named.contains(n))
+    {
+        bits.insert(Guarantee::EnvironmentScrubbed);
+    }
+    let writes_only_private = applied
+        .rules
+        .iter()
+        .filter(|(_, rights)| rights.writes())
+        .all(|(path, _)| {
+            private.iter().any(|p| p == path)
+                || crate::landlock::DEVICES
+                    .iter()
+                    .any(|d| path == std::path::Path::new(d))
+        });
+    if !spec.profile.workspace_write()
+        && spec.staged.is_empty()
+        && applied.truncate_handled
+        && writes_only_private
+    {
+        bits.insert(Guarantee::WriteBoundary);
+    }
+    if !spec.profile.network() {
+        bits.insert(Guarantee::NetworkClosed);
+    }
+    bits
+}
+
+/// What the landlock backend can give on a host whose kernel offers Landlock `abi`, before any
+/// command: `write_boundary` from ABI 3, `environment_scrubbed` and `network_closed` from ABI 1,
+/// `resource_limits` when `limits` (a cgroup of spear's own per command), `target_policy` (judged
+/// by spear's tools). Nothing without Landlock.
+pub(crate) fn landlock_host(abi: u32, limits: bool) -> GuaranteeSet {
+    let mut bits = GuaranteeSet::EMPTY;
+    if abi == 0 {
+        return bits;
+    }
+    bits.insert(Guarantee::EnvironmentScrubbed);
+    bits.insert(Guarantee::NetworkClosed);
+    bits.insert(Guarantee::TargetPolicy);
+    if abi >= 3 {
+        bits.insert(Guarantee::WriteBoundary);
+    }
+    if limits {
+        bits.insert(Guarantee::ResourceLimits);
+    }
+    bits
+}
+
 /// What happened to one run that spawned, as the sandbox saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RunFacts {
@@ -576,5 +645,91 @@ mod tests {
         }
         let (_, why) = unmet_before_spawn(set(&[G::ResourceLimits]), false, &host).unwrap();
         assert_eq!(why, "no cgroup backend");
+    }
+
+    mod landlock {
+        use super::*;
+        use crate::landlock::Applied;
+        use crate::landlock::plan_rights as R;
+
+        fn applied(abi: u32, rules: &[(&str, R)]) -> Applied {
+            Applied {
+                abi,
+                truncate_handled: abi >= 3,
+                tcp_refused: abi >= 4,
+                scoped: abi >= 6,
+                rules: rules.iter().map(|(p, r)| (PathBuf::from(p), *r)).collect(),
+            }
+        }
+
+        const PRIVATE: &str = "/tmp/spear-landlock-1/tmp";
+
+        fn ll(spec: &BwrapSpec, a: &Applied, env: &[(OsString, OsString)]) -> GuaranteeSet {
+            from_landlock(spec, a, &[PathBuf::from(PRIVATE)], env)
+        }
+
+        #[test]
+        fn what_the_kernel_took_decides_each_bit() {
+            let spec = spec(&[]);
+            let ok = applied(
+                7,
+                &[
+                    ("/usr", R::READ_EXEC),
+                    (PRIVATE, R::PRIVATE),
+                    ("/dev/null", R::READ.union(R::WRITE_FILE)),
+                ],
+            );
+            let env = vec![("PATH".into(), "/usr/bin".into())];
+            assert_eq!(
+                ll(&spec, &ok, &env),
+                GuaranteeSet::of(&[G::WriteBoundary, G::EnvironmentScrubbed, G::NetworkClosed])
+            );
+            // ABI 1 and 2 do not govern truncation: no write boundary.
+            for abi in [1, 2] {
+                assert!(
+                    !ll(&spec, &applied(abi, &[(PRIVATE, R::PRIVATE)]), &env)
+                        .contains(G::WriteBoundary)
+                );
+            }
+            assert!(
+                ll(&spec, &applied(3, &[(PRIVATE, R::PRIVATE)]), &env).contains(G::WriteBoundary)
+            );
+            // A write right on anything but a private directory or a device node loses it.
+            let wide = applied(7, &[(PRIVATE, R::PRIVATE), ("/ws", R::PRIVATE)]);
+            assert!(!ll(&spec, &wide, &env).contains(G::WriteBoundary));
+            // A secret-looking variable not named by the operator loses the scrubbed bit.
+            let leaked = vec![("AWS_SECRET_ACCESS_KEY".into(), "x".into())];
+            assert!(!ll(&spec, &ok, &leaked).contains(G::EnvironmentScrubbed));
+            // Never the process or read boundary, nor a filtered network.
+            for g in [G::ProcessBoundary, G::ReadBoundary, G::NetworkFiltered] {
+                assert!(!ll(&spec, &ok, &env).contains(g));
+            }
+        }
+
+        #[test]
+        fn a_networked_profile_is_not_closed() {
+            let spec = spec(&[C::Network]);
+            let a = applied(7, &[(PRIVATE, R::PRIVATE)]);
+            assert!(!ll(&spec, &a, &[]).contains(G::NetworkClosed));
+        }
+
+        #[test]
+        fn the_host_s_offer_follows_the_abi_and_the_cgroup() {
+            assert_eq!(landlock_host(0, true), GuaranteeSet::EMPTY);
+            assert_eq!(
+                landlock_host(2, false),
+                GuaranteeSet::of(&[G::EnvironmentScrubbed, G::NetworkClosed, G::TargetPolicy])
+            );
+            assert_eq!(
+                landlock_host(7, true),
+                GuaranteeSet::of(&[
+                    G::WriteBoundary,
+                    G::EnvironmentScrubbed,
+                    G::NetworkClosed,
+                    G::ResourceLimits,
+                    G::TargetPolicy
+                ])
+            );
+        }
     }
 }

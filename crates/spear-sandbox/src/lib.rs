@@ -29,6 +29,13 @@
 //!   exactly the chosen device nodes and the driver's files from what the host shows, or names
 //!   what is missing ([`GpuError`]). (Not yet wired to a flag: see issue 34.)
 //!
+//! - Where bubblewrap cannot make its namespaces, the same spec can run under the landlock
+//!   backend (`landlock` module; [`BackendChoice`], [`Confinement`]): Landlock, seccomp, a new
+//!   session, no capabilities, rlimits and the command's cgroup. What it cannot hold (writes to
+//!   the workspace, the network, GPUs) is refused before anything is made; its guarantees are
+//!   computed from the ruleset the kernel took, and never include `process_boundary` or
+//!   `read_boundary`. `auto` never takes it unless it gives every guarantee required.
+//!
 //! This crate imports no spear crate but `spear-core`: it knows nothing of modes or policy.
 
 mod argv;
@@ -41,6 +48,7 @@ mod etc_view;
 mod exec_limits;
 mod gpu;
 mod guarantees;
+mod landlock;
 mod layout;
 mod mechanisms;
 mod network;
@@ -53,6 +61,7 @@ mod secret_scan;
 mod spawn;
 mod spec;
 mod stage;
+mod userns;
 mod warm;
 
 pub use argv::{BwrapArgv, build_argv};
@@ -67,6 +76,7 @@ pub use empty_file::prepare_empty_file;
 pub use env::{EnvInputs, EnvPass, EnvPassError, loads_code, looks_secret, sandbox_env};
 pub use etc_view::prepare as prepare_etc_view;
 pub use gpu::{GpuBinds, GpuError, GpuHost, GpuSelection, driver_libraries, gpu_binds};
+pub use landlock::{LandlockError, PlanError, RulesetError, kernel_abi as landlock_abi};
 pub use layout::{
     ETC_ENTRIES, EntryKind, ToolchainInputs, Toolchains, credential_masks, etc_entries, host_entry,
     host_list, system_dirs, toolchains,
@@ -76,7 +86,10 @@ pub use network::{EgressAllow, NetworkConfig, NetworkError, REFUSED_RANGES, SLIR
 pub use output::{CappedOutput, Captured};
 pub use preflight_store::user_private_dir;
 pub use rlimits::{Lowered, ResourceLimits};
-pub use sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxError};
+pub use sandbox::{
+    BackendChoice, Confinement, RunOutcome, Sandbox, SandboxConfig, SandboxError,
+    bubblewrap_gives_everywhere,
+};
 pub use seccomp::{kernel_supports_seccomp, program_fd as seccomp_program_fd};
 pub use secret_scan::{Depth, MAX_CONFIG_BYTES, RACY, ScanStats, forget_scan, secret_masks};
 pub use spawn::{

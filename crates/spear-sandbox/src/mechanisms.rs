@@ -1,7 +1,6 @@
 //! What `spear doctor` reports: each mechanism the sandbox uses, whether it is usable, why, and
 //! the fix. Probes look and try; they never change the host.
 
-use std::fs;
 use std::path::Path;
 use std::process::Command;
 
@@ -49,7 +48,7 @@ pub fn probe(sandbox: &Sandbox) -> Vec<Mechanism> {
     let limits_active = sandbox.config().cgroup.is_some();
     vec![
         Mechanism::new("bwrap", true, probe_bwrap(bwrap)),
-        Mechanism::new("user namespaces", true, probe_userns(bwrap)),
+        Mechanism::new("user namespaces", true, crate::userns::probe(bwrap)),
         Mechanism::new("seccomp", true, probe_seccomp()),
         Mechanism::new("pidfd", true, probe_pidfd()),
         Mechanism::new("cgroup backend", limits_active, probe_cgroup(sandbox)),
@@ -77,52 +76,6 @@ fn probe_bwrap(bwrap: &Path) -> Result<String, (String, String)> {
             format!("{} --version failed", bwrap.display()),
             "reinstall bubblewrap".to_owned(),
         ))
-    }
-}
-
-/// Tries a real user namespace through bwrap, and reads the sysctls that commonly forbid it.
-fn probe_userns(bwrap: &Path) -> Result<String, (String, String)> {
-    let read = |p: &str| fs::read_to_string(p).ok().map(|s| s.trim().to_owned());
-    let max = read("/proc/sys/user/max_user_namespaces");
-    let out = Command::new(bwrap)
-        .args([
-            "--unshare-all",
-            "--unshare-user",
-            "--disable-userns",
-            "--ro-bind",
-            "/",
-            "/",
-            "--",
-            "/bin/true",
-        ])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Ok(format!(
-            "a user namespace can be created (user.max_user_namespaces = {})",
-            max.as_deref().unwrap_or("?")
-        )),
-        Ok(o) => {
-            let msg = String::from_utf8_lossy(&o.stderr).trim().to_owned();
-            let mut fix = String::from(
-                "allow unprivileged user namespaces: sysctl -w user.max_user_namespaces=15000",
-            );
-            if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
-                fix.push_str("; sysctl -w kernel.unprivileged_userns_clone=1");
-            }
-            if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref()
-                == Some("1")
-            {
-                fix.push_str("; add an AppArmor profile for bwrap (Ubuntu 24.04+) or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
-            }
-            Err((
-                format!("bwrap could not create a user namespace: {msg}"),
-                fix,
-            ))
-        }
-        Err(e) => Err((
-            format!("bwrap could not be run: {e}"),
-            "install bubblewrap".to_owned(),
-        )),
     }
 }
 
@@ -181,12 +134,13 @@ fn probe_landlock() -> Result<String, (String, String)> {
     };
     if abi > 0 {
         Ok(format!(
-            "ABI version {abi} (not used by this build: bubblewrap's mount namespace confines the filesystem)"
+            "ABI version {abi} (the landlock backend's; bubblewrap does not need it)"
         ))
     } else {
         Err((
             format!("not available ({})", std::io::Error::last_os_error()),
-            "optional: boot with lsm=...,landlock to enable it".to_owned(),
+            "boot with lsm=...,landlock to enable it (needed by the landlock backend only)"
+                .to_owned(),
         ))
     }
 }

@@ -1001,4 +1001,63 @@ mod tests {
     fn this_kernel_supports_the_filter() {
         kernel_supports_seccomp().unwrap();
     }
+
+    /// The landlock backend's own filter (`landlock::child::extra_program`), for this host's
+    /// architecture: every socket refused, a socket pair only of `AF_UNIX` stream or seqpacket
+    /// sockets (flags such as `SOCK_CLOEXEC` ignored), the metadata calls refused whatever their
+    /// arguments, ordinary calls allowed.
+    #[test]
+    fn the_landlock_backend_s_filter_refuses_sockets_pairs_that_take_addresses_and_metadata() {
+        let program = crate::landlock::extra_program().unwrap();
+        let audit = Arch::from_name(std::env::consts::ARCH).unwrap().audit;
+        let call = |nr: i64, args: [u64; 6]| run(&program, audit, u32::try_from(nr).unwrap(), args);
+        let (unix, inet, netlink) = (1u64, 2u64, 16u64);
+        let (stream, dgram, seqpacket, raw) = (1u64, 2u64, 5u64, 3u64);
+        let cloexec = 0o2_000_000u64;
+        for family in [unix, inet, 10, netlink, 17] {
+            for kind in [stream, dgram, raw] {
+                assert_eq!(
+                    call(libc::SYS_socket, [family, kind, 0, 0, 0, 0]),
+                    RET_EPERM
+                );
+            }
+        }
+        for kind in [stream, seqpacket, stream | cloexec, seqpacket | cloexec] {
+            assert_eq!(
+                call(libc::SYS_socketpair, [unix, kind, 0, 0, 0, 0]),
+                RET_ALLOW,
+                "{kind}"
+            );
+        }
+        for (family, kind) in [
+            (unix, dgram),
+            (unix, dgram | cloexec),
+            (unix, raw),
+            (inet, stream),
+        ] {
+            assert_eq!(
+                call(libc::SYS_socketpair, [family, kind, 0, 0, 0, 0]),
+                RET_EPERM,
+                "{family} {kind}"
+            );
+        }
+        for nr in [
+            libc::SYS_fchmod,
+            libc::SYS_fchmodat,
+            libc::SYS_fchownat,
+            libc::SYS_fsetxattr,
+            libc::SYS_utimensat,
+            452,
+        ] {
+            assert_eq!(call(nr, [0; 6]), RET_EPERM, "{nr}");
+        }
+        for nr in [
+            libc::SYS_read,
+            libc::SYS_openat,
+            libc::SYS_execve,
+            libc::SYS_connect,
+        ] {
+            assert_eq!(call(nr, [0; 6]), RET_ALLOW, "{nr}");
+        }
+    }
 }

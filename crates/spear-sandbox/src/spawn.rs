@@ -67,6 +67,15 @@ pub struct Launch<'a> {
     pub stage: Option<Arc<StagePlan>>,
     /// The child's stdin: the read end of a pipe, or `/dev/null` when `None`.
     pub stdin: Option<BorrowedFd<'a>>,
+    /// The landlock backend's confinement (`landlock` module of this crate): when set, the program is the
+    /// command itself, run in `cwd` with `env`, and the child confines itself before exec
+    /// instead of handing fds to bwrap (the seccomp fd is not passed on: the child loads the
+    /// program itself). `None` for bwrap.
+    pub landlock: Option<Arc<crate::landlock::ChildConfinement>>,
+    /// The whole environment (the landlock backend's; bwrap gets its own through its options).
+    pub env: Vec<(OsString, OsString)>,
+    /// The working directory (the landlock backend's; bwrap changes to its own).
+    pub cwd: Option<PathBuf>,
 }
 
 /// A started process: its pidfd and the read ends of its stdout and stderr.
@@ -109,14 +118,22 @@ impl Spawner for ProcessSpawner {
             .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .env_clear();
+            .env_clear()
+            .envs(launch.env.iter().map(|(k, v)| (k, v)));
+        if let Some(cwd) = &launch.cwd {
+            cmd.current_dir(cwd);
+        }
+        let landlock = launch.landlock.clone();
         // SAFETY: the closure runs in the forked child before exec. It only makes raw system calls
         // (write, setrlimit, unshare, mount, dup2, fcntl, close_range, prctl) on data prepared
         // before the fork; it does not allocate, lock or touch anything another thread could have
         // held.
         #[allow(unsafe_code)]
         unsafe {
-            cmd.pre_exec(move || child_setup(&join, &fds, &limits, stage.as_deref()));
+            cmd.pre_exec(move || match &landlock {
+                None => child_setup(&join, &fds, &limits, stage.as_deref()),
+                Some(confine) => landlock_child_setup(&join, &limits, confine),
+            });
         }
         let child = cmd.spawn()?;
         let pid = Pid::from_raw(
@@ -174,6 +191,33 @@ fn child_setup(
     place_fds(fds)?;
     rustix::thread::set_no_new_privs(true)?;
     Ok(())
+}
+
+/// What the child does between fork and exec under the landlock backend: it joins its cgroup,
+/// takes its rlimits, keeps only stdio (every other fd close-on-exec), then confines itself
+/// ([`crate::landlock::ChildConfinement::apply`]). Async-signal-safe: raw system calls only.
+fn landlock_child_setup(
+    join: &[RawFd],
+    limits: &[(rustix::process::Resource, u64)],
+    confine: &crate::landlock::ChildConfinement,
+) -> io::Result<()> {
+    for fd in join {
+        // SAFETY: `fd` is a cgroup.procs file kept open by the parent for the child's lifetime.
+        #[allow(unsafe_code)]
+        let n = unsafe { libc::write(*fd, b"0".as_ptr().cast(), 1) };
+        if n != 1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    for (resource, value) in limits {
+        let limit = rustix::process::Rlimit {
+            current: Some(*value),
+            maximum: Some(*value),
+        };
+        rustix::process::setrlimit(*resource, limit)?;
+    }
+    place_fds(&[])?;
+    confine.apply()
 }
 
 /// In a forked child: puts `fds[i]` at fd `3 + i`, inheritable, and marks every other fd above

@@ -107,15 +107,8 @@ pub(crate) fn pass<'c>(
     };
 
     let (decision, access) = decide(cx, tool, call, &assessment, &command);
-    // Attack: a command that found the sandbox down is followed by one that writes; nothing it
-    // wrote could be checked, so it does not run. Decided before anyone is asked.
-    if let (Some(why), Decision::Allow(caps) | Decision::Confirm(caps)) =
-        (cx.sandbox_down(), &decision)
-        && caps.contains(Capability::WorkspaceWrite)
-    {
-        return Err(refused(ToolResult::denied(&sandbox_down_refusal(
-            &summary, &why,
-        ))));
+    if let Some(result) = refused_before_asking(cx, &decision, &summary) {
+        return Err(refused(result));
     }
     let targets = assessment.write_targets.clone();
     let request_for = |caps: CapabilitySet| {
@@ -482,6 +475,45 @@ fn issue_grant(
                 Err(e) => ToolResult::failed(e.to_string()),
             }
         }
+    }
+}
+
+/// What is refused before anyone is asked. Attack: a command that found the sandbox down is
+/// followed by one that writes; nothing it wrote could be checked, so it does not run. And what
+/// the landlock backend cannot hold ([`landlock_cannot_hold`]).
+fn refused_before_asking(
+    cx: &CallContext<'_>,
+    decision: &Decision,
+    summary: &str,
+) -> Option<ToolResult> {
+    if let (Some(why), Decision::Allow(caps) | Decision::Confirm(caps)) =
+        (cx.sandbox_down(), decision)
+        && caps.contains(Capability::WorkspaceWrite)
+    {
+        return Some(ToolResult::denied(&sandbox_down_refusal(summary, &why)));
+    }
+    landlock_cannot_hold(cx, decision).map(ToolResult::failed)
+}
+
+/// Why the landlock backend, when it is what confines this session's commands, cannot hold a
+/// command granted `decision` (a write to the workspace, the network), if it cannot: decided
+/// before anyone is asked, so that nobody approves what would be refused anyway.
+fn landlock_cannot_hold(cx: &CallContext<'_>, decision: &Decision) -> Option<String> {
+    let (Decision::Allow(caps) | Decision::Confirm(caps)) = decision else {
+        return None;
+    };
+    if !matches!(
+        cx.runner.sandbox().confinement(),
+        Ok(spear_sandbox::Confinement::Landlock { .. })
+    ) {
+        return None;
+    }
+    if caps.contains(Capability::WorkspaceWrite) {
+        Some(spear_sandbox::LandlockError::Writable.to_string())
+    } else if caps.contains(Capability::Network) {
+        Some(spear_sandbox::LandlockError::Networked.to_string())
+    } else {
+        None
     }
 }
 

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use spear_core::GuaranteeSet;
+
 use crate::ResourceLimits;
 use crate::cgroup::{CgroupLimits, SessionBudget};
 use crate::network::NetworkConfig;
@@ -29,6 +31,26 @@ pub struct SandboxConfig {
     /// ([`Sandbox::prewarm`](crate::Sandbox::prewarm)): for front ends that run many commands
     /// (`spear mcp`), not for one-command processes.
     pub warm: bool,
+    /// Which confinement runs commands ([`BackendChoice`]).
+    pub backend: BackendChoice,
+    /// The guarantees `BackendChoice::Auto` must find in a backend before it takes it: the
+    /// operator's `[sandbox] require`; `None` (unset) means every guarantee bubblewrap gives, so
+    /// that without the operator's word spear refuses rather than confining less.
+    pub auto_require: Option<GuaranteeSet>,
+}
+
+/// Which confinement runs commands: `[sandbox] backend` of the operator's configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// bubblewrap where it can make its namespaces on this host; else the landlock backend, only
+    /// if it gives every guarantee of [`SandboxConfig::auto_require`]; else every command is
+    /// refused, naming what is missing.
+    Auto,
+    /// bubblewrap only (the library's default: what it always was).
+    #[default]
+    Bubblewrap,
+    /// The landlock backend only (`landlock` module of this crate).
+    Landlock,
 }
 
 impl Default for SandboxConfig {
@@ -41,6 +63,8 @@ impl Default for SandboxConfig {
             network: NetworkConfig::default(),
             persist_preflight: false,
             warm: false,
+            backend: BackendChoice::Bubblewrap,
+            auto_require: None,
         }
     }
 }

@@ -3,9 +3,10 @@
 use std::io;
 use std::path::PathBuf;
 
-use spear_core::Guarantee;
+use spear_core::{Guarantee, GuaranteeSet};
 
 use crate::cgroup::CgroupError;
+use crate::landlock::LandlockError;
 use crate::network;
 use crate::seccomp::SeccompError;
 use crate::spec::SpecError;
@@ -72,6 +73,21 @@ pub enum SandboxError {
         /// Why it cannot be given.
         why: String,
     },
+    /// The landlock backend refused the command, or could not prepare it; nothing ran.
+    #[error(transparent)]
+    Landlock(#[from] LandlockError),
+    /// `[sandbox] backend = "auto"`: bubblewrap cannot make its namespaces on this host, and the
+    /// landlock backend does not give every guarantee required. Nothing ran.
+    #[error(
+        "no sandbox backend on this host gives what is required: bubblewrap cannot run here ({bubblewrap}), and the landlock backend does not give {}; nothing ran. Either narrow `[sandbox] require` in the operator configuration to what Landlock gives (`spear doctor` lists it), or give the host user namespaces so that spear uses bubblewrap",
+        missing.names()
+    )]
+    NoBackend {
+        /// The required guarantees Landlock does not give.
+        missing: GuaranteeSet,
+        /// Why bubblewrap cannot run.
+        bubblewrap: String,
+    },
 }
 
 impl SandboxError {
@@ -87,7 +103,7 @@ impl SandboxError {
                 | SandboxError::NetworkTool(..)
                 | SandboxError::NetworkPoisoned
                 | SandboxError::GuaranteeUnavailable { .. }
-        )
+        ) && !matches!(self, SandboxError::Landlock(e) if !e.means_backend_down())
     }
 
     /// Whether this failure is permanent for the life of the sandbox instance (not re-probed).

@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use spear_core::Guarantee;
 
+use super::choice::{Confinement, NoBackend};
 use super::config::SandboxConfig;
 use super::error::{SandboxError, clone_error};
 use super::launcher::{Launcher, check_bwrap, lock};
@@ -31,6 +32,8 @@ pub struct Sandbox {
     pub(super) terminal: Mutex<Option<Arc<SandboxError>>>,
     pub(super) network_poisoned: AtomicBool,
     pub(super) network_preflight: Mutex<NetworkPreflightCache>,
+    /// The confinement, resolved at first use ([`Sandbox::confinement`]).
+    pub(super) confinement: OnceLock<Result<Confinement, NoBackend>>,
 }
 
 /// Network preflight results per (working directory, roots): successes, and failures of tools
@@ -67,6 +70,7 @@ impl Sandbox {
             terminal: Mutex::new(None),
             network_poisoned: AtomicBool::new(false),
             network_preflight: Mutex::new(HashMap::new()),
+            confinement: OnceLock::new(),
         }
     }
 
@@ -93,12 +97,33 @@ impl Sandbox {
     }
 
     /// Whether this sandbox, on this host, can give `g` to a command, without running anything:
-    /// what gives it, or why it cannot. The confinement bits need bwrap and seccomp;
+    /// what gives it, or why it cannot, under the confinement it resolved to
+    /// ([`Sandbox::confinement`]; one that cannot be resolved gives nothing).
+    pub fn can_give(&self, g: Guarantee) -> Result<String, String> {
+        match self.confinement() {
+            Err(e) => Err(e.to_string()),
+            Ok(Confinement::Bubblewrap) => self.can_give_bubblewrap(g),
+            Ok(Confinement::Landlock { abi }) => {
+                if self.landlock_gives().contains(g) {
+                    Ok(format!(
+                        "the landlock backend (Landlock ABI {abi}) and seccomp"
+                    ))
+                } else {
+                    Err(format!(
+                        "the landlock backend (Landlock ABI {abi}) does not give it: {}",
+                        landlock_lacks(g)
+                    ))
+                }
+            }
+        }
+    }
+
+    /// [`Sandbox::can_give`] under bubblewrap. The confinement bits need bwrap and seccomp;
     /// `network_filtered` needs the network path's tools (and no earlier containment failure);
     /// `resource_limits` needs cgroup limits turned on and a backend that limits each command's
     /// tree (not `delegated`). `target_policy` is not the sandbox's to give: its caller judges
     /// what a command staged.
-    pub fn can_give(&self, g: Guarantee) -> Result<String, String> {
+    pub(super) fn can_give_bubblewrap(&self, g: Guarantee) -> Result<String, String> {
         match g {
             Guarantee::ProcessBoundary
             | Guarantee::WriteBoundary
@@ -157,7 +182,7 @@ impl Sandbox {
     }
 
     /// Cgroup limits are on, and a backend limits each command's tree.
-    fn can_limit(&self) -> Result<String, String> {
+    pub(super) fn can_limit(&self) -> Result<String, String> {
         if self.launcher.config.cgroup.is_none() {
             return Err("cgroup limits are turned off in this sandbox's configuration".to_owned());
         }
@@ -187,7 +212,17 @@ impl Sandbox {
 
     /// Checks every mechanism a command needs, without running anything: the bwrap binary,
     /// seccomp, and the cgroup backend when limits are active.
+    /// Under the landlock backend: Landlock, seccomp, and a cgroup the child joins itself.
     pub fn check_mechanisms(&self) -> Result<(), SandboxError> {
+        if let Confinement::Landlock { abi } = self.confinement()? {
+            if abi == 0 {
+                return Err(crate::landlock::LandlockError::Unavailable.into());
+            }
+            seccomp::kernel_supports_seccomp()?;
+            self.landlock_cgroup()
+                .map_err(crate::landlock::LandlockError::NoCgroup)?;
+            return Ok(());
+        }
         if let Some(e) = lock(&self.terminal).as_ref() {
             return Err(clone_error(e));
         }
@@ -199,5 +234,20 @@ impl Sandbox {
             return Err(SandboxError::NoCgroupBackend(why.clone()));
         }
         Ok(())
+    }
+}
+
+/// Why the landlock backend does not give `g` (see `landlock` module of this crate).
+fn landlock_lacks(g: Guarantee) -> &'static str {
+    match g {
+        Guarantee::ProcessBoundary => "it has no PID namespace",
+        Guarantee::ReadBoundary => {
+            "Landlock governs opening files, not looking them up: every host path's metadata and host processes' /proc entries stay visible"
+        }
+        Guarantee::NetworkFiltered => "it has no network path (no network namespace)",
+        Guarantee::WriteBoundary => {
+            "this kernel's Landlock (before ABI 3) does not govern truncation, or no cgroup of spear's own can hold the command"
+        }
+        _ => "this host lacks Landlock, or a cgroup of spear's own to hold the command",
     }
 }

@@ -145,6 +145,9 @@ impl Launcher {
             rlimits: self.config.rlimits,
             stage: inputs.stage.clone(),
             stdin: stdin.map(AsFd::as_fd),
+            landlock: None,
+            env: Vec::new(),
+            cwd: None,
         };
         let spawned = self.spawner.spawn(&launch);
         drop(launch);

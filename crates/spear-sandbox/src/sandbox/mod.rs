@@ -9,17 +9,24 @@
 //! - `execute`: a command run cold, phase by phase, into its [`RunOutcome`].
 //! - `launcher`: what starts a sandbox ([`Launcher`]), shared with the warm path
 //!   ([`crate::warm`]).
+//! - `choice`: which confinement runs the commands ([`Confinement`]), `auto` decided purely;
+//!   `backend`: that decision made against the host, and what each backend gives here.
+//! - `landlock_run`: a command run under the landlock backend (`landlock` module of this crate).
 //! - `config` and `error`: [`SandboxConfig`] and [`SandboxError`].
 
+mod backend;
+mod choice;
 mod config;
 mod error;
 mod execute;
 mod instance;
+mod landlock_run;
 mod launcher;
 mod preflight;
 mod run;
 
-pub use config::SandboxConfig;
+pub use choice::{Confinement, bubblewrap_gives_everywhere};
+pub use config::{BackendChoice, SandboxConfig};
 pub use error::SandboxError;
 pub use execute::RunOutcome;
 pub use instance::Sandbox;

@@ -20,8 +20,17 @@ impl Sandbox {
     /// minimal sandbox whose shell asserts its working directory, the workspace's writability when
     /// the profile writes, `$HOME` and `$TMPDIR`. Terminal failures (bwrap absent, not executable,
     /// refused by the kernel) are remembered for the life of the instance and not re-probed.
+    ///
+    /// Under the landlock backend there is no preflight to run: its mechanisms are checked, and
+    /// what it cannot hold is refused when the command is run.
     pub fn ensure(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
         self.check_mechanisms()?;
+        if matches!(
+            self.confinement()?,
+            super::choice::Confinement::Landlock { .. }
+        ) {
+            return Ok(());
+        }
         let key = (spec.cwd.clone(), spec.profile.workspace_write());
         if let Some(cached) = lock(&self.preflight).get(&key) {
             return cached.clone().map_err(|e| clone_error(&e));
@@ -67,7 +76,14 @@ impl Sandbox {
     /// nsenter and nft are there, and a real networked `/bin/true` gets its network attached
     /// through pinned namespaces, its egress policy loaded, and its teardown confirmed. Missing
     /// tools are remembered as failures; other failures are probed again next time.
+    /// The landlock backend has no network path: refused.
     pub fn ensure_network(&self, spec: &BwrapSpec) -> Result<(), SandboxError> {
+        if matches!(
+            self.confinement()?,
+            super::choice::Confinement::Landlock { .. }
+        ) {
+            return Err(crate::landlock::LandlockError::Networked.into());
+        }
         if self.network_poisoned.load(Ordering::SeqCst) {
             return Err(SandboxError::NetworkPoisoned);
         }

@@ -17,7 +17,11 @@ impl Sandbox {
     pub fn run(&self, spec: &BwrapSpec, watch: &Watch) -> Result<RunOutcome, SandboxError> {
         // No argv is built here to check `spec`: a spec exists only once its builder has checked
         // that it builds, and the cold path builds it once, in `Launcher::prepare`.
+        let confinement = self.confinement()?;
         self.check_required(spec)?;
+        if let super::choice::Confinement::Landlock { abi } = confinement {
+            return self.run_landlock(spec, watch, abi);
+        }
         self.ensure(spec)?;
         if spec.profile.network() {
             self.ensure_network(spec)?;
@@ -35,7 +39,12 @@ impl Sandbox {
     /// whatever it does before a cold spawn of `spec` (spear's runner clears links in the session's
     /// directories), since the mounts are made now.
     pub fn prewarm(&self, spec: &BwrapSpec) {
-        if let Some(pool) = &self.warm {
+        if let Some(pool) = &self.warm
+            && matches!(
+                self.confinement(),
+                Ok(super::choice::Confinement::Bubblewrap)
+            )
+        {
             pool.prewarm(spec);
         }
     }
@@ -44,6 +53,10 @@ impl Sandbox {
     /// preparation for the spawn when not.
     pub fn would_prewarm(&self, spec: &BwrapSpec) -> bool {
         self.warm.as_ref().is_some_and(|pool| pool.would_warm(spec))
+            && matches!(
+                self.confinement(),
+                Ok(super::choice::Confinement::Bubblewrap)
+            )
     }
 
     /// Runs `spec` in the waiting sandbox, if there is one for it (`None`: run it cold). Its
