@@ -302,7 +302,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> i32 {
 /// What networked commands get: removed by `--no-network`, the network path, or nothing.
 fn network_state(args: &Args, found: &[Mechanism]) -> &'static str {
     if args.no_network {
-        "off (--no-network): every mode gives loopback only"
+        "off (--no-network): no mode gives a network (at most a loopback of the sandbox's own)"
     } else if found
         .iter()
         .filter(|m| m.name.starts_with("network"))

@@ -123,7 +123,7 @@ fn call_into(
     if args.mode.no_network {
         let _ = writeln!(
             done.stderr,
-            "spear: --no-network: commands get loopback only, in every mode"
+            "spear: --no-network: commands get no network (at most a loopback of their own), in every mode"
         );
     }
     let ask = args

@@ -43,7 +43,9 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     let call_args: serde_json::Value =
         serde_json::from_str(&args.json).map_err(|e| format!("--args is not valid JSON: {e}"))?;
     if args.mode.no_network {
-        eprintln!("spear: --no-network: commands get loopback only, in every mode");
+        eprintln!(
+            "spear: --no-network: commands get no network (at most a loopback of their own), in every mode"
+        );
     }
     // One call, then the process exits: a job would die with it.
     let mut router = crate::session::open(&crate::session::SessionArgs {
