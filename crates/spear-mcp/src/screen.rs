@@ -403,6 +403,27 @@ mod tests {
         }
     }
 
+    /// A UTF-8 byte-order mark at a line's start is set aside, as rmcp's own reader sets it aside
+    /// (RFC 8259 §8.1 lets a parser ignore it; Windows tools write one): alone it is a blank line,
+    /// before a request it passes, and rmcp then reads the request. Anywhere else it is not
+    /// whitespace, and the line is answered as malformed. (Found by `scripts/fuzz.sh`: the fuzz
+    /// target held blank lines to whitespace only; the target now sets the mark aside too.)
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_set_aside() {
+        assert_eq!(classify(b"\xEF\xBB\xBF"), Verdict::Blank);
+        assert_eq!(classify(b"\xEF\xBB\xBF \t\r\n"), Verdict::Blank);
+        let request = b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+        assert_eq!(classify(request), Verdict::Pass);
+        // Positive control of the refusal: the same mark later in the line, or twice.
+        for line in [
+            &b" \xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"[..],
+            b"\xEF\xBB\xBF\xEF\xBB\xBF{}\n",
+            b"{}\xEF\xBB\xBF\n",
+        ] {
+            assert!(matches!(classify(line), Verdict::Reject(_)), "{line:?}");
+        }
+    }
+
     #[test]
     fn what_passes_here_parses_in_rmcp() {
         // rmcp parses with serde_json's default recursion limit: the deepest line passed must
