@@ -1,4 +1,8 @@
-//! `spear mcp`: the MCP server over stdio, for agents that start spear as a tool server.
+//! `spear mcp`: the MCP server over stdio, for agents that start spear as a tool server, or
+//! over streamable HTTP on a loopback address (`--listen`), for clients that connect to it with
+//! an operator's token (`spear token add`).
+
+use std::sync::Arc;
 
 use spear_core::ExecutionMode;
 use spear_tools::Role;
@@ -6,8 +10,8 @@ use spear_tools::Role;
 use crate::context::WorkspaceArgs;
 use crate::mode_args::ModeArgs;
 
-/// `spear mcp [--safe|--ask|--auto] [--no-network] [--workspace DIR] [--role ROLE]`.
-#[derive(Debug, clap::Args)]
+/// `spear mcp [--safe|--ask|--auto] [--no-network] [--workspace DIR] [--role ROLE] [--listen ADDR]`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     #[command(flatten)]
     mode: ModeArgs,
@@ -36,11 +40,20 @@ pub struct Args {
     /// `spear exec --gpu` does; without a GPU on the host, the server refuses to start.
     #[arg(long, value_name = "all|INDICES")]
     gpu: Option<String>,
+    /// Serve over MCP's streamable HTTP transport on this loopback address (`127.0.0.1:8787`;
+    /// port 0 picks one, printed at start) instead of stdio: each MCP session is a spear session
+    /// of its own, and every request needs `Authorization: Bearer TOKEN` with a token from
+    /// `spear token add`.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
 }
 
 /// Serves until the client closes stdin or a signal arrives. stdout carries only protocol
 /// messages; this and every log line go to stderr.
 pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
+    if let Some(addr) = args.listen {
+        return listen(args, host, addr);
+    }
     // Signals first: opening the session takes a while (the toolchain trees are scanned and
     // watched), and a SIGTERM meanwhile must stop it cleanly, not kill it.
     let stdio = spear_mcp::Stdio::prepare().map_err(|e| e.to_string())?;
@@ -93,6 +106,116 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     drop(channel);
     outcome?;
     Ok(0)
+}
+
+/// `spear mcp --listen ADDR`: binds, checks that a first session opens (so that a bad workspace,
+/// configuration or GPU grant fails now, not at a client's first request), prints where it
+/// listens, and serves until a signal.
+fn listen(
+    args: &Args,
+    host: &spear_runtime::HostSnapshot,
+    addr: std::net::SocketAddr,
+) -> Result<i32, String> {
+    let http = spear_mcp::Http::bind(addr).map_err(|e| e.to_string())?;
+    let local = http.local_addr().map_err(|e| e.to_string())?;
+    let state = crate::state_home::state_dir(host)?;
+    let tokens = spear_runtime::TokenStore::at(&state);
+    let opener = Arc::new(Opener {
+        args: args.clone(),
+        host: host.clone(),
+    });
+    // The first session, opened now and dropped: what would refuse every session refuses the
+    // server instead, before it listens for anyone.
+    let root = opener.open()?.root;
+    eprintln!(
+        "{}",
+        banner(
+            args.mode.mode(),
+            args.mode.no_network,
+            args.role,
+            &root,
+            "one per MCP session"
+        )
+    );
+    let count = tokens.list().map(|t| t.len()).unwrap_or(0);
+    eprintln!(
+        "spear mcp: listening on http://{local}{} ({count} token(s); add one with `spear token add NAME`)",
+        spear_mcp::MCP_PATH
+    );
+    let gate: Arc<dyn spear_mcp::Gatekeeper> = Arc::new(TokenGate { tokens });
+    http.run(move || opener.open().map(|s| s.server), gate)
+        .map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+/// What opens one spear session for an MCP session over HTTP: the server's own flags.
+struct Opener {
+    args: Args,
+    host: spear_runtime::HostSnapshot,
+}
+
+/// A session opened for one MCP session.
+struct Opened {
+    server: spear_mcp::SpearServer,
+    root: String,
+}
+
+impl Opener {
+    fn open(&self) -> Result<Opened, String> {
+        let args = &self.args;
+        let router = crate::session::open(&crate::session::SessionArgs {
+            gpu: args.gpu.as_deref(),
+            host: &self.host,
+            workspace: &args.workspace,
+            mode: &args.mode,
+            limits: &args.limits,
+            role: args.role,
+            session: None,
+            background_jobs: true,
+            session_scratch: true,
+            env: &args.env,
+            whole_output: false,
+            web: true,
+            shelf: None,
+        })?;
+        let root = router
+            .workspace()
+            .roots()
+            .first()
+            .map(|r| r.host_path().display().to_string())
+            .unwrap_or_default();
+        // Over HTTP, ASK asks through the client (elicitation, input-required results); a client
+        // that cannot ask has its asking calls cancelled: no `spear approve` channel yet.
+        let server = spear_mcp::SpearServer::with_approvals(
+            router,
+            std::time::Duration::from_secs(args.turn_gap),
+            None,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(Opened { server, root })
+    }
+}
+
+/// The operator's tokens as the server's door: a request is admitted with a token the store
+/// holds, unexpired (read at each request, so a revocation holds at the next one).
+struct TokenGate {
+    tokens: spear_runtime::TokenStore,
+}
+
+impl spear_mcp::Gatekeeper for TokenGate {
+    fn admit(&self, bearer: Option<&str>) -> Result<String, String> {
+        let Some(presented) = bearer else {
+            return Err(
+                "no bearer token: send `Authorization: Bearer TOKEN` with a token from `spear \
+                 token add NAME`"
+                    .to_owned(),
+            );
+        };
+        self.tokens
+            .verify(presented, std::time::SystemTime::now())
+            .map(|info| info.name)
+            .map_err(|refusal| refusal.to_string())
+    }
 }
 
 /// The approval channel of an ASK or AUTO server, in spear's state directory: without one (no state

@@ -14,6 +14,7 @@
 //!   reading a line's ids and depth without parsing it).
 //! - `eof`: the end of stdin, seen at once.
 //! - `stdio`: the session on stdin and stdout.
+//! - `http`: the sessions over streamable HTTP ([`Http`]), behind a [`Gatekeeper`].
 //!
 //! The parsers of untrusted input are reachable by the fuzz targets through `fuzzing`, a module
 //! that exists only with the `fuzzing` feature.
@@ -24,6 +25,7 @@ mod approvals;
 mod asking;
 mod catalog;
 mod eof;
+mod http;
 mod intake;
 mod lines;
 mod request_state;
@@ -39,6 +41,7 @@ pub use approvals::{
 };
 pub use request_state::StateError;
 pub use server::{ApprovalWait, SpearServer};
+pub use http::{Gatekeeper, Http, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH};
 pub use stdio::Stdio;
 
 /// The parsers of untrusted input, for the fuzz targets (`fuzz/`) only: what a client's bytes and
