@@ -13,6 +13,9 @@
 //!   other session sees, measured against its cap after every command and removed with the
 //!   runner. Commits carry the host's git identity and nothing else of its git configuration
 //!   ([`GitIdentity`]).
+//! - Operator tokens ([`TokenStore`]) are kept as SHA-256 hashes in spear's state directory
+//!   (owner-only, changed atomically under a lock, never in a sandbox's view); a token is checked
+//!   against the file as it is at each request, so a revocation holds from the next one.
 //!
 //! Its face is the list below: the modules are private, and what the crates above use is
 //! exported here by name.
@@ -32,10 +35,11 @@ mod result_store;
 mod runner;
 mod scratch;
 mod staging;
+mod tokens;
 
 pub use audit::{
     AuditError, AuditEvent, AuditLogger, AuditRecord, WebAudit, WebHop,
-    default_path as default_audit_path,
+    default_path as default_audit_path, rfc3339_seconds,
 };
 pub use checkpoint::quota::{bytes_text, free_bytes};
 pub use checkpoint::{
@@ -65,3 +69,6 @@ pub use scratch::{DEFAULT_SESSION_CAP, SessionScratch, default_base as scratch_b
 /// What a request runs: defined in spear-core, built by the decision layer, executed unchanged.
 pub use spear_core::CommandLine;
 pub use staging::{CommitReport, Judge, MAX_COMMITTED_CHANGES, Proposed, Staging, TrackedRules};
+pub use tokens::{
+    TOKEN_PREFIX, TOKENS_FILE, TokenError, TokenInfo, TokenRefusal, TokenSpec, TokenStore,
+};

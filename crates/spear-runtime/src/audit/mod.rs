@@ -19,7 +19,7 @@ mod tail;
 use std::path::{Path, PathBuf};
 
 pub use logger::{AuditError, AuditLogger};
-pub use record::{AuditEvent, AuditRecord, WebAudit, WebHop};
+pub use record::{AuditEvent, AuditRecord, WebAudit, WebHop, rfc3339_seconds};
 
 /// The default audit log: `$XDG_STATE_HOME/spear/audit.jsonl`, or
 /// `$HOME/.local/state/spear/audit.jsonl` when `XDG_STATE_HOME` is unset, empty or relative (the

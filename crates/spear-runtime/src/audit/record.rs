@@ -223,6 +223,15 @@ pub fn rfc3339_millis(t: SystemTime) -> String {
     )
 }
 
+/// `t` in RFC 3339 UTC to the second: `2024-02-29T12:34:56Z`. A time before 1970 is written as
+/// the epoch.
+pub fn rfc3339_seconds(t: SystemTime) -> String {
+    let mut text = rfc3339_millis(t);
+    // `…:56.789Z` less its milliseconds.
+    text.replace_range(text.len() - 5..text.len() - 1, "");
+    text
+}
+
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
     // Shift the epoch to 0000-03-01, so that leap days fall at the end of a year.
@@ -259,6 +268,7 @@ mod tests {
         for &(secs, millis, want) in cases {
             let t = UNIX_EPOCH + Duration::new(secs, millis * 1_000_000 + 999);
             assert_eq!(rfc3339_millis(t), want);
+            assert_eq!(rfc3339_seconds(t), want.replace(&want[19..23], ""));
         }
         assert_eq!(
             rfc3339_millis(UNIX_EPOCH - Duration::from_secs(5)),

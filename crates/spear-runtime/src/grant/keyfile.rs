@@ -142,8 +142,9 @@ fn write_new(path: &Path, replace: bool) -> Result<GrantKey, KeyFileError> {
     }
 }
 
-/// Makes `dir` (0700) if it is missing.
-fn make_dir(dir: &Path) -> std::io::Result<()> {
+/// Makes `dir` (0700) if it is missing, and takes group and other access away from one of this
+/// user's that has it.
+pub(crate) fn make_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt as _;
     match std::fs::DirBuilder::new()
         .recursive(true)

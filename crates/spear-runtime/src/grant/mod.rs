@@ -35,6 +35,7 @@ pub(crate) use binding::hex as hex_digest;
 pub use binding::{
     Binding, Identity, Issuer, NetworkRoute, SandboxBinding, TargetBinding, command_digest,
 };
+pub(crate) use keyfile::make_dir as make_state_dir;
 pub use keyfile::rotate_user_key;
 pub use ledger::MemoryLedger;
 pub use seal::{GrantClaims, GrantKey, nonce};
