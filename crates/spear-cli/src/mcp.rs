@@ -137,12 +137,17 @@ fn listen(
             "one per MCP session"
         )
     );
-    let count = tokens.list().map(|t| t.len()).unwrap_or(0);
+    let count = tokens.list().map_or(0, |t| t.len());
     eprintln!(
         "spear mcp: listening on http://{local}{} ({count} token(s); add one with `spear token add NAME`)",
         spear_mcp::MCP_PATH
     );
-    let gate: Arc<dyn spear_mcp::Gatekeeper> = Arc::new(TokenGate { tokens });
+    let gate: Arc<dyn spear_mcp::Gatekeeper> = Arc::new(TokenGate {
+        tokens,
+        workspace: std::path::PathBuf::from(&root),
+        mode: args.mode.mode(),
+        network: !args.mode.no_network && args.mode.mode() != ExecutionMode::Safe,
+    });
     http.run(move || opener.open().map(|s| s.server), gate)
         .map_err(|e| e.to_string())?;
     Ok(0)
@@ -197,9 +202,16 @@ impl Opener {
 }
 
 /// The operator's tokens as the server's door: a request is admitted with a token the store
-/// holds, unexpired (read at each request, so a revocation holds at the next one).
+/// holds, unexpired (read at each request, so a revocation holds at the next one), and only when
+/// what the token names fits this server as it is: a server does not yet narrow a session to
+/// its token, so a token that asks for less (another workspace, a narrower mode, no network, a
+/// template, a session limit) is refused rather than served with more than it grants.
 struct TokenGate {
     tokens: spear_runtime::TokenStore,
+    /// The server's workspace (its first root, canonical), mode and network.
+    workspace: std::path::PathBuf,
+    mode: ExecutionMode,
+    network: bool,
 }
 
 impl spear_mcp::Gatekeeper for TokenGate {
@@ -211,11 +223,58 @@ impl spear_mcp::Gatekeeper for TokenGate {
                     .to_owned(),
             );
         };
-        self.tokens
+        let info = self
+            .tokens
             .verify(presented, std::time::SystemTime::now())
-            .map(|info| info.name)
-            .map_err(|refusal| refusal.to_string())
+            .map_err(|refusal| refusal.to_string())?;
+        match unfit(&info, &self.workspace, self.mode, self.network) {
+            None => Ok(info.name),
+            Some(why) => Err(format!(
+                "token {} {why}; this server cannot yet narrow a session to its token: start a \
+                 server that matches it, or issue a token without that limit",
+                info.name
+            )),
+        }
     }
+}
+
+/// What `token` names that a server on `workspace` in `mode` (with or without the `network`)
+/// would not hold to, if anything. Pure.
+fn unfit(
+    token: &spear_runtime::TokenInfo,
+    workspace: &std::path::Path,
+    mode: ExecutionMode,
+    network: bool,
+) -> Option<String> {
+    if !token.workspaces.is_empty() && !token.workspaces.iter().any(|w| w == workspace) {
+        let named: Vec<String> = token
+            .workspaces
+            .iter()
+            .map(|w| w.display().to_string())
+            .collect();
+        return Some(format!(
+            "is for {}, and this server serves {}",
+            named.join(", "),
+            workspace.display()
+        ));
+    }
+    if let Some(wanted) = token.mode.filter(|m| *m != mode) {
+        return Some(format!(
+            "is for {} mode, and this server runs in {}",
+            wanted.as_str().to_uppercase(),
+            mode.as_str().to_uppercase()
+        ));
+    }
+    if token.no_network && network {
+        return Some("is without network, and this server gives it".to_owned());
+    }
+    if !token.templates.is_empty() {
+        return Some("names templates, which this server does not serve yet".to_owned());
+    }
+    if token.sessions.is_some() {
+        return Some("limits its sessions, which this server does not count yet".to_owned());
+    }
+    None
 }
 
 /// The approval channel of an ASK or AUTO server, in spear's state directory: without one (no state
@@ -281,6 +340,79 @@ fn banner(mode: ExecutionMode, no_network: bool, role: Role, root: &str, session
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A token is admitted only where the server holds to everything it names.
+    #[test]
+    fn a_token_that_asks_for_less_than_the_server_gives_is_unfit() {
+        use std::path::PathBuf;
+        let ws = PathBuf::from("/w");
+        let token = |edit: &dyn Fn(&mut spear_runtime::TokenInfo)| {
+            let mut t = spear_runtime::TokenInfo {
+                name: "t".into(),
+                workspaces: vec![],
+                templates: vec![],
+                mode: None,
+                no_network: false,
+                sessions: None,
+                created: std::time::SystemTime::UNIX_EPOCH,
+                expires: None,
+            };
+            edit(&mut t);
+            t
+        };
+        let auto = ExecutionMode::Auto;
+        let cases: Vec<(spear_runtime::TokenInfo, ExecutionMode, bool, Option<&str>)> = vec![
+            (token(&|_| {}), auto, true, None),
+            (
+                token(&|t| t.workspaces = vec![ws.clone()]),
+                auto,
+                true,
+                None,
+            ),
+            (
+                token(&|t| t.workspaces = vec![PathBuf::from("/other")]),
+                auto,
+                true,
+                Some("is for /other, and this server serves /w"),
+            ),
+            (token(&|t| t.mode = Some(auto)), auto, true, None),
+            (
+                token(&|t| t.mode = Some(ExecutionMode::Safe)),
+                auto,
+                true,
+                Some("is for SAFE mode, and this server runs in AUTO"),
+            ),
+            (
+                token(&|t| t.no_network = true),
+                auto,
+                true,
+                Some("is without network"),
+            ),
+            (token(&|t| t.no_network = true), auto, false, None),
+            (
+                token(&|t| t.templates = vec![ws.clone()]),
+                auto,
+                true,
+                Some("names templates"),
+            ),
+            (
+                token(&|t| t.sessions = Some(4)),
+                auto,
+                true,
+                Some("limits its sessions"),
+            ),
+        ];
+        for (t, mode, network, want) in cases {
+            let got = unfit(&t, &ws, mode, network);
+            match want {
+                None => assert_eq!(got, None, "{t:?}"),
+                Some(text) => assert!(
+                    got.as_deref().is_some_and(|g| g.contains(text)),
+                    "{t:?}: {got:?}"
+                ),
+            }
+        }
+    }
 
     #[test]
     fn the_banner_names_the_mode_and_the_flags_for_the_other_two() {

@@ -86,14 +86,16 @@ impl Listening {
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
-        let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        let mut lines = vec![
+            format!("{method} {path} HTTP/1.1"),
+            "Connection: close".to_owned(),
+        ];
         if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-            request.push_str(&format!("Host: {}\r\n", self.addr));
+            lines.push(format!("Host: {}", self.addr));
         }
-        for (k, v) in headers {
-            request.push_str(&format!("{k}: {v}\r\n"));
-        }
-        request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        lines.extend(headers.iter().map(|(k, v)| format!("{k}: {v}")));
+        lines.push(format!("Content-Length: {}", body.len()));
+        let request = format!("{}\r\n\r\n{body}", lines.join("\r\n"));
         stream.write_all(request.as_bytes()).unwrap();
         let mut response = String::new();
         let _ = stream.read_to_string(&mut response);
@@ -217,7 +219,11 @@ fn only_the_operators_tokens_open_the_door() {
 
     // Revoked: refused at the next request.
     let out = d.spear(&["token", "revoke", "ci"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (status, response) = server.initialize(Some(&token));
     assert_eq!(status, 401, "{response}");
 }

@@ -252,7 +252,10 @@ mod tests {
 
     #[test]
     fn only_loopback_addresses_are_bound() {
-        let e = Http::bind("0.0.0.0:0".parse().unwrap()).err().unwrap().to_string();
+        let e = Http::bind("0.0.0.0:0".parse().unwrap())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("is not a loopback address"), "{e}");
         // Positive control: loopback binds, on a port picked.
         let http = Http::bind("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -272,9 +275,6 @@ mod tests {
             "Bearer error=\"invalid_token\", \
              resource_metadata=\"http://127.0.0.1:4711/.well-known/oauth-protected-resource\""
         );
-        assert_eq!(
-            metadata(local)["resource"],
-            "http://127.0.0.1:4711/mcp"
-        );
+        assert_eq!(metadata(local)["resource"], "http://127.0.0.1:4711/mcp");
     }
 }

@@ -39,9 +39,9 @@ pub use approvals::{
     DEFAULT_WAIT as DEFAULT_APPROVAL_WAIT, NO_SUCH_PENDING, PendingItem,
     client as approvals_client, is_valid_id, peer_allowed, private_dir, socket_dir,
 };
+pub use http::{Gatekeeper, Http, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH};
 pub use request_state::StateError;
 pub use server::{ApprovalWait, SpearServer};
-pub use http::{Gatekeeper, Http, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH};
 pub use stdio::Stdio;
 
 /// The parsers of untrusted input, for the fuzz targets (`fuzz/`) only: what a client's bytes and
