@@ -162,15 +162,15 @@ fn grants(t: &TokenInfo) -> String {
         || "until revoked".to_owned(),
         |at| format!("until {}", rfc3339_seconds(at)),
     );
+    let network = if t.no_network {
+        ""
+    } else {
+        ", the network as the server allows"
+    };
     format!(
-        "{}; mode {}; {}; {}; {expires}.",
+        "{}; mode {}{network}; {}; {expires}.",
         scope(t),
         mode(t),
-        if t.no_network {
-            "no network"
-        } else {
-            "the network as the server allows"
-        },
         sessions(t),
     )
 }
