@@ -16,6 +16,7 @@ mod out;
 mod served;
 mod session;
 mod state_home;
+mod token;
 mod tool;
 mod undo;
 
@@ -55,6 +56,9 @@ enum Command {
     Gc(gc::Args),
     /// Issue a grant for one exact command in one directory, for `spear exec --grant`.
     Grant(grant::Args),
+    /// Issue, list and revoke the tokens a listening spear accepts (a token's value is printed
+    /// once, and only its hash kept).
+    Token(token::Args),
     /// Run this user's `spear exec` calls from one long-lived process, each decided afresh and
     /// in a sandbox of its own, with the next one's sandbox set up before it is asked for.
     Serve(served::server::Args),
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Command::Undo(args) => undo::run(&args, &host),
         Command::Gc(args) => gc::run(&args, &host),
         Command::Grant(args) => grant::run(&args),
+        Command::Token(args) => token::run(&args, &host),
         Command::Serve(args) => served::server::run(&args, &host),
     };
     match result {
