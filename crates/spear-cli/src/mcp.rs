@@ -215,25 +215,31 @@ struct TokenGate {
 }
 
 impl spear_mcp::Gatekeeper for TokenGate {
-    fn admit(&self, bearer: Option<&str>) -> Result<String, String> {
+    fn admit(&self, bearer: Option<&str>) -> Result<String, spear_mcp::Denied> {
+        use spear_mcp::Denied;
         let Some(presented) = bearer else {
-            return Err(
+            return Err(Denied::Unauthorized(
                 "no bearer token: send `Authorization: Bearer TOKEN` with a token from `spear \
                  token add NAME`"
                     .to_owned(),
-            );
+            ));
         };
         let info = self
             .tokens
             .verify(presented, std::time::SystemTime::now())
-            .map_err(|refusal| refusal.to_string())?;
+            .map_err(|refusal| match refusal {
+                spear_runtime::TokenRefusal::Store { .. } => {
+                    Denied::Unavailable(refusal.to_string())
+                }
+                _ => Denied::Unauthorized(refusal.to_string()),
+            })?;
         match unfit(&info, &self.workspace, self.mode, self.network) {
             None => Ok(info.name),
-            Some(why) => Err(format!(
+            Some(why) => Err(Denied::Unauthorized(format!(
                 "token {} {why}; this server cannot yet narrow a session to its token: start a \
                  server that matches it, or issue a token without that limit",
                 info.name
-            )),
+            ))),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! address, behind the operator's tokens (`spear token add`).
 //!
 //! The door is checked with raw HTTP (no token, a wrong one, a revoked one: 401 with the
-//! challenge naming the metadata document; a foreign `Host`: refused), and the sessions with the
+//! challenge naming the metadata document; a foreign `Host`: refused; a store the server cannot
+//! trust: 503; `/healthz` without credentials), and the sessions with the
 //! Python MCP SDK's streamable HTTP client (`tests/mcp_http/client.py`, the pinned `mcp` of
 //! scripts/setup-test-clients.sh): a call runs and writes in the workspace, and two MCP sessions
 //! at once are two spear sessions.
@@ -216,6 +217,29 @@ fn only_the_operators_tokens_open_the_door() {
         "{}",
     );
     assert!((400..500).contains(&status), "{response}");
+
+    // The health path answers without credentials and says nothing else.
+    let (status, health) = server.raw("GET", "/healthz", &[], "");
+    assert_eq!(status, 200, "{health}");
+    assert!(health.ends_with("{\"status\":\"ok\"}"), "{health}");
+
+    // A store the server may not trust (readable by others): no token is admitted, and the
+    // answer is the operator's 503, not the client's 401.
+    let store = d.state.join("spear/tokens.json");
+    let mode = |m: u32| {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    mode(0o644);
+    let (status, response) = server.initialize(Some(&token));
+    assert_eq!(status, 503, "{response}");
+    assert!(
+        response.contains("cannot read its token store"),
+        "{response}"
+    );
+    mode(0o600);
+    let (status, response) = server.initialize(Some(&token));
+    assert_eq!(status, 200, "{response}");
 
     // Revoked: refused at the next request.
     let out = d.spear(&["token", "revoke", "ci"]).output().unwrap();

@@ -12,6 +12,7 @@
 //!   `/.well-known/oauth-protected-resource`, which answers without credentials, as MCP's
 //!   authorization section asks of a resource server. Attack stopped: any local process (another
 //!   user's included) reaching a loopback port and running commands as spear's user.
+//! - `/healthz` answers `{"status":"ok"}` without credentials and says nothing else.
 //! - **Where.** Only a loopback address is accepted (no TLS yet), and rmcp checks `Host` against
 //!   the loopback names (attack stopped: DNS rebinding, a web page's script reaching the port
 //!   through a name that resolves to 127.0.0.1). Request bodies are capped
@@ -45,11 +46,25 @@ pub const MCP_PATH: &str = "/mcp";
 /// The path of the Protected Resource Metadata document (RFC 9728).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
+/// The path that answers whether the server is up, without credentials, and says nothing else.
+pub const HEALTH_PATH: &str = "/healthz";
+
 /// Who may use the server: the verdict on a request's bearer token.
 pub trait Gatekeeper: Send + Sync + 'static {
     /// The name of the credential `bearer` is (for the logs and the audit), or why it is not
-    /// admitted, in words a person can act on. `None`: the request carried no bearer token.
-    fn admit(&self, bearer: Option<&str>) -> Result<String, String>;
+    /// admitted. `None`: the request carried no bearer token.
+    fn admit(&self, bearer: Option<&str>) -> Result<String, Denied>;
+}
+
+/// Why a request is not admitted, in words a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denied {
+    /// The client's credential is missing, malformed, unknown, revoked, expired or not for this
+    /// server: `401` with the challenge.
+    Unauthorized(String),
+    /// The server cannot judge any credential now (its token store cannot be read): `503`, the
+    /// operator's to fix, not the client's.
+    Unavailable(String),
 }
 
 /// A bound listener, the runtime it is served on and the signals that stop it.
@@ -156,6 +171,7 @@ async fn answer(
     use tower_service::Service as _;
     match request.uri().path() {
         METADATA_PATH => json(StatusCode::OK, &metadata(local)),
+        HEALTH_PATH => json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
         MCP_PATH => {
             let bearer = bearer(request.headers());
             match gate.admit(bearer) {
@@ -167,7 +183,14 @@ async fn answer(
                         Err(never) => match never {},
                     }
                 }
-                Err(why) => unauthorized(&why, local),
+                Err(Denied::Unauthorized(why)) => unauthorized(&why, local),
+                Err(Denied::Unavailable(why)) => {
+                    tracing::error!("no request can be admitted: {why}");
+                    json(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        &serde_json::json!({"error": "unavailable", "error_description": why}),
+                    )
+                }
             }
         }
         _ => json(
