@@ -57,27 +57,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     // Signals first: opening the session takes a while (the toolchain trees are scanned and
     // watched), and a SIGTERM meanwhile must stop it cleanly, not kill it.
     let stdio = spear_mcp::Stdio::prepare().map_err(|e| e.to_string())?;
-    let router = crate::session::open(&crate::session::SessionArgs {
-        gpu: args.gpu.as_deref(),
-        host,
-        workspace: &args.workspace,
-        mode: &args.mode,
-        limits: &args.limits,
-        role: args.role,
-        session: None,
-        background_jobs: true,
-        session_scratch: true,
-        env: &args.env,
-        whole_output: false,
-        web: true,
-        shelf: None,
-    })?;
-    let root = router
-        .workspace()
-        .roots()
-        .first()
-        .map(|r| r.host_path().display().to_string())
-        .unwrap_or_default();
+    let (router, root) = open_session(args, host)?;
     eprintln!(
         "{}",
         banner(
@@ -106,6 +86,36 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     drop(channel);
     outcome?;
     Ok(0)
+}
+
+/// One spear session with the server's flags (over stdio the only one; over HTTP one per MCP
+/// session), and its workspace's first root, for the banner.
+fn open_session(
+    args: &Args,
+    host: &spear_runtime::HostSnapshot,
+) -> Result<(spear_tools::ToolRouter, String), String> {
+    let router = crate::session::open(&crate::session::SessionArgs {
+        gpu: args.gpu.as_deref(),
+        host,
+        workspace: &args.workspace,
+        mode: &args.mode,
+        limits: &args.limits,
+        role: args.role,
+        session: None,
+        background_jobs: true,
+        session_scratch: true,
+        env: &args.env,
+        whole_output: false,
+        web: true,
+        shelf: None,
+    })?;
+    let root = router
+        .workspace()
+        .roots()
+        .first()
+        .map(|r| r.host_path().display().to_string())
+        .unwrap_or_default();
+    Ok((router, root))
 }
 
 /// `spear mcp --listen ADDR`: binds, checks that a first session opens (so that a bad workspace,
@@ -168,27 +178,7 @@ struct Opened {
 impl Opener {
     fn open(&self) -> Result<Opened, String> {
         let args = &self.args;
-        let router = crate::session::open(&crate::session::SessionArgs {
-            gpu: args.gpu.as_deref(),
-            host: &self.host,
-            workspace: &args.workspace,
-            mode: &args.mode,
-            limits: &args.limits,
-            role: args.role,
-            session: None,
-            background_jobs: true,
-            session_scratch: true,
-            env: &args.env,
-            whole_output: false,
-            web: true,
-            shelf: None,
-        })?;
-        let root = router
-            .workspace()
-            .roots()
-            .first()
-            .map(|r| r.host_path().display().to_string())
-            .unwrap_or_default();
+        let (router, root) = open_session(args, &self.host)?;
         // Over HTTP, ASK asks through the client (elicitation, input-required results); a client
         // that cannot ask has its asking calls cancelled: no `spear approve` channel yet.
         let server = spear_mcp::SpearServer::with_approvals(

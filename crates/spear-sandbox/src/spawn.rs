@@ -169,6 +169,19 @@ fn child_setup(
     limits: &[(rustix::process::Resource, u64)],
     stage: Option<&StagePlan>,
 ) -> io::Result<()> {
+    join_and_limit(join, limits)?;
+    // Before the fds move: the plan names its layers by their numbers in this process.
+    if let Some(plan) = stage {
+        plan.apply(plan.report_fd())?;
+    }
+    place_fds(fds)?;
+    rustix::thread::set_no_new_privs(true)?;
+    Ok(())
+}
+
+/// In a forked child, first of all: joins its cgroups (writes `0` to each `cgroup.procs` fd) and
+/// sets its rlimits, shared by both backends. Async-signal-safe: raw system calls only.
+fn join_and_limit(join: &[RawFd], limits: &[(rustix::process::Resource, u64)]) -> io::Result<()> {
     for fd in join {
         // SAFETY: `fd` is a cgroup.procs file kept open by the parent for the child's lifetime.
         #[allow(unsafe_code)]
@@ -184,12 +197,6 @@ fn child_setup(
         };
         rustix::process::setrlimit(*resource, limit)?;
     }
-    // Before the fds move: the plan names its layers by their numbers in this process.
-    if let Some(plan) = stage {
-        plan.apply(plan.report_fd())?;
-    }
-    place_fds(fds)?;
-    rustix::thread::set_no_new_privs(true)?;
     Ok(())
 }
 
@@ -201,21 +208,7 @@ fn landlock_child_setup(
     limits: &[(rustix::process::Resource, u64)],
     confine: &crate::landlock::ChildConfinement,
 ) -> io::Result<()> {
-    for fd in join {
-        // SAFETY: `fd` is a cgroup.procs file kept open by the parent for the child's lifetime.
-        #[allow(unsafe_code)]
-        let n = unsafe { libc::write(*fd, b"0".as_ptr().cast(), 1) };
-        if n != 1 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    for (resource, value) in limits {
-        let limit = rustix::process::Rlimit {
-            current: Some(*value),
-            maximum: Some(*value),
-        };
-        rustix::process::setrlimit(*resource, limit)?;
-    }
+    join_and_limit(join, limits)?;
     place_fds(&[])?;
     confine.apply()
 }
