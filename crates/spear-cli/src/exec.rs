@@ -154,6 +154,7 @@ fn call_into(
         whole_output: true,
         web: false,
         shelf,
+        principal: None,
     })?;
     router.set_confirmer(Box::new(TerminalConfirmer));
     let output_cap = router.runner_config().output_cap;

@@ -95,6 +95,7 @@ pub fn run(args: &Args) -> Result<i32, String> {
         whole_output: true,
         web: false,
         shelf: None,
+        principal: None,
     })?;
     let options = spear_tools::CallOptions {
         issue_grant: Some(IssueGrant {

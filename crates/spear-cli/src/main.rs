@@ -12,6 +12,7 @@ mod grant;
 mod limit_args;
 mod mcp;
 mod mode_args;
+mod node;
 mod out;
 mod served;
 mod session;

@@ -1,9 +1,6 @@
 //! `spear mcp`: the MCP server over stdio, for agents that start spear as a tool server, or
 //! over streamable HTTP on a loopback address (`--listen`), for clients that connect to it with
 //! an operator's token (`spear token add`).
-
-use std::sync::Arc;
-
 use spear_core::ExecutionMode;
 use spear_tools::Role;
 
@@ -14,19 +11,19 @@ use crate::mode_args::ModeArgs;
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    mode: ModeArgs,
+    pub(crate) mode: ModeArgs,
     #[command(flatten)]
-    workspace: WorkspaceArgs,
+    pub(crate) workspace: WorkspaceArgs,
     #[command(flatten)]
     limits: crate::limit_args::LimitArgs,
     /// The caller's role: implementation (default), planning, explorer or reviewer. The last
     /// three see no tool that writes, and their commands run in SAFE.
     #[arg(long, value_name = "ROLE", default_value = "implementation")]
-    role: Role,
+    pub(crate) role: Role,
     /// A call that comes after this many seconds with no call running begins a new turn (refusal
     /// counts, the verdict and `spear undo` start afresh): MCP says nothing of turns.
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
-    turn_gap: u64,
+    pub(crate) turn_gap: u64,
     /// Pass this host variable into every sandbox (repeatable), besides `[env] pass` of the
     /// operator configuration. A name that changes how programs load code is refused.
     #[arg(long = "env", value_name = "NAME")]
@@ -45,14 +42,26 @@ pub struct Args {
     /// of its own, and every request needs `Authorization: Bearer TOKEN` with a token from
     /// `spear token add`.
     #[arg(long, value_name = "ADDR")]
-    listen: Option<std::net::SocketAddr>,
+    pub(crate) listen: Option<std::net::SocketAddr>,
+    /// With --listen: the most sessions open at once, over every client; one more is answered
+    /// 429 (HTTP) until one ends.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000), requires = "listen")]
+    pub(crate) max_sessions: u32,
+    /// With --listen: a session with no request for this many seconds ends (its jobs killed,
+    /// what it made removed).
+    #[arg(long, value_name = "SECS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=604_800), requires = "listen")]
+    pub(crate) session_idle: u64,
+    /// With --listen: a template directory this server serves (repeatable). A token that names it
+    /// (`spear token add --template DIR`) has each new session work in a copy of its own.
+    #[arg(long = "template", value_name = "DIR", requires = "listen")]
+    pub(crate) templates: Vec<std::path::PathBuf>,
 }
 
 /// Serves until the client closes stdin or a signal arrives. stdout carries only protocol
 /// messages; this and every log line go to stderr.
 pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
     if let Some(addr) = args.listen {
-        return listen(args, host, addr);
+        return crate::node::listen(args, host, addr);
     }
     // Signals first: opening the session takes a while (the toolchain trees are scanned and
     // watched), and a SIGTERM meanwhile must stop it cleanly, not kill it.
@@ -94,11 +103,23 @@ fn open_session(
     args: &Args,
     host: &spear_runtime::HostSnapshot,
 ) -> Result<(spear_tools::ToolRouter, String), String> {
+    open_narrowed(args, host, &args.workspace, &args.mode, None)
+}
+
+/// One spear session with the server's flags but the workspace and mode given, for
+/// `principal` (named in its audit records).
+pub(crate) fn open_narrowed(
+    args: &Args,
+    host: &spear_runtime::HostSnapshot,
+    workspace: &WorkspaceArgs,
+    mode: &ModeArgs,
+    principal: Option<&str>,
+) -> Result<(spear_tools::ToolRouter, String), String> {
     let router = crate::session::open(&crate::session::SessionArgs {
         gpu: args.gpu.as_deref(),
         host,
-        workspace: &args.workspace,
-        mode: &args.mode,
+        workspace,
+        mode,
         limits: &args.limits,
         role: args.role,
         session: None,
@@ -108,6 +129,7 @@ fn open_session(
         whole_output: false,
         web: true,
         shelf: None,
+        principal,
     })?;
     let root = router
         .workspace()
@@ -116,161 +138,6 @@ fn open_session(
         .map(|r| r.host_path().display().to_string())
         .unwrap_or_default();
     Ok((router, root))
-}
-
-/// `spear mcp --listen ADDR`: binds, checks that a first session opens (so that a bad workspace,
-/// configuration or GPU grant fails now, not at a client's first request), prints where it
-/// listens, and serves until a signal.
-fn listen(
-    args: &Args,
-    host: &spear_runtime::HostSnapshot,
-    addr: std::net::SocketAddr,
-) -> Result<i32, String> {
-    let http = spear_mcp::Http::bind(addr).map_err(|e| e.to_string())?;
-    let local = http.local_addr().map_err(|e| e.to_string())?;
-    let state = crate::state_home::state_dir(host)?;
-    let tokens = spear_runtime::TokenStore::at(&state);
-    let opener = Arc::new(Opener {
-        args: args.clone(),
-        host: host.clone(),
-    });
-    // The first session, opened now and dropped: what would refuse every session refuses the
-    // server instead, before it listens for anyone.
-    let root = opener.open()?.root;
-    eprintln!(
-        "{}",
-        banner(
-            args.mode.mode(),
-            args.mode.no_network,
-            args.role,
-            &root,
-            "one per MCP session"
-        )
-    );
-    let count = tokens.list().map_or(0, |t| t.len());
-    eprintln!(
-        "spear mcp: listening on http://{local}{} ({count} token(s); add one with `spear token add NAME`)",
-        spear_mcp::MCP_PATH
-    );
-    let gate: Arc<dyn spear_mcp::Gatekeeper> = Arc::new(TokenGate {
-        tokens,
-        workspace: std::path::PathBuf::from(&root),
-        mode: args.mode.mode(),
-        network: !args.mode.no_network && args.mode.mode() != ExecutionMode::Safe,
-    });
-    http.run(move || opener.open().map(|s| s.server), gate)
-        .map_err(|e| e.to_string())?;
-    Ok(0)
-}
-
-/// What opens one spear session for an MCP session over HTTP: the server's own flags.
-struct Opener {
-    args: Args,
-    host: spear_runtime::HostSnapshot,
-}
-
-/// A session opened for one MCP session.
-struct Opened {
-    server: spear_mcp::SpearServer,
-    root: String,
-}
-
-impl Opener {
-    fn open(&self) -> Result<Opened, String> {
-        let args = &self.args;
-        let (router, root) = open_session(args, &self.host)?;
-        // Over HTTP, ASK asks through the client (elicitation, input-required results); a client
-        // that cannot ask has its asking calls cancelled: no `spear approve` channel yet.
-        let server = spear_mcp::SpearServer::with_approvals(
-            router,
-            std::time::Duration::from_secs(args.turn_gap),
-            None,
-        )
-        .map_err(|e| e.to_string())?;
-        Ok(Opened { server, root })
-    }
-}
-
-/// The operator's tokens as the server's door: a request is admitted with a token the store
-/// holds, unexpired (read at each request, so a revocation holds at the next one), and only when
-/// what the token names fits this server as it is: a server does not yet narrow a session to
-/// its token, so a token that asks for less (another workspace, a narrower mode, no network, a
-/// template, a session limit) is refused rather than served with more than it grants.
-struct TokenGate {
-    tokens: spear_runtime::TokenStore,
-    /// The server's workspace (its first root, canonical), mode and network.
-    workspace: std::path::PathBuf,
-    mode: ExecutionMode,
-    network: bool,
-}
-
-impl spear_mcp::Gatekeeper for TokenGate {
-    fn admit(&self, bearer: Option<&str>) -> Result<String, spear_mcp::Denied> {
-        use spear_mcp::Denied;
-        let Some(presented) = bearer else {
-            return Err(Denied::Unauthorized(
-                "no bearer token: send `Authorization: Bearer TOKEN` with a token from `spear \
-                 token add NAME`"
-                    .to_owned(),
-            ));
-        };
-        let info = self
-            .tokens
-            .verify(presented, std::time::SystemTime::now())
-            .map_err(|refusal| match refusal {
-                spear_runtime::TokenRefusal::Store { .. } => {
-                    Denied::Unavailable(refusal.to_string())
-                }
-                _ => Denied::Unauthorized(refusal.to_string()),
-            })?;
-        match unfit(&info, &self.workspace, self.mode, self.network) {
-            None => Ok(info.name),
-            Some(why) => Err(Denied::Unauthorized(format!(
-                "token {} {why}; this server cannot yet narrow a session to its token: start a \
-                 server that matches it, or issue a token without that limit",
-                info.name
-            ))),
-        }
-    }
-}
-
-/// What `token` names that a server on `workspace` in `mode` (with or without the `network`)
-/// would not hold to, if anything. Pure.
-fn unfit(
-    token: &spear_runtime::TokenInfo,
-    workspace: &std::path::Path,
-    mode: ExecutionMode,
-    network: bool,
-) -> Option<String> {
-    if !token.workspaces.is_empty() && !token.workspaces.iter().any(|w| w == workspace) {
-        let named: Vec<String> = token
-            .workspaces
-            .iter()
-            .map(|w| w.display().to_string())
-            .collect();
-        return Some(format!(
-            "is for {}, and this server serves {}",
-            named.join(", "),
-            workspace.display()
-        ));
-    }
-    if let Some(wanted) = token.mode.filter(|m| *m != mode) {
-        return Some(format!(
-            "is for {} mode, and this server runs in {}",
-            wanted.as_str().to_uppercase(),
-            mode.as_str().to_uppercase()
-        ));
-    }
-    if token.no_network && network {
-        return Some("is without network, and this server gives it".to_owned());
-    }
-    if !token.templates.is_empty() {
-        return Some("names templates, which this server does not serve yet".to_owned());
-    }
-    if token.sessions.is_some() {
-        return Some("limits its sessions, which this server does not count yet".to_owned());
-    }
-    None
 }
 
 /// The approval channel of an ASK or AUTO server, in spear's state directory: without one (no state
@@ -315,7 +182,13 @@ fn approval_channel(
 
 /// The one line the server writes at start: the mode, how to get the other two, and the rest of
 /// what the session was given.
-fn banner(mode: ExecutionMode, no_network: bool, role: Role, root: &str, session: &str) -> String {
+pub(crate) fn banner(
+    mode: ExecutionMode,
+    no_network: bool,
+    role: Role,
+    root: &str,
+    session: &str,
+) -> String {
     let others: Vec<String> = [ExecutionMode::Safe, ExecutionMode::Ask, ExecutionMode::Auto]
         .into_iter()
         .filter(|m| *m != mode)
@@ -336,79 +209,6 @@ fn banner(mode: ExecutionMode, no_network: bool, role: Role, root: &str, session
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A token is admitted only where the server holds to everything it names.
-    #[test]
-    fn a_token_that_asks_for_less_than_the_server_gives_is_unfit() {
-        use std::path::PathBuf;
-        let ws = PathBuf::from("/w");
-        let token = |edit: &dyn Fn(&mut spear_runtime::TokenInfo)| {
-            let mut t = spear_runtime::TokenInfo {
-                name: "t".into(),
-                workspaces: vec![],
-                templates: vec![],
-                mode: None,
-                no_network: false,
-                sessions: None,
-                created: std::time::SystemTime::UNIX_EPOCH,
-                expires: None,
-            };
-            edit(&mut t);
-            t
-        };
-        let auto = ExecutionMode::Auto;
-        let cases: Vec<(spear_runtime::TokenInfo, ExecutionMode, bool, Option<&str>)> = vec![
-            (token(&|_| {}), auto, true, None),
-            (
-                token(&|t| t.workspaces = vec![ws.clone()]),
-                auto,
-                true,
-                None,
-            ),
-            (
-                token(&|t| t.workspaces = vec![PathBuf::from("/other")]),
-                auto,
-                true,
-                Some("is for /other, and this server serves /w"),
-            ),
-            (token(&|t| t.mode = Some(auto)), auto, true, None),
-            (
-                token(&|t| t.mode = Some(ExecutionMode::Safe)),
-                auto,
-                true,
-                Some("is for SAFE mode, and this server runs in AUTO"),
-            ),
-            (
-                token(&|t| t.no_network = true),
-                auto,
-                true,
-                Some("is without network"),
-            ),
-            (token(&|t| t.no_network = true), auto, false, None),
-            (
-                token(&|t| t.templates = vec![ws.clone()]),
-                auto,
-                true,
-                Some("names templates"),
-            ),
-            (
-                token(&|t| t.sessions = Some(4)),
-                auto,
-                true,
-                Some("limits its sessions"),
-            ),
-        ];
-        for (t, mode, network, want) in cases {
-            let got = unfit(&t, &ws, mode, network);
-            match want {
-                None => assert_eq!(got, None, "{t:?}"),
-                Some(text) => assert!(
-                    got.as_deref().is_some_and(|g| g.contains(text)),
-                    "{t:?}: {got:?}"
-                ),
-            }
-        }
-    }
 
     #[test]
     fn the_banner_names_the_mode_and_the_flags_for_the_other_two() {

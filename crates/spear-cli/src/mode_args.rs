@@ -37,6 +37,16 @@ impl ModeArgs {
         }
     }
 
+    /// `mode`, with or without the network: a session narrowed to what a credential grants.
+    pub fn of(mode: ExecutionMode, no_network: bool) -> Self {
+        ModeArgs {
+            safe: mode == ExecutionMode::Safe,
+            ask: mode == ExecutionMode::Ask,
+            auto: mode == ExecutionMode::Auto,
+            no_network,
+        }
+    }
+
     /// The selected mode.
     pub fn mode(&self) -> ExecutionMode {
         if self.auto {

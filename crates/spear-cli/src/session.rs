@@ -46,6 +46,9 @@ pub struct SessionArgs<'a> {
     /// The GPUs the operator grants (`--gpu all|0,1`), resolved against the host before
     /// anything runs; a host without them refuses the session at its start.
     pub gpu: Option<&'a str>,
+    /// Who the session is for, named in every audit record (`token:NAME`): a listening
+    /// server's session opened for a credential. `None`: the user's own.
+    pub principal: Option<&'a str>,
 }
 
 /// Opens a router over the workspace with every store on and no confirmer set.
@@ -126,7 +129,12 @@ pub fn open(args: &SessionArgs<'_>) -> Result<ToolRouter, String> {
         router_config.limits.preview_chars = usize::MAX;
     }
     let stores = RouterStores {
-        audit: Some(crate::state_home::audit(args.host, &quotas)?),
+        audit: Some(crate::state_home::audit(args.host, &quotas).map(
+            |log| match args.principal {
+                Some(principal) => log.for_principal(principal),
+                None => log,
+            },
+        )?),
         results: if args.whole_output {
             None
         } else {

@@ -62,6 +62,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
         whole_output: false,
         web: true,
         shelf: None,
+        principal: None,
     })?;
     router.set_confirmer(Box::new(crate::exec::TerminalConfirmer));
     if let Some(turn) = &args.turn {

@@ -25,7 +25,14 @@ const CLIENT: &str = include_str!("mcp_http/client.py");
 
 /// `spear token add NAME` over `d`'s state: the token's value (its line of stdout).
 fn add_token(d: &Dirs, name: &str) -> String {
-    let out = d.spear(&["token", "add", name]).output().unwrap();
+    add_token_with(d, name, &[])
+}
+
+/// `spear token add NAME FLAGS...`: the token's value.
+fn add_token_with(d: &Dirs, name: &str, flags: &[&str]) -> String {
+    let mut args = vec!["token", "add", name];
+    args.extend_from_slice(flags);
+    let out = d.spear(&args).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -110,6 +117,11 @@ impl Listening {
 
     /// `initialize` with `token` (none: no Authorization header).
     fn initialize(&self, token: Option<&str>) -> (u16, String) {
+        self.initialize_at("/mcp", token)
+    }
+
+    /// `initialize` on `path` with `token`.
+    fn initialize_at(&self, path: &str, token: Option<&str>) -> (u16, String) {
         let auth = token.map(|t| format!("Bearer {t}"));
         let mut headers = vec![
             ("Content-Type", "application/json"),
@@ -122,8 +134,55 @@ impl Listening {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "1"}}})
         .to_string();
-        self.raw("POST", "/mcp", &headers, &body)
+        self.raw("POST", path, &headers, &body)
     }
+
+    /// A request on `path` with `token` and no body.
+    fn with_token(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        headers: &[(&str, &str)],
+    ) -> (u16, String) {
+        let auth = format!("Bearer {token}");
+        let mut all = vec![("Authorization", auth.as_str())];
+        all.extend_from_slice(headers);
+        self.raw(method, path, &all, "")
+    }
+
+    /// `POST /mcp/sessions` with `token` and `body`: the status and the answer's JSON (or the
+    /// whole response, as a string, when it is not JSON).
+    fn make_session(&self, token: &str, body: &str) -> (u16, Value) {
+        let auth = format!("Bearer {token}");
+        let (status, response) = self.raw(
+            "POST",
+            "/mcp/sessions",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            body,
+        );
+        let json = response
+            .split("\r\n\r\n")
+            .nth(1)
+            .and_then(|b| serde_json::from_str(b).ok())
+            .unwrap_or(Value::String(response));
+        (status, json)
+    }
+}
+
+/// The `Mcp-Session-Id` of a response.
+fn session_id(response: &str) -> String {
+    response
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id: {response}"))
 }
 
 impl Drop for Listening {
@@ -304,4 +363,264 @@ fn a_client_with_a_token_runs_calls_in_a_session_of_its_own() {
         .unwrap();
     assert!(!out.status.success(), "a wrong token was served");
     assert!(!d.ws.join("c.txt").exists());
+}
+
+/// A token narrowed to a directory of the server's workspace and to SAFE gets exactly that: its
+/// session sees only the directory, and a write is refused and not made; a workspace outside
+/// its grant is refused at the door (403). Every audit record names the token, never its value.
+/// The positive control: a token without limits, on the same server, writes.
+#[test]
+fn a_token_is_kept_to_its_workspace_and_its_mode() {
+    let d = Dirs::with(&[("README.md", "readme\n"), ("sub/inner.txt", "inner\n")]);
+    let sub = d.ws.join("sub");
+    let narrow = add_token_with(
+        &d,
+        "narrow",
+        &["--workspace", sub.to_str().unwrap(), "--mode", "safe"],
+    );
+    let wide = add_token(&d, "wide");
+    let server = Listening::start(&d, &["--auto"]);
+
+    let out = client(
+        &d,
+        &json!({
+            "url": server.url(),
+            "token": narrow,
+            "generation": "legacy",
+            "calls": [terminal("ls"), terminal("echo x > made.txt")],
+        }),
+    );
+    let listed = &out["results"][0];
+    assert_eq!(listed["status"], "ok", "{out}");
+    assert_eq!(listed["stdout"], "inner.txt\n", "{out}");
+    assert_ne!(out["results"][1]["status"], "ok", "{out}");
+    assert!(!sub.join("made.txt").exists());
+    assert!(!d.ws.join("made.txt").exists());
+
+    // Asking for more than the grant: 403 before anything is made; asking for what it grants:
+    // admitted.
+    let outside = format!("/mcp?workspace={}", d.ws.display());
+    let (status, response) = server.initialize_at(&outside, Some(&narrow));
+    assert_eq!(status, 403, "{response}");
+    assert!(response.contains("does not grant"), "{response}");
+    let inside = format!("/mcp?workspace={}", sub.display());
+    let (status, response) = server.initialize_at(&inside, Some(&narrow));
+    assert_eq!(status, 200, "{response}");
+
+    // Positive control: the unlimited token writes, in the whole workspace.
+    let out = client(
+        &d,
+        &json!({
+            "url": server.url(),
+            "token": wide,
+            "generation": "legacy",
+            "calls": [terminal("echo x > made.txt")],
+        }),
+    );
+    assert_eq!(out["results"][0]["status"], "ok", "{out}");
+    assert!(d.ws.join("made.txt").exists());
+
+    let records = support::audit_records(&d);
+    let principals: std::collections::BTreeSet<&str> = records
+        .iter()
+        .filter_map(|r| r["principal"].as_str())
+        .collect();
+    assert!(principals.contains("token:narrow"), "{principals:?}");
+    assert!(principals.contains("token:wide"), "{principals:?}");
+    let log = std::fs::read_to_string(d.state.join("spear/audit.jsonl")).unwrap();
+    for value in [&narrow, &wide] {
+        assert!(
+            !log.contains(value.as_str()),
+            "a token's value is in the audit log"
+        );
+    }
+}
+
+/// A token's `--sessions` and the node's `--max-sessions` each answer 429 once reached, saying
+/// which; a session that ends gives its place back.
+#[test]
+fn sessions_are_counted_per_token_and_per_node() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let one = add_token_with(&d, "one", &["--sessions", "1"]);
+    let two = add_token(&d, "two");
+    let three = add_token(&d, "three");
+    let server = Listening::start(&d, &["--auto", "--max-sessions", "2"]);
+
+    let (status, first) = server.initialize(Some(&one));
+    assert_eq!(status, 200, "{first}");
+    let (status, response) = server.initialize(Some(&one));
+    assert_eq!(status, 429, "{response}");
+    assert!(
+        response.contains("token:one may hold 1 session"),
+        "{response}"
+    );
+    assert!(
+        response.to_ascii_lowercase().contains("retry-after"),
+        "{response}"
+    );
+
+    let (status, response) = server.initialize(Some(&two));
+    assert_eq!(status, 200, "{response}");
+    let (status, response) = server.initialize(Some(&three));
+    assert_eq!(status, 429, "{response}");
+    assert!(response.contains("--max-sessions"), "{response}");
+
+    // The first session ends: its place comes back, for its token and the node.
+    let id = session_id(&first);
+    let (status, response) =
+        server.with_token("DELETE", "/mcp", &one, &[("Mcp-Session-Id", id.as_str())]);
+    assert!((200..300).contains(&status), "{response}");
+    let again = spear_testkit::wait::wait_for_value(Duration::from_secs(10), || {
+        let (status, _) = server.initialize(Some(&one));
+        (status == 200).then_some(())
+    });
+    assert!(
+        again.is_some(),
+        "the place of an ended session was not given back"
+    );
+}
+
+/// The stateless generation keeps a spear session from one request to the next in a session
+/// the client names in its URL: a background job started by one request is read by the next.
+/// The control: on `/mcp` each stateless request is a session of its own, where that job is not
+/// found. Another token cannot reach the session (404, as for an unknown one); `DELETE` ends it.
+#[test]
+fn a_session_named_in_its_url_carries_jobs_between_stateless_requests() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let a = add_token(&d, "a");
+    let b = add_token(&d, "b");
+    let server = Listening::start(&d, &["--auto"]);
+    let calls = json!([
+        {"tool": "terminal", "args": {"command": "echo started; sleep 0.3; echo done", "background": true}},
+        {"tool": "terminal_output", "args": {"job_id": "job-1"}},
+    ]);
+
+    let (status, made) = server.make_session(&a, "");
+    assert_eq!(status, 201, "{made}");
+    let id = made["session"].as_str().unwrap().to_owned();
+    let url = made["url"].as_str().unwrap().to_owned();
+    assert_eq!(url, format!("http://{}/mcp/sessions/{id}", server.addr));
+    let out = client(
+        &d,
+        &json!({"url": url, "token": a, "generation": "modern", "calls": calls}),
+    );
+    assert_eq!(out["protocol"], "2026-07-28", "{out}");
+    assert_eq!(out["results"][0]["status"], "ok", "{out}");
+    assert_eq!(out["results"][1]["status"], "ok", "{out}");
+
+    // The control: stateless on /mcp, each request a session of its own.
+    let out = client(
+        &d,
+        &json!({"url": server.url(), "token": a, "generation": "modern", "calls": calls}),
+    );
+    assert_eq!(out["results"][0]["status"], "ok", "{out}");
+    assert_ne!(out["results"][1]["status"], "ok", "{out}");
+
+    // Another token: the session does not exist for it.
+    let path = format!("/mcp/sessions/{id}");
+    let (status, response) = server.initialize_at(&path, Some(&b));
+    assert_eq!(status, 404, "{response}");
+    let (status, response) = server.with_token("DELETE", &path, &b, &[]);
+    assert_eq!(status, 404, "{response}");
+    let (status, response) = server.with_token("GET", &format!("{path}/patch"), &b, &[]);
+    assert_eq!(status, 404, "{response}");
+    // ... and it still answers its own token.
+    let (status, response) = server.initialize_at(&path, Some(&a));
+    assert_eq!(status, 200, "{response}");
+    // A session on the server's workspace has no patch.
+    let (status, response) = server.with_token("GET", &format!("{path}/patch"), &a, &[]);
+    assert_eq!(status, 409, "{response}");
+
+    let (status, response) = server.with_token("DELETE", &path, &a, &[]);
+    assert_eq!(status, 200, "{response}");
+    let (status, response) = server.initialize_at(&path, Some(&a));
+    assert_eq!(status, 404, "{response}");
+}
+
+/// A token that is revoked has its sessions ended within seconds: the job its session runs is
+/// killed, and no cgroup of its commands is left. The positive control: the job runs before.
+#[test]
+fn revoking_a_token_ends_its_sessions_and_their_jobs() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let a = add_token(&d, "a");
+    let server = Listening::start(&d, &["--auto"]);
+    let marker = format!("300.{}1", std::process::id());
+    let (status, made) = server.make_session(&a, "");
+    assert_eq!(status, 201, "{made}");
+    let out = client(
+        &d,
+        &json!({"url": made["url"], "token": a, "generation": "modern", "calls": [
+            {"tool": "terminal", "args": {"command": format!("sleep {marker}"), "background": true}},
+        ]}),
+    );
+    assert_eq!(out["results"][0]["status"], "ok", "{out}");
+    assert!(
+        spear_testkit::wait::wait_for(Duration::from_secs(10), || {
+            !spear_testkit::process::processes_with(&marker).is_empty()
+        }),
+        "the job never ran"
+    );
+
+    let out = d.spear(&["token", "revoke", "a"]).output().unwrap();
+    assert!(out.status.success());
+    spear_testkit::wait::wait_for(Duration::from_secs(10), || {
+        spear_testkit::process::processes_with(&marker).is_empty()
+    });
+    let left = spear_testkit::process::processes_with(&marker);
+    assert!(
+        left.is_empty(),
+        "the revoked token's job still runs: {left:?}"
+    );
+    let cgroups =
+        spear_testkit::cgroup::named("/sys/fs/cgroup", &format!("spear-{}-", server.child.id()));
+    assert!(cgroups.is_empty(), "cgroups left: {cgroups:?}");
+}
+
+/// A session named in its URL with no request for `--session-idle` ends, and its job with it;
+/// SIGTERM ends every session, and the server leaves no process or cgroup behind.
+#[test]
+fn idle_sessions_end_and_sigterm_ends_them_all() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let a = add_token(&d, "a");
+    // Long enough for the Python client to start and reach the session it was given.
+    let server = Listening::start(&d, &["--auto", "--session-idle", "6"]);
+    let pid = server.child.id();
+    let start_job = |marker: &str| {
+        let (status, made) = server.make_session(&a, "");
+        assert_eq!(status, 201, "{made}");
+        let out = client(
+            &d,
+            &json!({"url": made["url"], "token": a, "generation": "modern", "calls": [
+                {"tool": "terminal", "args": {"command": format!("sleep {marker}"), "background": true}},
+            ]}),
+        );
+        assert_eq!(out["results"][0]["status"], "ok", "{out}");
+        assert!(
+            spear_testkit::wait::wait_for(Duration::from_secs(10), || {
+                !spear_testkit::process::processes_with(marker).is_empty()
+            }),
+            "the job never ran"
+        );
+        made["session"].as_str().unwrap().to_owned()
+    };
+    let idle = format!("300.{}2", std::process::id());
+    let id = start_job(&idle);
+    spear_testkit::wait::wait_for(Duration::from_secs(20), || {
+        spear_testkit::process::processes_with(&idle).is_empty()
+    });
+    assert!(
+        spear_testkit::process::processes_with(&idle).is_empty(),
+        "an idle session's job runs on"
+    );
+    let (status, response) = server.initialize_at(&format!("/mcp/sessions/{id}"), Some(&a));
+    assert_eq!(status, 404, "{response}");
+
+    // SIGTERM with a session and its job running.
+    let busy = format!("300.{}3", std::process::id());
+    start_job(&busy);
+    drop(server);
+    let left = spear_testkit::process::processes_with(&busy);
+    assert!(left.is_empty(), "a job outlived the server: {left:?}");
+    let cgroups = spear_testkit::cgroup::named("/sys/fs/cgroup", &format!("spear-{pid}-"));
+    assert!(cgroups.is_empty(), "cgroups left: {cgroups:?}");
 }

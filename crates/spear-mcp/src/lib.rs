@@ -39,7 +39,10 @@ pub use approvals::{
     DEFAULT_WAIT as DEFAULT_APPROVAL_WAIT, NO_SUCH_PENDING, PendingItem,
     client as approvals_client, is_valid_id, peer_allowed, private_dir, socket_dir,
 };
-pub use http::{Denied, Gatekeeper, HEALTH_PATH, Http, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH};
+pub use http::{
+    Admission, Changes, Denied, Gatekeeper, Grant, HEALTH_PATH, Http, MAX_BODY_BYTES, MCP_PATH,
+    METADATA_PATH, NodeLimits, Opened, Opener, SESSIONS_PATH, SessionAsk, SessionFactory,
+};
 pub use request_state::StateError;
 pub use server::{ApprovalWait, SpearServer};
 pub use stdio::Stdio;

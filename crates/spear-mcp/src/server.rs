@@ -63,6 +63,9 @@ struct Inner {
     approvals: Option<ApprovalWait>,
     /// A slot for each call running ([`MAX_RUNNING_CALLS`]).
     slots: Arc<tokio::sync::Semaphore>,
+    /// What lives as long as the session ([`SpearServer::hold`]); declared last, so dropped
+    /// after the router (whose end kills the jobs that may still use it).
+    held: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
 }
 
 /// The approval channel's registry, and how long a call waits on it.
@@ -118,8 +121,24 @@ impl SpearServer {
                 next_call: AtomicU64::new(0),
                 approvals,
                 slots: Arc::new(tokio::sync::Semaphore::new(MAX_RUNNING_CALLS)),
+                held: Mutex::new(Vec::new()),
             }),
         })
+    }
+
+    /// Keeps `guard` until the session ends (its last clone dropped), after its router: a
+    /// session's place in its limits, the copy of a template it works in.
+    pub fn hold(&self, guard: Box<dyn std::any::Any + Send + Sync>) {
+        self.inner
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(guard);
+    }
+
+    /// The spear session's id (its audit records', its stored outputs').
+    pub fn session(&self) -> &str {
+        self.inner.router.session()
     }
 
     /// Cancels every call still running: each one's process tree is killed and the call ends.

@@ -37,6 +37,7 @@ fn executable_summary(script: &str) -> String {
 fn record_with(text: &str) -> AuditRecord {
     let mut r = AuditRecord::new(text, AuditEvent::ToolCall);
     r.turn = Some("3".into());
+    r.principal = Some(text.to_owned());
     r.tool = Some(text.to_owned());
     r.target = Some(text.to_owned());
     r.class = Some(CommandClass::ShellComplex);

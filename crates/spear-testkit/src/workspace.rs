@@ -23,7 +23,7 @@ pub struct Dirs {
 
 impl Dirs {
     /// The directories, in the system's temporary directory, with `files` (path under the
-    /// workspace, content) written.
+    /// workspace, content) written, their directories made.
     pub fn with(files: &[(&str, &str)]) -> Dirs {
         Dirs::make(tempfile::tempdir().unwrap(), files)
     }
@@ -43,7 +43,11 @@ impl Dirs {
         std::fs::create_dir_all(&ws).unwrap();
         std::fs::create_dir_all(&home).unwrap();
         for (name, content) in files {
-            std::fs::write(ws.join(name), content).unwrap();
+            let path = ws.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).unwrap();
+            }
+            std::fs::write(path, content).unwrap();
         }
         Dirs {
             tmp,

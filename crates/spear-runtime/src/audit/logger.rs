@@ -146,6 +146,8 @@ pub struct AuditLogger {
     dir: rustix::fd::OwnedFd,
     /// Size at which the log is rotated; `None`: never.
     rotate_at: Option<u64>,
+    /// Who every record is for, where the record does not say ([`AuditLogger::for_principal`]).
+    principal: Option<String>,
 }
 
 impl AuditLogger {
@@ -169,6 +171,7 @@ impl AuditLogger {
             file: Mutex::new(file),
             dir: dir_fd,
             rotate_at: None,
+            principal: None,
         })
     }
 
@@ -177,6 +180,14 @@ impl AuditLogger {
     #[must_use]
     pub fn with_rotation(mut self, bytes: u64) -> AuditLogger {
         self.rotate_at = Some(bytes);
+        self
+    }
+
+    /// The same logger, naming `principal` (`token:NAME`) in every record that names none: the
+    /// sessions a listening server opens for a credential.
+    #[must_use]
+    pub fn for_principal(mut self, principal: impl Into<String>) -> AuditLogger {
+        self.principal = Some(principal.into());
         self
     }
 
@@ -194,8 +205,11 @@ impl AuditLogger {
 
     /// Appends `record`, redacted, as exactly one line. Returns once the line is written in full.
     pub fn log(&self, record: &AuditRecord) -> Result<(), AuditError> {
-        let mut line =
-            escape_line_breakers(&serde_json::to_string(&record.redacted())?).into_bytes();
+        let mut redacted = record.redacted();
+        if redacted.principal.is_none() {
+            redacted.principal.clone_from(&self.principal);
+        }
+        let mut line = escape_line_breakers(&serde_json::to_string(&redacted)?).into_bytes();
         line.push(b'\n');
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         retry(|| rustix::fs::flock(&*file, FlockOperation::LockExclusive))

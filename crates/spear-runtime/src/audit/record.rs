@@ -55,6 +55,11 @@ pub struct AuditRecord {
     /// The session (an MCP connection, one `spear exec`). Redacted like every string: a UUID or
     /// a short hex id stays readable, a long random token would not.
     pub session: String,
+    /// Who the session is for, when a server admits clients by credential: `token:NAME` for an
+    /// operator's token (its name, never its value), `oauth:SUBJECT` for an OAuth access token.
+    /// `null` for a session of the user's own (stdio, the command line).
+    #[serde(default)]
+    pub principal: Option<String>,
     /// The turn within the session, when the client says.
     pub turn: Option<String>,
     /// What happened.
@@ -164,6 +169,7 @@ impl AuditRecord {
         AuditRecord {
             time: rfc3339_millis(SystemTime::now()),
             session: session.into(),
+            principal: None,
             turn: None,
             event,
             tool: None,
@@ -189,6 +195,7 @@ impl AuditRecord {
         AuditRecord {
             time: r(&self.time),
             session: r(&self.session),
+            principal: ro(&self.principal),
             turn: ro(&self.turn),
             event: self.event,
             tool: ro(&self.tool),

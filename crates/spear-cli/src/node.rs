@@ -1,0 +1,464 @@
+//! `spear mcp --listen ADDR`: a node that remote clients reach with a credential. Its door is
+//! the operator's token store ([`TokenGate`]); each session is narrowed to what the credential
+//! grants and never more than the server's own flags ([`narrow`], pure), and opened by
+//! [`NodeOpener`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use spear_core::ExecutionMode;
+use spear_mcp::{Admission, Grant, SessionAsk};
+
+use crate::context::WorkspaceArgs;
+use crate::mcp::Args;
+use crate::mode_args::ModeArgs;
+
+/// Binds, checks that a session with the server's own flags opens (so that a bad workspace,
+/// configuration or GPU grant fails now, not at a client's first request), prints where it
+/// listens, and serves until a signal.
+pub fn listen(
+    args: &Args,
+    host: &spear_runtime::HostSnapshot,
+    addr: std::net::SocketAddr,
+) -> Result<i32, String> {
+    let http = spear_mcp::Http::bind(addr).map_err(|e| e.to_string())?;
+    let local = http.local_addr().map_err(|e| e.to_string())?;
+    let state = crate::state_home::state_dir(host)?;
+    let tokens = spear_runtime::TokenStore::at(&state);
+    let (first, root) = crate::mcp::open_narrowed(args, host, &args.workspace, &args.mode, None)?;
+    drop(first);
+    // What every session is narrowed within: the server's own workspace, mode and network.
+    let served = Served {
+        workspace: PathBuf::from(&root),
+        mode: args.mode.mode(),
+        no_network: args.mode.no_network,
+        templates: canonical_templates(&args.templates)?,
+    };
+    eprintln!(
+        "{}",
+        crate::mcp::banner(
+            served.mode,
+            args.mode.no_network,
+            args.role,
+            &root,
+            "one per MCP session"
+        )
+    );
+    let count = tokens.list().map_or(0, |t| t.len());
+    eprintln!(
+        "spear mcp: listening on http://{local}{} ({count} token(s); add one with `spear token add NAME`); sessions named in their URL: POST http://{local}{}",
+        spear_mcp::MCP_PATH,
+        spear_mcp::SESSIONS_PATH,
+    );
+    let limits = spear_mcp::NodeLimits {
+        max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+        session_idle: std::time::Duration::from_secs(args.session_idle),
+    };
+    let opener = Arc::new(NodeOpener(Arc::new(OpenerState {
+        args: args.clone(),
+        host: host.clone(),
+        served,
+    })));
+    http.run(opener, Arc::new(TokenGate { tokens }), limits)
+        .map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+/// The templates the server serves, canonical; one that is not a directory refuses the server.
+fn canonical_templates(templates: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    templates
+        .iter()
+        .map(|t| {
+            let dir = std::fs::canonicalize(t)
+                .map_err(|e| format!("the template {} cannot be used: {e}", t.display()))?;
+            if dir.is_dir() {
+                Ok(dir)
+            } else {
+                Err(format!("the template {} is not a directory", t.display()))
+            }
+        })
+        .collect()
+}
+
+/// The operator's tokens as the server's door: a request is admitted with a token the store
+/// holds, unexpired (read at each request, and again every second for each token with sessions,
+/// so a revocation ends them), and what it names becomes what its sessions may have.
+struct TokenGate {
+    tokens: spear_runtime::TokenStore,
+}
+
+impl spear_mcp::Gatekeeper for TokenGate {
+    fn admit(&self, bearer: Option<&str>) -> Result<Admission, spear_mcp::Denied> {
+        use spear_mcp::Denied;
+        let Some(presented) = bearer else {
+            return Err(Denied::Unauthorized(
+                "no bearer token: send `Authorization: Bearer TOKEN` with a token from `spear \
+                 token add NAME`"
+                    .to_owned(),
+            ));
+        };
+        let info = self
+            .tokens
+            .verify(presented, std::time::SystemTime::now())
+            .map_err(|refusal| match refusal {
+                spear_runtime::TokenRefusal::Store { .. } => {
+                    Denied::Unavailable(refusal.to_string())
+                }
+                _ => Denied::Unauthorized(refusal.to_string()),
+            })?;
+        Ok(Admission {
+            principal: format!("token:{}", info.name),
+            grant: Grant {
+                workspaces: info.workspaces,
+                templates: info.templates,
+                mode: info.mode,
+                no_network: info.no_network,
+                sessions: info.sessions,
+            },
+        })
+    }
+}
+
+/// What the server itself gives, which no session exceeds.
+#[derive(Debug, Clone)]
+struct Served {
+    /// Its workspace's first root, canonical.
+    workspace: PathBuf,
+    mode: ExecutionMode,
+    /// Whether its sessions are without network (`--no-network`).
+    no_network: bool,
+    /// The templates it serves, canonical (`--template`).
+    templates: Vec<PathBuf>,
+}
+
+/// Where a session works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Place {
+    /// The server's own workspace, opened with its flags.
+    Served,
+    /// A directory within it, alone (no enclosing roots: they could be wider than the grant).
+    Within(PathBuf),
+    /// A copy of its own of this template.
+    Template(PathBuf),
+}
+
+/// A session as it will be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SessionPlan {
+    place: Place,
+    mode: ExecutionMode,
+    no_network: bool,
+}
+
+/// The session a credential granting `grant` gets for `ask` on a server giving `served`, or
+/// why it gets none. Each part is the narrower of the two: the mode the lower, the network only
+/// if both give it, a workspace only within the server's and within one the grant names, a
+/// template only one both name. Pure; `ask`'s workspace is canonical.
+fn narrow(served: &Served, grant: &Grant, ask: &SessionAsk) -> Result<SessionPlan, String> {
+    let mode = grant.mode.map_or(served.mode, |m| m.min(served.mode));
+    let no_network = served.no_network || grant.no_network;
+    let place = match (&ask.workspace, &ask.template) {
+        (Some(_), Some(_)) => {
+            return Err("ask for a workspace or a template, not both".to_owned());
+        }
+        (None, Some(name)) => Place::Template(template(served, grant, name)?),
+        (Some(dir), None) => within(served, grant, dir)?,
+        (None, None) => match (grant.workspaces.first(), grant.templates.first()) {
+            (Some(dir), _) => within(served, grant, dir)?,
+            // A credential for templates only never works in the server's own workspace.
+            (None, Some(first)) => {
+                Place::Template(template(served, grant, &first.display().to_string())?)
+            }
+            (None, None) => Place::Served,
+        },
+    };
+    Ok(SessionPlan {
+        place,
+        mode,
+        no_network,
+    })
+}
+
+/// `dir` as a place, if the server serves it and the grant names it (or names no workspace and
+/// no template).
+fn within(served: &Served, grant: &Grant, dir: &Path) -> Result<Place, String> {
+    if !dir.starts_with(&served.workspace) {
+        return Err(format!(
+            "{} is not within this server's workspace, {}",
+            dir.display(),
+            served.workspace.display()
+        ));
+    }
+    let granted = if grant.workspaces.is_empty() {
+        grant.templates.is_empty()
+    } else {
+        grant.workspaces.iter().any(|w| dir.starts_with(w))
+    };
+    if !granted {
+        return Err(format!(
+            "this credential does not grant {}: it grants {}",
+            dir.display(),
+            granted_list(grant)
+        ));
+    }
+    Ok(if dir == served.workspace {
+        Place::Served
+    } else {
+        Place::Within(dir.to_owned())
+    })
+}
+
+/// The template `name` (its path, or its directory's name), if both the grant and the server
+/// name it.
+fn template(served: &Served, grant: &Grant, name: &str) -> Result<PathBuf, String> {
+    let matches = |t: &&PathBuf| {
+        t.as_os_str() == name
+            || t.file_name()
+                .is_some_and(|f| f == std::ffi::OsStr::new(name))
+    };
+    let Some(granted) = grant.templates.iter().find(matches) else {
+        return Err(format!(
+            "this credential does not grant the template {name}: it grants {}",
+            granted_list(grant)
+        ));
+    };
+    if !served.templates.contains(granted) {
+        return Err(format!(
+            "this server does not serve the template {}: start it with --template {}",
+            granted.display(),
+            granted.display()
+        ));
+    }
+    Ok(granted.clone())
+}
+
+/// What a grant names, for a refusal.
+fn granted_list(grant: &Grant) -> String {
+    let workspaces = grant.workspaces.iter().map(|w| w.display().to_string());
+    let templates = grant
+        .templates
+        .iter()
+        .map(|t| format!("template {}", t.display()));
+    let all: Vec<String> = workspaces.chain(templates).collect();
+    if all.is_empty() {
+        "the server's workspace".to_owned()
+    } else {
+        all.join(", ")
+    }
+}
+
+/// What opens sessions for the node.
+struct NodeOpener(Arc<OpenerState>);
+
+struct OpenerState {
+    args: Args,
+    host: spear_runtime::HostSnapshot,
+    served: Served,
+}
+
+impl spear_mcp::Opener for NodeOpener {
+    fn plan(&self, who: &Admission, ask: &SessionAsk) -> Result<spear_mcp::SessionFactory, String> {
+        let mut ask = ask.clone();
+        if let Some(dir) = &ask.workspace {
+            ask.workspace =
+                Some(std::fs::canonicalize(dir).map_err(|e| {
+                    format!("the workspace {} cannot be opened: {e}", dir.display())
+                })?);
+        }
+        let plan = narrow(&self.0.served, &who.grant, &ask)?;
+        let state = Arc::clone(&self.0);
+        let principal = who.principal.clone();
+        Ok(Arc::new(move || state.open(&plan, &principal)))
+    }
+}
+
+impl OpenerState {
+    /// One session as `plan` says, for `principal`.
+    fn open(&self, plan: &SessionPlan, principal: &str) -> Result<spear_mcp::Opened, String> {
+        let args = &self.args;
+        let mode = ModeArgs::of(plan.mode, plan.no_network || args.mode.no_network);
+        let alone = |dir: &Path| WorkspaceArgs {
+            workspace: Some(dir.to_owned()),
+            single_root: true,
+            ..args.workspace.clone()
+        };
+        let workspace = match &plan.place {
+            Place::Served => args.workspace.clone(),
+            Place::Within(dir) => alone(dir),
+            Place::Template(t) => {
+                return Err(format!(
+                    "the template {} cannot be served: template sessions are not built yet",
+                    t.display()
+                ));
+            }
+        };
+        let (router, root) =
+            crate::mcp::open_narrowed(args, &self.host, &workspace, &mode, Some(principal))?;
+        // Over HTTP, ASK asks through the client (elicitation, input-required results); a client
+        // that cannot ask has its asking calls cancelled: no `spear approve` channel yet.
+        let server = spear_mcp::SpearServer::with_approvals(
+            router,
+            std::time::Duration::from_secs(args.turn_gap),
+            None,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(spear_mcp::Opened {
+            server,
+            workspace: root,
+            changes: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ExecutionMode::{Ask, Auto, Safe};
+
+    fn served() -> Served {
+        Served {
+            workspace: "/w".into(),
+            mode: Ask,
+            no_network: false,
+            templates: vec!["/t/repo".into(), "/t/other".into()],
+        }
+    }
+
+    fn ask(workspace: Option<&str>, template: Option<&str>) -> SessionAsk {
+        SessionAsk {
+            workspace: workspace.map(PathBuf::from),
+            template: template.map(str::to_owned),
+        }
+    }
+
+    /// Every part of a session is the narrower of the server's and the credential's.
+    #[test]
+    #[allow(clippy::too_many_lines)] // one table
+    fn a_session_is_narrowed_to_the_server_and_the_credential() {
+        let none = Grant::default();
+        let grant = |edit: &dyn Fn(&mut Grant)| {
+            let mut g = Grant::default();
+            edit(&mut g);
+            g
+        };
+        let plan = |place: Place, mode, no_network| {
+            Ok::<_, &str>(SessionPlan {
+                place,
+                mode,
+                no_network,
+            })
+        };
+        let cases: Vec<(Grant, SessionAsk, Result<SessionPlan, &str>)> = vec![
+            // Nothing named: the server's own.
+            (
+                none.clone(),
+                ask(None, None),
+                plan(Place::Served, Ask, false),
+            ),
+            // A mode: the lower of the two, never above the server's.
+            (
+                grant(&|g| g.mode = Some(Safe)),
+                ask(None, None),
+                plan(Place::Served, Safe, false),
+            ),
+            (
+                grant(&|g| g.mode = Some(Auto)),
+                ask(None, None),
+                plan(Place::Served, Ask, false),
+            ),
+            (
+                grant(&|g| g.no_network = true),
+                ask(None, None),
+                plan(Place::Served, Ask, true),
+            ),
+            // A workspace within the server's: that directory alone.
+            (
+                grant(&|g| g.workspaces = vec!["/w/sub".into()]),
+                ask(None, None),
+                plan(Place::Within("/w/sub".into()), Ask, false),
+            ),
+            (
+                grant(&|g| g.workspaces = vec!["/w/sub".into()]),
+                ask(Some("/w/sub/deeper"), None),
+                plan(Place::Within("/w/sub/deeper".into()), Ask, false),
+            ),
+            (
+                grant(&|g| g.workspaces = vec!["/w".into()]),
+                ask(Some("/w"), None),
+                plan(Place::Served, Ask, false),
+            ),
+            // Outside the grant, outside the server.
+            (
+                grant(&|g| g.workspaces = vec!["/w/sub".into()]),
+                ask(Some("/w/elsewhere"), None),
+                Err("does not grant /w/elsewhere"),
+            ),
+            (
+                grant(&|g| g.workspaces = vec!["/w/sub".into()]),
+                ask(Some("/w/subway"), None),
+                Err("does not grant /w/subway"),
+            ),
+            (
+                none.clone(),
+                ask(Some("/etc"), None),
+                Err("not within this server's workspace"),
+            ),
+            (
+                grant(&|g| g.workspaces = vec!["/other".into()]),
+                ask(None, None),
+                Err("/other is not within this server's workspace"),
+            ),
+            // Templates: by path or name, only those both name; a template-only credential never
+            // gets the server's workspace.
+            (
+                grant(&|g| g.templates = vec!["/t/repo".into()]),
+                ask(None, Some("repo")),
+                plan(Place::Template("/t/repo".into()), Ask, false),
+            ),
+            (
+                grant(&|g| g.templates = vec!["/t/repo".into()]),
+                ask(None, Some("/t/repo")),
+                plan(Place::Template("/t/repo".into()), Ask, false),
+            ),
+            (
+                grant(&|g| g.templates = vec!["/t/repo".into()]),
+                ask(None, None),
+                plan(Place::Template("/t/repo".into()), Ask, false),
+            ),
+            (
+                grant(&|g| g.templates = vec!["/t/repo".into()]),
+                ask(Some("/w"), None),
+                Err("does not grant /w"),
+            ),
+            (
+                grant(&|g| g.templates = vec!["/t/repo".into()]),
+                ask(None, Some("other")),
+                Err("does not grant the template other"),
+            ),
+            (
+                grant(&|g| g.templates = vec!["/t/unserved".into()]),
+                ask(None, Some("unserved")),
+                Err("does not serve the template /t/unserved"),
+            ),
+            (none, ask(Some("/w"), Some("repo")), Err("not both")),
+        ];
+        for (grant, ask, want) in cases {
+            let got = narrow(&served(), &grant, &ask);
+            match (&got, &want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{grant:?} {ask:?}"),
+                (Err(got), Err(want)) => assert!(got.contains(want), "{grant:?} {ask:?}: {got}"),
+                _ => panic!("{grant:?} {ask:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_server_without_network_gives_none_whatever_the_grant() {
+        let served = Served {
+            no_network: true,
+            ..served()
+        };
+        let plan = narrow(&served, &Grant::default(), &SessionAsk::default()).unwrap();
+        assert!(plan.no_network);
+    }
+}

@@ -1,0 +1,643 @@
+//! The node: the credentials that have sessions, the sessions clients name in their URL, and
+//! the routing of one request.
+//!
+//! - `/mcp`: MCP sessions (2025-11-25) and stateless requests (2026-07-28), each credential with
+//!   a [`StreamableHttpService`] of its own for each ask (`?workspace=DIR`). A session lives in
+//!   its credential's service only, so another credential's request that names it is answered
+//!   `404`: no session can be used, or even confirmed to exist, with someone else's token.
+//! - `POST /mcp/sessions`: a session the client names in its URL, `/mcp/sessions/<id>`, where
+//!   both generations reach the same spear session from one request to the next; `DELETE` there
+//!   (without `Mcp-Session-Id`) ends it, and `GET /mcp/sessions/<id>/patch` returns a template
+//!   session's changes.
+//! - Every session holds a [`Ticket`] from before it is made until it ends. A sweep every second
+//!   asks the gate again about each credential with sessions (a revoked or expired one has them
+//!   ended) and ends the sessions named in URLs that have been idle too long; rmcp ends its own
+//!   idle ones ([`NodeLimits::session_idle`] as their keep-alive).
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest as _, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use super::respond::{self, Body};
+use super::tickets::{Counter, Full, Ticket};
+use super::{
+    Admission, Changes, Denied, Gatekeeper, HEALTH_PATH, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH,
+    NodeLimits, Opener, SESSIONS_PATH, SessionAsk, SessionFactory,
+};
+use crate::ServeError;
+use crate::server::SpearServer;
+
+type Service = StreamableHttpService<SpearServer, LocalSessionManager>;
+
+/// A credential's key: the SHA-256 of its bearer value (a token reissued under the same name
+/// is another credential).
+type Key = [u8; 32];
+
+/// How often credentials with sessions are asked about again, and idle sessions looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a credential with no session is remembered after its last request (with its
+/// services, so that a client between two sessions does not pay for new ones).
+const FORGET_AFTER: Duration = Duration::from_secs(60);
+
+/// The largest body of `POST /mcp/sessions` (an ask is two paths).
+const MAX_ASK_BYTES: usize = 64 << 10;
+
+/// The header that names an MCP session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Serves `listener` until a signal, then ends every session.
+pub(super) async fn serve(
+    listener: std::net::TcpListener,
+    opener: Arc<dyn Opener>,
+    gate: Arc<dyn Gatekeeper>,
+    limits: NodeLimits,
+) -> Result<(), ServeError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let local = listener.local_addr()?;
+    let node = Arc::new(Node {
+        opener,
+        gate,
+        limits,
+        local,
+        stop: CancellationToken::new(),
+        open: Counter::new(Some(limits.max_sessions)),
+        credentials: Mutex::new(HashMap::new()),
+        named: Mutex::new(HashMap::new()),
+        next_request: AtomicU64::new(0),
+    });
+    let sweeper = tokio::spawn({
+        let node = Arc::clone(&node);
+        async move {
+            let mut tick = tokio::time::interval(SWEEP_EVERY);
+            loop {
+                tick.tick().await;
+                let node = Arc::clone(&node);
+                // The gate reads the token store: blocking work, off the event loop.
+                if tokio::task::spawn_blocking(move || node.sweep())
+                    .await
+                    .is_err()
+                {
+                    tracing::error!("a sweep of the sessions failed");
+                }
+            }
+        }
+    });
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => accepted?,
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = hup.recv() => break,
+        };
+        let node = Arc::clone(&node);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let node = Arc::clone(&node);
+                async move { Ok::<_, Infallible>(node.answer(request).await) }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await
+            {
+                tracing::debug!("a connection ended: {e}");
+            }
+        });
+    }
+    tracing::info!("stopping: every session ends");
+    sweeper.abort();
+    let closing = Arc::clone(&node);
+    // Each router's end kills its jobs and reports them: blocking work.
+    if tokio::task::spawn_blocking(move || closing.close_all())
+        .await
+        .is_err()
+    {
+        tracing::error!("ending the sessions failed");
+    }
+    Ok(())
+}
+
+/// Everything the server holds between requests.
+struct Node {
+    opener: Arc<dyn Opener>,
+    gate: Arc<dyn Gatekeeper>,
+    limits: NodeLimits,
+    local: SocketAddr,
+    /// Cancelled on the signal: every service's token is a child of it.
+    stop: CancellationToken,
+    /// The node's count of sessions.
+    open: Arc<Counter>,
+    credentials: Mutex<HashMap<Key, Arc<Credential>>>,
+    named: Mutex<HashMap<String, Arc<Named>>>,
+    next_request: AtomicU64,
+}
+
+/// An admitted credential with (or about to have) sessions.
+struct Credential {
+    key: Key,
+    admission: Admission,
+    /// Kept to ask the gate again (revocation, expiry); never logged.
+    bearer: String,
+    count: Arc<Counter>,
+    /// Cancelled when the credential is no longer admitted: ends every session it has.
+    cancel: CancellationToken,
+    /// Places taken by requests that may make a session, for the service's factory to take.
+    pending: Arc<Mutex<VecDeque<(u64, Ticket)>>>,
+    services: Mutex<HashMap<SessionAsk, Service>>,
+    /// Its last request: a credential with no session is forgotten a while after it.
+    last_seen: Mutex<Instant>,
+}
+
+/// A session a client named in its URL.
+struct Named {
+    owner: Key,
+    /// Holds the session's ticket (and, for a template session, its copy).
+    server: SpearServer,
+    service: Service,
+    cancel: CancellationToken,
+    changes: Option<Arc<dyn Changes>>,
+    last_used: Mutex<Instant>,
+}
+
+impl Named {
+    fn touch(&self) {
+        *lock(&self.last_used) = Instant::now();
+    }
+}
+
+/// Why a request gets no further, as its answer.
+type Refused = Response<Body>;
+
+impl Node {
+    /// The answer to one request.
+    async fn answer(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
+        let path = request.uri().path().to_owned();
+        match path.as_str() {
+            METADATA_PATH => respond::json(StatusCode::OK, &respond::metadata(self.local)),
+            HEALTH_PATH => respond::json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
+            MCP_PATH => self.mcp(request).await.unwrap_or_else(|r| r),
+            SESSIONS_PATH => self.make_named(request).await.unwrap_or_else(|r| r),
+            _ => match path
+                .strip_prefix(SESSIONS_PATH)
+                .and_then(|p| p.strip_prefix('/'))
+            {
+                Some(rest) => self.named(request, rest).await.unwrap_or_else(|r| r),
+                None => respond::error(
+                    StatusCode::NOT_FOUND,
+                    "not_found",
+                    &format!("the MCP endpoint is {MCP_PATH}, and {SESSIONS_PATH} makes sessions"),
+                ),
+            },
+        }
+    }
+
+    /// `/mcp`: into the credential's service for the ask in the query.
+    async fn mcp(self: &Arc<Self>, request: Request<Incoming>) -> Result<Response<Body>, Refused> {
+        let credential = self.admit(&request)?;
+        let ask = ask_of_query(request.uri().query())
+            .map_err(|why| respond::error(StatusCode::BAD_REQUEST, "invalid_request", &why))?;
+        let service = self.service(&credential, &ask)?;
+        // A POST without a session id may make a session (an `initialize`, or a stateless
+        // request, which is served by a session of its own): it takes its place first.
+        let makes =
+            request.method() == Method::POST && !request.headers().contains_key(SESSION_HEADER);
+        let place = if makes {
+            let ticket = self.ticket(&credential)?;
+            let id = self.next_request.fetch_add(1, Ordering::Relaxed);
+            lock(&credential.pending).push_back((id, ticket));
+            Some(id)
+        } else {
+            None
+        };
+        let response = forward(&service, request).await;
+        if let Some(id) = place {
+            // Not taken: no session was made (the place is given back).
+            lock(&credential.pending).retain(|(i, _)| *i != id);
+        }
+        Ok(response)
+    }
+
+    /// `POST /mcp/sessions`: a session the client names in its URL.
+    async fn make_named(
+        self: &Arc<Self>,
+        request: Request<Incoming>,
+    ) -> Result<Response<Body>, Refused> {
+        if request.method() != Method::POST {
+            return Err(method_not_allowed("POST makes a session here"));
+        }
+        let credential = self.admit(&request)?;
+        let ask = ask_of_body(request).await?;
+        let plan = self
+            .opener
+            .plan(&credential.admission, &ask)
+            .map_err(|why| respond::error(StatusCode::FORBIDDEN, "forbidden", &why))?;
+        let ticket = self.ticket(&credential)?;
+        let opened = tokio::task::spawn_blocking(move || plan())
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r)
+            .map_err(|why| {
+                respond::error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "session_failed",
+                    &format!("the session could not be opened: {why}"),
+                )
+            })?;
+        opened.server.hold(Box::new(ticket));
+        let id = opened.server.session().to_owned();
+        let cancel = credential.cancel.child_token();
+        let server = opened.server.clone();
+        let service = self.new_service(move || Ok(server.clone()), cancel.clone());
+        let template = opened.changes.is_some();
+        lock(&self.named).insert(
+            id.clone(),
+            Arc::new(Named {
+                owner: credential.key,
+                server: opened.server,
+                service,
+                cancel,
+                changes: opened.changes,
+                last_used: Mutex::new(Instant::now()),
+            }),
+        );
+        tracing::info!(principal = %credential.admission.principal, session = %id, "a session named in its URL");
+        Ok(respond::json(
+            StatusCode::CREATED,
+            &serde_json::json!({
+                "session": id,
+                "url": format!("http://{}{SESSIONS_PATH}/{id}", self.local),
+                "workspace": opened.workspace,
+                "template": template,
+            }),
+        ))
+    }
+
+    /// `/mcp/sessions/<id>[/patch]`: the session's MCP endpoint, its end, or its patch.
+    async fn named(
+        self: &Arc<Self>,
+        request: Request<Incoming>,
+        rest: &str,
+    ) -> Result<Response<Body>, Refused> {
+        let credential = self.admit(&request)?;
+        let (id, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        let named = lock(&self.named)
+            .get(id)
+            .filter(|n| n.owner == credential.key)
+            .cloned()
+            .ok_or_else(|| {
+                respond::error(
+                    StatusCode::NOT_FOUND,
+                    "not_found",
+                    "no such session: it ended, or was never made with this credential; make one \
+                     with POST /mcp/sessions",
+                )
+            })?;
+        named.touch();
+        let method = request.method().clone();
+        match (tail, method) {
+            ("", Method::DELETE) if !request.headers().contains_key(SESSION_HEADER) => {
+                self.close_named(id, "closed by its client").await;
+                Ok(respond::json(
+                    StatusCode::OK,
+                    &serde_json::json!({"closed": id}),
+                ))
+            }
+            ("", _) => Ok(forward(&named.service, request).await),
+            ("patch", Method::GET) => {
+                let Some(changes) = named.changes.clone() else {
+                    return Err(respond::error(
+                        StatusCode::CONFLICT,
+                        "not_a_template_session",
+                        "this session works in a workspace of its own, not in a copy of a \
+                         template: it has no patch (git diff in a terminal call shows its changes)",
+                    ));
+                };
+                let patch = tokio::task::spawn_blocking(move || changes.patch())
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r)
+                    .map_err(|why| {
+                        respond::error(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "patch_failed",
+                            &format!("the patch could not be made: {why}"),
+                        )
+                    })?;
+                named.touch();
+                Ok(respond::bytes(StatusCode::OK, "text/x-diff", patch))
+            }
+            ("patch", _) => Err(method_not_allowed("GET returns the patch")),
+            _ => Err(respond::error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "a session answers on /mcp/sessions/<id>, and its patch on /mcp/sessions/<id>/patch",
+            )),
+        }
+    }
+
+    /// The credential of the request's bearer token, as the gate admits it.
+    fn admit(&self, request: &Request<Incoming>) -> Result<Arc<Credential>, Refused> {
+        let bearer = respond::bearer(request.headers());
+        let admission = match self.gate.admit(bearer) {
+            Ok(admission) => admission,
+            Err(Denied::Unauthorized(why)) => return Err(respond::unauthorized(&why, self.local)),
+            Err(Denied::Unavailable(why)) => {
+                tracing::error!("no request can be admitted: {why}");
+                return Err(respond::error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    &why,
+                ));
+            }
+        };
+        // Admitted, so a bearer was there.
+        let bearer = bearer.unwrap_or_default().to_owned();
+        let key: Key = Sha256::digest(bearer.as_bytes()).into();
+        tracing::debug!(principal = %admission.principal, method = %request.method(), "admitted");
+        let mut credentials = lock(&self.credentials);
+        let credential = credentials.entry(key).or_insert_with(|| {
+            let limit = admission
+                .grant
+                .sessions
+                .and_then(|n| usize::try_from(n).ok());
+            Arc::new(Credential {
+                key,
+                admission,
+                bearer,
+                count: Counter::new(limit),
+                cancel: self.stop.child_token(),
+                pending: Arc::new(Mutex::new(VecDeque::new())),
+                services: Mutex::new(HashMap::new()),
+                last_seen: Mutex::new(Instant::now()),
+            })
+        });
+        *lock(&credential.last_seen) = Instant::now();
+        Ok(Arc::clone(credential))
+    }
+
+    /// A place for one more session of `credential`, or `429` saying which limit is reached.
+    fn ticket(&self, credential: &Arc<Credential>) -> Result<Ticket, Refused> {
+        // Under the credentials' lock, and in the map: the sweep forgets a credential only
+        // under it, so a place is never taken in one it has forgotten (whose sessions it would
+        // no longer ask the gate about).
+        let mut credentials = lock(&self.credentials);
+        credentials
+            .entry(credential.key)
+            .or_insert_with(|| Arc::clone(credential));
+        Ticket::take(&credential.count, &self.open).map_err(|full| {
+            let why = match full {
+                Full::Credential(n) => format!(
+                    "{} may hold {n} session(s) at once, and holds them: end one (DELETE) or let \
+                     one idle out",
+                    credential.admission.principal
+                ),
+                Full::Node(n) => format!(
+                    "this node holds its most sessions ({n}, --max-sessions): try again later or \
+                     another node"
+                ),
+            };
+            let mut response =
+                respond::error(StatusCode::TOO_MANY_REQUESTS, "too_many_sessions", &why);
+            response.headers_mut().insert(
+                hyper::header::RETRY_AFTER,
+                hyper::header::HeaderValue::from_static("5"),
+            );
+            response
+        })
+    }
+
+    /// `credential`'s service for `ask`, made the first time it is asked for (`403` if the
+    /// credential does not grant the ask).
+    fn service(&self, credential: &Credential, ask: &SessionAsk) -> Result<Service, Refused> {
+        let mut services = lock(&credential.services);
+        if let Some(service) = services.get(ask) {
+            return Ok(service.clone());
+        }
+        let plan: SessionFactory = self
+            .opener
+            .plan(&credential.admission, ask)
+            .map_err(|why| respond::error(StatusCode::FORBIDDEN, "forbidden", &why))?;
+        let pending = Arc::clone(&credential.pending);
+        let service = self.new_service(
+            move || {
+                let (_, ticket) = lock(&pending)
+                    .pop_front()
+                    .ok_or_else(|| std::io::Error::other("no place was taken for this session"))?;
+                let opened = plan().map_err(std::io::Error::other)?;
+                opened.server.hold(Box::new(ticket));
+                Ok(opened.server)
+            },
+            credential.cancel.clone(),
+        );
+        services.insert(ask.clone(), service.clone());
+        Ok(service)
+    }
+
+    /// rmcp's service over sessions `make` makes, ended with `cancel`.
+    fn new_service(
+        &self,
+        make: impl Fn() -> Result<SpearServer, std::io::Error> + Send + Sync + 'static,
+        cancel: CancellationToken,
+    ) -> Service {
+        let config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(cancel)
+            .with_max_request_body_bytes(MAX_BODY_BYTES);
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(self.limits.session_idle);
+        StreamableHttpService::new(make, Arc::new(sessions), config)
+    }
+
+    /// Ends the named session `id`: its calls are cancelled, its service stops, and once the
+    /// last request on it is answered its router ends (its jobs killed) and what it made goes.
+    async fn close_named(&self, id: &str, why: &str) {
+        let Some(named) = lock(&self.named).remove(id) else {
+            return;
+        };
+        tracing::info!(session = %id, "a session ends: {why}");
+        named.cancel.cancel();
+        named.server.cancel_running();
+        // The router's end kills its jobs: blocking work.
+        if tokio::task::spawn_blocking(move || drop(named))
+            .await
+            .is_err()
+        {
+            tracing::error!(session = %id, "ending a session failed");
+        }
+    }
+
+    /// Once a second: a credential that is no longer admitted has its sessions ended; a
+    /// credential with none is forgotten; a named session idle too long ends. Blocking.
+    fn sweep(&self) {
+        let credentials: Vec<Arc<Credential>> = lock(&self.credentials).values().cloned().collect();
+        for credential in credentials {
+            if let Err(Denied::Unauthorized(why)) = self.gate.admit(Some(&credential.bearer)) {
+                self.revoke(&credential, &why);
+            }
+        }
+        lock(&self.credentials)
+            .retain(|_, c| c.count.open() > 0 || lock(&c.last_seen).elapsed() < FORGET_AFTER);
+        let now = Instant::now();
+        let idle: Vec<(String, Arc<Named>)> = lock(&self.named)
+            .iter()
+            .filter(|(_, n)| {
+                n.server.calls_running() == 0
+                    && now.duration_since(*lock(&n.last_used)) >= self.limits.session_idle
+            })
+            .map(|(id, n)| (id.clone(), Arc::clone(n)))
+            .collect();
+        for (id, named) in idle {
+            lock(&self.named).remove(&id);
+            tracing::info!(session = %id, "a session ends: idle for {:?}", self.limits.session_idle);
+            named.cancel.cancel();
+        }
+    }
+
+    /// `credential` is no longer admitted: every session it has ends now.
+    fn revoke(&self, credential: &Credential, why: &str) {
+        tracing::info!(
+            principal = %credential.admission.principal,
+            "a credential is no longer admitted ({why}): its sessions end"
+        );
+        credential.cancel.cancel();
+        let gone: Vec<Arc<Named>> = {
+            let mut named = lock(&self.named);
+            let ids: Vec<String> = named
+                .iter()
+                .filter(|(_, n)| n.owner == credential.key)
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| named.remove(id)).collect()
+        };
+        for named in &gone {
+            named.server.cancel_running();
+        }
+        drop(gone);
+        lock(&self.credentials).remove(&credential.key);
+    }
+
+    /// The signal: every session ends. Blocking.
+    fn close_all(&self) {
+        self.stop.cancel();
+        let named: Vec<Arc<Named>> = lock(&self.named).drain().map(|(_, n)| n).collect();
+        for n in &named {
+            n.server.cancel_running();
+        }
+        drop(named);
+        lock(&self.credentials).clear();
+    }
+}
+
+/// The request, answered by rmcp's service.
+async fn forward(service: &Service, request: Request<Incoming>) -> Response<Body> {
+    use tower_service::Service as _;
+    let mut service = service.clone();
+    match service.call(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+/// The ask in `/mcp`'s query (`workspace=DIR`, `template=NAME`); another key is refused.
+fn ask_of_query(query: Option<&str>) -> Result<SessionAsk, String> {
+    let mut ask = SessionAsk::default();
+    for (key, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match key.as_ref() {
+            "workspace" if ask.workspace.is_none() => ask.workspace = Some(value.as_ref().into()),
+            "template" if ask.template.is_none() => ask.template = Some(value.into_owned()),
+            other => {
+                return Err(format!(
+                    "the query may name a workspace (workspace=DIR) or a template (template=NAME), \
+                     each once; `{other}` is not one of them"
+                ));
+            }
+        }
+    }
+    Ok(ask)
+}
+
+/// The ask in `POST /mcp/sessions`'s body: JSON (`{"workspace": DIR}`, `{"template": NAME}`),
+/// or nothing.
+async fn ask_of_body(request: Request<Incoming>) -> Result<SessionAsk, Refused> {
+    let bad = |why: String| respond::error(StatusCode::BAD_REQUEST, "invalid_request", &why);
+    let limited = http_body_util::Limited::new(request.into_body(), MAX_ASK_BYTES);
+    let body = limited
+        .collect()
+        .await
+        .map_err(|e| {
+            bad(format!(
+                "the body could not be read (at most {MAX_ASK_BYTES} bytes): {e}"
+            ))
+        })?
+        .to_bytes();
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(SessionAsk::default());
+    }
+    serde_json::from_slice(&body).map_err(|e| {
+        bad(format!(
+            "the body must be a JSON object with `workspace` or `template`, or nothing: {e}"
+        ))
+    })
+}
+
+fn method_not_allowed(what: &str) -> Response<Body> {
+    respond::error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", what)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_names_a_workspace_or_a_template_once() {
+        let cases: [(Option<&str>, Result<SessionAsk, &str>); 6] = [
+            (None, Ok(SessionAsk::default())),
+            (Some(""), Ok(SessionAsk::default())),
+            (
+                Some("workspace=%2Fsrv%2Frepo"),
+                Ok(SessionAsk {
+                    workspace: Some("/srv/repo".into()),
+                    template: None,
+                }),
+            ),
+            (
+                Some("template=repo&workspace=/w"),
+                Ok(SessionAsk {
+                    workspace: Some("/w".into()),
+                    template: Some("repo".into()),
+                }),
+            ),
+            (
+                Some("workspace=/a&workspace=/b"),
+                Err("`workspace` is not one"),
+            ),
+            (Some("mode=auto"), Err("`mode` is not one")),
+        ];
+        for (query, want) in cases {
+            match (ask_of_query(query), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{query:?}"),
+                (Err(got), Err(want)) => assert!(got.contains(want), "{query:?}: {got}"),
+                (got, want) => panic!("{query:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The answers spear writes itself (the rest are rmcp's): JSON bodies, the `401` challenge, the
+//! metadata document, and reading the bearer token.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full};
+use hyper::{Response, StatusCode};
+
+use super::{MCP_PATH, METADATA_PATH};
+
+/// A response body as hyper serves it.
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
+
+/// The bearer token of `Authorization: Bearer <token>`, if the request has one.
+pub(crate) fn bearer(headers: &hyper::HeaderMap) -> Option<&str> {
+    let value = headers.get(hyper::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// The Protected Resource Metadata document (RFC 9728) of the server at `local`.
+pub(crate) fn metadata(local: SocketAddr) -> serde_json::Value {
+    serde_json::json!({
+        "resource": format!("http://{local}{MCP_PATH}"),
+        "bearer_methods_supported": ["header"],
+        "authorization_servers": [],
+        "resource_documentation": "spear token add NAME prints a token for this server",
+    })
+}
+
+/// `401` with the challenge MCP's authorization section asks for.
+pub(crate) fn unauthorized(why: &str, local: SocketAddr) -> Response<Body> {
+    let mut response = json(
+        StatusCode::UNAUTHORIZED,
+        &serde_json::json!({"error": "invalid_token", "error_description": why}),
+    );
+    let challenge = format!(
+        "Bearer error=\"invalid_token\", resource_metadata=\"http://{local}{METADATA_PATH}\""
+    );
+    if let Ok(value) = hyper::header::HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(hyper::header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// An error of spear's own: `{"error": code, "error_description": why}` with `status`.
+pub(crate) fn error(status: StatusCode, code: &str, why: &str) -> Response<Body> {
+    json(
+        status,
+        &serde_json::json!({"error": code, "error_description": why}),
+    )
+}
+
+/// `value` as a JSON body with `status`.
+pub(crate) fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
+    bytes(status, "application/json", value.to_string().into_bytes())
+}
+
+/// `body` as `content_type` with `status`.
+pub(crate) fn bytes(
+    status: StatusCode,
+    content_type: &'static str,
+    body: Vec<u8>,
+) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_token_is_read_from_the_header_only_when_it_is_one() {
+        let cases: [(Option<&str>, Option<&str>); 6] = [
+            (Some("Bearer spear_abc"), Some("spear_abc")),
+            (Some("bearer  spear_abc "), Some("spear_abc")),
+            (Some("Basic dXNlcjpwYXNz"), None),
+            (Some("Bearer "), None),
+            (Some("spear_abc"), None),
+            (None, None),
+        ];
+        for (header, want) in cases {
+            let mut headers = hyper::HeaderMap::new();
+            if let Some(h) = header {
+                headers.insert(
+                    hyper::header::AUTHORIZATION,
+                    hyper::header::HeaderValue::from_str(h).unwrap(),
+                );
+            }
+            assert_eq!(bearer(&headers), want, "{header:?}");
+        }
+    }
+
+    #[test]
+    fn the_challenge_names_the_metadata_document() {
+        let local: SocketAddr = "127.0.0.1:4711".parse().unwrap();
+        let response = unauthorized("no token", local);
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        let challenge = response.headers()[hyper::header::WWW_AUTHENTICATE]
+            .to_str()
+            .unwrap();
+        assert_eq!(
+            challenge,
+            "Bearer error=\"invalid_token\", \
+             resource_metadata=\"http://127.0.0.1:4711/.well-known/oauth-protected-resource\""
+        );
+        assert_eq!(metadata(local)["resource"], "http://127.0.0.1:4711/mcp");
+    }
+}
