@@ -104,7 +104,8 @@ impl Listening {
         lines.extend(headers.iter().map(|(k, v)| format!("{k}: {v}")));
         lines.push(format!("Content-Length: {}", body.len()));
         let request = format!("{}\r\n\r\n{body}", lines.join("\r\n"));
-        stream.write_all(request.as_bytes()).unwrap();
+        // A server that refuses a body early may close before it is all written.
+        let _ = stream.write_all(request.as_bytes());
         let mut response = String::new();
         let _ = stream.read_to_string(&mut response);
         let status = response
@@ -623,4 +624,71 @@ fn idle_sessions_end_and_sigterm_ends_them_all() {
     assert!(left.is_empty(), "a job outlived the server: {left:?}");
     let cgroups = spear_testkit::cgroup::named("/sys/fs/cgroup", &format!("spear-{pid}-"));
     assert!(cgroups.is_empty(), "cgroups left: {cgroups:?}");
+}
+
+/// Bad input gets a clear error and changes nothing: malformed JSON, a wrong Content-Type or
+/// Accept, an unknown session, a body over the cap, a client too slow to send its headers.
+#[test]
+fn bad_requests_are_refused_and_change_nothing() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let token = add_token(&d, "t");
+    let server = Listening::start(&d, &["--auto"]);
+    let auth = format!("Bearer {token}");
+    let json_accept = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let write = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "terminal", "arguments": {"command": "echo x > made.txt"}}})
+    .to_string();
+
+    let (status, response) = server.raw("POST", "/mcp", &json_accept, "{\"jsonrpc\": ");
+    assert!((400..500).contains(&status), "malformed JSON: {response}");
+    let mut wrong_type = json_accept;
+    wrong_type[1] = ("Content-Type", "text/plain");
+    let (status, response) = server.raw("POST", "/mcp", &wrong_type, &write);
+    assert!(
+        (400..500).contains(&status),
+        "wrong Content-Type: {response}"
+    );
+    let mut wrong_accept = json_accept;
+    wrong_accept[2] = ("Accept", "text/html");
+    let (status, response) = server.raw("POST", "/mcp", &wrong_accept, &write);
+    assert!((400..500).contains(&status), "wrong Accept: {response}");
+    let mut unknown = json_accept.to_vec();
+    unknown.push(("Mcp-Session-Id", "no-such-session"));
+    let (status, response) = server.raw("POST", "/mcp", &unknown, &write);
+    assert_eq!(status, 404, "unknown session: {response}");
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(5 << 20));
+    let (status, response) = server.raw("POST", "/mcp", &json_accept, &big);
+    assert!(status == 413 || status == 0, "over the cap: {response}");
+    let (status, response) = server.make_session(&token, "{\"mode\": \"auto\"}");
+    assert_eq!(status, 400, "an ask with an unknown field: {response}");
+
+    // A client that sends half its headers and stops is cut off.
+    let mut slow = TcpStream::connect(server.addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "a slow client held its connection for {:?}",
+        started.elapsed()
+    );
+
+    // Nothing ran: the workspace is as it was.
+    assert!(!d.ws.join("made.txt").exists());
+    // Positive control: the same call in a session writes.
+    let out = client(
+        &d,
+        &json!({"url": server.url(), "token": token, "generation": "legacy",
+                "calls": [terminal("echo x > made.txt")]}),
+    );
+    assert_eq!(out["results"][0]["status"], "ok", "{out}");
+    assert!(d.ws.join("made.txt").exists());
 }

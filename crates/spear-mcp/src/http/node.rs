@@ -54,6 +54,14 @@ const FORGET_AFTER: Duration = Duration::from_secs(60);
 /// The largest body of `POST /mcp/sessions` (an ask is two paths).
 const MAX_ASK_BYTES: usize = 64 << 10;
 
+/// The most connections open at once: one more is closed at once (attack stopped: thousands of
+/// idle connections holding the node's memory and file descriptors).
+const MAX_CONNECTIONS: usize = 1024;
+
+/// How long a client may take to send a request's headers (attack stopped: a slow client holding
+/// a connection open for ever, a byte at a time).
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The header that names an MCP session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -98,21 +106,30 @@ pub(super) async fn serve(
             }
         }
     });
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => accepted?,
             _ = term.recv() => break,
             _ = int.recv() => break,
             _ = hup.recv() => break,
         };
+        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            tracing::warn!("{MAX_CONNECTIONS} connections are open: {peer}'s is closed");
+            drop(stream);
+            continue;
+        };
         let node = Arc::clone(&node);
         tokio::spawn(async move {
+            let _permit = permit;
             let service = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let node = Arc::clone(&node);
                 async move { Ok::<_, Infallible>(node.answer(request).await) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
                 .serve_connection(io, service)
                 .await
             {
