@@ -32,7 +32,7 @@ pub struct Args {
     /// the user (no elicitation) waits for `spear approve` in another terminal before it is
     /// cancelled and nothing runs.
     #[arg(long, value_name = "SECS", default_value_t = spear_mcp::DEFAULT_APPROVAL_WAIT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    approval_wait: u64,
+    pub(crate) approval_wait: u64,
     /// Give every sandbox of the session these GPUs (`all`, or indices such as `0,1`), as
     /// `spear exec --gpu` does; without a GPU on the host, the server refuses to start.
     #[arg(long, value_name = "all|INDICES")]
@@ -82,7 +82,7 @@ pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, Strin
     let (channel, approvals) = if args.mode.mode() == ExecutionMode::Safe {
         (None, None)
     } else {
-        approval_channel(host, router.session(), args.approval_wait)
+        approval_channel(host, args.approval_wait)
     };
     let server = spear_mcp::SpearServer::with_approvals(
         router,
@@ -142,9 +142,8 @@ pub(crate) fn open_narrowed(
 
 /// The approval channel of an ASK or AUTO server, in spear's state directory: without one (no state
 /// directory, one that is not private), what a client cannot ask about is cancelled, as before.
-fn approval_channel(
+pub(crate) fn approval_channel(
     host: &spear_runtime::HostSnapshot,
-    session: &str,
     wait: u64,
 ) -> (
     Option<spear_mcp::ApprovalChannel>,
@@ -158,7 +157,7 @@ fn approval_channel(
             return (None, None);
         }
     };
-    let approvals = Approvals::new(session);
+    let approvals = Approvals::new();
     match ApprovalChannel::open(&socket_dir(&state), std::sync::Arc::clone(&approvals)) {
         Ok(channel) => {
             eprintln!(

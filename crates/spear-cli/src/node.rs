@@ -54,13 +54,25 @@ pub fn listen(
         max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
         session_idle: std::time::Duration::from_secs(args.session_idle),
     };
+    // One `spear approve` channel for every session (each pending item names its session): ASK
+    // asks through the client, and a client that cannot ask waits for the operator.
+    let (channel, approvals) = if served.mode == ExecutionMode::Safe {
+        (None, None)
+    } else {
+        crate::mcp::approval_channel(host, args.approval_wait)
+    };
     let opener = Arc::new(NodeOpener(Arc::new(OpenerState {
         args: args.clone(),
         host: host.clone(),
         served,
+        approvals,
     })));
-    http.run(opener, Arc::new(TokenGate { tokens }), limits)
-        .map_err(|e| e.to_string())?;
+    let served = http
+        .run(opener, Arc::new(TokenGate { tokens }), limits)
+        .map_err(|e| e.to_string());
+    // The socket goes with the server.
+    drop(channel);
+    served?;
     Ok(0)
 }
 
@@ -254,6 +266,9 @@ struct OpenerState {
     args: Args,
     host: spear_runtime::HostSnapshot,
     served: Served,
+    /// The node's `spear approve` registry, which every session's asking call waits on when its
+    /// client cannot ask.
+    approvals: Option<spear_mcp::ApprovalWait>,
 }
 
 impl spear_mcp::Opener for NodeOpener {
@@ -294,12 +309,12 @@ impl OpenerState {
         };
         let (router, root) =
             crate::mcp::open_narrowed(args, &self.host, &workspace, &mode, Some(principal))?;
-        // Over HTTP, ASK asks through the client (elicitation, input-required results); a client
-        // that cannot ask has its asking calls cancelled: no `spear approve` channel yet.
+        // ASK asks through the client (elicitation, input-required results); a client that
+        // cannot ask waits for `spear approve` on the node.
         let server = spear_mcp::SpearServer::with_approvals(
             router,
             std::time::Duration::from_secs(args.turn_gap),
-            None,
+            self.approvals.clone(),
         )
         .map_err(|e| e.to_string())?;
         Ok(spear_mcp::Opened {

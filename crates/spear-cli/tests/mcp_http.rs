@@ -692,3 +692,47 @@ fn bad_requests_are_refused_and_change_nothing() {
     assert_eq!(out["results"][0]["status"], "ok", "{out}");
     assert!(d.ws.join("made.txt").exists());
 }
+
+/// An ASK node whose client cannot ask its user (the SDK's client declares no elicitation)
+/// waits for `spear approve` on the node: the pending item names the session, nothing is
+/// written before the answer, and the call runs after it.
+#[test]
+fn spear_approve_answers_a_listening_servers_sessions() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let token = add_token(&d, "t");
+    let server = Listening::start(&d, &["--ask", "--approval-wait", "60"]);
+    let (status, made) = server.make_session(&token, "");
+    assert_eq!(status, 201, "{made}");
+    let approve = |args: &[&str]| {
+        let mut all = vec!["approve"];
+        all.extend_from_slice(args);
+        let out = d.spear(&all).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let out = std::thread::scope(|s| {
+        let call = s.spawn(|| {
+            client(
+                &d,
+                &json!({"url": made["url"], "token": token, "generation": "legacy",
+                        "calls": [terminal("echo x > approved.txt")]}),
+            )
+        });
+        let (code, listed) = approve(&["--wait", "30", "--json"]);
+        assert_eq!(code, Some(0), "nothing pending: {listed}");
+        let listed: Value = serde_json::from_str(&listed).unwrap();
+        let item = &listed["pending"][0];
+        assert_eq!(item["session"], made["session"], "{listed}");
+        assert!(
+            !d.ws.join("approved.txt").exists(),
+            "written before the answer"
+        );
+        let (code, answered) = approve(&[item["id"].as_str().unwrap()]);
+        assert_eq!(code, Some(0), "{answered}");
+        call.join().unwrap()
+    });
+    assert_eq!(out["results"][0]["status"], "ok", "{out}");
+    assert!(d.ws.join("approved.txt").exists());
+}

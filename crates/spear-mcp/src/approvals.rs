@@ -157,19 +157,19 @@ struct Slots {
     closed: bool,
 }
 
-/// The pending confirmations of one server: registered by calls, answered through the socket.
+/// The pending confirmations of one server process (over stdio its one session; over HTTP every
+/// session it serves, each item naming its own): registered by calls, answered through the
+/// socket.
 pub struct Approvals {
-    session: String,
     pid: u32,
     slots: Mutex<Slots>,
     changed: Condvar,
 }
 
 impl Approvals {
-    /// An empty registry for `session`'s server (this process).
-    pub fn new(session: &str) -> Arc<Self> {
+    /// An empty registry for this process's server.
+    pub fn new() -> Arc<Self> {
         Arc::new(Approvals {
-            session: session.to_owned(),
             pid: std::process::id(),
             slots: Mutex::new(Slots::default()),
             changed: Condvar::new(),
@@ -180,14 +180,14 @@ impl Approvals {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers `request` of a call to `tool` as pending; returns its id, or `None` when the
-    /// server is going away or no random id could be made (nothing is pending then).
-    fn register(&self, tool: &str, request: &ConfirmRequest) -> Option<String> {
+    /// Registers `request` of a call to `tool` in `session` as pending; returns its id, or `None`
+    /// when the server is going away or no random id could be made (nothing is pending then).
+    fn register(&self, session: &str, tool: &str, request: &ConfirmRequest) -> Option<String> {
         let id = random_id()?;
         let item = PendingItem {
             id: id.clone(),
             server_pid: self.pid,
-            session: self.session.clone(),
+            session: session.to_owned(),
             tool: tool.to_owned(),
             command: spear_tools::confirmation_text(&request.command),
             question: crate::asking::question(request),
@@ -247,6 +247,18 @@ impl Approvals {
     /// Withdraws `id` (its call was cancelled): its waiter returns, nothing runs.
     pub fn withdraw(&self, id: &str) {
         self.answer(id, Answer::Withdrawn);
+    }
+
+    /// Withdraws everything `session` has pending (it ends; the server goes on serving others).
+    pub fn withdraw_session(&self, session: &str) {
+        let mut slots = self.lock();
+        for slot in slots.pending.values_mut() {
+            if slot.item.session == session {
+                slot.answer.get_or_insert(Answer::Withdrawn);
+            }
+        }
+        drop(slots);
+        self.changed.notify_all();
     }
 
     /// Withdraws everything pending and registers nothing more: the server is going away.
@@ -317,6 +329,8 @@ fn hex(bytes: &[u8]) -> String {
 pub struct ApprovalConfirmer {
     /// The server's registry.
     pub approvals: Arc<Approvals>,
+    /// The session that asks.
+    pub session: String,
     /// The tool called.
     pub tool: String,
     /// The longest wait.
@@ -330,7 +344,7 @@ pub struct ApprovalConfirmer {
 impl Confirmer for ApprovalConfirmer {
     fn confirm(&self, request: &ConfirmRequest) -> Confirmation {
         let deadline = Instant::now() + self.wait;
-        let Some(id) = self.approvals.register(&self.tool, request) else {
+        let Some(id) = self.approvals.register(&self.session, &self.tool, request) else {
             return Confirmation::Unavailable;
         };
         tracing::warn!(
@@ -715,12 +729,28 @@ mod tests {
         }
     }
 
+    /// A node's sessions share one registry: one session ending withdraws its own questions,
+    /// never another's.
+    #[test]
+    fn a_session_that_ends_withdraws_only_its_own() {
+        let approvals = Approvals::new();
+        let mine = approvals.register("a", "terminal", &request("x")).unwrap();
+        let theirs = approvals.register("b", "terminal", &request("y")).unwrap();
+        approvals.withdraw_session("a");
+        let listed: Vec<String> = approvals.list().into_iter().map(|i| i.id).collect();
+        assert_eq!(listed, vec![theirs.clone()]);
+        assert!(!approvals.answer(&mine, Answer::Allowed));
+        assert!(approvals.answer(&theirs, Answer::Allowed));
+    }
+
     #[test]
     fn an_answer_goes_once_to_the_id_that_asked() {
-        let approvals = Approvals::new("s");
+        let approvals = Approvals::new();
         let asked = request("echo \u{202e}hi > a");
-        let id = approvals.register("terminal", &asked).unwrap();
-        let other = approvals.register("write_file", &request("b")).unwrap();
+        let id = approvals.register("s", "terminal", &asked).unwrap();
+        let other = approvals
+            .register("s", "write_file", &request("b"))
+            .unwrap();
         let listed = approvals.list();
         assert_eq!(listed.len(), 2);
         let item = listed.iter().find(|i| i.id == id).unwrap();
@@ -772,8 +802,8 @@ mod tests {
 
     #[test]
     fn an_unanswered_question_times_out_and_a_late_answer_finds_nothing() {
-        let approvals = Approvals::new("s");
-        let id = approvals.register("terminal", &request("a")).unwrap();
+        let approvals = Approvals::new();
+        let id = approvals.register("s", "terminal", &request("a")).unwrap();
         let started = Instant::now();
         assert_eq!(
             approvals.wait(&id, started + Duration::from_millis(50)),
@@ -785,8 +815,8 @@ mod tests {
 
     #[test]
     fn closing_withdraws_and_refuses_new_questions() {
-        let approvals = Approvals::new("s");
-        let id = approvals.register("terminal", &request("a")).unwrap();
+        let approvals = Approvals::new();
+        let id = approvals.register("s", "terminal", &request("a")).unwrap();
         let waiter = {
             let approvals = Arc::clone(&approvals);
             std::thread::spawn(move || {
@@ -796,7 +826,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         approvals.close();
         assert_eq!(waiter.join().unwrap(), Some(Answer::Withdrawn));
-        assert!(approvals.register("terminal", &request("b")).is_none());
+        assert!(approvals.register("s", "terminal", &request("b")).is_none());
     }
 
     #[test]
@@ -806,9 +836,10 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let approvals = Approvals::new("s");
+        let approvals = Approvals::new();
         let confirmer = |wait: u64, cancelled: CancellationToken| ApprovalConfirmer {
             approvals: Arc::clone(&approvals),
+            session: "s".into(),
             tool: "terminal".into(),
             wait: Duration::from_secs(wait),
             cancelled,
@@ -866,7 +897,7 @@ mod tests {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let stale = socket_path(&dir, 999_999_999);
         std::fs::write(&stale, "").unwrap();
-        let approvals = Approvals::new("s");
+        let approvals = Approvals::new();
         let channel = ApprovalChannel::open(&dir, Arc::clone(&approvals)).unwrap();
         assert!(!stale.exists());
         let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o777;
@@ -876,7 +907,7 @@ mod tests {
             client::servers(&dir),
             [(std::process::id(), channel.path().to_path_buf())]
         );
-        let id = approvals.register("terminal", &request("a")).unwrap();
+        let id = approvals.register("s", "terminal", &request("a")).unwrap();
         let listed = client::ask(channel.path(), &ApproveRequest::List).unwrap();
         assert!(listed.ok);
         assert_eq!(listed.pending[0].id, id);
@@ -908,7 +939,7 @@ mod tests {
         let link = base.join("approve");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert!(matches!(
-            ApprovalChannel::open(&link, Approvals::new("s")),
+            ApprovalChannel::open(&link, Approvals::new()),
             Err(ChannelError::NotPrivate { .. })
         ));
         assert_eq!(
@@ -917,7 +948,7 @@ mod tests {
             "nothing made there"
         );
         // Positive control: a plain directory beside it works.
-        assert!(ApprovalChannel::open(&base.join("plain"), Approvals::new("s")).is_ok());
+        assert!(ApprovalChannel::open(&base.join("plain"), Approvals::new()).is_ok());
         std::fs::remove_dir_all(&base).unwrap();
     }
 

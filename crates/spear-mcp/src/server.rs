@@ -126,6 +126,15 @@ impl SpearServer {
         })
     }
 
+    /// The process's server goes away: every call is cancelled, and its approval registry
+    /// withdraws what is pending and takes nothing more.
+    pub fn shut_down(&self) {
+        self.cancel_running();
+        if let Some(a) = &self.inner.approvals {
+            a.approvals.close();
+        }
+    }
+
     /// Keeps `guard` until the session ends (its last clone dropped), after its router: a
     /// session's place in its limits, the copy of a template it works in.
     pub fn hold(&self, guard: Box<dyn std::any::Any + Send + Sync>) {
@@ -141,10 +150,11 @@ impl SpearServer {
         self.inner.router.session()
     }
 
-    /// Cancels every call still running: each one's process tree is killed and the call ends.
+    /// Cancels every call still running: each one's process tree is killed and the call ends;
+    /// what it waits for `spear approve` about is withdrawn.
     pub fn cancel_running(&self) {
         if let Some(a) = &self.inner.approvals {
-            a.approvals.close();
+            a.approvals.withdraw_session(self.session());
         }
         for token in self.lock_calls().running.values().flatten() {
             token.cancel();
@@ -303,6 +313,7 @@ impl SpearServer {
         Asker {
             confirmer: Some(Arc::new(ApprovalConfirmer {
                 approvals: Arc::clone(&a.approvals),
+                session: self.session().to_owned(),
                 tool: request.name.to_string(),
                 wait: a.wait,
                 cancelled: context.ct.clone(),

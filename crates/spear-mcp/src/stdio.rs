@@ -97,7 +97,7 @@ async fn serve_stdio(server: SpearServer, signals: Signals) -> Result<(), ServeE
     let on_eof = server.clone();
     let stdin = eof::EofWatch::new(stdin, move || {
         tracing::debug!("stdin closed: cancelling the calls still running");
-        on_eof.cancel_running();
+        on_eof.shut_down();
     });
     let transport = intake::transport(stdin, stdout);
     let running = tokio::select! {
@@ -114,7 +114,7 @@ async fn serve_stdio(server: SpearServer, signals: Signals) -> Result<(), ServeE
     let ended = running.waiting().await;
     watcher.abort();
     forward.abort();
-    server.cancel_running();
+    server.shut_down();
     match ended {
         Ok(reason) => {
             tracing::debug!("MCP session ended: {reason:?}");
