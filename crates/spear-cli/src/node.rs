@@ -317,11 +317,29 @@ impl OpenerState {
             self.approvals.clone(),
         )
         .map_err(|e| e.to_string())?;
+        // A node's session leaves nothing behind: its stored outputs go when it ends (after its
+        // router, whose last calls may still store one).
+        if let Ok(dir) = crate::state_home::results_dir(&self.host, server.session()) {
+            server.hold(Box::new(RemovedAtEnd(dir)));
+        }
         Ok(spear_mcp::Opened {
             server,
             workspace: root,
             changes: None,
         })
+    }
+}
+
+/// A directory removed, with what it holds, when this is dropped.
+struct RemovedAtEnd(PathBuf);
+
+impl Drop for RemovedAtEnd {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!("{} could not be removed: {e}", self.0.display());
+        }
     }
 }
 

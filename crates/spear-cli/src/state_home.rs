@@ -58,6 +58,14 @@ pub fn results(host: &HostSnapshot, session: &str, quotas: &Quotas) -> Result<Re
         .map_err(|e| format!("the result store cannot be opened: {e}"))
 }
 
+/// Where `session`'s stored outputs are kept (whether or not any are).
+pub fn results_dir(host: &HostSnapshot, session: &str) -> Result<PathBuf, String> {
+    let (xdg, home) = dirs(host)?;
+    spear_runtime::results_base(xdg.as_deref(), home.as_deref())
+        .map(|base| base.join(session))
+        .ok_or_else(|| "neither XDG_STATE_HOME nor HOME is set".to_owned())
+}
+
 /// The checkpoint store of `ws`, held to the operator's `quotas`.
 pub fn checkpoints(
     host: &HostSnapshot,

@@ -532,10 +532,25 @@ fn a_session_named_in_its_url_carries_jobs_between_stateless_requests() {
     let (status, response) = server.with_token("GET", &format!("{path}/patch"), &a, &[]);
     assert_eq!(status, 409, "{response}");
 
+    // An output too long for the preview is stored, in the session's own directory...
+    let out = client(
+        &d,
+        &json!({"url": url, "token": a, "generation": "modern",
+                "calls": [terminal("seq 1 200000")]}),
+    );
+    assert_eq!(out["results"][0]["status"], "ok", "{out}");
+    let stored = d.state.join("spear/results").join(&id);
+    assert!(stored.is_dir(), "no stored output: {out}");
+
+    // ... and when the session ends, so does what it made.
     let (status, response) = server.with_token("DELETE", &path, &a, &[]);
     assert_eq!(status, 200, "{response}");
     let (status, response) = server.initialize_at(&path, Some(&a));
     assert_eq!(status, 404, "{response}");
+    assert!(
+        spear_testkit::wait::wait_for(Duration::from_secs(10), || !stored.exists()),
+        "the ended session's stored outputs are left"
+    );
 }
 
 /// A token that is revoked has its sessions ended within seconds: the job its session runs is
