@@ -52,6 +52,7 @@ pub use stdio::Stdio;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing {
     pub use crate::asking::{CONFIRM_KEY, answer_in};
+    pub use crate::http::{ask_of_json, ask_of_query};
     pub use crate::request_state::StateSealer;
     pub use crate::scan::{Scanner, is_whitespace};
     pub use crate::screen::{Verdict, classify};

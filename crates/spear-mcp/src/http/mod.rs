@@ -27,6 +27,9 @@
 //!   ([`MAX_BODY_BYTES`]).
 
 mod node;
+
+#[cfg(feature = "fuzzing")]
+pub use node::{ask_of_json, ask_of_query};
 mod respond;
 mod tickets;
 

@@ -570,8 +570,9 @@ async fn forward(service: &Service, request: Request<Incoming>) -> Response<Body
     }
 }
 
-/// The ask in `/mcp`'s query (`workspace=DIR`, `template=NAME`); another key is refused.
-fn ask_of_query(query: Option<&str>) -> Result<SessionAsk, String> {
+/// The ask in `/mcp`'s query (`workspace=DIR`, `template=NAME`), each at most once; another
+/// key is refused. Pure: a parser of untrusted input, fuzzed (`fuzz/fuzz_targets/session_ask.rs`).
+pub fn ask_of_query(query: Option<&str>) -> Result<SessionAsk, String> {
     let mut ask = SessionAsk::default();
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         match key.as_ref() {
@@ -588,8 +589,19 @@ fn ask_of_query(query: Option<&str>) -> Result<SessionAsk, String> {
     Ok(ask)
 }
 
-/// The ask in `POST /mcp/sessions`'s body: JSON (`{"workspace": DIR}`, `{"template": NAME}`),
-/// or nothing.
+/// The ask in `POST /mcp/sessions`'s body: a JSON object (`{"workspace": DIR}`,
+/// `{"template": NAME}`, no other key), or nothing but whitespace. Pure: a parser of untrusted
+/// input, fuzzed.
+pub fn ask_of_json(body: &[u8]) -> Result<SessionAsk, String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(SessionAsk::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        format!("the body must be a JSON object with `workspace` or `template`, or nothing: {e}")
+    })
+}
+
+/// The ask in `POST /mcp/sessions`'s body, read within [`MAX_ASK_BYTES`].
 async fn ask_of_body(request: Request<Incoming>) -> Result<SessionAsk, Refused> {
     let bad = |why: String| respond::error(StatusCode::BAD_REQUEST, "invalid_request", &why);
     let limited = http_body_util::Limited::new(request.into_body(), MAX_ASK_BYTES);
@@ -602,14 +614,7 @@ async fn ask_of_body(request: Request<Incoming>) -> Result<SessionAsk, Refused> 
             ))
         })?
         .to_bytes();
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(SessionAsk::default());
-    }
-    serde_json::from_slice(&body).map_err(|e| {
-        bad(format!(
-            "the body must be a JSON object with `workspace` or `template`, or nothing: {e}"
-        ))
-    })
+    ask_of_json(&body).map_err(bad)
 }
 
 fn method_not_allowed(what: &str) -> Response<Body> {
