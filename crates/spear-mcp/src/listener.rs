@@ -716,7 +716,7 @@ pub fn web_guard(
     if let ListenAddr::Tcp(socket) = addr
         && !socket.ip().is_unspecified()
     {
-        allowed_hosts.push(socket.ip().to_canonical().to_string());
+        allowed_hosts.push(host_entry(socket.ip().to_canonical()));
     }
     for value in public_hosts {
         allowed_hosts.push(public_host(value)?);
@@ -748,7 +748,7 @@ fn public_host(value: &str) -> Result<String, ListenError> {
         ));
     }
     if let Ok(ip) = value.parse::<IpAddr>() {
-        return Ok(ip.to_string());
+        return Ok(host_entry(ip));
     }
     let authority = value
         .parse::<hyper::http::uri::Authority>()
@@ -775,11 +775,17 @@ fn public_host(value: &str) -> Result<String, ListenError> {
     Ok(match authority.port_u16() {
         Some(port) => format!("{host}:{port}"),
         None if authority.as_str().ends_with(':') => return Err(bad("an empty port")),
-        None => host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned(),
+        None => host,
     })
+}
+
+/// An IP address as an `allowed_hosts` entry: IPv6 in brackets, so that its colons are never
+/// read as a port.
+fn host_entry(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
 }
 
 /// Whether `name` is a DNS name: labels of letters, digits and `-`, not starting or ending with
@@ -985,7 +991,11 @@ mod tests {
         );
         let guard = web_guard(
             &addr("192.168.1.5:8443"),
-            &["box.lan:8443".to_owned(), "[fe80::1]:8443".to_owned()],
+            &[
+                "box.lan:8443".to_owned(),
+                "[fe80::1]:8443".to_owned(),
+                "fe80::2".to_owned(),
+            ],
             &[],
         )
         .unwrap();
@@ -997,9 +1007,12 @@ mod tests {
                 "::1",
                 "192.168.1.5",
                 "box.lan:8443",
-                "[fe80::1]:8443"
+                "[fe80::1]:8443",
+                "[fe80::2]"
             ]
         );
+        let guard = web_guard(&addr("[2001:db8::5]:443"), &[], &[]).unwrap();
+        assert_eq!(guard.allowed_hosts[3], "[2001:db8::5]");
         let guard = web_guard(&addr("unix:/tmp/s"), &[], &[]).unwrap();
         assert_eq!(guard.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);
     }
@@ -1010,8 +1023,8 @@ mod tests {
             ("example.com", Ok("example.com")),
             ("EXAMPLE.com:8443", Ok("example.com:8443")),
             ("10.0.0.7", Ok("10.0.0.7")),
-            ("fe80::1", Ok("fe80::1")),
-            ("[fe80::1]", Ok("fe80::1")),
+            ("fe80::1", Ok("[fe80::1]")),
+            ("[FE80::1]", Ok("[fe80::1]")),
             ("*.example.com", Err("not a host name")),
             ("*", Err("not a host name")),
             ("https://example.com", Err("not a URL")),
@@ -1075,6 +1088,66 @@ mod tests {
             format!("{none:?}").contains("validate_empty_origin_allowlist: true"),
             "{none:?}"
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rmcp_refuses_hosts_and_origins_the_guard_does_not_list() {
+        use http_body_util::Full;
+        use rmcp::transport::streamable_http_server::StreamableHttpService;
+        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+        use tower_service::Service as _;
+
+        let guard = web_guard(
+            &addr("0.0.0.0:8443"),
+            &["spear.example".to_owned(), "fe80::2".to_owned()],
+            &["https://app.example".to_owned()],
+        )
+        .unwrap();
+        let mcp: StreamableHttpService<crate::SpearServer, LocalSessionManager> =
+            StreamableHttpService::new(
+                || Err(std::io::Error::other("no session in this test")),
+                Arc::new(LocalSessionManager::default()),
+                guard.apply(StreamableHttpServerConfig::default()),
+            );
+        let status = async |host: &str, origin: Option<&str>| {
+            let mut request = hyper::Request::post("/mcp")
+                .header(hyper::header::HOST, host)
+                .header(hyper::header::CONTENT_TYPE, "application/json")
+                .header(hyper::header::ACCEPT, "application/json, text/event-stream");
+            if let Some(origin) = origin {
+                request = request.header(hyper::header::ORIGIN, origin);
+            }
+            let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+            let request = request.body(Full::new(bytes::Bytes::from(body))).unwrap();
+            let response = mcp.clone().call(request).await.unwrap();
+            response.status()
+        };
+        let forbidden = hyper::StatusCode::FORBIDDEN;
+        // DNS rebinding: a name of the attacker's that resolves to the server.
+        assert_eq!(status("evil.example:8443", None).await, forbidden);
+        // A web page in the user's browser posting to the server.
+        assert_eq!(
+            status("localhost:8443", Some("https://evil.example")).await,
+            forbidden
+        );
+        assert_eq!(status("localhost:8443", Some("null")).await, forbidden);
+        assert_eq!(
+            status("spear.example", Some("https://app.example:8443")).await,
+            forbidden,
+            "another port of a listed origin"
+        );
+        // Positive controls: the names and the origin listed, and a client that is no browser,
+        // pass the guard (what follows is rmcp's: no session here).
+        for (host, origin) in [
+            ("localhost:8443", None),
+            ("127.0.0.1:8443", None),
+            ("spear.example:8443", None),
+            ("[fe80::2]:8443", None),
+            ("spear.example", Some("https://app.example")),
+            ("spear.example", Some("https://app.example:443")),
+        ] {
+            assert_ne!(status(host, origin).await, forbidden, "{host} {origin:?}");
+        }
     }
 
     /// A self-signed certificate for `localhost` and its key, written to `dir`.
