@@ -15,6 +15,10 @@
 //! - `eof`: the end of stdin, seen at once.
 //! - `stdio`: the session on stdin and stdout.
 //! - `http`: the sessions over streamable HTTP ([`Http`]), behind a [`Gatekeeper`].
+//! - `listener`: where the HTTP server listens ([`Listener`]: TCP or a unix socket, TLS or
+//!   clear by [`bind_verdict`]) and the `Host` and `Origin` a request may carry ([`web_guard`]).
+//! - `metrics`: counters and histograms of sessions and calls ([`Metrics`]), rendered in
+//!   Prometheus's text format.
 //!
 //! The parsers of untrusted input are reachable by the fuzz targets through `fuzzing`, a module
 //! that exists only with the `fuzzing` feature.
@@ -28,6 +32,8 @@ mod eof;
 mod http;
 mod intake;
 mod lines;
+mod listener;
+mod metrics;
 mod request_state;
 mod scan;
 mod screen;
@@ -43,6 +49,11 @@ pub use http::{
     Admission, Changes, Denied, Gatekeeper, Grant, HEALTH_PATH, Http, MAX_BODY_BYTES, MCP_PATH,
     METADATA_PATH, NodeLimits, Opened, Opener, SESSIONS_PATH, SessionAsk, SessionFactory,
 };
+pub use listener::{
+    Accepted, BindVerdict, Connection, HANDSHAKE_TIMEOUT, INSECURE_WARNING, LOOPBACK_HOSTS,
+    ListenAddr, ListenError, Listener, MAX_HANDSHAKES, TlsFiles, WebGuard, bind_verdict, web_guard,
+};
+pub use metrics::{CallRecord, METRICS_CONTENT_TYPE, Metrics};
 pub use request_state::StateError;
 pub use server::{ApprovalWait, SpearServer};
 pub use stdio::Stdio;

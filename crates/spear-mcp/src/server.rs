@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
@@ -33,6 +33,7 @@ use crate::asking::{
 };
 use crate::catalog;
 use crate::intake::Held;
+use crate::metrics::{CallRecord, Metrics};
 use crate::request_state::StateSealer;
 
 /// The first protocol version whose servers ask through input-required results rather than
@@ -63,9 +64,19 @@ struct Inner {
     approvals: Option<ApprovalWait>,
     /// A slot for each call running ([`MAX_RUNNING_CALLS`]).
     slots: Arc<tokio::sync::Semaphore>,
+    /// Where calls are counted, and this session with them (see [`SpearServer::with_metrics`]).
+    metrics: OnceLock<Arc<Metrics>>,
     /// What lives as long as the session ([`SpearServer::hold`]); declared last, so dropped
     /// after the router (whose end kills the jobs that may still use it).
     held: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(m) = self.metrics.get() {
+            m.session_closed();
+        }
+    }
 }
 
 /// The approval channel's registry, and how long a call waits on it.
@@ -121,9 +132,33 @@ impl SpearServer {
                 next_call: AtomicU64::new(0),
                 approvals,
                 slots: Arc::new(tokio::sync::Semaphore::new(MAX_RUNNING_CALLS)),
+                metrics: OnceLock::new(),
                 held: Mutex::new(Vec::new()),
             }),
         })
+    }
+
+    /// This server counting into `metrics`: the session is counted opened now and closed when
+    /// the server's last clone is dropped, and every `tools/call` is recorded once when it ends
+    /// (with its tool, status, rule and time; a call abandoned before its result as `cancelled`,
+    /// one that ended in an MCP error as `failed`). Only the first `metrics` given is kept.
+    #[must_use]
+    pub fn with_metrics(self, metrics: Arc<Metrics>) -> Self {
+        let first = Arc::clone(&metrics);
+        if self.inner.metrics.set(metrics).is_ok() {
+            first.session_opened();
+        }
+        self
+    }
+
+    /// The tool label a call of `name` is counted under: its name when the catalog lists it,
+    /// `unknown` otherwise (a client's made-up names are not kept).
+    fn tool_label(&self, name: &str) -> String {
+        if self.inner.tools.iter().any(|t| t.name == name) {
+            name.to_owned()
+        } else {
+            "unknown".to_owned()
+        }
     }
 
     /// The process's server goes away: every call is cancelled, and its approval registry
@@ -400,6 +435,88 @@ impl ServerHandler for SpearServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let mut recorder = CallRecorder {
+            metrics: self.inner.metrics.get().cloned(),
+            tool: self.tool_label(&request.name),
+            started: Instant::now(),
+            done: false,
+        };
+        let response = self.run_call(request, context, &mut recorder).await;
+        if response.is_err() {
+            recorder.status("failed");
+        }
+        response
+    }
+}
+
+/// Records one call into the metrics once: at the first outcome given, or when dropped without
+/// one (the call's future dropped before its end: `cancelled`).
+struct CallRecorder {
+    metrics: Option<Arc<Metrics>>,
+    tool: String,
+    started: Instant,
+    done: bool,
+}
+
+impl CallRecorder {
+    fn result(&mut self, result: &ToolResult) {
+        if let Some(m) = self.metrics.as_ref().filter(|_| !self.done) {
+            m.record(&CallRecord::of_result(
+                &self.tool,
+                result,
+                self.started.elapsed(),
+            ));
+        }
+        self.done = true;
+    }
+
+    fn status(&mut self, status: &'static str) {
+        if let Some(m) = self.metrics.as_ref().filter(|_| !self.done) {
+            m.record(&CallRecord::without_result(
+                &self.tool,
+                status,
+                self.started.elapsed(),
+            ));
+        }
+        self.done = true;
+    }
+}
+
+impl Drop for CallRecorder {
+    fn drop(&mut self) {
+        self.status("cancelled");
+    }
+}
+
+impl SpearServer {
+    /// A quick call (`read_file`, `read_output`), run here, on the event loop: handing it to a
+    /// thread of its own and back costs more than the call (two thread switches, a cancel pipe
+    /// and a watcher task), and nothing it does waits. A call that panicked ends as one on its
+    /// own thread would: an error for this call, the server still serving.
+    fn run_quick(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+        continues_turn: bool,
+    ) -> Result<ToolResultEnvelope, McpError> {
+        let id = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
+        self.call_starts(id, None, continues_turn);
+        let envelope = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.inner
+                .router
+                .call_with(name, args, CallOptions::default())
+        }));
+        self.call_ends(id);
+        envelope.map_err(|_| McpError::internal_error("the call did not finish: it panicked", None))
+    }
+
+    /// One `tools/call`, its outcome given to `recorder`.
+    async fn run_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        recorder: &mut CallRecorder,
+    ) -> Result<CallToolResponse, McpError> {
         let mut request = request;
         let name = request.name.to_string();
         // Taken, not copied: a call's arguments are held once (the intake counts them once).
@@ -413,35 +530,24 @@ impl ServerHandler for SpearServer {
             })?,
             // rmcp sends no answer to a cancelled request: this error goes nowhere.
             () = context.ct.cancelled() => {
+                recorder.status("cancelled");
                 return Err(McpError::internal_error("cancelled while waiting to run", None));
             }
         };
         let asker = match self.asker(&request, &args, &context) {
             Ok(a) => a,
             Err(result) => {
+                recorder.result(&result);
                 let envelope = ToolResultEnvelope::new(&name, result);
                 return Ok(CallToolResponse::Complete(catalog::call_result(&envelope)));
             }
         };
-        let id = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
         if asker.confirmer.is_none() && self.inner.router.is_quick(&name) {
-            // A quick call (read_file, read_output) runs here, on the event loop: handing it to a
-            // thread of its own and back costs more than the call (two thread switches, a cancel
-            // pipe and a watcher task), and nothing it does waits.
-            self.call_starts(id, None, asker.continues_turn);
-            // A call that panicked ends as one on its own thread would: an error for this call,
-            // the server still serving.
-            let envelope = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.inner
-                    .router
-                    .call_with(&name, args, CallOptions::default())
-            }));
-            self.call_ends(id);
-            let envelope = envelope.map_err(|_| {
-                McpError::internal_error("the call did not finish: it panicked", None)
-            })?;
+            let envelope = self.run_quick(&name, args, asker.continues_turn)?;
+            recorder.result(&envelope.result);
             return Ok(CallToolResponse::Complete(catalog::call_result(&envelope)));
         }
+        let id = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
         let cancel = CancelToken::new().map_err(|e| {
             McpError::internal_error(format!("cannot make a cancel token: {e}"), None)
         })?;
@@ -499,6 +605,7 @@ impl ServerHandler for SpearServer {
                 args,
                 &asking::request_digest(&question),
             );
+            recorder.status("input_required");
             let mut requests = InputRequests::new();
             requests.insert(CONFIRM_KEY.to_owned(), input);
             return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
@@ -506,12 +613,15 @@ impl ServerHandler for SpearServer {
                 Some(state),
             )));
         }
+        recorder.result(&envelope.result);
         Ok(CallToolResponse::Complete(catalog::call_result(&envelope)))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::*;
 
     #[test]
@@ -534,5 +644,180 @@ mod tests {
                 "{running} running, idle since {idle_since:?}, at {now:?}"
             );
         }
+    }
+
+    /// A SAFE router over a fresh workspace holding `a.txt`, its home elsewhere.
+    fn router(ws: &std::path::Path, home: &std::path::Path) -> ToolRouter {
+        std::fs::write(ws.join("a.txt"), "hello\n").unwrap();
+        let workspace = Arc::new(
+            spear_workspace::Workspace::open(&spear_workspace::WorkspaceConfig::new(ws)).unwrap(),
+        );
+        let policy = Arc::new(spear_policy::CommandPolicy::new(
+            Arc::clone(&workspace),
+            spear_policy::PolicyConfig::new(Some(home.to_path_buf())),
+        ));
+        let runner = Arc::new(spear_runtime::CommandRunner::new(
+            workspace,
+            spear_runtime::RunnerConfig::from_host(),
+        ));
+        ToolRouter::new(
+            spear_tools::ToolRegistry::coding(),
+            policy,
+            runner,
+            spear_tools::RouterConfig::new(ExecutionMode::Safe),
+            spear_tools::RouterStores::default(),
+        )
+        .unwrap()
+    }
+
+    /// A client speaking JSON-RPC lines to a server over an in-memory pipe.
+    struct Client {
+        writer: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+        lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    }
+
+    impl Client {
+        async fn send(&mut self, message: &serde_json::Value) {
+            use tokio::io::AsyncWriteExt as _;
+            let line = format!("{message}\n");
+            self.writer.write_all(line.as_bytes()).await.unwrap();
+        }
+
+        async fn next(&mut self) -> serde_json::Value {
+            let line = tokio::time::timeout(Duration::from_secs(10), self.lines.next_line())
+                .await
+                .expect("an answer in time")
+                .unwrap()
+                .expect("a line");
+            serde_json::from_str(&line).unwrap()
+        }
+    }
+
+    /// The count of `spear_tool_calls_total{tool, status}` in `text` (0 when absent).
+    fn calls_counted(text: &str, tool: &str, status: &serde_json::Value) -> u64 {
+        let prefix = format!(
+            "spear_tool_calls_total{{tool=\"{tool}\",status=\"{}\"}} ",
+            status.as_str().unwrap_or("?")
+        );
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .map_or(0, |n| n.parse().unwrap())
+    }
+
+    /// Serves `server` over an in-memory pipe and starts a session on it: the client, and the
+    /// task that ends when the session does.
+    async fn start(server: SpearServer) -> (Client, tokio::task::JoinHandle<()>) {
+        use rmcp::ServiceExt as _;
+        use serde_json::json;
+        use tokio::io::AsyncBufReadExt as _;
+
+        let (server_end, client_end) = tokio::io::duplex(1 << 20);
+        let (server_r, server_w) = tokio::io::split(server_end);
+        let (client_r, writer) = tokio::io::split(client_end);
+        let serving = tokio::spawn(async move {
+            let transport = crate::intake::transport(server_r, server_w);
+            server
+                .serve(transport)
+                .await
+                .unwrap()
+                .waiting()
+                .await
+                .unwrap();
+        });
+        let mut client = Client {
+            writer,
+            lines: tokio::io::BufReader::new(client_r).lines(),
+        };
+        client
+            .send(
+                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}}),
+            )
+            .await;
+        client.next().await;
+        client
+            .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        (client, serving)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_call_through_the_server_is_counted_once() {
+        use serde_json::{Value, json};
+
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let metrics = Arc::new(Metrics::new());
+        let server = SpearServer::new(router(ws.path(), home.path()), Duration::from_secs(30))
+            .unwrap()
+            .with_metrics(Arc::clone(&metrics));
+        assert_eq!(
+            metrics.sessions_open(),
+            1,
+            "counted opened with its metrics"
+        );
+        let (mut client, serving) = start(server).await;
+        let mut answers: Vec<Value> = Vec::new();
+        for (id, (tool, path)) in [
+            ("read_file", "a.txt"),
+            ("read_file", "missing.txt"),
+            ("read_file", "/etc/passwd"),
+            ("made_up", "a.txt"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            client
+                .send(
+                    &json!({"jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
+                    "params": {"name": tool, "arguments": {"path": path}}}),
+                )
+                .await;
+            answers.push(client.next().await["result"]["structuredContent"].clone());
+        }
+        let text = metrics.render(metrics.sessions_open());
+        crate::metrics::tests::validate(&text);
+        assert_eq!(answers[0]["status"], "ok", "{answers:?}");
+        assert_eq!(
+            calls_counted(&text, "read_file", &answers[0]["status"]),
+            1,
+            "{text}"
+        );
+        assert_ne!(answers[1]["status"], "ok", "{answers:?}");
+        assert_ne!(answers[2]["status"], "ok", "{answers:?}");
+        let same = if answers[1]["status"] == answers[2]["status"] {
+            2
+        } else {
+            1
+        };
+        assert_eq!(
+            calls_counted(&text, "read_file", &answers[1]["status"]),
+            same,
+            "{text}"
+        );
+        // A tool the catalog does not list is counted, under `unknown`, never its own name.
+        assert!(!text.contains("made_up"), "{text}");
+        let total: u64 = text
+            .lines()
+            .filter(|l| l.starts_with("spear_tool_calls_total{"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(total, 4, "each call once: {text}");
+        assert!(
+            text.contains("spear_tool_call_duration_seconds_count{tool=\"read_file\"} 3\n"),
+            "{text}"
+        );
+        if let Some(rule) = answers[3]["rule"].as_str() {
+            let line = format!("spear_refusals_total{{rule=\"{rule}\"}} 1\n");
+            assert!(text.contains(&line), "{text}");
+        }
+        // The client goes: the session ends, and is counted closed once the server is dropped.
+        drop(client);
+        tokio::time::timeout(Duration::from_secs(10), serving)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(metrics.sessions_open(), 0);
     }
 }
