@@ -15,6 +15,9 @@
 //! - `eof`: the end of stdin, seen at once.
 //! - `stdio`: the session on stdin and stdout.
 //! - `http`: the sessions over streamable HTTP ([`Http`]), behind a [`Gatekeeper`].
+//! - `oauth`: OAuth 2.1 access tokens of the operator's authorization server
+//!   ([`OAuthVerifier`]), and the Protected Resource Metadata document naming it
+//!   ([`resource_metadata`]).
 //!
 //! The parsers of untrusted input are reachable by the fuzz targets through `fuzzing`, a module
 //! that exists only with the `fuzzing` feature.
@@ -28,6 +31,7 @@ mod eof;
 mod http;
 mod intake;
 mod lines;
+mod oauth;
 mod request_state;
 mod scan;
 mod screen;
@@ -40,6 +44,10 @@ pub use approvals::{
     client as approvals_client, is_valid_id, peer_allowed, private_dir, socket_dir,
 };
 pub use http::{Denied, Gatekeeper, HEALTH_PATH, Http, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH};
+pub use oauth::{
+    JWKS_TIMEOUT, MAX_JWKS_BYTES, MAX_TOKEN_BYTES, OAuthError, OAuthGrant, OAuthRefusal,
+    OAuthVerifier, REFETCH_EVERY, resource_metadata,
+};
 pub use request_state::StateError;
 pub use server::{ApprovalWait, SpearServer};
 pub use stdio::Stdio;
