@@ -19,6 +19,9 @@
 //!   clear by [`bind_verdict`]) and the `Host` and `Origin` a request may carry ([`web_guard`]).
 //! - `metrics`: counters and histograms of sessions and calls ([`Metrics`]), rendered in
 //!   Prometheus's text format.
+//! - `oauth`: OAuth 2.1 access tokens of the operator's authorization server
+//!   ([`OAuthVerifier`]), and the Protected Resource Metadata document naming it
+//!   ([`resource_metadata`]).
 //!
 //! The parsers of untrusted input are reachable by the fuzz targets through `fuzzing`, a module
 //! that exists only with the `fuzzing` feature.
@@ -34,6 +37,7 @@ mod intake;
 mod lines;
 mod listener;
 mod metrics;
+mod oauth;
 mod request_state;
 mod scan;
 mod screen;
@@ -54,6 +58,10 @@ pub use listener::{
     ListenAddr, ListenError, Listener, MAX_HANDSHAKES, TlsFiles, WebGuard, bind_verdict, web_guard,
 };
 pub use metrics::{CallRecord, METRICS_CONTENT_TYPE, Metrics};
+pub use oauth::{
+    JWKS_TIMEOUT, MAX_JWKS_BYTES, MAX_TOKEN_BYTES, OAuthError, OAuthGrant, OAuthRefusal,
+    OAuthVerifier, REFETCH_EVERY, resource_metadata,
+};
 pub use request_state::StateError;
 pub use server::{ApprovalWait, SpearServer};
 pub use stdio::Stdio;

@@ -45,6 +45,13 @@ use crate::target_policy::TargetRules;
 /// [web.search]                       # search_internet's backend: searxng, brave or bing
 /// backend = "searxng"
 /// url = "http://127.0.0.1:8888"
+///
+/// [serve.oauth]                      # see crate::serve: OAuth access tokens spear mcp --listen
+/// issuer = "https://auth.example.com" # accepts besides the operator's tokens
+/// audience = "https://node.example.com/mcp"
+/// jwks_file = "/etc/spear/jwks.json"
+/// [serve.oauth.scopes]
+/// "spear:read" = { mode = "safe" }
 /// ```
 // Not `Eq`: `[limits]` holds CPU and timeout values as floats.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -83,6 +90,11 @@ pub struct OperatorConfig {
     /// `[policy]`: what the operator lets through without asking.
     #[serde(default)]
     pub policy: OperatorPolicy,
+    /// `[serve]`: whom a listening spear admits besides the operator's tokens (OAuth access
+    /// tokens of the issuer it names, [`crate::serve`]). The operator's alone: the workspace's
+    /// policy file has no `[serve]`.
+    #[serde(default)]
+    pub serve: crate::serve::OperatorServe,
 }
 
 /// `[policy]` of the operator's configuration.

@@ -43,6 +43,7 @@ pub mod limits;
 mod paths;
 mod policy;
 pub mod quotas;
+pub mod serve;
 mod shell;
 mod target_policy;
 pub mod web;
