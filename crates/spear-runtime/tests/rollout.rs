@@ -101,7 +101,31 @@ fn template(at: &Path) -> PathBuf {
     write(&t.join("rename_me.txt"), &long);
     std::os::unix::fs::symlink("a.txt", t.join("link")).unwrap();
     std::os::unix::fs::symlink("../a.txt", t.join("nested/up")).unwrap();
+    write(&t.join("odd names/caf\u{e9} \"q\"\t.txt"), b"odd\n");
+    write(&t.join("moved_dir/m1"), b"m1\n");
+    write(&t.join("moved_dir/inner/m2"), &binary(4, 300));
+    write(&t.join("to_link"), b"becomes a link\n");
+    std::os::unix::fs::symlink("a.txt", t.join("link_to_file")).unwrap();
     t
+}
+
+/// Renames a directory as `mv` does: in place where the mechanism can, else (kernel overlayfs
+/// without redirects refuses a directory of the lower layer: EXDEV) by copying and removing.
+fn move_dir(from: &Path, to: &Path) {
+    match std::fs::rename(from, to) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(18) => {
+            let status = Command::new("cp")
+                .arg("-a")
+                .arg(from)
+                .arg(to)
+                .status()
+                .unwrap();
+            assert!(status.success());
+            std::fs::remove_dir_all(from).unwrap();
+        }
+        Err(e) => panic!("rename {}: {e}", from.display()),
+    }
 }
 
 /// git with no configuration of the user's or the system's.
@@ -205,6 +229,16 @@ fn a_session_changes_its_view_and_its_patch_rebuilds_it_but_never_the_template()
         &m.join("gone_dir/again"),
         b"a deleted directory made again\n",
     );
+    write(
+        &m.join("odd names/caf\u{e9} \"q\"\t.txt"),
+        b"odd, changed\n",
+    );
+    write(&m.join("odd names/new\nline"), b"a newline in a name\n");
+    move_dir(&m.join("moved_dir"), &m.join("dir_moved"));
+    std::fs::remove_file(m.join("to_link")).unwrap();
+    std::os::unix::fs::symlink("a.txt", m.join("to_link")).unwrap();
+    std::fs::remove_file(m.join("link_to_file")).unwrap();
+    write(&m.join("link_to_file"), b"was a link\n");
 
     let session = digest(&m, Modes::Git);
     assert_ne!(
@@ -226,6 +260,8 @@ fn a_session_changes_its_view_and_its_patch_rebuilds_it_but_never_the_template()
         "new mode 100755",
         "deleted file mode 100644",
         "new file mode 120000",
+        "dir_moved/inner/m2",
+        "link_to_file",
     ] {
         assert!(text.contains(expected), "no `{expected}` in:\n{text}");
     }
