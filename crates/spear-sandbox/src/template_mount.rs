@@ -16,7 +16,9 @@
 //! - As a user, or where the kernel refuses (a container without `CAP_SYS_ADMIN`):
 //!   `fuse-overlayfs` (Debian package `fuse-overlayfs`), the same layering in a FUSE daemon the
 //!   user may mount; unmounted with `fusermount3 -u` (or `fusermount -u`). FUSE mounts of a user
-//!   are `nosuid,nodev` by construction, and `-o nosuid,nodev` asks it where root mounts one.
+//!   are `nosuid,nodev` by construction, and `-o nosuid,nodev` asks it where root mounts one
+//!   (root's FUSE mount is `allow_other`, with `default_permissions`: the mount point, the upper
+//!   layer's root, is mode 0700, so no other user gets in).
 //!   It needs `/dev/fuse` readable and writable by the user (mode 0666, as Debian's udev rule
 //!   makes it).
 //! - Neither: [`CowMountError::Unavailable`], naming what was tried and what to install. Never a
