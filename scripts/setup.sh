@@ -8,12 +8,16 @@
 #   C++, such as libFuzzer for the fuzz targets; the seccomp tests compile their probes), python3,
 #   git, procps and curl (programs the sandbox tests run inside the sandbox), ripgrep (the
 #   search_files benchmark compares spear's search with rg on the same tree), openssl (the test
-#   network's web hosts make their test CA and certificates with it).
+#   network's web hosts make their test CA and certificates with it), fuse-overlayfs (a rollout
+#   workspace's copy-on-write view of its template when spear runs as a user; root uses the
+#   kernel's overlayfs).
+# - /dev/fuse readable and writable by every user (mode 0666, what Debian's udev rule makes it;
+#   a container without udev may leave it 0600), so that a user can mount fuse-overlayfs.
 # - A Rust toolchain with rustfmt and clippy (the machine's rustup).
 # - An unprivileged user, spear-test, that the security tests also run as.
 set -euo pipefail
 
-packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc g++ libc6-dev bash coreutils findutils python3 git procps curl ripgrep openssl)
+packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc g++ libc6-dev bash coreutils findutils python3 git procps curl ripgrep openssl fuse-overlayfs)
 test_user=spear-test
 
 say() { printf 'setup: %s\n' "$*"; }
@@ -55,6 +59,11 @@ for component in rustfmt clippy; do
         rustup component add "$component"
     fi
 done
+
+if [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
+    say "making /dev/fuse usable by users (mode 0666, as udev does)"
+    as_root chmod 0666 /dev/fuse
+fi
 
 if [ "$(id -u)" -eq 0 ] && ! id "$test_user" >/dev/null 2>&1; then
     say "creating the unprivileged test user $test_user"

@@ -16,6 +16,10 @@
 //! - Operator tokens ([`TokenStore`]) are kept as SHA-256 hashes in spear's state directory
 //!   (owner-only, changed atomically under a lock, never in a sandbox's view); a token is checked
 //!   against the file as it is at each request, so a revocation holds from the next one.
+//! - A session on an operator's template gets its own writable copy-on-write view of it
+//!   ([`RolloutWorkspace`]), ready at once; the template is only ever read. Its changes come back
+//!   as a binary git patch, and its view is unmounted (checked) and removed when it closes, or by
+//!   the next sweep when its process died.
 //!
 //! Its face is the list below: the modules are private, and what the crates above use is
 //! exported here by name.
@@ -32,6 +36,7 @@ mod owned_dir;
 mod prepared;
 mod refusals;
 mod result_store;
+mod rollout;
 mod runner;
 mod scratch;
 mod staging;
@@ -61,6 +66,9 @@ pub use refusals::{REFUSAL_REPEATS_VAR, RefusalTracker, Repeat, repeats_from_env
 pub use result_store::{
     ResultStore, SESSION_IDLE, StoreError, default_base as results_base, sweep_idle_sessions,
     usage_of as results_usage,
+};
+pub use rollout::{
+    KEPT_PREFIX as ROLLOUT_KEPT_PREFIX, RolloutError, RolloutWorkspace, sweep as sweep_rollouts,
 };
 pub use runner::{
     CommandRequest, CommandRunner, HostOffer, RunReport, RunnerConfig, ScratchMode, sandbox_view,

@@ -36,6 +36,11 @@
 //!   computed from the ruleset the kernel took, and never include `process_boundary` or
 //!   `read_boundary`. `auto` never takes it unless it gives every guarantee required.
 //!
+//! - A template directory can be given to a session as a copy-on-write view mounted on the host
+//!   ([`CowMount`]: kernel overlayfs as root, `fuse-overlayfs` as a user, an error naming what to
+//!   install where neither works); the template is only ever its read-only lower layer, and an
+//!   unmount is checked in the mount table.
+//!
 //! This crate imports no spear crate but `spear-core`: it knows nothing of modes or policy.
 
 mod argv;
@@ -61,6 +66,7 @@ mod secret_scan;
 mod spawn;
 mod spec;
 mod stage;
+mod template_mount;
 mod userns;
 mod warm;
 
@@ -101,3 +107,7 @@ pub use spec::{
     SystemDir, TmpfsSizes,
 };
 pub use stage::{StageFailure, StagePlan, StageStep, opaque_xattr};
+pub use template_mount::{
+    CowBackend, CowMount, CowMountError, SYSTEM_BIN_DIRS, attempts as cow_attempts, is_mount_point,
+    unmount_stale,
+};

@@ -286,7 +286,7 @@ fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), rustix::io::Err
 }
 
 /// A path as overlayfs's options take it: `\\`, `,` and `:` escaped with a backslash.
-fn escape(path: &std::path::Path) -> io::Result<String> {
+pub(crate) fn escape(path: &std::path::Path) -> io::Result<String> {
     let mut out = String::new();
     for c in path_str(path)?.chars() {
         if matches!(c, '\\' | ',' | ':') {
@@ -297,7 +297,7 @@ fn escape(path: &std::path::Path) -> io::Result<String> {
     Ok(out)
 }
 
-fn path_str(path: &std::path::Path) -> io::Result<&str> {
+pub(crate) fn path_str(path: &std::path::Path) -> io::Result<&str> {
     path.to_str()
         .ok_or_else(|| io::Error::other("a staged path is not valid UTF-8"))
 }
