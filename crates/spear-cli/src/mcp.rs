@@ -37,12 +37,34 @@ pub struct Args {
     /// `spear exec --gpu` does; without a GPU on the host, the server refuses to start.
     #[arg(long, value_name = "all|INDICES")]
     gpu: Option<String>,
-    /// Serve over MCP's streamable HTTP transport on this loopback address (`127.0.0.1:8787`;
-    /// port 0 picks one, printed at start) instead of stdio: each MCP session is a spear session
-    /// of its own, and every request needs `Authorization: Bearer TOKEN` with a token from
-    /// `spear token add`.
+    /// Serve over MCP's streamable HTTP transport instead of stdio, on `IP:PORT`
+    /// (`127.0.0.1:8787`; port 0 picks one, printed at start) or `unix:/PATH`: each session is a
+    /// spear session of its own, and every request needs `Authorization: Bearer TOKEN` (`spear
+    /// token add`, or an OAuth access token of `[serve.oauth]`). Anything but loopback or a unix
+    /// socket needs --tls-cert and --tls-key, or --insecure-http.
     #[arg(long, value_name = "ADDR")]
-    pub(crate) listen: Option<std::net::SocketAddr>,
+    pub(crate) listen: Option<spear_mcp::ListenAddr>,
+    /// With --listen: serve TLS with this certificate chain (PEM, leaf first).
+    #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_key"])]
+    pub(crate) tls_cert: Option<std::path::PathBuf>,
+    /// With --listen: the certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_cert"])]
+    pub(crate) tls_key: Option<std::path::PathBuf>,
+    /// With --listen: serve without TLS on an address that is not loopback. Tokens cross the
+    /// network in clear: only on a network you trust.
+    #[arg(long, requires = "listen")]
+    pub(crate) insecure_http: bool,
+    /// With --listen: a name clients reach the server by (repeatable), allowed in `Host`.
+    #[arg(long = "public-host", value_name = "NAME[:PORT]", requires = "listen")]
+    pub(crate) public_hosts: Vec<String>,
+    /// With --listen: a browser origin allowed to post to the server (repeatable; none by
+    /// default: a request carrying another `Origin` is refused).
+    #[arg(long = "allow-origin", value_name = "URL", requires = "listen")]
+    pub(crate) allow_origins: Vec<String>,
+    /// With --listen: keep a template session's copy when it ends (its path is logged), instead
+    /// of removing it.
+    #[arg(long, requires = "listen")]
+    pub(crate) keep_rollouts: bool,
     /// With --listen: the most sessions open at once, over every client; one more is answered
     /// 429 (HTTP) until one ends.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000), requires = "listen")]
@@ -60,7 +82,7 @@ pub struct Args {
 /// Serves until the client closes stdin or a signal arrives. stdout carries only protocol
 /// messages; this and every log line go to stderr.
 pub fn run(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<i32, String> {
-    if let Some(addr) = args.listen {
+    if let Some(addr) = &args.listen {
         return crate::node::listen(args, host, addr);
     }
     // Signals first: opening the session takes a while (the toolchain trees are scanned and

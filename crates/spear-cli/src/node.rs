@@ -19,12 +19,33 @@ use crate::mode_args::ModeArgs;
 pub fn listen(
     args: &Args,
     host: &spear_runtime::HostSnapshot,
-    addr: std::net::SocketAddr,
+    addr: &spear_mcp::ListenAddr,
 ) -> Result<i32, String> {
-    let http = spear_mcp::Http::bind(addr).map_err(|e| e.to_string())?;
-    let local = http.local_addr().map_err(|e| e.to_string())?;
+    let http = spear_mcp::Http::bind(&spear_mcp::HttpConfig {
+        addr: addr.clone(),
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(spear_mcp::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        },
+        insecure_http: args.insecure_http,
+        public_hosts: args.public_hosts.clone(),
+        allow_origins: args.allow_origins.clone(),
+    })
+    .map_err(|e| e.to_string())?;
+    let url = http.url().to_owned();
     let state = crate::state_home::state_dir(host)?;
     let tokens = spear_runtime::TokenStore::at(&state);
+    let (operator, config_name) = crate::gc::operator(host, args.workspace.config.as_deref())?;
+    let oauth = operator
+        .serve
+        .oauth
+        .as_ref()
+        .map(spear_mcp::OAuthVerifier::new)
+        .transpose()
+        .map_err(|e| format!("{config_name}: [serve.oauth]: {e}"))?;
     let (first, root) = crate::mcp::open_narrowed(args, host, &args.workspace, &args.mode, None)?;
     drop(first);
     // What every session is narrowed within: the server's own workspace, mode and network.
@@ -34,6 +55,18 @@ pub fn listen(
         no_network: args.mode.no_network,
         templates: canonical_templates(&args.templates)?,
     };
+    // Template sessions' copies live beside spear's state directory, never in it (no sandbox
+    // sees that one); what a crashed server left there is swept now.
+    let rollouts = state.parent().map_or_else(
+        || state.join("rollouts"),
+        |base| base.join("spear-rollouts"),
+    );
+    if !served.templates.is_empty() {
+        let swept = spear_runtime::sweep_rollouts(&rollouts);
+        if swept > 0 {
+            eprintln!("spear mcp: removed {swept} template copy(ies) a stopped server left");
+        }
+    }
     eprintln!(
         "{}",
         crate::mcp::banner(
@@ -45,8 +78,11 @@ pub fn listen(
         )
     );
     let count = tokens.list().map_or(0, |t| t.len());
+    let issuer = oauth
+        .as_ref()
+        .map_or_else(String::new, |v| format!("; OAuth tokens of {}", v.issuer()));
     eprintln!(
-        "spear mcp: listening on http://{local}{} ({count} token(s); add one with `spear token add NAME`); sessions named in their URL: POST http://{local}{}",
+        "spear mcp: listening on {url}{} ({count} token(s); add one with `spear token add NAME`{issuer}); sessions named in their URL: POST {url}{}",
         spear_mcp::MCP_PATH,
         spear_mcp::SESSIONS_PATH,
     );
@@ -66,9 +102,10 @@ pub fn listen(
         host: host.clone(),
         served,
         approvals,
+        rollouts,
     })));
     let served = http
-        .run(opener, Arc::new(TokenGate { tokens }), limits)
+        .run(opener, Arc::new(NodeGate { tokens, oauth }), limits)
         .map_err(|e| e.to_string());
     // The socket goes with the server.
     drop(channel);
@@ -92,14 +129,16 @@ fn canonical_templates(templates: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         .collect()
 }
 
-/// The operator's tokens as the server's door: a request is admitted with a token the store
-/// holds, unexpired (read at each request, and again every second for each token with sessions,
-/// so a revocation ends them), and what it names becomes what its sessions may have.
-struct TokenGate {
+/// The node's door: the operator's tokens (`spear_...`, read at each request, and again every
+/// second for each token with sessions, so a revocation ends them), and OAuth access tokens of
+/// the authorization server of `[serve.oauth]`, if any (checked likewise, so an expiry ends
+/// their sessions). What a credential names becomes what its sessions may have.
+struct NodeGate {
     tokens: spear_runtime::TokenStore,
+    oauth: Option<spear_mcp::OAuthVerifier>,
 }
 
-impl spear_mcp::Gatekeeper for TokenGate {
+impl spear_mcp::Gatekeeper for NodeGate {
     fn admit(&self, bearer: Option<&str>) -> Result<Admission, spear_mcp::Denied> {
         use spear_mcp::Denied;
         let Some(presented) = bearer else {
@@ -109,6 +148,23 @@ impl spear_mcp::Gatekeeper for TokenGate {
                     .to_owned(),
             ));
         };
+        if let Some(oauth) = self
+            .oauth
+            .as_ref()
+            .filter(|_| !presented.starts_with(spear_runtime::TOKEN_PREFIX))
+        {
+            let grant = oauth.verify(presented, std::time::SystemTime::now())?;
+            return Ok(Admission {
+                principal: format!("oauth:{}", grant.subject),
+                grant: Grant {
+                    workspaces: grant.workspaces,
+                    templates: grant.templates,
+                    mode: grant.mode,
+                    no_network: grant.no_network,
+                    sessions: grant.sessions,
+                },
+            });
+        }
         let info = self
             .tokens
             .verify(presented, std::time::SystemTime::now())
@@ -128,6 +184,17 @@ impl spear_mcp::Gatekeeper for TokenGate {
                 sessions: info.sessions,
             },
         })
+    }
+
+    fn metadata(&self, resource: &str) -> serde_json::Value {
+        match &self.oauth {
+            Some(oauth) => spear_mcp::resource_metadata(
+                resource,
+                Some(oauth.issuer()),
+                &oauth.scopes_supported(),
+            ),
+            None => spear_mcp::resource_metadata(resource, None, &[]),
+        }
     }
 }
 
@@ -269,6 +336,8 @@ struct OpenerState {
     /// The node's `spear approve` registry, which every session's asking call waits on when its
     /// client cannot ask.
     approvals: Option<spear_mcp::ApprovalWait>,
+    /// Where template sessions' copies are made.
+    rollouts: PathBuf,
 }
 
 impl spear_mcp::Opener for NodeOpener {
@@ -297,14 +366,19 @@ impl OpenerState {
             single_root: true,
             ..args.workspace.clone()
         };
+        let mut rollout = None;
         let workspace = match &plan.place {
             Place::Served => args.workspace.clone(),
             Place::Within(dir) => alone(dir),
             Place::Template(t) => {
-                return Err(format!(
-                    "the template {} cannot be served: template sessions are not built yet",
-                    t.display()
-                ));
+                let copy = spear_runtime::RolloutWorkspace::open(t, &self.rollouts)
+                    .map_err(|e| format!("a copy of the template {}: {e}", t.display()))?;
+                let workspace = alone(copy.root());
+                rollout = Some(Arc::new(Rollout {
+                    copy: std::sync::Mutex::new(Some(copy)),
+                    keep: args.keep_rollouts,
+                }));
+                workspace
             }
         };
         let (router, root) =
@@ -322,11 +396,56 @@ impl OpenerState {
         if let Ok(dir) = crate::state_home::results_dir(&self.host, server.session()) {
             server.hold(Box::new(RemovedAtEnd(dir)));
         }
+        // A template's copy goes (or is kept) once the session and whoever asked for its patch
+        // are done with it: after the router, whose jobs may still write in it.
+        let changes = rollout.map(|r| {
+            server.hold(Box::new(Arc::clone(&r)));
+            r as Arc<dyn spear_mcp::Changes>
+        });
         Ok(spear_mcp::Opened {
             server,
             workspace: root,
-            changes: None,
+            changes,
         })
+    }
+}
+
+/// A template session's copy: its patch while the session lives, and closed (removed, or kept
+/// with `--keep-rollouts`) when the last holder lets it go.
+struct Rollout {
+    copy: std::sync::Mutex<Option<spear_runtime::RolloutWorkspace>>,
+    keep: bool,
+}
+
+impl spear_mcp::Changes for Rollout {
+    fn patch(&self) -> Result<Vec<u8>, String> {
+        let copy = self
+            .copy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match copy.as_ref() {
+            Some(copy) => copy.patch().map_err(|e| e.to_string()),
+            None => Err("the session's copy is gone".to_owned()),
+        }
+    }
+}
+
+impl Drop for Rollout {
+    fn drop(&mut self) {
+        let copy = self
+            .copy
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(copy) = copy {
+            match copy.close(self.keep) {
+                Ok(Some(kept)) => {
+                    tracing::info!("a template session's copy is kept at {}", kept.display());
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!("a template session's copy: {e}"),
+            }
+        }
     }
 }
 

@@ -751,3 +751,147 @@ fn spear_approve_answers_a_listening_servers_sessions() {
     assert_eq!(out["results"][0]["status"], "ok", "{out}");
     assert!(d.ws.join("approved.txt").exists());
 }
+
+/// Every file, directory and link under `root` (but `.git`), with its executable bit, its content
+/// or its target: two trees with the same digest are the same tree as a patch carries it.
+fn tree_digest(root: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            if rel == ".git" {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let what = if meta.file_type().is_symlink() {
+                format!("link {}", std::fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                continue;
+            } else {
+                let exec = meta.permissions().mode() & 0o111 != 0;
+                let content = std::fs::read(&path).unwrap();
+                format!("file exec={exec} {}", String::from_utf8_lossy(&content))
+            };
+            out.insert(rel, what);
+        }
+    }
+    out
+}
+
+/// A token for a template gets sessions that each work in a copy of their own: the session
+/// writes, deletes and renames files; the template is unchanged; the patch it returns applies to
+/// a fresh copy of the template and gives the session's tree; a second session does not see the
+/// first's changes; when the session ends, its copy goes and no mount is left. A token without
+/// the template is refused it (403).
+#[test]
+fn a_template_session_works_in_a_copy_of_its_own_and_returns_its_patch() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let template = d.base.join("repo");
+    for (name, content) in [
+        ("src/lib.rs", "pub fn f() -> u32 { 1 }\n"),
+        ("src/old.rs", "// to be renamed\n"),
+        ("docs/gone.md", "to be deleted\n"),
+        ("run.sh", "#!/bin/sh\necho run\n"),
+    ] {
+        let path = template.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    let before = tree_digest(&template);
+    let rollout = add_token_with(&d, "rollout", &["--template", template.to_str().unwrap()]);
+    let plain = add_token(&d, "plain");
+    let server = Listening::start(&d, &["--auto", "--template", template.to_str().unwrap()]);
+
+    let (status, made) = server.make_session(&plain, "{\"template\": \"repo\"}");
+    assert_eq!(status, 403, "{made}");
+    let (status, made) = server.make_session(&rollout, "{\"template\": \"repo\"}");
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["template"], true, "{made}");
+    let copy = std::path::PathBuf::from(made["workspace"].as_str().unwrap());
+    assert_ne!(copy, template);
+    let out = client(
+        &d,
+        &json!({"url": made["url"], "token": rollout, "generation": "modern", "calls": [
+            {"tool": "write_file", "args": {"path": "src/new.rs", "content": "// new\n"}},
+            terminal("rm docs/gone.md && mv src/old.rs src/renamed.rs && printf 'x\\n' >> src/lib.rs && chmod -x run.sh"),
+            terminal("ls src"),
+        ]}),
+    );
+    for r in out["results"].as_array().unwrap() {
+        assert_eq!(r["status"], "ok", "{out}");
+    }
+    assert_eq!(
+        out["results"][2]["stdout"], "lib.rs\nnew.rs\nrenamed.rs\n",
+        "{out}"
+    );
+    let after = tree_digest(&copy);
+    assert_ne!(after, before, "the session changed nothing");
+    assert_eq!(tree_digest(&template), before, "the template changed");
+
+    // A second session on the template sees the template, not the first session's changes.
+    let (status, second) = server.make_session(&rollout, "{\"template\": \"repo\"}");
+    assert_eq!(status, 201, "{second}");
+    let second_copy = std::path::PathBuf::from(second["workspace"].as_str().unwrap());
+    assert_eq!(tree_digest(&second_copy), before);
+
+    // The patch, applied to a fresh copy of the template, gives the session's tree.
+    let id = made["session"].as_str().unwrap();
+    let auth = format!("Bearer {rollout}");
+    let (status, response) = server.raw(
+        "GET",
+        &format!("/mcp/sessions/{id}/patch"),
+        &[("Authorization", &auth)],
+        "",
+    );
+    assert_eq!(status, 200, "{response}");
+    let patch = response.split("\r\n\r\n").nth(1).unwrap().to_owned();
+    assert!(patch.contains("diff --git"), "{patch}");
+    let fresh = d.base.join("fresh");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&template)
+        .arg(&fresh)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let mut apply = Command::new("git")
+        .args(["apply", "--whitespace=nowarn", "-"])
+        .current_dir(&fresh)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    apply
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(patch.as_bytes())
+        .unwrap();
+    assert!(
+        apply.wait().unwrap().success(),
+        "git apply refused: {patch}"
+    );
+    assert_eq!(tree_digest(&fresh), after);
+
+    // The session ends: its copy goes, and no mount of it is left.
+    let (status, response) =
+        server.with_token("DELETE", &format!("/mcp/sessions/{id}"), &rollout, &[]);
+    assert_eq!(status, 200, "{response}");
+    assert!(
+        spear_testkit::wait::wait_for(Duration::from_secs(10), || !copy.exists()),
+        "the ended session's copy is left: {}",
+        copy.display()
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(copy.to_str().unwrap()),
+        "a mount of the copy is left"
+    );
+    drop(server);
+    assert!(!second_copy.exists(), "SIGTERM left a copy");
+    assert_eq!(tree_digest(&template), before, "the template changed");
+}

@@ -50,8 +50,9 @@ pub use approvals::{
     client as approvals_client, is_valid_id, peer_allowed, private_dir, socket_dir,
 };
 pub use http::{
-    Admission, Changes, Denied, Gatekeeper, Grant, HEALTH_PATH, Http, MAX_BODY_BYTES, MCP_PATH,
-    METADATA_PATH, NodeLimits, Opened, Opener, SESSIONS_PATH, SessionAsk, SessionFactory,
+    Admission, Changes, Denied, Gatekeeper, Grant, HEALTH_PATH, Http, HttpConfig, MAX_BODY_BYTES,
+    MCP_PATH, METADATA_PATH, METRICS_PATH, NodeLimits, Opened, Opener, SESSIONS_PATH, SessionAsk,
+    SessionFactory,
 };
 pub use listener::{
     Accepted, BindVerdict, Connection, HANDSHAKE_TIMEOUT, INSECURE_WARNING, LOOPBACK_HOSTS,

@@ -1,13 +1,15 @@
 """Drives `spear mcp --listen` with the Python MCP SDK's streamable HTTP client.
 
 Reads a JSON config on stdin: {"url": URL, "token": TOKEN, "generation": "legacy" | "modern",
-"calls": [{"tool": NAME, "args": {...}}, ...]} and prints one JSON object: the protocol version
+"calls": [{"tool": NAME, "args": {...}}, ...], "cafile": PEM (optional: trust this certificate
+for https)} and prints one JSON object: the protocol version
 negotiated and each call's structured result (or the protocol error). "legacy" negotiates
 2025-11-25 through initialize (one MCP session, one spear session); "modern" lets the SDK choose
 (2026-07-28, stateless).
 """
 
 import json
+import ssl
 import sys
 
 import anyio
@@ -22,7 +24,8 @@ MODE = {"legacy": "legacy", "modern": "auto"}
 async def main(config: dict) -> dict:
     headers = {"Authorization": f"Bearer {config['token']}"}
     out: dict = {"results": []}
-    async with httpx2.AsyncClient(headers=headers, timeout=60.0) as http:
+    verify = ssl.create_default_context(cafile=config["cafile"]) if "cafile" in config else True
+    async with httpx2.AsyncClient(headers=headers, timeout=60.0, verify=verify) as http:
         transport = streamable_http_client(config["url"], http_client=http)
         async with Client(transport, mode=MODE[config["generation"]]) as client:
             out["protocol"] = client.session.protocol_version

@@ -21,10 +21,11 @@
 //!   its sessions ended within a second or two; on SIGTERM every session ends, and with it its
 //!   jobs and what it made.
 //! - `/healthz` answers `{"status":"ok"}` without credentials and says nothing else.
-//! - **Where.** Only a loopback address is accepted (no TLS yet), and rmcp checks `Host` against
-//!   the loopback names (attack stopped: DNS rebinding, a web page's script reaching the port
-//!   through a name that resolves to 127.0.0.1). Request bodies are capped
-//!   ([`MAX_BODY_BYTES`]).
+//! - **Where** ([`crate::listener`]): TCP or a unix socket; anywhere but loopback or a unix
+//!   socket only with TLS or `--insecure-http`; `Host` and `Origin` checked against allow-lists
+//!   (DNS rebinding, a web page posting to the port). Request bodies are capped
+//!   ([`MAX_BODY_BYTES`]), headers must come within seconds, connections are capped.
+//! - `GET /metrics` (admitted like `/mcp`): Prometheus's text format ([`crate::Metrics`]).
 
 mod node;
 
@@ -33,7 +34,6 @@ pub use node::{ask_of_json, ask_of_query};
 mod respond;
 mod tickets;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +41,7 @@ use std::time::Duration;
 use spear_core::ExecutionMode;
 
 use crate::ServeError;
+use crate::listener::{ListenAddr, Listener, TlsFiles, WebGuard};
 use crate::server::SpearServer;
 
 /// The largest request body spear reads (4 MiB): a tool call's arguments, a file written whole.
@@ -59,12 +60,22 @@ pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// The path that answers whether the server is up, without credentials, and says nothing else.
 pub const HEALTH_PATH: &str = "/healthz";
 
+/// The path of the Prometheus metrics, admitted like the MCP endpoint.
+pub const METRICS_PATH: &str = "/metrics";
+
 /// Who may use the server: the verdict on a request's bearer token.
 pub trait Gatekeeper: Send + Sync + 'static {
     /// Who `bearer` is and what it grants, or why it is not admitted. `None`: the request
     /// carried no bearer token. Asked at every request, and again every second or so for each
     /// credential with sessions open, so that a revocation or an expiry ends them.
     fn admit(&self, bearer: Option<&str>) -> Result<Admission, Denied>;
+
+    /// The Protected Resource Metadata document (RFC 9728) of the MCP endpoint `resource`: the
+    /// authorization servers whose tokens this gate admits, and their scopes. By default none
+    /// (the operator's own tokens only).
+    fn metadata(&self, resource: &str) -> serde_json::Value {
+        crate::oauth::resource_metadata(resource, None, &[])
+    }
 }
 
 /// An admitted credential: who it is and what its sessions may have.
@@ -152,36 +163,57 @@ pub struct NodeLimits {
     pub session_idle: Duration,
 }
 
+/// Where and how the server listens (`--listen`, `--tls-cert`/`--tls-key`, `--insecure-http`,
+/// `--public-host`, `--allow-origin`).
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The address: TCP or a unix socket.
+    pub addr: ListenAddr,
+    /// The certificate and key, for TLS.
+    pub tls: Option<TlsFiles>,
+    /// The operator accepts tokens in clear on a network.
+    pub insecure_http: bool,
+    /// The names clients reach the server by, besides loopback's and the address bound.
+    pub public_hosts: Vec<String>,
+    /// The browser origins allowed to post to it.
+    pub allow_origins: Vec<String>,
+}
+
 /// A bound listener, the runtime it is served on and the signals that stop it.
 pub struct Http {
     runtime: tokio::runtime::Runtime,
-    listener: std::net::TcpListener,
+    listener: Listener,
+    guard: WebGuard,
+    base: String,
 }
 
 impl Http {
-    /// Binds `addr`, which must be a loopback address (`127.0.0.1:PORT`, `[::1]:PORT`; port 0
-    /// picks a free one), and builds the runtime. Anything else is refused: without TLS the
-    /// tokens would cross the network in clear.
-    pub fn bind(addr: SocketAddr) -> Result<Http, ServeError> {
-        if !addr.ip().is_loopback() {
-            return Err(ServeError::Setup(std::io::Error::other(format!(
-                "{addr} is not a loopback address: spear mcp --listen serves without TLS, so only \
-                 on 127.0.0.1 or ::1 (reach it from elsewhere through an SSH tunnel or a proxy \
-                 that terminates TLS)"
-            ))));
-        }
-        let listener = std::net::TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
+    /// Binds as `config` says ([`Listener::bind`]: anything but loopback or a unix socket only
+    /// with TLS or `--insecure-http`) and builds the runtime.
+    pub fn bind(config: &HttpConfig) -> Result<Http, ServeError> {
+        let setup = |e: crate::listener::ListenError| ServeError::Setup(std::io::Error::other(e));
+        let listener = Listener::bind(&config.addr, config.tls.as_ref(), config.insecure_http)
+            .map_err(setup)?;
+        let guard =
+            crate::listener::web_guard(&config.addr, &config.public_hosts, &config.allow_origins)
+                .map_err(setup)?;
+        let base = public_base(&listener, &config.public_hosts);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()?;
-        Ok(Http { runtime, listener })
+        Ok(Http {
+            runtime,
+            listener,
+            guard,
+            base,
+        })
     }
 
-    /// The address it listens on (the port picked, with port 0).
-    pub fn local_addr(&self) -> Result<SocketAddr, ServeError> {
-        Ok(self.listener.local_addr()?)
+    /// The server's base URL, without a path (`http://127.0.0.1:PORT`, the port picked with
+    /// port 0; `https://NAME:PORT` for a server bound to every address with a public name).
+    pub fn url(&self) -> &str {
+        &self.base
     }
 
     /// Serves until SIGTERM, SIGINT or SIGHUP: every request passes `gate` first, each session
@@ -193,7 +225,39 @@ impl Http {
         gate: Arc<dyn Gatekeeper>,
         limits: NodeLimits,
     ) -> Result<(), ServeError> {
-        let Http { runtime, listener } = self;
-        runtime.block_on(node::serve(listener, opener, gate, limits))
+        let Http {
+            runtime,
+            listener,
+            guard,
+            base,
+        } = self;
+        runtime.block_on(node::serve(
+            node::Site {
+                listener,
+                guard,
+                base,
+            },
+            opener,
+            gate,
+            limits,
+        ))
+    }
+}
+
+/// The base URL clients reach `listener` by: its own, unless it is bound to every address
+/// (`0.0.0.0`, `::`), which no client can reach, and a public name is given: then the first one
+/// (with the port bound, unless the name carries its own).
+fn public_base(listener: &Listener, public_hosts: &[String]) -> String {
+    let local = listener.local_url();
+    match (listener.local_addr(), public_hosts.first()) {
+        (Some(addr), Some(host)) if addr.ip().is_unspecified() => {
+            let scheme = if listener.is_tls() { "https" } else { "http" };
+            if host.contains(':') {
+                format!("{scheme}://{host}")
+            } else {
+                format!("{scheme}://{host}:{}", addr.port())
+            }
+        }
+        _ => local.to_owned(),
     }
 }

@@ -16,7 +16,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -33,9 +32,11 @@ use super::respond::{self, Body};
 use super::tickets::{Counter, Full, Ticket};
 use super::{
     Admission, Changes, Denied, Gatekeeper, HEALTH_PATH, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH,
-    NodeLimits, Opener, SESSIONS_PATH, SessionAsk, SessionFactory,
+    METRICS_PATH, NodeLimits, Opened, Opener, SESSIONS_PATH, SessionAsk, SessionFactory,
 };
 use crate::ServeError;
+use crate::listener::{Listener, WebGuard};
+use crate::metrics::{METRICS_CONTENT_TYPE, Metrics};
 use crate::server::SpearServer;
 
 type Service = StreamableHttpService<SpearServer, LocalSessionManager>;
@@ -65,9 +66,17 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The header that names an MCP session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// Serves `listener` until a signal, then ends every session.
+/// Where the node serves: the bound listener, the `Host` and `Origin` allow-lists rmcp checks,
+/// and the base URL clients reach it by.
+pub(super) struct Site {
+    pub(super) listener: Listener,
+    pub(super) guard: WebGuard,
+    pub(super) base: String,
+}
+
+/// Serves `site` until a signal, then ends every session.
 pub(super) async fn serve(
-    listener: std::net::TcpListener,
+    site: Site,
     opener: Arc<dyn Opener>,
     gate: Arc<dyn Gatekeeper>,
     limits: NodeLimits,
@@ -76,13 +85,18 @@ pub(super) async fn serve(
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
-    let listener = tokio::net::TcpListener::from_std(listener)?;
-    let local = listener.local_addr()?;
+    let Site {
+        mut listener,
+        guard,
+        base,
+    } = site;
     let node = Arc::new(Node {
         opener,
         gate,
         limits,
-        local,
+        guard,
+        base,
+        metrics: Arc::new(Metrics::new()),
         stop: CancellationToken::new(),
         open: Counter::new(Some(limits.max_sessions)),
         credentials: Mutex::new(HashMap::new()),
@@ -108,15 +122,19 @@ pub(super) async fn serve(
     });
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => accepted?,
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted
+                .map_err(|e| ServeError::Setup(std::io::Error::other(e)))?,
             _ = term.recv() => break,
             _ = int.recv() => break,
             _ = hup.recv() => break,
         };
         let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
-            tracing::warn!("{MAX_CONNECTIONS} connections are open: {peer}'s is closed");
-            drop(stream);
+            tracing::warn!(
+                "{MAX_CONNECTIONS} connections are open: {}'s is closed",
+                accepted.peer
+            );
+            drop(accepted);
             continue;
         };
         let node = Arc::clone(&node);
@@ -126,7 +144,7 @@ pub(super) async fn serve(
                 let node = Arc::clone(&node);
                 async move { Ok::<_, Infallible>(node.answer(request).await) }
             });
-            let io = hyper_util::rt::TokioIo::new(stream);
+            let io = hyper_util::rt::TokioIo::new(accepted.stream);
             if let Err(e) = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
@@ -139,6 +157,8 @@ pub(super) async fn serve(
     }
     tracing::info!("stopping: every session ends");
     sweeper.abort();
+    // The socket goes first: a unix socket's path is removed.
+    drop(listener);
     let closing = Arc::clone(&node);
     // Each router's end kills its jobs and reports them: blocking work.
     if tokio::task::spawn_blocking(move || closing.close_all())
@@ -155,7 +175,12 @@ struct Node {
     opener: Arc<dyn Opener>,
     gate: Arc<dyn Gatekeeper>,
     limits: NodeLimits,
-    local: SocketAddr,
+    /// The `Host` and `Origin` allow-lists every service checks.
+    guard: WebGuard,
+    /// The base URL clients reach the node by.
+    base: String,
+    /// Where every session's calls are counted (`GET /metrics`).
+    metrics: Arc<Metrics>,
     /// Cancelled on the signal: every service's token is a child of it.
     stop: CancellationToken,
     /// The node's count of sessions.
@@ -206,8 +231,19 @@ impl Node {
     async fn answer(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
         let path = request.uri().path().to_owned();
         match path.as_str() {
-            METADATA_PATH => respond::json(StatusCode::OK, &respond::metadata(self.local)),
+            METADATA_PATH => respond::json(
+                StatusCode::OK,
+                &self.gate.metadata(&format!("{}{MCP_PATH}", self.base)),
+            ),
             HEALTH_PATH => respond::json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
+            METRICS_PATH => match self.admit(&request) {
+                Ok(_) => respond::text(
+                    StatusCode::OK,
+                    METRICS_CONTENT_TYPE,
+                    self.metrics.render(self.metrics.sessions_open()),
+                ),
+                Err(refused) => refused,
+            },
             MCP_PATH => self.mcp(request).await.unwrap_or_else(|r| r),
             SESSIONS_PATH => self.make_named(request).await.unwrap_or_else(|r| r),
             _ => match path
@@ -277,6 +313,10 @@ impl Node {
                 )
             })?;
         opened.server.hold(Box::new(ticket));
+        let opened = Opened {
+            server: opened.server.with_metrics(Arc::clone(&self.metrics)),
+            ..opened
+        };
         let id = opened.server.session().to_owned();
         let cancel = credential.cancel.child_token();
         let server = opened.server.clone();
@@ -298,7 +338,7 @@ impl Node {
             StatusCode::CREATED,
             &serde_json::json!({
                 "session": id,
-                "url": format!("http://{}{SESSIONS_PATH}/{id}", self.local),
+                "url": format!("{}{SESSIONS_PATH}/{id}", self.base),
                 "workspace": opened.workspace,
                 "template": template,
             }),
@@ -373,7 +413,7 @@ impl Node {
         let bearer = respond::bearer(request.headers());
         let admission = match self.gate.admit(bearer) {
             Ok(admission) => admission,
-            Err(Denied::Unauthorized(why)) => return Err(respond::unauthorized(&why, self.local)),
+            Err(Denied::Unauthorized(why)) => return Err(respond::unauthorized(&why, &self.base)),
             Err(Denied::Unavailable(why)) => {
                 tracing::error!("no request can be admitted: {why}");
                 return Err(respond::error(
@@ -472,9 +512,11 @@ impl Node {
         make: impl Fn() -> Result<SpearServer, std::io::Error> + Send + Sync + 'static,
         cancel: CancellationToken,
     ) -> Service {
-        let config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(cancel)
-            .with_max_request_body_bytes(MAX_BODY_BYTES);
+        let config = self.guard.apply(
+            StreamableHttpServerConfig::default()
+                .with_cancellation_token(cancel)
+                .with_max_request_body_bytes(MAX_BODY_BYTES),
+        );
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(self.limits.session_idle);
         StreamableHttpService::new(make, Arc::new(sessions), config)

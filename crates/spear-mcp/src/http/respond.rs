@@ -2,14 +2,13 @@
 //! metadata document, and reading the bearer token.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt as _, Full};
 use hyper::{Response, StatusCode};
 
-use super::{MCP_PATH, METADATA_PATH};
+use super::METADATA_PATH;
 
 /// A response body as hyper serves it.
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -24,25 +23,15 @@ pub(crate) fn bearer(headers: &hyper::HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// The Protected Resource Metadata document (RFC 9728) of the server at `local`.
-pub(crate) fn metadata(local: SocketAddr) -> serde_json::Value {
-    serde_json::json!({
-        "resource": format!("http://{local}{MCP_PATH}"),
-        "bearer_methods_supported": ["header"],
-        "authorization_servers": [],
-        "resource_documentation": "spear token add NAME prints a token for this server",
-    })
-}
-
-/// `401` with the challenge MCP's authorization section asks for.
-pub(crate) fn unauthorized(why: &str, local: SocketAddr) -> Response<Body> {
+/// `401` with the challenge MCP's authorization section asks for, naming the metadata document
+/// of the server at `base` (`https://node.example:8443`).
+pub(crate) fn unauthorized(why: &str, base: &str) -> Response<Body> {
     let mut response = json(
         StatusCode::UNAUTHORIZED,
         &serde_json::json!({"error": "invalid_token", "error_description": why}),
     );
-    let challenge = format!(
-        "Bearer error=\"invalid_token\", resource_metadata=\"http://{local}{METADATA_PATH}\""
-    );
+    let challenge =
+        format!("Bearer error=\"invalid_token\", resource_metadata=\"{base}{METADATA_PATH}\"");
     if let Ok(value) = hyper::header::HeaderValue::from_str(&challenge) {
         response
             .headers_mut()
@@ -62,6 +51,11 @@ pub(crate) fn error(status: StatusCode, code: &str, why: &str) -> Response<Body>
 /// `value` as a JSON body with `status`.
 pub(crate) fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
     bytes(status, "application/json", value.to_string().into_bytes())
+}
+
+/// `body`, text, as `content_type` with `status`.
+pub(crate) fn text(status: StatusCode, content_type: &'static str, body: String) -> Response<Body> {
+    bytes(status, content_type, body.into_bytes())
 }
 
 /// `body` as `content_type` with `status`.
@@ -107,8 +101,7 @@ mod tests {
 
     #[test]
     fn the_challenge_names_the_metadata_document() {
-        let local: SocketAddr = "127.0.0.1:4711".parse().unwrap();
-        let response = unauthorized("no token", local);
+        let response = unauthorized("no token", "http://127.0.0.1:4711");
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
         let challenge = response.headers()[hyper::header::WWW_AUTHENTICATE]
             .to_str()
@@ -118,6 +111,5 @@ mod tests {
             "Bearer error=\"invalid_token\", \
              resource_metadata=\"http://127.0.0.1:4711/.well-known/oauth-protected-resource\""
         );
-        assert_eq!(metadata(local)["resource"], "http://127.0.0.1:4711/mcp");
     }
 }
