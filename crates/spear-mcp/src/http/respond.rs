@@ -73,6 +73,22 @@ pub(crate) fn bytes(
     response
 }
 
+/// `response` as sent: a refusal (any `4xx` or `5xx`, spear's or rmcp's) says `Connection:
+/// close`. A request refused on its headers alone (a foreign `Host`, no token) may still have its
+/// body on the way, and hyper closes such a connection after the answer; saying so up front keeps
+/// a client from sending its next request down a connection that is about to close (what the
+/// conformance suite's DNS-rebinding scenario did: its valid request failed with "other side
+/// closed" after the refused one).
+pub(crate) fn close_if_refused(mut response: Response<Body>) -> Response<Body> {
+    if response.status().is_client_error() || response.status().is_server_error() {
+        response.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
+    response
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +112,22 @@ mod tests {
                 );
             }
             assert_eq!(bearer(&headers), want, "{header:?}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_closes_its_connection_and_an_answer_keeps_it() {
+        let local: SocketAddr = "127.0.0.1:4711".parse().unwrap();
+        let refused = close_if_refused(unauthorized("no token", local));
+        assert_eq!(refused.headers()[hyper::header::CONNECTION], "close");
+        let failed = close_if_refused(error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "x"));
+        assert_eq!(failed.headers()[hyper::header::CONNECTION], "close");
+        for status in [StatusCode::OK, StatusCode::ACCEPTED, StatusCode::CREATED] {
+            let fine = close_if_refused(json(status, &serde_json::json!({})));
+            assert!(
+                !fine.headers().contains_key(hyper::header::CONNECTION),
+                "{status}"
+            );
         }
     }
 
