@@ -56,7 +56,8 @@ pub use http::{
 };
 pub use listener::{
     Accepted, BindVerdict, Connection, HANDSHAKE_TIMEOUT, INSECURE_WARNING, LOOPBACK_HOSTS,
-    ListenAddr, ListenError, Listener, MAX_HANDSHAKES, TlsFiles, WebGuard, bind_verdict, web_guard,
+    LOOPBACK_ORIGINS, ListenAddr, ListenError, Listener, MAX_HANDSHAKES, TlsFiles, WebGuard,
+    bind_verdict, web_guard,
 };
 pub use metrics::{CallRecord, METRICS_CONTENT_TYPE, Metrics};
 pub use oauth::{

@@ -53,6 +53,19 @@ const MAX_SOCKET_PATH: usize = 107;
 /// The names a loopback listener answers to, as rmcp's `allowed_hosts` spells them.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
+/// The browser origins always allowed: pages this machine serves on loopback (any port), which
+/// are the user's own, as MCP's transport section and its conformance suite expect of a local
+/// server. A page from anywhere else, `null` included, is refused unless `--allow-origin` lists
+/// it.
+pub const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
 /// Why the server cannot listen as asked, in words the operator can act on.
 #[derive(Debug, thiserror::Error)]
 pub enum ListenError {
@@ -723,10 +736,11 @@ pub fn web_guard(
     }
     let mut seen = std::collections::HashSet::new();
     allowed_hosts.retain(|h| seen.insert(h.clone()));
-    let allowed_origins = allow_origins
-        .iter()
-        .map(|value| origin(value))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut allowed_origins: Vec<String> =
+        LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect();
+    for value in allow_origins {
+        allowed_origins.push(origin(value)?);
+    }
     Ok(WebGuard {
         allowed_hosts,
         allowed_origins,
@@ -982,7 +996,7 @@ mod tests {
     fn hosts_are_loopback_the_address_bound_and_the_operators() {
         let guard = web_guard(&addr("127.0.0.1:8787"), &[], &[]).unwrap();
         assert_eq!(guard.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);
-        assert!(guard.allowed_origins.is_empty());
+        assert_eq!(guard.allowed_origins, LOOPBACK_ORIGINS);
         let guard =
             web_guard(&addr("0.0.0.0:443"), &["Spear.Example.COM".to_owned()], &[]).unwrap();
         assert_eq!(
@@ -1078,9 +1092,12 @@ mod tests {
         .unwrap();
         let config = guard.apply(StreamableHttpServerConfig::default());
         assert_eq!(config.allowed_hosts, guard.allowed_hosts);
-        assert_eq!(config.allowed_origins, ["https://app.example:443"]);
-        // With no origin listed, validation is still on: every Origin is refused. Its flag is
-        // private; rmcp's Debug shows it.
+        assert_eq!(
+            config.allowed_origins[LOOPBACK_ORIGINS.len()..],
+            ["https://app.example:443"]
+        );
+        // With no origin listed, validation is still on: every Origin but loopback's is
+        // refused. Its flag is private; rmcp's Debug shows it.
         let none = web_guard(&addr("127.0.0.1:0"), &[], &[])
             .unwrap()
             .apply(StreamableHttpServerConfig::default());
@@ -1145,6 +1162,8 @@ mod tests {
             ("[fe80::2]:8443", None),
             ("spear.example", Some("https://app.example")),
             ("spear.example", Some("https://app.example:443")),
+            ("localhost:8443", Some("http://localhost:5173")),
+            ("127.0.0.1:8443", Some("http://127.0.0.1:8443")),
         ] {
             assert_ne!(status(host, origin).await, forbidden, "{host} {origin:?}");
         }

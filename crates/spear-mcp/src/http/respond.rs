@@ -117,8 +117,7 @@ mod tests {
 
     #[test]
     fn a_refusal_closes_its_connection_and_an_answer_keeps_it() {
-        let local: SocketAddr = "127.0.0.1:4711".parse().unwrap();
-        let refused = close_if_refused(unauthorized("no token", local));
+        let refused = close_if_refused(unauthorized("no token", "http://127.0.0.1:4711"));
         assert_eq!(refused.headers()[hyper::header::CONNECTION], "close");
         let failed = close_if_refused(error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "x"));
         assert_eq!(failed.headers()[hyper::header::CONNECTION], "close");
