@@ -1,5 +1,5 @@
 //! `spear mcp --listen ADDR`: a node that remote clients reach with a credential. Its door is
-//! the operator's token store ([`TokenGate`]); each session is narrowed to what the credential
+//! the operator's token store and the operator's OAuth issuer ([`NodeGate`]); each session is narrowed to what the credential
 //! grants and never more than the server's own flags ([`narrow`], pure), and opened by
 //! [`NodeOpener`].
 

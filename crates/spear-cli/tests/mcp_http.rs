@@ -57,7 +57,12 @@ struct Listening {
 
 impl Listening {
     fn start(d: &Dirs, flags: &[&str]) -> Listening {
-        let mut args = vec!["mcp", "--listen", "127.0.0.1:0"];
+        Listening::start_at(d, "127.0.0.1:0", flags).0
+    }
+
+    /// A server listening on `listen` with `flags`: it, and the scheme of its URL.
+    fn start_at(d: &Dirs, listen: &str, flags: &[&str]) -> (Listening, String) {
+        let mut args = vec!["mcp", "--listen", listen];
         args.extend_from_slice(flags);
         let mut child = d
             .spear(&args)
@@ -68,20 +73,21 @@ impl Listening {
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let mut seen = String::new();
-        let addr = loop {
+        let (scheme, addr) = loop {
             let Some(Ok(line)) = lines.next() else {
                 panic!("the server ended before it listened: {seen}");
             };
             seen.push_str(&line);
             seen.push('\n');
-            if let Some(rest) = line.split("listening on http://").nth(1) {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let (scheme, rest) = rest.split_once("://").unwrap();
                 let addr = rest.split('/').next().unwrap();
-                break addr.parse().unwrap();
+                break (scheme.to_owned(), addr.parse().unwrap());
             }
         };
         // Keep draining its stderr so that it never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        Listening { child, addr }
+        (Listening { child, addr }, scheme)
     }
 
     fn url(&self) -> String {
@@ -894,4 +900,245 @@ fn a_template_session_works_in_a_copy_of_its_own_and_returns_its_patch() {
     drop(server);
     assert!(!second_copy.exists(), "SIGTERM left a copy");
     assert_eq!(tree_digest(&template), before, "the template changed");
+}
+
+/// With a certificate, the server speaks TLS: the SDK's client, trusting that certificate, runs a
+/// call over https, and a client speaking clear text gets no answer. Without one, an address
+/// that is not loopback is refused at start, before anything is bound.
+#[test]
+fn tls_serves_sessions_and_clear_text_is_kept_off_the_network() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let token = add_token(&d, "t");
+    let (cert, key) = (d.base.join("cert.pem"), d.base.join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .args(["-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let (server, scheme) = Listening::start_at(
+        &d,
+        "127.0.0.1:0",
+        &[
+            "--auto",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(scheme, "https");
+    let out = client(
+        &d,
+        &json!({"url": format!("https://{}/mcp", server.addr), "token": token,
+                "generation": "legacy", "cafile": cert, "calls": [terminal("cat README.md")]}),
+    );
+    assert_eq!(out["results"][0]["stdout"], "readme\n", "{out}");
+    let (status, response) = server.initialize(Some(&token));
+    assert_ne!(
+        status, 200,
+        "clear text was served on a TLS port: {response}"
+    );
+
+    // Not loopback, no TLS: refused at start, naming the way out.
+    let out = d
+        .spear(&["mcp", "--listen", "192.0.2.1:8787", "--auto"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--insecure-http") && err.contains("--tls-cert"),
+        "{err}"
+    );
+}
+
+/// On a unix socket the server answers a token's `initialize`, and the socket goes when the
+/// server stops.
+#[test]
+fn a_unix_socket_serves_and_goes_when_the_server_stops() {
+    use std::os::unix::net::UnixStream;
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let token = add_token(&d, "t");
+    let run = d.base.join("run");
+    std::fs::create_dir(&run).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let socket = run.join("spear.sock");
+    let mut child = d
+        .spear(&[
+            "mcp",
+            "--auto",
+            "--listen",
+            &format!("unix:{}", socket.display()),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        spear_testkit::wait::wait_for(Duration::from_secs(30), || socket.exists()),
+        "no socket"
+    );
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = UnixStream::connect(&socket).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("serverInfo"), "{response}");
+    let pid = rustix::process::Pid::from_raw(child.id().cast_signed()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    child.wait().unwrap();
+    assert!(!socket.exists(), "the socket outlived the server");
+}
+
+/// `GET /metrics` answers only a credential, in Prometheus's text format, counting the calls
+/// made and the sessions open.
+#[test]
+fn metrics_count_sessions_and_calls_behind_the_gate() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let token = add_token(&d, "t");
+    let server = Listening::start(&d, &["--auto"]);
+    let out = client(
+        &d,
+        &json!({"url": server.url(), "token": token, "generation": "legacy",
+                "calls": [terminal("true"), terminal("true")]}),
+    );
+    assert_eq!(out["results"][1]["status"], "ok", "{out}");
+    let (status, response) = server.raw("GET", "/metrics", &[], "");
+    assert_eq!(status, 401, "{response}");
+    let (status, response) = server.with_token("GET", "/metrics", &token, &[]);
+    assert_eq!(status, 200, "{response}");
+    assert!(response.contains("text/plain; version=0.0.4"), "{response}");
+    assert!(
+        response.contains("spear_tool_calls_total{tool=\"terminal\",status=\"ok\"} 2"),
+        "{response}"
+    );
+    assert!(
+        response.contains("spear_sessions_opened_total"),
+        "{response}"
+    );
+    assert!(
+        response.contains("spear_resident_memory_bytes"),
+        "{response}"
+    );
+    assert!(!response.contains(&token), "a token in the metrics");
+}
+
+/// The tests' own authorization server: an RSA key, its JWKS, and access tokens signed with it
+/// (`PyJWT`), printed as JSON.
+const ISSUER: &str = r#"
+import json, sys, time
+import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
+out = sys.argv[1]
+key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+jwk.update({"kid": "k1", "alg": "RS256", "use": "sig"})
+open(f"{out}/jwks.json", "w").write(json.dumps({"keys": [jwk]}))
+now = int(time.time())
+def token(signer=key, **over):
+    claims = {"iss": "https://issuer.test", "aud": "https://node.test/mcp", "sub": "alice",
+              "scope": "spear:run", "iat": now, "exp": now + 600}
+    claims.update(over)
+    return jwt.encode(claims, signer, algorithm="RS256", headers={"kid": "k1", "typ": "at+jwt"})
+print(json.dumps({
+    "good": token(),
+    "wrong_audience": token(aud="https://elsewhere.test/mcp"),
+    "wrong_issuer": token(iss="https://evil.test"),
+    "expired": token(exp=now - 3600, iat=now - 7200),
+    "other_key": token(signer=other),
+    "no_scope": token(scope="email"),
+}))
+"#;
+
+/// An OAuth access token of the operator's authorization server is admitted, as its subject, with
+/// what its scope maps to; tokens for another audience, from another issuer, signed by another
+/// key, expired, or without a mapped scope are refused (401). The metadata document names the
+/// issuer.
+#[test]
+fn oauth_access_tokens_of_the_operators_issuer_are_admitted() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let out = Command::new(python_client::python())
+        .arg("-c")
+        .arg(ISSUER)
+        .arg(&d.base)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tokens: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let config = d.base.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[serve.oauth]\nissuer = \"https://issuer.test\"\naudience = \"https://node.test/mcp\"\n\
+             jwks_file = \"{}\"\n[serve.oauth.scopes]\n\"spear:run\" = {{ mode = \"auto\" }}\n",
+            d.base.join("jwks.json").display()
+        ),
+    )
+    .unwrap();
+    let server = Listening::start(&d, &["--auto", "--config", config.to_str().unwrap()]);
+
+    let (status, metadata) = server.raw("GET", "/.well-known/oauth-protected-resource", &[], "");
+    assert_eq!(status, 200, "{metadata}");
+    assert!(metadata.contains("https://issuer.test"), "{metadata}");
+    for refused in [
+        "wrong_audience",
+        "wrong_issuer",
+        "expired",
+        "other_key",
+        "no_scope",
+    ] {
+        let (status, response) = server.initialize(tokens[refused].as_str());
+        assert_eq!(status, 401, "{refused}: {response}");
+    }
+    let out = client(
+        &d,
+        &json!({"url": server.url(), "token": tokens["good"], "generation": "legacy",
+                "calls": [terminal("echo x > by-oauth.txt")]}),
+    );
+    assert_eq!(out["results"][0]["status"], "ok", "{out}");
+    assert!(d.ws.join("by-oauth.txt").exists());
+    let principals: Vec<Value> = support::audit_records(&d)
+        .into_iter()
+        .map(|r| r["principal"].clone())
+        .collect();
+    assert!(principals.contains(&json!("oauth:alice")), "{principals:?}");
 }

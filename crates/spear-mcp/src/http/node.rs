@@ -491,6 +491,7 @@ impl Node {
             .plan(&credential.admission, ask)
             .map_err(|why| respond::error(StatusCode::FORBIDDEN, "forbidden", &why))?;
         let pending = Arc::clone(&credential.pending);
+        let metrics = Arc::clone(&self.metrics);
         let service = self.new_service(
             move || {
                 let (_, ticket) = lock(&pending)
@@ -498,7 +499,7 @@ impl Node {
                     .ok_or_else(|| std::io::Error::other("no place was taken for this session"))?;
                 let opened = plan().map_err(std::io::Error::other)?;
                 opened.server.hold(Box::new(ticket));
-                Ok(opened.server)
+                Ok(opened.server.with_metrics(Arc::clone(&metrics)))
             },
             credential.cancel.clone(),
         );
