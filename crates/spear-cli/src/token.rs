@@ -28,7 +28,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Revoke a token: it is refused from the next request on.
+    /// Revoke a token: it is refused from the next request on, and a listening spear ends its
+    /// open sessions within a second or two.
     Revoke {
         /// The token's name.
         name: String,
@@ -118,7 +119,7 @@ pub fn run(args: &Args, host: &HostSnapshot) -> Result<i32, String> {
         Command::Revoke { name } => {
             store.revoke(name).map_err(|e| e.to_string())?;
             eprintln!(
-                "spear: token {name} revoked; a listening spear refuses it from its next request"
+                "spear: token {name} revoked; a listening spear refuses it from its next request and ends its sessions"
             );
         }
     }
