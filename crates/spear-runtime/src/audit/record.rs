@@ -308,8 +308,8 @@ mod tests {
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
             keys.len(),
-            16,
-            "time session turn event tool target class capabilities status rule exit_code duration_ms changed_paths executable reason web: {keys:?}"
+            17,
+            "time session principal turn event tool target class capabilities status rule exit_code duration_ms changed_paths executable reason web: {keys:?}"
         );
         assert_eq!(v["event"], "repeated_refusal_stopped");
         assert_eq!(v["event"], AuditEvent::RepeatedRefusalStopped.as_str());
@@ -320,6 +320,7 @@ mod tests {
         let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
         let mut record = AuditRecord::new(secret, AuditEvent::ToolCall);
         record.time = secret.to_owned();
+        record.principal = Some(format!("token:{secret}"));
         record.tool = Some(secret.to_owned());
         record.target = Some(secret.to_owned());
         record.capabilities = vec![secret.to_owned()];
@@ -341,6 +342,6 @@ mod tests {
         });
         let line = serde_json::to_string(&record.redacted()).unwrap();
         assert!(!line.contains("0123456789"), "{line}");
-        assert_eq!(line.matches("[REDACTED]").count(), 15, "{line}");
+        assert_eq!(line.matches("[REDACTED]").count(), 16, "{line}");
     }
 }
