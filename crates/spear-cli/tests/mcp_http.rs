@@ -593,8 +593,12 @@ fn revoking_a_token_ends_its_sessions_and_their_jobs() {
         left.is_empty(),
         "the revoked token's job still runs: {left:?}"
     );
-    let cgroups =
-        spear_testkit::cgroup::named("/sys/fs/cgroup", &format!("spear-{}-", server.child.id()));
+    // The job's cgroup goes once the job's end is reported, just after its process.
+    let prefix = format!("spear-{}-", server.child.id());
+    spear_testkit::wait::wait_for(Duration::from_secs(10), || {
+        spear_testkit::cgroup::named("/sys/fs/cgroup", &prefix).is_empty()
+    });
+    let cgroups = spear_testkit::cgroup::named("/sys/fs/cgroup", &prefix);
     assert!(cgroups.is_empty(), "cgroups left: {cgroups:?}");
 }
 
