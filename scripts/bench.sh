@@ -21,6 +21,12 @@
 #   interleaved and paced (50 ms before each run, as a model's calls come: the session sets the
 #   next sandbox up between calls, and that work is charged to neither side); the ratio of
 #   medians (aim: at most 1.0x).
+# - node: `spear mcp --listen` (release) over HTTP on loopback: 64 sessions at once, each running
+#   150 mixed actions (read_file, search_files, write_file, patch, terminal), against one session
+#   running them alone; actions per second, p50 and p99 per kind; the time to open a session
+#   (POST /mcp/sessions) on the workspace and on a 10,000-file, 100 MB template
+#   (SPEAR_BENCH_TEMPLATE_FILES); resident memory per idle session; `terminal true` paced 50 ms
+#   beside bare bwrap running /bin/true. Not pinned: the 64 clients and the server share the cores.
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
 # - search_files: spear's search engine against `rg -n --no-heading` on the same tree
@@ -81,6 +87,10 @@ echo
 echo "== mcp: read_file and terminal true (SAFE) through spear mcp and one rmcp client, beside the in-process router; the session ratio"
 cargo bench --quiet -p spear-cli --bench mcp --no-run
 "${pin[@]}" cargo bench --quiet -p spear-cli --bench mcp
+
+echo
+echo "== node: 64 sessions of 150 mixed actions over HTTP against one; session open; memory per idle session"
+cargo bench --quiet -p spear-cli --bench node
 
 echo
 echo "== search_files: spear's search engine beside rg -n --no-heading on the same tree"

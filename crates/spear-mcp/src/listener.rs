@@ -544,6 +544,10 @@ async fn accept_one(live: &Live) -> Result<Option<(Box<dyn Connection>, String)>
     match live {
         Live::Tcp(l) => {
             let (stream, peer) = l.accept().await?;
+            // An answer goes out in pieces (headers, then each event of its stream): without
+            // this, Nagle's algorithm holds the last piece back until the client's delayed ACK,
+            // 40 ms on Linux, on every call.
+            stream.set_nodelay(true)?;
             Ok(Some((Box::new(stream), peer.to_string())))
         }
         Live::Unix(l) => {
