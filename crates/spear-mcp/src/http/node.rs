@@ -636,12 +636,19 @@ pub fn ask_of_query(query: Option<&str>) -> Result<SessionAsk, String> {
 /// `{"template": NAME}`, no other key), or nothing but whitespace. Pure: a parser of untrusted
 /// input, fuzzed.
 pub fn ask_of_json(body: &[u8]) -> Result<SessionAsk, String> {
+    let wrong = |e: &dyn std::fmt::Display| {
+        format!("the body must be a JSON object with `workspace` or `template`, or nothing: {e}")
+    };
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(SessionAsk::default());
     }
-    serde_json::from_slice(body).map_err(|e| {
-        format!("the body must be a JSON object with `workspace` or `template`, or nothing: {e}")
-    })
+    // An object only: serde would also read a struct from an array of its fields in order
+    // (`["/w", "repo"]`), a shape nobody documents (found by fuzzing).
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| wrong(&e))?;
+    if !value.is_object() {
+        return Err(wrong(&"not an object"));
+    }
+    serde_json::from_value(value).map_err(|e| wrong(&e))
 }
 
 /// The ask in `POST /mcp/sessions`'s body, read within [`MAX_ASK_BYTES`].
@@ -671,6 +678,33 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (fuzzing, `session_ask`): an array of the fields in order is no ask.
+    #[test]
+    fn the_body_is_an_object_of_workspace_and_template_or_nothing() {
+        let cases: [(&[u8], Result<SessionAsk, &str>); 7] = [
+            (b"", Ok(SessionAsk::default())),
+            (b" \n", Ok(SessionAsk::default())),
+            (b"{}", Ok(SessionAsk::default())),
+            (
+                br#"{"template": "repo"}"#,
+                Ok(SessionAsk {
+                    workspace: None,
+                    template: Some("repo".into()),
+                }),
+            ),
+            (br#"["",""]"#, Err("not an object")),
+            (br#"["/w", "repo"]"#, Err("not an object")),
+            (br#"{"mode": "auto"}"#, Err("unknown field")),
+        ];
+        for (body, want) in cases {
+            match (ask_of_json(body), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want),
+                (Err(got), Err(want)) => assert!(got.contains(want), "{got}"),
+                (got, want) => panic!("{body:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
 
     #[test]
     fn the_query_names_a_workspace_or_a_template_once() {
