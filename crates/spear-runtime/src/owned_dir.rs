@@ -77,6 +77,12 @@ impl Drop for OwnedDir {
 /// each whose lock it can take ([`take_free_dir`]; named as spear names them,
 /// `PID-N-RAND`; nothing else there is touched). Returns how many.
 pub fn sweep(base: &Path) -> usize {
+    sweep_with(base, |_| true)
+}
+
+/// [`sweep`], with `ready` asked of each gone process's directory, under its lock, before it is
+/// removed: a directory it answers `false` for is left (a mount in it that would not go).
+pub fn sweep_with(base: &Path, ready: impl Fn(&Path) -> bool) -> usize {
     let Ok(entries) = std::fs::read_dir(base) else {
         return 0;
     };
@@ -90,7 +96,7 @@ pub fn sweep(base: &Path) -> usize {
         let Some(_free) = take_free_dir(&path) else {
             continue;
         };
-        if remove_all(&path).is_ok() {
+        if ready(&path) && remove_all(&path).is_ok() {
             tracing::debug!(path = %path.display(), "a gone process's directory removed");
             removed += 1;
         }

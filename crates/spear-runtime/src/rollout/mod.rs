@@ -33,11 +33,11 @@ mod upper;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use spear_sandbox::{CowBackend, CowMount, take_free_dir, unmount_stale};
+use spear_sandbox::{CowBackend, CowMount, unmount_stale};
 
 pub use error::RolloutError;
 
-use crate::owned_dir::{OwnedDir, is_owned_name, remove_all};
+use crate::owned_dir::{OwnedDir, remove_all};
 use crate::staging::area::{new_name, private_dir};
 use copy::GitEntries;
 
@@ -259,29 +259,13 @@ impl Drop for RolloutWorkspace {
 /// unmounts what is mounted at each one's `merged` first, and leaves one whose view stays
 /// mounted. Returns how many were removed. Touches nothing else (not `kept-` directories).
 pub fn sweep(under: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(under) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        if !entry.file_name().to_str().is_some_and(is_owned_name) {
-            continue;
-        }
-        let path = entry.path();
-        // Held while it is unmounted and removed.
-        let Some(_free) = take_free_dir(&path) else {
-            continue;
-        };
-        if let Err(e) = unmount_stale(&path.join("merged")) {
+    crate::owned_dir::sweep_with(under, |path| match unmount_stale(&path.join("merged")) {
+        Ok(()) => true,
+        Err(e) => {
             tracing::warn!("a gone session's rollout view stays: {e}");
-            continue;
+            false
         }
-        if remove_all(&path).is_ok() {
-            tracing::debug!(path = %path.display(), "a gone session's rollout removed");
-            removed += 1;
-        }
-    }
-    removed
+    })
 }
 
 /// The template, canonical, checked to be a directory this process can read.
