@@ -24,6 +24,10 @@ pub struct WorkspaceArgs {
     /// The operator configuration file (default: ~/.config/spear/config.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Host files no command may read and no sandbox shows (not a flag: a listening server's
+    /// TLS key, set by the server for its sessions).
+    #[arg(skip)]
+    pub secrets: Vec<PathBuf>,
 }
 
 /// A failure at the edge, reported to the user with exit status 2.
@@ -182,6 +186,8 @@ impl Context {
         };
         runner.sandbox.auto_require = operator.sandbox.require.map(|_| config.required);
         config.state_dir.clone_from(&runner.state_dir);
+        runner.secrets.clone_from(&args.secrets);
+        config.secrets.clone_from(&args.secrets);
         runner.env_pass = operator
             .env
             .pass

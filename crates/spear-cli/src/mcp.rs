@@ -69,6 +69,11 @@ pub struct Args {
     /// 429 (HTTP) until one ends.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000), requires = "listen")]
     pub(crate) max_sessions: u32,
+    /// With --listen: the most calls one token (an OAuth access token is one) may have in flight at once, over
+    /// all its sessions; one more is answered 429 (HTTP) until an answer comes. A token's own
+    /// `--calls` may lower it.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000), requires = "listen")]
+    pub(crate) max_calls_per_token: u32,
     /// With --listen: a session with no request for this many seconds ends (its jobs killed,
     /// what it made removed).
     #[arg(long, value_name = "SECS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=604_800), requires = "listen")]

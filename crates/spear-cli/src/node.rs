@@ -3,6 +3,7 @@
 //! grants and never more than the server's own flags ([`narrow`], pure), and opened by
 //! [`NodeOpener`].
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -21,6 +22,19 @@ pub fn listen(
     host: &spear_runtime::HostSnapshot,
     addr: &spear_mcp::ListenAddr,
 ) -> Result<i32, String> {
+    // The TLS key is a secret of the node's: no session's command reads it, and no sandbox
+    // shows it (masked in every bind, as spear's state directory is).
+    let mut args = args.clone();
+    let key = args
+        .tls_key
+        .as_deref()
+        .map(|key| {
+            std::fs::canonicalize(key)
+                .map_err(|e| format!("the TLS key {} cannot be used: {e}", key.display()))
+        })
+        .transpose()?;
+    args.workspace.secrets.extend(key.iter().cloned());
+    let args = &args;
     let http = spear_mcp::Http::bind(&spear_mcp::HttpConfig {
         addr: addr.clone(),
         tls: match (&args.tls_cert, &args.tls_key) {
@@ -55,6 +69,9 @@ pub fn listen(
         no_network: args.mode.no_network,
         templates: canonical_templates(&args.templates)?,
     };
+    if let Some(key) = &key {
+        check_tls_key(key, &served)?;
+    }
     // Template sessions' copies live beside spear's state directory, never in it (no sandbox
     // sees that one); what a crashed server left there is swept now.
     let rollouts = state.parent().map_or_else(
@@ -88,6 +105,7 @@ pub fn listen(
     );
     let limits = spear_mcp::NodeLimits {
         max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+        calls_per_credential: usize::try_from(args.max_calls_per_token).unwrap_or(usize::MAX),
         session_idle: std::time::Duration::from_secs(args.session_idle),
     };
     // One `spear approve` channel for every session (each pending item names its session): ASK
@@ -111,6 +129,35 @@ pub fn listen(
     drop(channel);
     served?;
     Ok(0)
+}
+
+/// Refuses a TLS key that lies in the served workspace or a template, where every session's
+/// tools would reach it (attack stopped: an agent reading the node's key and impersonating the
+/// node to its clients); warns of one that other users of the machine can read.
+fn check_tls_key(key: &Path, served: &Served) -> Result<(), String> {
+    if let Some(tree) = std::iter::once(&served.workspace)
+        .chain(&served.templates)
+        .find(|tree| key.starts_with(tree))
+    {
+        return Err(format!(
+            "the TLS key {} lies in {}, which this server's sessions work in: move it out (for \
+             example to /etc/spear/tls, mode 0600)",
+            key.display(),
+            tree.display()
+        ));
+    }
+    let mode = std::fs::metadata(key)
+        .map_err(|e| format!("the TLS key {} cannot be used: {e}", key.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        tracing::warn!(
+            "the TLS key {} can be read by others than its owner (mode {:o}): chmod 600 it",
+            key.display(),
+            mode & 0o777
+        );
+    }
+    Ok(())
 }
 
 /// The templates the server serves, canonical; one that is not a directory refuses the server.
@@ -162,6 +209,7 @@ impl spear_mcp::Gatekeeper for NodeGate {
                     mode: grant.mode,
                     no_network: grant.no_network,
                     sessions: grant.sessions,
+                    calls: None,
                 },
             });
         }
@@ -182,6 +230,7 @@ impl spear_mcp::Gatekeeper for NodeGate {
                 mode: info.mode,
                 no_network: info.no_network,
                 sessions: info.sessions,
+                calls: info.calls,
             },
         })
     }

@@ -22,7 +22,7 @@ pub struct Args {
 enum Command {
     /// Issue a token: its value is printed once, on stdout, and never stored (only its hash is).
     Add(AddArgs),
-    /// List the tokens: name, scope, mode, sessions, when issued, when they expire. Never a value.
+    /// List the tokens: name, scope, mode, sessions, calls, when issued, when they expire. Never a value.
     List {
         /// One JSON array.
         #[arg(long)]
@@ -37,7 +37,7 @@ enum Command {
 }
 
 /// `spear token add NAME [--workspace DIR]... [--template DIR]... [--mode safe|ask|auto]
-/// [--no-network] [--sessions N] [--expires DUR]`.
+/// [--no-network] [--sessions N] [--calls N] [--expires DUR]`.
 #[derive(Debug, clap::Args)]
 struct AddArgs {
     /// The token's name: 1 to 64 of the letters, digits, `_`, `.` and `-`.
@@ -57,6 +57,10 @@ struct AddArgs {
     /// How many sessions it may hold open at once (default: the server's limit).
     #[arg(long, value_name = "N")]
     sessions: Option<u32>,
+    /// How many of its calls may be in flight at once over all its sessions (default, and at
+    /// most: the server's --max-calls-per-token).
+    #[arg(long, value_name = "N")]
+    calls: Option<u32>,
     /// How long it stays valid: a number and a unit, `s`, `m`, `h`, `d` or `w` (`30m`, `12h`,
     /// `7d`). Default: until revoked.
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
@@ -76,6 +80,7 @@ pub fn run(args: &Args, host: &HostSnapshot) -> Result<i32, String> {
                 mode: add.mode,
                 no_network: add.no_network,
                 sessions: add.sessions,
+                calls: add.calls,
                 expires_in: add.expires,
             };
             let value = store.add(&spec, now).map_err(|e| e.to_string())?;
@@ -207,9 +212,16 @@ fn mode(t: &TokenInfo) -> String {
 }
 
 fn sessions(t: &TokenInfo) -> String {
-    t.sessions.map_or_else(
-        || "sessions: the server's limit".to_owned(),
-        |n| format!("sessions: at most {n}"),
+    let limit = |n: Option<u32>| {
+        n.map_or_else(
+            || "the server's limit".to_owned(),
+            |n| format!("at most {n}"),
+        )
+    };
+    format!(
+        "sessions: {}; calls in flight: {}",
+        limit(t.sessions),
+        limit(t.calls)
     )
 }
 
@@ -228,6 +240,7 @@ fn table(tokens: &[TokenInfo], now: SystemTime) -> Vec<String> {
         "SCOPE".to_owned(),
         "MODE".to_owned(),
         "SESSIONS".to_owned(),
+        "CALLS".to_owned(),
         "CREATED".to_owned(),
         "EXPIRES".to_owned(),
     ]];
@@ -237,11 +250,12 @@ fn table(tokens: &[TokenInfo], now: SystemTime) -> Vec<String> {
             scope(t),
             mode(t),
             t.sessions.map_or_else(|| "-".to_owned(), |n| n.to_string()),
+            t.calls.map_or_else(|| "-".to_owned(), |n| n.to_string()),
             rfc3339_seconds(t.created),
             expires(t, now),
         ]);
     }
-    let mut widths = [0usize; 6];
+    let mut widths = [0usize; 7];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -268,6 +282,7 @@ fn to_json(t: &TokenInfo, now: SystemTime) -> serde_json::Value {
         "mode": t.mode,
         "no_network": t.no_network,
         "sessions": t.sessions,
+        "calls": t.calls,
         "created": rfc3339_seconds(t.created),
         "expires": t.expires.map(rfc3339_seconds),
         "expired": t.expired_at(now),

@@ -158,6 +158,24 @@ impl Listening {
         self.raw(method, path, &all, "")
     }
 
+    /// A JSON-RPC message posted to the MCP session `session` on `/mcp` with `token`: the
+    /// status and the whole response.
+    fn post(&self, token: &str, session: &str, message: &Value) -> (u16, String) {
+        let auth = format!("Bearer {token}");
+        self.raw(
+            "POST",
+            "/mcp",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Mcp-Session-Id", session),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ],
+            &message.to_string(),
+        )
+    }
+
     /// `POST /mcp/sessions` with `token` and `body`: the status and the answer's JSON (or the
     /// whole response, as a string, when it is not JSON).
     fn make_session(&self, token: &str, body: &str) -> (u16, Value) {
@@ -476,7 +494,8 @@ fn sessions_are_counted_per_token_and_per_node() {
     let id = session_id(&first);
     let (status, response) =
         server.with_token("DELETE", "/mcp", &one, &[("Mcp-Session-Id", id.as_str())]);
-    assert!((200..300).contains(&status), "{response}");
+    // 200, not rmcp's 202, which the SDKs log as a failed termination.
+    assert_eq!(status, 200, "{response}");
     let again = spear_testkit::wait::wait_for_value(Duration::from_secs(10), || {
         let (status, _) = server.initialize(Some(&one));
         (status == 200).then_some(())
@@ -913,7 +932,17 @@ fn a_template_session_works_in_a_copy_of_its_own_and_returns_its_patch() {
 fn tls_serves_sessions_and_clear_text_is_kept_off_the_network() {
     let d = Dirs::with(&[("README.md", "readme\n")]);
     let token = add_token(&d, "t");
-    let (cert, key) = (d.base.join("cert.pem"), d.base.join("key.pem"));
+    // In a directory the operator names for host reads (`[paths] read`): what a command could
+    // read with `host:read`, were the key not the node's secret.
+    let tls = d.base.join("tls");
+    std::fs::create_dir(&tls).unwrap();
+    let (cert, key) = (tls.join("cert.pem"), tls.join("key.pem"));
+    let config = d.base.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[paths]\nread = [\"{}\"]\n", tls.display()),
+    )
+    .unwrap();
     let made = Command::new("openssl")
         .args([
             "req",
@@ -942,6 +971,8 @@ fn tls_serves_sessions_and_clear_text_is_kept_off_the_network() {
         "127.0.0.1:0",
         &[
             "--auto",
+            "--config",
+            config.to_str().unwrap(),
             "--tls-cert",
             cert.to_str().unwrap(),
             "--tls-key",
@@ -955,11 +986,67 @@ fn tls_serves_sessions_and_clear_text_is_kept_off_the_network() {
                 "generation": "legacy", "cafile": cert, "calls": [terminal("cat README.md")]}),
     );
     assert_eq!(out["results"][0]["stdout"], "readme\n", "{out}");
+    // The key is the node's secret: no command reads it, however it names it, and no bind
+    // shows it; the certificate beside it is read (the positive control).
+    let out = client(
+        &d,
+        &json!({"url": format!("https://{}/mcp", server.addr), "token": token,
+        "generation": "legacy", "cafile": cert, "calls": [
+            terminal(&format!("cat {}", cert.display())),
+            terminal(&format!("cat {}", key.display())),
+            terminal(&format!("f=key; cat {}/$f.pem", tls.display())),
+            terminal(&format!("grep -r PRIVATE {}; wc -c {}/*", tls.display(), tls.display())),
+        ]}),
+    );
+    let results = out["results"].as_array().unwrap();
+    assert!(
+        results[0]["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("BEGIN CERTIFICATE"),
+        "{out}"
+    );
+    assert_eq!(results[1]["rule"], "credential_store", "{out}");
+    for r in results {
+        assert!(
+            !r.to_string().contains("PRIVATE KEY"),
+            "the node's TLS key was read: {r}"
+        );
+    }
+    assert!(
+        results[3]["stdout"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .any(|l| l.trim_start().starts_with("0 ") && l.ends_with("key.pem")),
+        "the key is not masked in its directory's bind: {out}"
+    );
     let (status, response) = server.initialize(Some(&token));
     assert_ne!(
         status, 200,
         "clear text was served on a TLS port: {response}"
     );
+
+    // A key in the workspace, where every session's tools would reach it: refused at start.
+    let inside = d.ws.join("key.pem");
+    std::fs::copy(&key, &inside).unwrap();
+    let out = d
+        .spear(&[
+            "mcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--auto",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            inside.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("move it out"), "{err}");
 
     // Not loopback, no TLS: refused at start, naming the way out.
     let out = d
@@ -1086,13 +1173,15 @@ print(json.dumps({
     "expired": token(exp=now - 3600, iat=now - 7200),
     "other_key": token(signer=other),
     "no_scope": token(scope="email"),
+    "short": token(sub="bob", exp=now + 12),
 }))
 "#;
 
 /// An OAuth access token of the operator's authorization server is admitted, as its subject, with
 /// what its scope maps to; tokens for another audience, from another issuer, signed by another
 /// key, expired, or without a mapped scope are refused (401). The metadata document names the
-/// issuer.
+/// issuer. A token that expires while its session runs a job has the session ended, and the job
+/// killed, within the sweep's second, as a revoked one has.
 #[test]
 fn oauth_access_tokens_of_the_operators_issuer_are_admitted() {
     let d = Dirs::with(&[("README.md", "readme\n")]);
@@ -1113,7 +1202,7 @@ fn oauth_access_tokens_of_the_operators_issuer_are_admitted() {
         &config,
         format!(
             "[serve.oauth]\nissuer = \"https://issuer.test\"\naudience = \"https://node.test/mcp\"\n\
-             jwks_file = \"{}\"\n[serve.oauth.scopes]\n\"spear:run\" = {{ mode = \"auto\" }}\n",
+             leeway_secs = 0\njwks_file = \"{}\"\n[serve.oauth.scopes]\n\"spear:run\" = {{ mode = \"auto\" }}\n",
             d.base.join("jwks.json").display()
         ),
     )
@@ -1145,4 +1234,122 @@ fn oauth_access_tokens_of_the_operators_issuer_are_admitted() {
         .map(|r| r["principal"].clone())
         .collect();
     assert!(principals.contains(&json!("oauth:alice")), "{principals:?}");
+
+    // A session of a token about to expire, running a job: both end when the token does.
+    let short = tokens["short"].as_str().unwrap();
+    let (status, made) = server.make_session(short, "");
+    assert_eq!(status, 201, "{made}");
+    let marker = format!("300.{}6", std::process::id());
+    let out = client(
+        &d,
+        &json!({"url": made["url"], "token": short, "generation": "modern", "calls": [
+            {"tool": "terminal", "args": {"command": format!("sleep {marker}"), "background": true}},
+        ]}),
+    );
+    assert_eq!(out["results"][0]["status"], "ok", "{out}");
+    assert!(
+        spear_testkit::wait::wait_for(Duration::from_secs(10), || {
+            !spear_testkit::process::processes_with(&marker).is_empty()
+        }),
+        "the job never ran (the positive control)"
+    );
+    assert!(
+        spear_testkit::wait::wait_for(Duration::from_secs(20), || {
+            spear_testkit::process::processes_with(&marker).is_empty()
+        }),
+        "a job outlived its session's expired token"
+    );
+    let path = format!("/mcp/sessions/{}", made["session"].as_str().unwrap());
+    let (status, response) = server.initialize_at(&path, Some(short));
+    assert_eq!(status, 401, "{response}");
+    // Its session is gone, not merely refused to it: the good token cannot reach it either.
+    let (status, response) = server.initialize_at(&path, tokens["good"].as_str());
+    assert_eq!(status, 404, "{response}");
+}
+
+/// A token's calls in flight are counted over its sessions: one over its `--calls` is answered
+/// 429 at once (never queued), while a notification on the same session, and another token's
+/// call, go through; once an answer comes, the next call runs.
+#[test]
+fn calls_in_flight_are_counted_per_token() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let busy = add_token_with(&d, "busy", &["--calls", "2"]);
+    let other = add_token(&d, "other");
+    let server = Listening::start(&d, &["--auto"]);
+    let open = |token: &str| {
+        let (status, response) = server.initialize(Some(token));
+        assert_eq!(status, 200, "{response}");
+        let id = session_id(&response);
+        let (status, response) = server.post(
+            token,
+            &id,
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+        assert_eq!(status, 202, "{response}");
+        id
+    };
+    let call = |id: u64, command: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "terminal", "arguments": {"command": command}}})
+    };
+    let session = open(&busy);
+    let theirs = open(&other);
+
+    let marker = format!("4.{}5", std::process::id());
+    let mut answers = Vec::new();
+    std::thread::scope(|s| {
+        let waiting: Vec<_> = (0..2)
+            .map(|i| {
+                let (server, busy, session) = (&server, &busy, &session);
+                let body = call(10 + i, &format!("sleep {marker}; echo slept"));
+                s.spawn(move || server.post(busy, session, &body))
+            })
+            .collect();
+        assert!(
+            spear_testkit::wait::wait_for(Duration::from_secs(10), || {
+                // Each call's `sleep` itself (its shell and sandbox name the marker too).
+                let sleep = format!(": sleep {marker}");
+                spear_testkit::process::processes_with(&marker)
+                    .iter()
+                    .filter(|p| p.trim_end().ends_with(&sleep))
+                    .count()
+                    == 2
+            }),
+            "the two calls never ran"
+        );
+        // Both in flight: a third is refused at once.
+        let (status, refused) = server.post(&busy, &session, &call(20, "echo third > third.txt"));
+        assert_eq!(status, 429, "{refused}");
+        assert!(
+            refused.contains("token:busy has its most calls in flight (2)"),
+            "{refused}"
+        );
+        assert!(
+            refused.to_ascii_lowercase().contains("retry-after"),
+            "{refused}"
+        );
+        let (status, response) = server.post(
+            &busy,
+            &session,
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 99}}),
+        );
+        assert_eq!(status, 202, "a notification at the limit: {response}");
+        let (status, response) = server.post(&other, &theirs, &call(30, "echo theirs"));
+        assert_eq!(
+            status, 200,
+            "another token at the first's limit: {response}"
+        );
+        assert!(response.contains("theirs"), "{response}");
+        answers = waiting.into_iter().map(|h| h.join().unwrap()).collect();
+    });
+    for (status, response) in &answers {
+        assert_eq!(*status, 200, "{response}");
+        assert!(response.contains("slept"), "{response}");
+    }
+    // The refused call never ran; once the answers came, the same call runs.
+    assert!(!d.ws.join("third.txt").exists());
+    let (status, response) = server.post(&busy, &session, &call(40, "echo third > third.txt"));
+    assert_eq!(status, 200, "{response}");
+    assert!(d.ws.join("third.txt").exists(), "{response}");
 }

@@ -378,6 +378,10 @@ pub struct PolicyConfig {
     /// spear's own state directory (audit log, checkpoints, the `spear approve` sockets): no
     /// command may read or search in it, whatever the mode and whatever the operator named.
     pub state_dir: Option<PathBuf>,
+    /// Host files of the operator's that no command may read or search, whatever the mode and
+    /// whatever the operator named: the private key of a listening server's TLS certificate.
+    /// Attack stopped: an agent given `host:read` (AUTO) reading the node's key.
+    pub secrets: Vec<PathBuf>,
     /// The operator's `XDG_CONFIG_HOME` (absolute, or `None`): where git's global configuration
     /// may live besides `~/.gitconfig`, for [`crate::GitIndirections`].
     pub xdg_config_home: Option<PathBuf>,
@@ -406,6 +410,7 @@ impl PolicyConfig {
             targets: TargetRules::default(),
             required: GuaranteeSet::EMPTY,
             state_dir: None,
+            secrets: Vec::new(),
             xdg_config_home: None,
             allow_host_config: Vec::new(),
         }

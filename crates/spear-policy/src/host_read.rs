@@ -72,6 +72,8 @@ pub(crate) struct HostView {
     exists: Exists,
     /// spear's state directory, never read.
     state: Option<PathBuf>,
+    /// The operator's secret files, never read.
+    secrets: Vec<PathBuf>,
 }
 
 impl HostView {
@@ -115,13 +117,16 @@ impl HostView {
             reserved,
             exists,
             state: None,
+            secrets: Vec::new(),
         }
     }
 
-    /// The same view, refusing every path inside spear's state directory `state`.
+    /// The same view, refusing every path inside spear's state directory `state`, and the
+    /// operator's `secrets` (a listening server's TLS key).
     #[must_use]
-    pub(crate) fn hiding(mut self, state: Option<PathBuf>) -> Self {
+    pub(crate) fn hiding(mut self, state: Option<PathBuf>, secrets: Vec<PathBuf>) -> Self {
         self.state = state;
+        self.secrets = secrets;
         self
     }
 
@@ -137,6 +142,11 @@ impl HostView {
         }
         if self.state.as_ref().is_some_and(|s| path.starts_with(s)) {
             return HostRead::Refused(Refusal::spear_state(shown));
+        }
+        // A directory that holds one is read as the sandbox shows it: the runner masks the
+        // secret in every bind.
+        if self.secrets.iter().any(|s| path.starts_with(s)) {
+            return HostRead::Refused(Refusal::credential_store(shown));
         }
         if path.starts_with("/dev") {
             // `/dev` and `/dev/shm` themselves are the sandbox's own (listing them binds nothing).
@@ -260,8 +270,34 @@ mod tests {
     /// spear's state directory is refused even inside a path the operator named, for reads and
     /// searches; what is beside it stays as it was.
     #[test]
+    fn the_operators_secrets_are_never_read() {
+        let v = view().hiding(None, vec!["/opt/data/tls/node.key".into()]);
+        for (path, refused) in [
+            ("/opt/data/tls/node.key", true),
+            // Positive controls: its certificate beside it, its directory (bound with the key
+            // masked in it), and a name that only starts the same.
+            ("/opt/data/tls/node.crt", false),
+            ("/opt/data/tls", false),
+            ("/opt/data/tls/node.key.pub", false),
+        ] {
+            for got in [
+                v.vet(Path::new(path), path),
+                v.vet_search(Path::new(path), path),
+            ] {
+                match got {
+                    HostRead::Refused(r) => {
+                        assert!(refused, "{path}: {r:?}");
+                        assert_eq!(r.rule(), RefusalRule::CredentialStore, "{path}");
+                    }
+                    other => assert!(!refused, "{path}: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_state_directory_is_never_read() {
-        let v = view().hiding(Some("/opt/data/state/spear".into()));
+        let v = view().hiding(Some("/opt/data/state/spear".into()), Vec::new());
         for (path, refused) in [
             ("/opt/data/state/spear", true),
             ("/opt/data/state/spear/audit.jsonl", true),

@@ -45,7 +45,7 @@ impl CommandPolicy {
                 .map(|r| r.host_path().to_path_buf()),
         );
         let host_view = HostView::new(config.sandbox.clone(), config.named_paths.clone(), &points)
-            .hiding(config.state_dir.clone());
+            .hiding(config.state_dir.clone(), config.secrets.clone());
         CommandPolicy {
             workspace,
             config,

@@ -61,6 +61,8 @@ pub struct TokenSpec {
     pub no_network: bool,
     /// How many sessions it may hold open at once (none: the server's limit).
     pub sessions: Option<u32>,
+    /// How many of its calls may be in flight at once (none: the server's limit).
+    pub calls: Option<u32>,
     /// How long it is valid from its issue (none: until revoked).
     pub expires_in: Option<Duration>,
 }
@@ -80,6 +82,8 @@ pub struct TokenInfo {
     pub no_network: bool,
     /// How many sessions it may hold open at once (none: the server's limit).
     pub sessions: Option<u32>,
+    /// How many of its calls may be in flight at once (none: the server's limit).
+    pub calls: Option<u32>,
     /// When it was issued (to the second).
     pub created: SystemTime,
     /// When it stops being accepted (to the second; none: never).
@@ -251,6 +255,11 @@ impl TokenStore {
                 "a token for 0 sessions could open none; give --sessions 1 or more".into(),
             ));
         }
+        if spec.calls == Some(0) {
+            return Err(TokenError::InvalidSpec(
+                "a token for 0 calls in flight could make none; give --calls 1 or more".into(),
+            ));
+        }
         let expires = match spec.expires_in {
             None => None,
             Some(d) if d.is_zero() => {
@@ -284,6 +293,7 @@ impl TokenStore {
             mode: spec.mode,
             no_network: spec.no_network,
             sessions: spec.sessions,
+            calls: spec.calls,
             created: seconds(now),
             expires,
         };
@@ -469,6 +479,9 @@ struct Stored {
     mode: Option<ExecutionMode>,
     no_network: bool,
     sessions: Option<u32>,
+    /// Absent in stores written before tokens had it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    calls: Option<u32>,
     created: u64,
     expires: Option<u64>,
 }
@@ -483,6 +496,7 @@ impl Stored {
             mode: self.mode,
             no_network: self.no_network,
             sessions: self.sessions,
+            calls: self.calls,
             created: at(self.created),
             expires: self.expires.map(at),
         }

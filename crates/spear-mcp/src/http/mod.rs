@@ -101,6 +101,9 @@ pub struct Grant {
     pub no_network: bool,
     /// How many sessions it may hold open at once (none: only the node's limit).
     pub sessions: Option<u32>,
+    /// How many of its calls may be in flight at once over all its sessions (none, or more than
+    /// the node's [`NodeLimits::calls_per_credential`]: the node's).
+    pub calls: Option<u32>,
 }
 
 /// Why a request is not admitted, in words a person can act on.
@@ -154,11 +157,15 @@ pub trait Opener: Send + Sync + 'static {
     fn plan(&self, who: &Admission, ask: &SessionAsk) -> Result<SessionFactory, String>;
 }
 
-/// How many sessions a node holds, and for how long an idle one.
+/// How many sessions a node holds, for how long an idle one, and how many calls one credential
+/// may have in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NodeLimits {
     /// The most sessions open at once, over every credential (`--max-sessions`).
     pub max_sessions: usize,
+    /// The most JSON-RPC requests one credential may have in flight at once, over all its
+    /// sessions (`--max-calls-per-token`); one more is answered `429`.
+    pub calls_per_credential: usize,
     /// A session with no request for this long ends (`--session-idle`).
     pub session_idle: Duration,
 }

@@ -9,6 +9,10 @@
 //!   both generations reach the same spear session from one request to the next; `DELETE` there
 //!   (without `Mcp-Session-Id`) ends it, and `GET /mcp/sessions/<id>/patch` returns a template
 //!   session's changes.
+//! - Every JSON-RPC request holds a [`CallSlot`] of its credential's from before it is handed to
+//!   rmcp until its answer is sent: one over the credential's limit is answered `429`, never
+//!   queued. Notifications and responses (an answer to an elicitation) take none: refusing one
+//!   would leave a call waiting for it.
 //! - Every session holds a [`Ticket`] from before it is made until it ends. A sweep every second
 //!   asks the gate again about each credential with sessions (a revoked or expired one has them
 //!   ended) and ends the sessions named in URLs that have been idle too long; rmcp ends its own
@@ -20,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
@@ -29,7 +34,7 @@ use sha2::{Digest as _, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::respond::{self, Body};
-use super::tickets::{Counter, Full, Ticket};
+use super::tickets::{CallSlot, Counter, Full, Ticket};
 use super::{
     Admission, Changes, Denied, Gatekeeper, HEALTH_PATH, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH,
     METRICS_PATH, NodeLimits, Opened, Opener, SESSIONS_PATH, SessionAsk, SessionFactory,
@@ -197,6 +202,8 @@ struct Credential {
     /// Kept to ask the gate again (revocation, expiry); never logged.
     bearer: String,
     count: Arc<Counter>,
+    /// Its calls in flight.
+    calls: Arc<Counter>,
     /// Cancelled when the credential is no longer admitted: ends every session it has.
     cancel: CancellationToken,
     /// Places taken by requests that may make a session, for the service's factory to take.
@@ -266,6 +273,7 @@ impl Node {
         let ask = ask_of_query(request.uri().query())
             .map_err(|why| respond::error(StatusCode::BAD_REQUEST, "invalid_request", &why))?;
         let service = self.service(&credential, &ask)?;
+        let (request, slot) = self.call_slot(&credential, request).await?;
         // A POST without a session id may make a session (an `initialize`, or a stateless
         // request, which is served by a session of its own): it takes its place first.
         let makes =
@@ -283,7 +291,7 @@ impl Node {
             // Not taken: no session was made (the place is given back).
             lock(&credential.pending).retain(|(i, _)| *i != id);
         }
-        Ok(response)
+        Ok(holding(response, slot))
     }
 
     /// `POST /mcp/sessions`: a session the client names in its URL.
@@ -375,7 +383,10 @@ impl Node {
                     &serde_json::json!({"closed": id}),
                 ))
             }
-            ("", _) => Ok(forward(&named.service, request).await),
+            ("", _) => {
+                let (request, slot) = self.call_slot(&credential, request).await?;
+                Ok(holding(forward(&named.service, request).await, slot))
+            }
             ("patch", Method::GET) => {
                 let Some(changes) = named.changes.clone() else {
                     return Err(respond::error(
@@ -433,11 +444,19 @@ impl Node {
                 .grant
                 .sessions
                 .and_then(|n| usize::try_from(n).ok());
+            let calls = admission
+                .grant
+                .calls
+                .and_then(|n| usize::try_from(n).ok())
+                .map_or(self.limits.calls_per_credential, |n| {
+                    n.min(self.limits.calls_per_credential)
+                });
             Arc::new(Credential {
                 key,
                 admission,
                 bearer,
                 count: Counter::new(limit),
+                calls: Counter::new(Some(calls)),
                 cancel: self.stop.child_token(),
                 pending: Arc::new(Mutex::new(VecDeque::new())),
                 services: Mutex::new(HashMap::new()),
@@ -477,6 +496,57 @@ impl Node {
             );
             response
         })
+    }
+
+    /// `request` read whole, and the slot its call takes in `credential`'s count: none for
+    /// anything but a POST carrying a JSON-RPC request. `413` for a body over the cap, `429`
+    /// when the credential has its most calls in flight.
+    async fn call_slot(
+        &self,
+        credential: &Credential,
+        request: Request<Incoming>,
+    ) -> Result<(Request<http_body_util::Full<Bytes>>, Option<CallSlot>), Refused> {
+        let (parts, body) = request.into_parts();
+        let body = if parts.method == Method::POST {
+            http_body_util::Limited::new(body, MAX_BODY_BYTES)
+                .collect()
+                .await
+                .map_err(|_| {
+                    respond::error(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "payload_too_large",
+                        &format!(
+                            "the request's body is over {MAX_BODY_BYTES} bytes, or was cut off: \
+                             send a large file in parts"
+                        ),
+                    )
+                })?
+                .to_bytes()
+        } else {
+            Bytes::new()
+        };
+        let slot = if parts.method == Method::POST && carries_a_request(&body) {
+            let slot = CallSlot::take(&credential.calls).map_err(|limit| {
+                let why = format!(
+                    "{} has its most calls in flight ({limit}): wait for an answer before the                      next call",
+                    credential.admission.principal
+                );
+                let mut response =
+                    respond::error(StatusCode::TOO_MANY_REQUESTS, "too_many_calls", &why);
+                response.headers_mut().insert(
+                    hyper::header::RETRY_AFTER,
+                    hyper::header::HeaderValue::from_static("1"),
+                );
+                response
+            })?;
+            Some(slot)
+        } else {
+            None
+        };
+        Ok((
+            Request::from_parts(parts, http_body_util::Full::new(body)),
+            slot,
+        ))
     }
 
     /// `credential`'s service for `ask`, made the first time it is asked for (`403` if the
@@ -603,14 +673,63 @@ impl Node {
     }
 }
 
-/// The request, answered by rmcp's service.
-async fn forward(service: &Service, request: Request<Incoming>) -> Response<Body> {
+/// `response`, holding `slot` until its body is sent or dropped.
+fn holding(response: Response<Body>, slot: Option<CallSlot>) -> Response<Body> {
+    match slot {
+        None => response,
+        Some(slot) => response.map(|body| {
+            body.map_frame(move |frame| {
+                let _held = &slot;
+                frame
+            })
+            .boxed()
+        }),
+    }
+}
+
+/// Whether `body` is (or, in a batch, holds) a JSON-RPC request: a message with a `method` and
+/// an `id`, which a call answers. Notifications and responses are not calls; a body that is not
+/// JSON is not one either (rmcp refuses it).
+fn carries_a_request(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        id: Option<serde::de::IgnoredAny>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    impl Message {
+        fn is_request(&self) -> bool {
+            self.id.is_some() && self.method.is_some()
+        }
+    }
+    // Not serde's untagged enum: it would build the whole document in memory to try each shape.
+    if body.trim_ascii_start().starts_with(b"[") {
+        serde_json::from_slice::<Vec<Message>>(body)
+            .is_ok_and(|b| b.iter().any(Message::is_request))
+    } else {
+        serde_json::from_slice::<Message>(body).is_ok_and(|m| m.is_request())
+    }
+}
+
+/// The request, answered by rmcp's service. A session ended by `DELETE` is answered `200`
+/// rather than rmcp's `202`: rmcp has closed the session when it answers, nothing is left for
+/// later, and the SDKs take any status but `200` and `204` as a failed termination.
+async fn forward<B>(service: &Service, request: Request<B>) -> Response<Body>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: std::fmt::Display,
+{
     use tower_service::Service as _;
+    let deleting = request.method() == Method::DELETE;
     let mut service = service.clone();
-    match service.call(request).await {
+    let mut response = match service.call(request).await {
         Ok(response) => response,
         Err(never) => match never {},
+    };
+    if deleting && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
     }
+    response
 }
 
 /// The ask in `/mcp`'s query (`workspace=DIR`, `template=NAME`), each at most once; another
@@ -703,6 +822,39 @@ mod tests {
                 (Err(got), Err(want)) => assert!(got.contains(want), "{got}"),
                 (got, want) => panic!("{body:?}: got {got:?}, want {want:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn only_a_request_is_a_call() {
+        let cases: &[(&str, bool)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
+                true,
+            ),
+            (r#"{"jsonrpc":"2.0","id":"a","method":"initialize"}"#, true),
+            (
+                r#"  [{"jsonrpc":"2.0","method":"x"},{"id":2,"method":"y"}]"#,
+                true,
+            ),
+            // A notification, a response (an answer to an elicitation), and neither.
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"action":"accept"}}"#,
+                false,
+            ),
+            (r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#, false),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#, false),
+            ("", false),
+            ("{\"jsonrpc\": ", false),
+            ("[1, 2]", false),
+            ("7", false),
+        ];
+        for (body, call) in cases {
+            assert_eq!(carries_a_request(body.as_bytes()), *call, "{body}");
         }
     }
 

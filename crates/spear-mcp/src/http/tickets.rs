@@ -1,15 +1,20 @@
-//! Session tickets: what counts a session against its credential's limit and the node's.
+//! Session tickets and call slots: what counts a session against its credential's limit and the
+//! node's, and a call in flight against its credential's.
 //!
 //! A [`Ticket`] is taken before a session is made and lives as long as the session (the server
 //! holds it): taking one increments both counts at once, or neither, so two clients racing for
 //! the last place cannot both get it; dropping it gives both places back, however the session
 //! ends (closed, idle, revoked, the server stopping). Attack stopped: one credential (or all of
 //! them) opening sessions until the node runs out of memory, processes or disk.
+//!
+//! A [`CallSlot`] is taken before a request is handed on and lives as long as its answer is
+//! being sent. Attack stopped: one credential posting calls faster than they finish, its
+//! sessions' queues growing without bound and starving every other credential's calls.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// One count of open sessions with its limit (none: unlimited).
+/// One count (of open sessions, or of calls in flight) with its limit (none: unlimited).
 #[derive(Debug)]
 pub(crate) struct Counter {
     open: AtomicUsize,
@@ -25,7 +30,7 @@ impl Counter {
         })
     }
 
-    /// The sessions counted now.
+    /// What is counted now.
     pub(crate) fn open(&self) -> usize {
         self.open.load(Ordering::SeqCst)
     }
@@ -85,6 +90,31 @@ impl Drop for Ticket {
     }
 }
 
+/// One call in flight in its credential's count, given back when dropped.
+#[derive(Debug)]
+pub(crate) struct CallSlot {
+    count: Arc<Counter>,
+}
+
+impl CallSlot {
+    /// A slot in `count`, or its limit when it is reached (nothing is counted then).
+    pub(crate) fn take(count: &Arc<Counter>) -> Result<CallSlot, usize> {
+        if count.take() {
+            Ok(CallSlot {
+                count: Arc::clone(count),
+            })
+        } else {
+            Err(count.limit.unwrap_or(0))
+        }
+    }
+}
+
+impl Drop for CallSlot {
+    fn drop(&mut self) {
+        self.count.give_back();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +154,18 @@ mod tests {
         assert_eq!(node.open(), 5);
         drop(won);
         assert_eq!((node.open(), credential.open()), (0, 0));
+    }
+
+    #[test]
+    fn call_slots_stop_at_the_limit_and_come_back_when_dropped() {
+        let calls = Counter::new(Some(2));
+        let one = CallSlot::take(&calls).unwrap();
+        let two = CallSlot::take(&calls).unwrap();
+        assert_eq!(CallSlot::take(&calls).unwrap_err(), 2);
+        assert_eq!(calls.open(), 2);
+        drop(one);
+        let three = CallSlot::take(&calls).unwrap();
+        drop((two, three));
+        assert_eq!(calls.open(), 0);
     }
 }

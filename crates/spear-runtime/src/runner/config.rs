@@ -51,6 +51,11 @@ pub struct RunnerConfig {
     /// spear's state directory (`host_dirs::spear_state_dir`), never shown in a sandbox:
     /// masked wherever a bound path or root would show it or a part of it.
     pub state_dir: Option<PathBuf>,
+    /// Host files of the operator's that no sandbox shows, masked as the state directory is
+    /// (wherever a bound path or root would show them): the private key of a listening server's
+    /// TLS certificate (`spear mcp --listen --tls-key`). Attack stopped: an agent reading the
+    /// node's key through a bound tree and impersonating the node to every client.
+    pub secrets: Vec<PathBuf>,
     /// What the host offers every sandbox, when a front end has looked already (to compute the
     /// policy's view with [`sandbox_view`](crate::sandbox_view)): a runner made with it mounts
     /// exactly what that view described, and does not look again. `None`: the runner looks when it
@@ -125,6 +130,7 @@ impl RunnerConfig {
             git_identity,
             env_pass: Vec::new(),
             state_dir,
+            secrets: Vec::new(),
             discovered: None,
             commit_max_changes: crate::staging::MAX_COMMITTED_CHANGES,
             gpu: None,

@@ -14,9 +14,9 @@ use super::command_runner::CommandRunner;
 use super::request::CommandRequest;
 use crate::staging::Staging;
 
-/// The masks that keep spear's state directory `state` out of a sandbox that binds `bound`: the
-/// state directory itself where a bound path holds it, and a bound path itself where it lies
-/// inside the state directory. What does not exist on the host (`exists` says `None`) needs no
+/// The masks that keep spear's state directory `state` (or one of the operator's secret files) out
+/// of a sandbox that binds `bound`: the state directory itself where a bound path holds it, and a
+/// bound path itself where it lies inside the state directory. What does not exist on the host (`exists` says `None`) needs no
 /// mask. Pure but for `exists`.
 pub fn state_masks(
     state: &Path,
@@ -174,10 +174,10 @@ impl CommandRunner {
                 });
             }
         }
-        if let Some(state) = &self.config.state_dir {
-            // Attack: a command reading spear's audit log, or connecting to the approval socket
-            // to approve its own pending calls, through a bound path that shows the state
-            // directory.
+        // Attack: a command reading spear's audit log, or connecting to the approval socket to
+        // approve its own pending calls, through a bound path that shows the state directory;
+        // or reading the node's TLS key through one that shows it.
+        for state in self.config.state_dir.iter().chain(&self.config.secrets) {
             masks.extend(state_masks(state, &bound, &host_entry));
             for mask in state_masks(state, root_hosts, &host_entry) {
                 if let Some(loc) = ws.locate(mask.path()) {

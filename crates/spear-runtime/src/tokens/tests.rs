@@ -200,6 +200,7 @@ fn verify_table() {
             mode: Some(ExecutionMode::Ask),
             no_network: true,
             sessions: Some(4),
+            calls: None,
             created: at(NOW),
             expires: None,
         }
@@ -331,6 +332,7 @@ fn add_list_revoke() {
         mode: Some(ExecutionMode::Auto),
         no_network: false,
         sessions: Some(64),
+        calls: Some(16),
         expires_in: Some(Duration::from_secs(7 * 86_400)),
     };
     store
@@ -349,6 +351,7 @@ fn add_list_revoke() {
             mode: Some(ExecutionMode::Auto),
             no_network: false,
             sessions: Some(64),
+            calls: Some(16),
             created: at(NOW),
             expires: Some(at(NOW + 7 * 86_400)),
         }
@@ -413,6 +416,13 @@ fn specs_refused_at_add() {
                 ..named("a")
             },
             "--sessions 1",
+        ),
+        (
+            TokenSpec {
+                calls: Some(0),
+                ..named("a")
+            },
+            "--calls 1",
         ),
         (
             TokenSpec {
@@ -506,4 +516,25 @@ proptest! {
             Ok(())
         })?;
     }
+}
+
+/// A store written before tokens had `calls` reads as it did: no limit of the token's own.
+#[test]
+fn a_store_without_calls_reads_as_before() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (_tmp, store, _ws) = store();
+    std::fs::create_dir_all(store.path().parent().unwrap()).unwrap();
+    let hash = "0".repeat(64);
+    std::fs::write(
+        store.path(),
+        format!(
+            r#"{{"version": 1, "tokens": [{{"name": "old", "sha256": "{hash}", "workspaces": [],
+               "templates": [], "mode": null, "no_network": false, "sessions": 2,
+               "created": {NOW}, "expires": null}}]}}"#
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let list = store.list().unwrap();
+    assert_eq!((list[0].sessions, list[0].calls), (Some(2), None));
 }
