@@ -115,21 +115,6 @@ const PACE: Duration = Duration::from_millis(50);
 /// come, so that what the session does between calls (setting the next sandbox up) is neither
 /// charged to the next bare run on the shared core nor skipped by a call that comes too soon.
 fn session_against_bwrap(budget: Duration, router: &ToolRouter) -> (Duration, Duration) {
-    let bare = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "/bin/true",
-    ];
     let run_true = json!({"command": "true"});
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     let started = Instant::now();
@@ -142,7 +127,8 @@ fn session_against_bwrap(budget: Duration, router: &ToolRouter) -> (Duration, Du
         std::thread::sleep(PACE);
         let t = Instant::now();
         let status = std::process::Command::new("bwrap")
-            .args(bare)
+            .args(spear_testkit::baseline::BARE_BWRAP)
+            .arg("/bin/true")
             .stdout(Stdio::null())
             .status()
             .unwrap();

@@ -464,21 +464,6 @@ fn paced_against_bwrap(
     node: &Node,
     runs: usize,
 ) -> (Vec<Duration>, Vec<Duration>) {
-    let bare = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "/bin/true",
-    ];
     let mut session = Session::open(http, node, "");
     let run_true = json!({"command": "true"});
     session.call(http, node, "terminal", &run_true);
@@ -491,7 +476,8 @@ fn paced_against_bwrap(
         std::thread::sleep(PACE);
         let t = Instant::now();
         let status = Command::new("bwrap")
-            .args(bare)
+            .args(spear_testkit::baseline::BARE_BWRAP)
+            .arg("/bin/true")
             .stdout(Stdio::null())
             .status()
             .unwrap();

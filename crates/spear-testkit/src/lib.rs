@@ -14,6 +14,7 @@
 // why no helper's doc has a `# Panics` section: every one panics on a broken fixture).
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::missing_panics_doc)]
 
+pub mod baseline;
 pub mod cgroup;
 pub mod child;
 pub mod git;

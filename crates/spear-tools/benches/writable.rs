@@ -47,27 +47,8 @@ fn bare_touch(ws: &Path) -> Duration {
     let ws = ws.to_str().unwrap();
     let t = Instant::now();
     let status = Command::new("bwrap")
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--bind",
-            ws,
-            ws,
-            "--unshare-all",
-            "--die-with-parent",
-            "--new-session",
-            "--cap-drop",
-            "ALL",
-            "--chdir",
-            ws,
-            "touch",
-            "a",
-        ])
+        .args(spear_testkit::baseline::BARE_BWRAP)
+        .args(["--bind", ws, ws, "--chdir", ws, "touch", "a"])
         .status()
         .unwrap();
     assert!(status.success());

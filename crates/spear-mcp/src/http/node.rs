@@ -507,20 +507,25 @@ impl Node {
         request: Request<Incoming>,
     ) -> Result<(Request<http_body_util::Full<Bytes>>, Option<CallSlot>), Refused> {
         let (parts, body) = request.into_parts();
+        let too_large = || {
+            respond::error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                &format!(
+                    "the request's body is over {MAX_BODY_BYTES} bytes, or was cut off: send a \
+                     large file in parts"
+                ),
+            )
+        };
         let body = if parts.method == Method::POST {
+            // A `Content-Length` over the cap is refused before a byte of the body is read.
+            if hyper::body::Body::size_hint(&body).lower() > MAX_BODY_BYTES as u64 {
+                return Err(too_large());
+            }
             http_body_util::Limited::new(body, MAX_BODY_BYTES)
                 .collect()
                 .await
-                .map_err(|_| {
-                    respond::error(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "payload_too_large",
-                        &format!(
-                            "the request's body is over {MAX_BODY_BYTES} bytes, or was cut off: \
-                             send a large file in parts"
-                        ),
-                    )
-                })?
+                .map_err(|_| too_large())?
                 .to_bytes()
         } else {
             Bytes::new()
