@@ -47,7 +47,16 @@ pub fn listen(
         .transpose()
         .map_err(|e| format!("{config_name}: [serve.oauth]: {e}"))?;
     let (first, root) = crate::mcp::open_narrowed(args, host, &args.workspace, &args.mode, None)?;
+    // That router only checked the server's own session and is no session: the store directory
+    // it made, empty (it ran no call), goes with it, or every start would leave one behind.
+    let first_results = crate::state_home::results_dir(host, first.session());
     drop(first);
+    if let Ok(dir) = first_results
+        && let Err(e) = std::fs::remove_dir(&dir)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!("{} could not be removed: {e}", dir.display());
+    }
     // What every session is narrowed within: the server's own workspace, mode and network.
     let served = Served {
         workspace: PathBuf::from(&root),
@@ -383,6 +392,11 @@ impl OpenerState {
         };
         let (router, root) =
             crate::mcp::open_narrowed(args, &self.host, &workspace, &mode, Some(principal))?;
+        // A template session's checkpoints are of its copy, which goes when it ends (a kept
+        // copy is moved elsewhere): nothing could be undone through them after, so they go too.
+        let checkpoints = rollout
+            .as_ref()
+            .and_then(|_| crate::state_home::checkpoints_dir(&self.host, router.workspace()).ok());
         // ASK asks through the client (elicitation, input-required results); a client that
         // cannot ask waits for `spear approve` on the node.
         let server = spear_mcp::SpearServer::with_approvals(
@@ -394,6 +408,9 @@ impl OpenerState {
         // A node's session leaves nothing behind: its stored outputs go when it ends (after its
         // router, whose last calls may still store one).
         if let Ok(dir) = crate::state_home::results_dir(&self.host, server.session()) {
+            server.hold(Box::new(RemovedAtEnd(dir)));
+        }
+        if let Some(dir) = checkpoints {
             server.hold(Box::new(RemovedAtEnd(dir)));
         }
         // A template's copy goes (or is kept) once the session and whoever asked for its patch
