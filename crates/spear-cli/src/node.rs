@@ -22,19 +22,7 @@ pub fn listen(
     host: &spear_runtime::HostSnapshot,
     addr: &spear_mcp::ListenAddr,
 ) -> Result<i32, String> {
-    // The TLS key is a secret of the node's: no session's command reads it, and no sandbox
-    // shows it (masked in every bind, as spear's state directory is).
-    let mut args = args.clone();
-    let key = args
-        .tls_key
-        .as_deref()
-        .map(|key| {
-            std::fs::canonicalize(key)
-                .map_err(|e| format!("the TLS key {} cannot be used: {e}", key.display()))
-        })
-        .transpose()?;
-    args.workspace.secrets.extend(key.iter().cloned());
-    let args = &args;
+    let (args, key) = &hiding_tls_key(args)?;
     let http = spear_mcp::Http::bind(&spear_mcp::HttpConfig {
         addr: addr.clone(),
         tls: match (&args.tls_cert, &args.tls_key) {
@@ -61,7 +49,16 @@ pub fn listen(
         .transpose()
         .map_err(|e| format!("{config_name}: [serve.oauth]: {e}"))?;
     let (first, root) = crate::mcp::open_narrowed(args, host, &args.workspace, &args.mode, None)?;
+    // That router only checked the server's own session and is no session: the store directory
+    // it made, empty (it ran no call), goes with it, or every start would leave one behind.
+    let first_results = crate::state_home::results_dir(host, first.session());
     drop(first);
+    if let Ok(dir) = first_results
+        && let Err(e) = std::fs::remove_dir(&dir)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!("{} could not be removed: {e}", dir.display());
+    }
     // What every session is narrowed within: the server's own workspace, mode and network.
     let served = Served {
         workspace: PathBuf::from(&root),
@@ -69,7 +66,7 @@ pub fn listen(
         no_network: args.mode.no_network,
         templates: canonical_templates(&args.templates)?,
     };
-    if let Some(key) = &key {
+    if let Some(key) = key {
         check_tls_key(key, &served)?;
     }
     // Template sessions' copies live beside spear's state directory, never in it (no sandbox
@@ -129,6 +126,22 @@ pub fn listen(
     drop(channel);
     served?;
     Ok(0)
+}
+
+/// `args` with its TLS key, canonical, among the files no session's command reads and no sandbox
+/// shows (masked in every bind, as spear's state directory is); and that key.
+fn hiding_tls_key(args: &Args) -> Result<(Args, Option<PathBuf>), String> {
+    let mut args = args.clone();
+    let key = args
+        .tls_key
+        .as_deref()
+        .map(|key| {
+            std::fs::canonicalize(key)
+                .map_err(|e| format!("the TLS key {} cannot be used: {e}", key.display()))
+        })
+        .transpose()?;
+    args.workspace.secrets.extend(key.iter().cloned());
+    Ok((args, key))
 }
 
 /// Refuses a TLS key that lies in the served workspace or a template, where every session's
@@ -432,6 +445,11 @@ impl OpenerState {
         };
         let (router, root) =
             crate::mcp::open_narrowed(args, &self.host, &workspace, &mode, Some(principal))?;
+        // A template session's checkpoints are of its copy, which goes when it ends (a kept
+        // copy is moved elsewhere): nothing could be undone through them after, so they go too.
+        let checkpoints = rollout
+            .as_ref()
+            .and_then(|_| crate::state_home::checkpoints_dir(&self.host, router.workspace()).ok());
         // ASK asks through the client (elicitation, input-required results); a client that
         // cannot ask waits for `spear approve` on the node.
         let server = spear_mcp::SpearServer::with_approvals(
@@ -443,6 +461,9 @@ impl OpenerState {
         // A node's session leaves nothing behind: its stored outputs go when it ends (after its
         // router, whose last calls may still store one).
         if let Ok(dir) = crate::state_home::results_dir(&self.host, server.session()) {
+            server.hold(Box::new(RemovedAtEnd(dir)));
+        }
+        if let Some(dir) = checkpoints {
             server.hold(Box::new(RemovedAtEnd(dir)));
         }
         // A template's copy goes (or is kept) once the session and whoever asked for its patch

@@ -66,6 +66,13 @@ pub fn results_dir(host: &HostSnapshot, session: &str) -> Result<PathBuf, String
         .ok_or_else(|| "neither XDG_STATE_HOME nor HOME is set".to_owned())
 }
 
+/// Where the checkpoint store of `ws` is kept (whether or not it was made).
+pub fn checkpoints_dir(host: &HostSnapshot, ws: &Workspace) -> Result<PathBuf, String> {
+    let (xdg, home) = dirs(host)?;
+    CheckpointStore::default_dir(xdg.as_deref(), home.as_deref(), ws)
+        .ok_or_else(|| "neither XDG_STATE_HOME nor HOME is set".to_owned())
+}
+
 /// The checkpoint store of `ws`, held to the operator's `quotas`.
 pub fn checkpoints(
     host: &HostSnapshot,
