@@ -42,17 +42,20 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod listening;
+mod python_client;
 mod support;
 
 use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use listening::{Listening, add_token};
 use serde_json::Value;
-use support::{Dirs, SpearCommands as _};
+use support::Dirs;
 
 /// The scenarios that apply to spear, each with the protocol generation it runs at.
 const APPLICABLE: &[(&str, &str)] = &[
@@ -117,63 +120,6 @@ fn conformance() -> PathBuf {
         bin.display()
     );
     bin
-}
-
-/// `spear token add NAME` over `d`'s state: the token's value.
-fn add_token(d: &Dirs, name: &str) -> String {
-    let out = d.spear(&["token", "add", name]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("spear_"))
-        .expect("no token printed")
-        .trim()
-        .to_owned()
-}
-
-/// A listening server, killed (SIGTERM, then waited for) when dropped.
-struct Listening {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Listening {
-    fn start(d: &Dirs) -> Listening {
-        let mut child = d
-            .spear(&["mcp", "--listen", "127.0.0.1:0", "--auto"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut seen = String::new();
-        let addr = loop {
-            let Some(Ok(line)) = lines.next() else {
-                panic!("the server ended before it listened: {seen}");
-            };
-            seen.push_str(&line);
-            seen.push('\n');
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.split('/').next().unwrap().parse().unwrap();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Listening { child, addr }
-    }
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        let pid = rustix::process::Pid::from_raw(self.child.id().cast_signed()).unwrap();
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        let _ = self.child.wait();
-    }
 }
 
 /// A relay on a loopback port of its own to `upstream` that adds `Authorization: Bearer
@@ -364,7 +310,7 @@ fn spear_passes_the_applicable_server_scenarios_of_the_conformance_suite() {
     let bin = conformance();
     let d = Dirs::with(&[("README.md", "conformance\n")]);
     let token = add_token(&d, "conformance");
-    let server = Listening::start(&d);
+    let server = Listening::start(&d, &["--auto"]);
     let url = format!("http://{}/mcp", relay(server.addr, token));
     let started = Instant::now();
 
@@ -430,7 +376,7 @@ fn spear_passes_the_applicable_server_scenarios_of_the_conformance_suite() {
 fn a_request_refused_before_its_body_arrives_closes_its_connection() {
     let d = Dirs::with(&[("README.md", "conformance\n")]);
     let token = add_token(&d, "raw");
-    let server = Listening::start(&d);
+    let server = Listening::start(&d, &["--auto"]);
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
     let loopback = server.addr.to_string();
     for (host, refused) in [("evil.example.com", true), (loopback.as_str(), false)] {
