@@ -6,9 +6,10 @@
 //! `terminal true` over HTTP paced as a model's calls come, beside bare bwrap running
 //! `/bin/true`.
 //!
-//! Each session is its own client thread with its own keep-alive connection, speaking MCP
-//! 2025-11-25 in a session named in its URL. Prints actions per second, p50 and p99 per action
-//! kind, and the ratios the issue aims at.
+//! Each session is its own client thread with an HTTP client and keep-alive connection of its
+//! own, speaking MCP 2025-11-25 in a session named in its URL. Prints actions per second, p50
+//! and p99 per action kind (the round trip, and the router's own time in it, which the result's
+//! `duration_ms` gives), and the ratios the issue aims at.
 
 #![allow(
     clippy::unwrap_used,
@@ -65,11 +66,7 @@ fn main() {
     let template = base.join("template");
     make_template(&template, template_files);
     let node = Node::start(base, &ws, &template);
-    let http = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(120))
-        .pool_max_idle_per_host(SESSIONS * 2)
-        .build()
-        .unwrap();
+    let http = client();
 
     // Opening a session: on the workspace, and on the template (a copy of its own).
     let open_ws = open_times(&http, &node, &node.token, "", 21).unwrap();
@@ -122,6 +119,7 @@ fn main() {
         );
         for kind in KINDS {
             print_quantiles(&format!("  {kind:<13}"), &run.samples[kind]);
+            print_quantiles("    in the router", &run.in_router[kind]);
         }
     }
     let rate = |r: &Run| r.count as f64 / r.elapsed.as_secs_f64();
@@ -334,6 +332,18 @@ impl Session {
         tool: &str,
         args: &Value,
     ) -> String {
+        self.call_timed(http, node, tool, args).0
+    }
+
+    /// Calls `tool`; its structured result's status, and the time the router took for it
+    /// (`duration_ms`, whole milliseconds).
+    fn call_timed(
+        &mut self,
+        http: &reqwest::blocking::Client,
+        node: &Node,
+        tool: &str,
+        args: &Value,
+    ) -> (String, Duration) {
         let id = self.next_id;
         self.next_id += 1;
         let text = self.post(
@@ -348,10 +358,11 @@ impl Session {
             .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
             .find(|m| m["id"] == json!(id))
             .unwrap_or_else(|| panic!("no answer to {tool}: {text}"));
-        message["result"]["structuredContent"]["status"]
-            .as_str()
-            .unwrap_or("?")
-            .to_owned()
+        let result = &message["result"]["structuredContent"];
+        (
+            result["status"].as_str().unwrap_or("?").to_owned(),
+            Duration::from_millis(result["duration_ms"].as_u64().unwrap_or(0)),
+        )
     }
 
     fn close(self, http: &reqwest::blocking::Client, node: &Node) {
@@ -384,27 +395,41 @@ struct Run {
     count: usize,
     elapsed: Duration,
     samples: BTreeMap<&'static str, Vec<Duration>>,
+    /// The router's own time for each call, by kind: what the round trip adds is the rest.
+    in_router: BTreeMap<&'static str, Vec<Duration>>,
 }
 
-/// `n` sessions at once, each running [`ACTIONS`] actions; opening them is not timed.
+/// An HTTP client of its own: a blocking reqwest client runs its connections on a thread of its
+/// own, so clients that share one share that thread, a queue no two remote agents share.
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .pool_max_idle_per_host(SESSIONS * 2)
+        .build()
+        .unwrap()
+}
+
+/// `n` sessions at once, each running [`ACTIONS`] actions with a client of its own; opening them
+/// is not timed.
 fn run_sessions(http: &reqwest::blocking::Client, node: &Node, n: usize) -> Run {
     let sessions: Vec<Session> = (0..n).map(|_| Session::open(http, node, "")).collect();
     let barrier = std::sync::Barrier::new(n);
     let started = Instant::now();
-    let results: Vec<Vec<(&'static str, Duration)>> = std::thread::scope(|scope| {
+    let results: Vec<Vec<(&'static str, Duration, Duration)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = sessions
             .into_iter()
             .enumerate()
             .map(|(s, mut session)| {
                 let barrier = &barrier;
                 scope.spawn(move || {
+                    let http = &client();
                     barrier.wait();
                     let mut times = Vec::with_capacity(ACTIONS);
                     for a in 0..ACTIONS {
                         let (kind, args) = action(s + n * 1000, a);
                         let t = Instant::now();
-                        let status = session.call(http, node, kind, &args);
-                        times.push((kind, t.elapsed()));
+                        let (status, in_router) = session.call_timed(http, node, kind, &args);
+                        times.push((kind, t.elapsed(), in_router));
                         assert_eq!(status, "ok", "{kind} {args}");
                     }
                     session.close(http, node);
@@ -416,15 +441,18 @@ fn run_sessions(http: &reqwest::blocking::Client, node: &Node, n: usize) -> Run 
     });
     let elapsed = started.elapsed();
     let mut samples: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
+    let mut in_router: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
     let mut count = 0;
-    for (kind, d) in results.into_iter().flatten() {
+    for (kind, d, r) in results.into_iter().flatten() {
         samples.entry(kind).or_default().push(d);
+        in_router.entry(kind).or_default().push(r);
         count += 1;
     }
     Run {
         count,
         elapsed,
         samples,
+        in_router,
     }
 }
 
