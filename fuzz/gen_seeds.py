@@ -5,8 +5,10 @@
   string or an object with a `command` field (placeholders such as {WS} are kept: the target
   substitutes them), and one command from each of 200 tldr pages (seeded sample) with the tldr
   placeholders written out (`{{[-a|--all]}}` -> `-a`, `{{path/to/file}}` -> `path/to/file`).
-  Plus the inputs of fixed crashes and hangs (CLASSIFY_REGRESSIONS), and inline programs and
-  scratch variables (CLASSIFY_INLINE).
+  Plus inline programs and scratch variables (CLASSIFY_INLINE).
+- regressions/classify_script/: the inputs of fixed crashes and hangs (CLASSIFY_REGRESSIONS), one
+  file each, named for what they broke (other files there, and other targets' regressions, are
+  written by hand and left alone).
 - seeds/resolve/: the `path` of every file-tool case of the red-team file, and hand-picked paths
   for the resolve fixture (see fuzz/src/lib.rs; the target substitutes {WS}, {BASE}, {OTHER}).
 """
@@ -92,9 +94,6 @@ def main() -> None:
         if isinstance(command, str):
             (out / f"redteam-{safe(case['id'])}").write_text(command)
             n += 1
-    for name, command in CLASSIFY_REGRESSIONS.items():
-        (out / f"regression-{name}").write_text(command)
-        n += 1
     for name, command in CLASSIFY_INLINE.items():
         (out / f"inline-{name}").write_text(command)
         n += 1
@@ -108,6 +107,11 @@ def main() -> None:
         (out / f"tldr-{safe(page)}").write_text(command)
         n += 1
     print(f"classify_script: {n} seeds")
+    regressions = FUZZ / "regressions" / "classify_script"
+    regressions.mkdir(parents=True, exist_ok=True)
+    for name, command in CLASSIFY_REGRESSIONS.items():
+        (regressions / name).write_text(command)
+    print(f"classify_script: {len(CLASSIFY_REGRESSIONS)} regressions")
 
     out = reset(FUZZ / "seeds" / "resolve")
     paths = []

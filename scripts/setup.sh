@@ -13,12 +13,14 @@
 #   kernel's overlayfs).
 # - /dev/fuse readable and writable by every user (mode 0666, what Debian's udev rule makes it;
 #   a container without udev may leave it 0600), so that a user can mount fuse-overlayfs.
-# - A Rust toolchain with rustfmt and clippy (the machine's rustup).
+# - A Rust toolchain with rustfmt and clippy (the machine's rustup), and cargo-fuzz (the fuzz
+#   targets' replay in scripts/test.sh; built from source the first time, a few minutes).
 # - An unprivileged user, spear-test, that the security tests also run as.
 set -euo pipefail
 
 packages=(bubblewrap slirp4netns util-linux iproute2 nftables sed gawk gcc g++ libc6-dev bash coreutils findutils python3 git procps curl ripgrep openssl fuse-overlayfs)
 test_user=spear-test
+cargo_fuzz_version=0.13.2
 
 say() { printf 'setup: %s\n' "$*"; }
 
@@ -60,6 +62,11 @@ for component in rustfmt clippy; do
     fi
 done
 
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    say "installing cargo-fuzz $cargo_fuzz_version"
+    cargo install "cargo-fuzz@$cargo_fuzz_version" --locked --quiet
+fi
+
 if [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
     say "making /dev/fuse usable by users (mode 0666, as udev does)"
     as_root chmod 0666 /dev/fuse
@@ -70,4 +77,4 @@ if [ "$(id -u)" -eq 0 ] && ! id "$test_user" >/dev/null 2>&1; then
     useradd --system --no-create-home --shell /usr/sbin/nologin "$test_user"
 fi
 
-say "ready: $(bwrap --version), $(slirp4netns --version | head -n 1), $(cargo --version)"
+say "ready: $(bwrap --version), $(slirp4netns --version | head -n 1), $(cargo --version), $(cargo fuzz --version)"

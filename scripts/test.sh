@@ -3,6 +3,7 @@
 # current user, the security tests again as an unprivileged user (when run as root), and a build
 # check of the fuzz targets. This is what CI runs (.ci/run). As root the tests run inside the test
 # network (scripts/test-host.sh), and the machine's own network is left as it is throughout.
+# Last, every input the fuzz targets keep is replayed once (scripts/fuzz.sh --replay).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +45,10 @@ fi
 if [ -f fuzz/Cargo.toml ]; then
     step "the fuzz targets still build"
     cargo check --manifest-path fuzz/Cargo.toml --locked --quiet
+    # Every input a target keeps (corpus, seeds, and the regressions: inputs that once crashed it)
+    # runs once, without fuzzing; a crash or failed invariant names the target and the input.
+    step "the fuzz inputs replay (scripts/fuzz.sh --replay)"
+    scripts/fuzz.sh --replay
 fi
 
 step "all gates passed"
