@@ -1,0 +1,1 @@
+kcadm.sh create users -s username=username -r realm_name
