@@ -37,7 +37,7 @@ use crate::output::{CappedOutput, Captured};
 use crate::rlimits::ResourceLimits;
 use crate::stage::StagePlan;
 
-mod vfork;
+pub(crate) mod vfork;
 
 /// The fd number at which the child receives the seccomp program.
 pub const SECCOMP_CHILD_FD: i32 = 3;
@@ -118,6 +118,8 @@ impl Spawner for ProcessSpawner {
             env: &launch.env,
             cwd: launch.cwd.as_deref(),
             stdin: launch.stdin,
+            stdout: vfork::Output::Pipe,
+            stderr: vfork::Output::Pipe,
         };
         let setup = || match landlock {
             None => child_setup(&join, &fds, &limits, stage),
@@ -132,10 +134,11 @@ impl Spawner for ProcessSpawner {
         // Our own unreaped child: its pid cannot have been recycled yet.
         let pidfd = pidfd_open(child.pid, PidfdFlags::empty())?;
         // The child is reaped through the pidfd.
+        let pipe = |fd: Option<OwnedFd>| fd.ok_or_else(|| io::Error::other("no output pipe"));
         Ok(Running {
             pidfd,
-            stdout: child.stdout,
-            stderr: child.stderr,
+            stdout: pipe(child.stdout)?,
+            stderr: pipe(child.stderr)?,
         })
     }
 }
@@ -847,6 +850,47 @@ mod tests {
                 "{lines:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_output_goes_to_a_given_fd_or_to_dev_null() {
+        // The network helpers' shape: stdout to /dev/null, stderr to a file of the caller's.
+        let log: std::fs::File =
+            rustix::fs::memfd_create("spawn-test-log", rustix::fs::MemfdFlags::CLOEXEC)
+                .unwrap()
+                .into();
+        let args = [
+            OsString::from("-c"),
+            // `-ef` in the shell itself (dash redirects a command's fds in the shell around it).
+            OsString::from(
+                "echo out; if [ /proc/$$/fd/1 -ef /dev/null ]; then echo null >&2; fi; \
+                 echo err >&2",
+            ),
+        ];
+        let command = vfork::Command {
+            program: std::path::Path::new("/bin/sh"),
+            args: &args,
+            env: &[],
+            cwd: None,
+            stdin: None,
+            stdout: vfork::Output::Null,
+            stderr: vfork::Output::To(log.as_fd()),
+        };
+        #[allow(unsafe_code)]
+        // SAFETY: the setup does nothing.
+        let child = unsafe { vfork::spawn(&command, &|| Ok(())) }.unwrap();
+        assert!(child.stdout.is_none() && child.stderr.is_none());
+        let status =
+            rustix::process::waitpid(Some(child.pid), rustix::process::WaitOptions::empty())
+                .unwrap()
+                .unwrap()
+                .1;
+        assert_eq!(status.exit_status(), Some(0));
+        let mut text = String::new();
+        let mut log = log;
+        std::io::Seek::seek(&mut log, std::io::SeekFrom::Start(0)).unwrap();
+        std::io::Read::read_to_string(&mut log, &mut text).unwrap();
+        assert_eq!(text, "null\nerr\n");
     }
 
     #[test]

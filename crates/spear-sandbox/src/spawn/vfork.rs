@@ -63,14 +63,29 @@ pub(crate) struct Command<'a> {
     pub cwd: Option<&'a Path>,
     /// stdin: this fd, or `/dev/null`.
     pub stdin: Option<BorrowedFd<'a>>,
+    /// Where stdout goes.
+    pub stdout: Output<'a>,
+    /// Where stderr goes.
+    pub stderr: Output<'a>,
+}
+
+/// Where the child's stdout or stderr goes.
+#[derive(Clone, Copy)]
+pub(crate) enum Output<'a> {
+    /// A pipe whose read end [`Spawned`] holds.
+    Pipe,
+    /// `/dev/null`.
+    Null,
+    /// This fd.
+    To(BorrowedFd<'a>),
 }
 
 /// A started child: its pid (unreaped, the caller's to pin and reap) and the read ends of its
-/// stdout and stderr pipes.
+/// stdout and stderr pipes, where they are pipes ([`Output::Pipe`]).
 pub(crate) struct Spawned {
     pub pid: Pid,
-    pub stdout: OwnedFd,
-    pub stderr: OwnedFd,
+    pub stdout: Option<OwnedFd>,
+    pub stderr: Option<OwnedFd>,
 }
 
 /// Starts `cmd`, running `setup` in the child after its stdio and cwd are in place and before the
@@ -88,21 +103,24 @@ pub(crate) unsafe fn spawn(
     cmd: &Command<'_>,
     setup: &dyn Fn() -> io::Result<()>,
 ) -> io::Result<Spawned> {
-    let (stdout_r, stdout_w) = pipe()?;
-    let (stderr_r, stderr_w) = pipe()?;
-    let null = match cmd.stdin {
-        Some(_) => None,
-        None => Some(OwnedFd::from(std::fs::File::open("/dev/null")?)),
+    // `/dev/null` as std opens it: read-only for stdin, write-only for an output.
+    let null_in = dev_null(cmd.stdin.is_none(), false)?;
+    let null_out = dev_null(
+        matches!(cmd.stdout, Output::Null) || matches!(cmd.stderr, Output::Null),
+        true,
+    )?;
+    let (stdout_r, stdout_w) = output(cmd.stdout)?;
+    let (stderr_r, stderr_w) = output(cmd.stderr)?;
+    let input = match (cmd.stdin, &null_in) {
+        (Some(fd), _) => fd,
+        (None, Some(null)) => null.as_fd(),
+        (None, None) => return Err(io::Error::other("no /dev/null for stdin")),
     };
-    let input = cmd
-        .stdin
-        .or(null.as_ref().map(AsFd::as_fd))
-        .ok_or_else(|| io::Error::other("no stdin"))?;
     // Moved above stdio where needed, so that no dup2 onto 0, 1 or 2 clobbers another source.
     let stdio = [
         above_stdio(input)?,
-        above_stdio(stdout_w.as_fd())?,
-        above_stdio(stderr_w.as_fd())?,
+        above_stdio(target(cmd.stdout, stdout_w.as_ref(), null_out.as_ref())?)?,
+        above_stdio(target(cmd.stderr, stderr_w.as_ref(), null_out.as_ref())?)?,
     ];
     let mut prepared = Prepared::new(cmd, stdio.each_ref().map(StdioFd::raw))?;
     let shell_argv = prepared.shell_argv.as_mut_ptr();
@@ -152,7 +170,7 @@ pub(crate) unsafe fn spawn(
     // The parent's copies of the child's ends close here (and on the error below).
     drop(prepared);
     drop(stdio);
-    drop((stdout_w, stderr_w));
+    drop((stdout_w, stderr_w, null_in, null_out));
     if errno != 0 {
         reap(pid);
         return Err(io::Error::from_raw_os_error(errno));
@@ -409,8 +427,39 @@ fn reap(pid: c_int) {
     }
 }
 
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
+/// `(read end, write end)` of a new pipe for an [`Output::Pipe`], none for the others.
+fn output(out: Output<'_>) -> io::Result<(Option<OwnedFd>, Option<OwnedFd>)> {
+    if matches!(out, Output::Pipe) {
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        Ok((Some(read), Some(write)))
+    } else {
+        Ok((None, None))
+    }
+}
+
+/// The fd an output is given at its number in the child.
+fn target<'f>(
+    out: Output<'f>,
+    pipe: Option<&'f OwnedFd>,
+    null: Option<&'f OwnedFd>,
+) -> io::Result<BorrowedFd<'f>> {
+    match (out, pipe, null) {
+        (Output::To(fd), _, _) => Ok(fd),
+        (Output::Pipe, Some(fd), _) | (Output::Null, _, Some(fd)) => Ok(fd.as_fd()),
+        _ => Err(io::Error::other("an output has no fd")),
+    }
+}
+
+/// `/dev/null`, close-on-exec, when `wanted`: for writing, or for reading.
+fn dev_null(wanted: bool, write: bool) -> io::Result<Option<OwnedFd>> {
+    if !wanted {
+        return Ok(None);
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .open("/dev/null")?;
+    Ok(Some(file.into()))
 }
 
 /// An fd for the child's stdio: `fd` itself, or a close-on-exec copy of it above 2.
