@@ -26,11 +26,9 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
 use std::net::Ipv4Addr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
@@ -38,6 +36,8 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{
     Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, pidfd_open, pidfd_send_signal, waitid,
 };
+
+use crate::spawn::vfork::{self, Output, Spawned};
 
 /// slirp4netns's address for its DNS forwarder inside the sandbox.
 pub const SLIRP_DNS: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 3);
@@ -403,7 +403,8 @@ pub(crate) fn pin(info: Info) -> Result<Pinned, NetworkError> {
     })
 }
 
-/// Spawns `program` with `fds` at 3, 4, ... (see [`crate::spawn::place_fds`]). With
+/// Spawns `program` with `fds` at 3, 4, ... (see [`crate::spawn::place_fds`]), stdout to
+/// `/dev/null`, through [`vfork::spawn`] (nothing of spear is copied); the caller reaps it. With
 /// `private_mounts` the child first gets a mount namespace of its own whose mounts are all
 /// private.
 ///
@@ -415,38 +416,58 @@ fn spawn_with_fds(
     program: &std::path::Path,
     args: &[OsString],
     fds: &[RawFd],
-    stdin: Stdio,
-    stderr: Stdio,
+    stdin: Option<BorrowedFd<'_>>,
+    stderr: Output<'_>,
     private_mounts: bool,
-) -> io::Result<std::process::Child> {
-    let fds = fds.to_vec();
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .stdin(stdin)
-        .stdout(Stdio::null())
-        .stderr(stderr);
-    // SAFETY: the closure only makes raw system calls (prctl, unshare, mount, and the fd calls of
-    // place_fds) between fork and exec. CLONE_NEWNS does not unshare the fd table, and the child
-    // is single-threaded.
+) -> io::Result<Spawned> {
+    // spear's own environment, as before (these helpers are spear's, not the command's).
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let command = vfork::Command {
+        program,
+        args,
+        env: &env,
+        cwd: None,
+        stdin,
+        stdout: Output::Null,
+        stderr,
+    };
+    let setup = || {
+        // Dies with the spear thread that started it: a spear that crashes or is killed leaves
+        // no slirp4netns (or nsenter) behind. Attach, supervision and teardown all run on that one
+        // thread.
+        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        if private_mounts {
+            // SAFETY: CLONE_NEWNS does not unshare the fd table (CLONE_FILES), which is what
+            // makes unshare unsafe; the child is alone in its thread group.
+            #[allow(unsafe_code)]
+            unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNS) }?;
+            rustix::mount::mount_change(
+                c"/",
+                rustix::mount::MountPropagationFlags::PRIVATE
+                    | rustix::mount::MountPropagationFlags::REC,
+            )?;
+        }
+        crate::spawn::place_fds(fds)
+    };
+    // SAFETY: `setup` is what vfork::spawn requires: raw system calls only (prctl, unshare,
+    // mount, and the fd calls of place_fds) on data prepared before the call; its errors are OS
+    // errors; it allocates nothing, takes no lock, and cannot panic.
     #[allow(unsafe_code)]
     unsafe {
-        cmd.pre_exec(move || {
-            // Dies with the spear thread that started it: a spear that crashes or is killed
-            // leaves no slirp4netns (or nsenter) behind. Attach, supervision and teardown all run
-            // on that one thread.
-            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-            if private_mounts {
-                rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNS)?;
-                rustix::mount::mount_change(
-                    c"/",
-                    rustix::mount::MountPropagationFlags::PRIVATE
-                        | rustix::mount::MountPropagationFlags::REC,
-                )?;
-            }
-            crate::spawn::place_fds(&fds)
-        });
+        vfork::spawn(&command, &setup)
     }
-    cmd.spawn()
+}
+
+/// Waits for a child of [`spawn_with_fds`]; its exit status, or `None` when a signal ended it.
+fn wait_for(pid: Pid) -> io::Result<Option<i32>> {
+    loop {
+        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty()) {
+            Ok(Some((_, status))) => return Ok(status.exit_status()),
+            Ok(None) => return Err(io::Error::other("waitpid answered no status")),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// A slirp4netns that has been started and may not be ready yet.
@@ -500,19 +521,17 @@ pub(crate) fn spawn_slirp(
         pinned.user.as_raw_fd(),
         ready_w.as_raw_fd(),
     ];
-    let stderr = log.try_clone().map_err(|e| err(&e))?;
     let child = spawn_with_fds(
         &config.slirp4netns,
         &args,
         &fds,
-        Stdio::null(),
-        Stdio::from(stderr),
+        None,
+        Output::To(log.as_fd()),
         own_sandbox,
     )
     .map_err(|e| NetworkError::Slirp(format!("{}: {e}", config.slirp4netns.display())))?;
     drop(ready_w);
-    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0))
-        .ok_or_else(|| NetworkError::Slirp("no pid".into()))?;
+    let pid = child.pid;
     // Our own unreaped child: its pid is still its own.
     let pidfd = pidfd_open(pid, PidfdFlags::empty()).map_err(|e| err(&e))?;
     Ok(Starting {
@@ -573,28 +592,33 @@ pub(crate) fn apply_egress(
     .chain([config.nft.clone().into_os_string(), "-f".into(), "-".into()])
     .collect();
     let fds = [pinned.net.as_raw_fd(), pinned.user.as_raw_fd()];
-    let mut child = spawn_with_fds(
+    let egress = |e: &dyn std::fmt::Display| NetworkError::Egress(e.to_string());
+    let (stdin, rules_in) =
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| egress(&e))?;
+    let child = spawn_with_fds(
         &config.nsenter,
         &args,
         &fds,
-        Stdio::piped(),
-        Stdio::piped(),
+        Some(stdin.as_fd()),
+        Output::Pipe,
         false,
     )
     .map_err(|e| NetworkError::Egress(format!("{}: {e}", config.nsenter.display())))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(rules.as_bytes())
-            .map_err(|e| NetworkError::Egress(e.to_string()))?;
+    drop(stdin);
+    // The rules first, then its stderr to the end, then its status (as `wait_with_output` after
+    // writing stdin did); reaped even when the rules could not be written.
+    let written = std::fs::File::from(rules_in).write_all(rules.as_bytes());
+    let mut stderr = Vec::new();
+    if let Some(fd) = child.stderr {
+        let _ = io::Read::read_to_end(&mut std::fs::File::from(fd), &mut stderr);
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| NetworkError::Egress(e.to_string()))?;
-    if out.status.success() {
+    let status = wait_for(child.pid).map_err(|e| egress(&e))?;
+    written.map_err(|e| egress(&e))?;
+    if status == Some(0) {
         Ok(())
     } else {
         Err(NetworkError::Egress(
-            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            String::from_utf8_lossy(&stderr).trim().to_owned(),
         ))
     }
 }
@@ -635,33 +659,26 @@ pub(crate) fn release_tap(slirp: Slirp) {
         std::path::Path::new("/bin/true"),
         &[],
         &[tap.as_raw_fd()],
-        Stdio::null(),
-        Stdio::null(),
+        None,
+        Output::Null,
         false,
     );
     drop(tap);
     match helper {
-        Ok(child) => reap_in_background(child),
+        Ok(child) => reap_in_background(child.pid),
         Err(e) => tracing::debug!("a tap device was closed inline: {e}"),
     }
 }
 
-/// Waits for `child` on a thread of its own; inline when no thread can be started.
-fn reap_in_background(child: std::process::Child) {
-    let (send, recv) = std::sync::mpsc::channel::<std::process::Child>();
+/// Waits for the child `pid` on a thread of its own; inline when no thread can be started.
+fn reap_in_background(pid: Pid) {
     let reaper = std::thread::Builder::new()
         .name("spear-tap-close".into())
         .spawn(move || {
-            if let Ok(mut child) = recv.recv() {
-                let _ = child.wait();
-            }
+            let _ = wait_for(pid);
         });
-    let unsent = match reaper {
-        Ok(_) => send.send(child).err().map(|e| e.0),
-        Err(_) => Some(child),
-    };
-    if let Some(mut child) = unsent {
-        let _ = child.wait();
+    if reaper.is_err() {
+        let _ = wait_for(pid);
     }
 }
 

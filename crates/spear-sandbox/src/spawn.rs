@@ -4,13 +4,15 @@
 //!   child, so the pid cannot have been reused), waited on through it, and signalled only through
 //!   `pidfd_send_signal`. Never a numeric pid: attack stopped, killing an unrelated process that
 //!   inherited a recycled pid.
-//! - Between fork and exec the child joins its cgroup, takes its rlimits, stages its writable
-//!   roots in a mount namespace of its own ([`crate::stage`]), marks every inherited fd but stdio
-//!   and the seccomp program close-on-exec (attack stopped: a sandboxed command reaching
-//!   an fd the harness opened), and sets no-new-privs. stdin is `/dev/null`, or the read end of a
-//!   pipe the caller feeds ([`Watch::stdin`]): never the caller's own fd 0, which could be a
-//!   terminal (ioctls on it act on the operator's terminal) or a file opened read-write
-//!   (`spear exec <> file`), reopenable through `/proc/self/fd/0`.
+//! - The child is started with `clone(CLONE_VM | CLONE_VFORK)` (`vfork`): it shares spear's
+//!   memory until its exec, so nothing of spear is copied. Between clone and exec it joins its
+//!   cgroup, takes its rlimits, stages its writable roots in a mount namespace of its own
+//!   ([`crate::stage`]), marks every inherited fd but stdio and the seccomp program close-on-exec
+//!   (attack stopped: a sandboxed command reaching an fd the harness opened), and sets
+//!   no-new-privs. stdin is `/dev/null`, or the read end of a pipe the caller feeds
+//!   ([`Watch::stdin`]): never the caller's own fd 0, which could be a terminal (ioctls on it act
+//!   on the operator's terminal) or a file opened read-write (`spear exec <> file`), reopenable
+//!   through `/proc/self/fd/0`.
 //! - stdout and stderr are drained concurrently in one poll loop, capped (head and tail kept), and
 //!   a flood past `flood_bytes` kills the tree. The loop ends when the sandbox's main process has
 //!   exited and the pipes are drained, or shortly after: a process holding stdout open cannot hang
@@ -20,9 +22,7 @@
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -30,12 +30,14 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::Errno;
 use rustix::process::{
-    Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, pidfd_open, pidfd_send_signal, waitid,
+    PidfdFlags, Signal, WaitId, WaitIdOptions, pidfd_open, pidfd_send_signal, waitid,
 };
 
 use crate::output::{CappedOutput, Captured};
 use crate::rlimits::ResourceLimits;
 use crate::stage::StagePlan;
+
+pub(crate) mod vfork;
 
 /// The fd number at which the child receives the seccomp program.
 pub const SECCOMP_CHILD_FD: i32 = 3;
@@ -108,61 +110,40 @@ impl Spawner for ProcessSpawner {
             .collect();
         // Lowered to the hard limits spear inherited: setting one above them fails (EPERM).
         let limits = launch.rlimits.effective_pairs();
-        let stage = launch.stage.clone();
-        let mut cmd = Command::new(&launch.program);
-        let stdin = match launch.stdin {
-            Some(fd) => Stdio::from(fd.try_clone_to_owned()?),
-            None => Stdio::null(),
+        let stage = launch.stage.as_deref();
+        let landlock = launch.landlock.as_deref();
+        let command = vfork::Command {
+            program: &launch.program,
+            args: &launch.args,
+            env: &launch.env,
+            cwd: launch.cwd.as_deref(),
+            stdin: launch.stdin,
+            stdout: vfork::Output::Pipe,
+            stderr: vfork::Output::Pipe,
         };
-        cmd.args(&launch.args)
-            .stdin(stdin)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env_clear()
-            .envs(launch.env.iter().map(|(k, v)| (k, v)));
-        if let Some(cwd) = &launch.cwd {
-            cmd.current_dir(cwd);
-        }
-        let landlock = launch.landlock.clone();
-        // SAFETY: the closure runs in the forked child before exec. It only makes raw system calls
-        // (write, setrlimit, unshare, mount, dup2, fcntl, close_range, prctl) on data prepared
-        // before the fork; it does not allocate, lock or touch anything another thread could have
-        // held.
+        let setup = || match landlock {
+            None => child_setup(&join, &fds, &limits, stage),
+            Some(confine) => landlock_child_setup(&join, &limits, confine),
+        };
+        // SAFETY: `setup` is what vfork::spawn requires: it only makes raw system calls (write,
+        // setrlimit, unshare, mount, open and write of /proc/self maps, dup2, fcntl,
+        // close_range, prctl, capset, landlock_restrict_self, seccomp) on data prepared above, and
+        // its errors are all OS errors: it allocates nothing, takes no lock, and cannot panic.
         #[allow(unsafe_code)]
-        unsafe {
-            cmd.pre_exec(move || match &landlock {
-                None => child_setup(&join, &fds, &limits, stage.as_deref()),
-                Some(confine) => landlock_child_setup(&join, &limits, confine),
-            });
-        }
-        let child = cmd.spawn()?;
-        let pid = Pid::from_raw(
-            i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?,
-        )
-        .ok_or_else(|| io::Error::other("spawned process has no pid"))?;
+        let child = unsafe { vfork::spawn(&command, &setup) }?;
         // Our own unreaped child: its pid cannot have been recycled yet.
-        let pidfd = pidfd_open(pid, PidfdFlags::empty())?;
-        let mut child = child;
-        let stdout: OwnedFd = child
-            .stdout
-            .take()
-            .ok_or_else(|| io::Error::other("no stdout pipe"))?
-            .into();
-        let stderr: OwnedFd = child
-            .stderr
-            .take()
-            .ok_or_else(|| io::Error::other("no stderr pipe"))?
-            .into();
-        // `child` is dropped without waiting: it is reaped through the pidfd.
+        let pidfd = pidfd_open(child.pid, PidfdFlags::empty())?;
+        // The child is reaped through the pidfd.
+        let pipe = |fd: Option<OwnedFd>| fd.ok_or_else(|| io::Error::other("no output pipe"));
         Ok(Running {
             pidfd,
-            stdout,
-            stderr,
+            stdout: pipe(child.stdout)?,
+            stderr: pipe(child.stderr)?,
         })
     }
 }
 
-/// What the child does between fork and exec. Async-signal-safe: raw system calls only.
+/// What the child does between clone and exec. Async-signal-safe: raw system calls only.
 fn child_setup(
     join: &[RawFd],
     fds: &[RawFd],
@@ -179,8 +160,8 @@ fn child_setup(
     Ok(())
 }
 
-/// In a forked child, first of all: joins its cgroups (writes `0` to each `cgroup.procs` fd) and
-/// sets its rlimits, shared by both backends. Async-signal-safe: raw system calls only.
+/// In the child before exec, first of all: joins its cgroups (writes `0` to each `cgroup.procs`
+/// fd) and sets its rlimits, shared by both backends. Async-signal-safe: raw system calls only.
 fn join_and_limit(join: &[RawFd], limits: &[(rustix::process::Resource, u64)]) -> io::Result<()> {
     for fd in join {
         // SAFETY: `fd` is a cgroup.procs file kept open by the parent for the child's lifetime.
@@ -200,7 +181,7 @@ fn join_and_limit(join: &[RawFd], limits: &[(rustix::process::Resource, u64)]) -
     Ok(())
 }
 
-/// What the child does between fork and exec under the landlock backend: it joins its cgroup,
+/// What the child does between clone and exec under the landlock backend: it joins its cgroup,
 /// takes its rlimits, keeps only stdio (every other fd close-on-exec), then confines itself
 /// ([`crate::landlock::ChildConfinement::apply`]). Async-signal-safe: raw system calls only.
 fn landlock_child_setup(
@@ -213,8 +194,8 @@ fn landlock_child_setup(
     confine.apply()
 }
 
-/// In a forked child: puts `fds[i]` at fd `3 + i`, inheritable, and marks every other fd above
-/// stdio close-on-exec. Async-signal-safe: raw system calls only, no allocation.
+/// In the child before exec: puts `fds[i]` at fd `3 + i`, inheritable, and marks every other fd
+/// above stdio close-on-exec. Async-signal-safe: raw system calls only, no allocation.
 ///
 /// Attack stopped: a sandboxed program reaching an fd the harness opened (a secret file, a socket,
 /// another sandbox's pipe).
@@ -576,5 +557,359 @@ impl Stream {
                 Err(_) => self.eof = true,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The spawner's contract, on real processes: what a failed exec or setup step answers (and
+    //! that nothing is left unreaped), what the child starts with (signals, stdio, environment,
+    //! working directory), and how the program is found.
+
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn launch<'a>(
+        seccomp: BorrowedFd<'a>,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Launch<'a> {
+        Launch {
+            program: program.into(),
+            args: args.iter().map(OsString::from).collect(),
+            seccomp,
+            inherit: Vec::new(),
+            join: Vec::new(),
+            rlimits: ResourceLimits::default(),
+            stage: None,
+            stdin: None,
+            landlock: None,
+            env: env
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect(),
+            cwd: None,
+        }
+    }
+
+    fn run(launch: &Launch<'_>) -> Finished {
+        let running = ProcessSpawner.spawn(launch).expect("spawned");
+        let watch = Watch {
+            timeout: Duration::from_secs(30),
+            output_cap: 1 << 16,
+            flood_bytes: 1 << 20,
+            cancel: None,
+            tee: None,
+            stdin: None,
+        };
+        supervise(running, &watch, &|| {})
+    }
+
+    fn dev_null() -> std::fs::File {
+        std::fs::File::open("/dev/null").unwrap()
+    }
+
+    /// The pids of this process's zombie children named `comm`.
+    fn zombies_named(comm: &str) -> Vec<String> {
+        let me = std::process::id().to_string();
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid ...
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+            if &stat[open + 1..close] == comm
+                && rest.first() == Some(&"Z")
+                && rest.get(1) == Some(&me.as_str())
+            {
+                found.push(stat[..open].trim().to_owned());
+            }
+        }
+        found
+    }
+
+    /// Runs `f` on a thread named `name` (a child that fails before its exec has its parent
+    /// thread's name).
+    fn on_thread<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    /// Positive control of the zombie probe: a child named `name` that has exited, unreaped, is
+    /// seen, and then reaped.
+    fn zombie_probe_sees(name: &str) {
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join(name);
+        std::fs::copy("/bin/true", &program).unwrap();
+        let null = dev_null();
+        let running = ProcessSpawner
+            .spawn(&launch(null.as_fd(), program.to_str().unwrap(), &[], &[]))
+            .unwrap();
+        assert!(spear_testkit::wait::wait_for(
+            Duration::from_secs(10),
+            || { !zombies_named(name).is_empty() }
+        ));
+        assert!(reap(&running.pidfd).is_some());
+        assert!(zombies_named(name).is_empty());
+    }
+
+    #[test]
+    fn a_program_that_is_not_there_is_enoent_and_no_zombie() {
+        const NAME: &str = "vfk-enoent";
+        on_thread(NAME, || {
+            let null = dev_null();
+            for (program, env) in [
+                ("/nonexistent/spear-test-program", vec![]),
+                (
+                    "spear-test-no-such-program",
+                    vec![("PATH", "/usr/bin:/bin")],
+                ),
+                ("spear-test-no-such-program", vec![]),
+                ("", vec![]),
+            ] {
+                let e = ProcessSpawner
+                    .spawn(&launch(null.as_fd(), program, &[], &env))
+                    .expect_err(program);
+                assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{program}: {e}");
+                assert_eq!(e.kind(), io::ErrorKind::NotFound);
+            }
+            assert_eq!(zombies_named(NAME), Vec::<String>::new());
+        });
+        zombie_probe_sees(NAME);
+    }
+
+    #[test]
+    fn a_program_that_cannot_be_executed_is_eacces() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("not-executable");
+        std::fs::write(&program, "echo no\n").unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let null = dev_null();
+        let e = ProcessSpawner
+            .spawn(&launch(null.as_fd(), program.to_str().unwrap(), &[], &[]))
+            .expect_err("not executable");
+        // As root the mode is no obstacle to the exec's permission check only with an x bit.
+        assert_eq!(e.raw_os_error(), Some(libc::EACCES), "{e}");
+    }
+
+    #[test]
+    fn a_failed_setup_step_is_its_errno_and_no_zombie() {
+        const NAME: &str = "vfk-setup";
+        on_thread(NAME, || {
+            let null = dev_null();
+            // A cgroup.procs "fd" open for reading only: the child's write answers EBADF.
+            let bad_join = dev_null();
+            let mut l = launch(null.as_fd(), "/bin/true", &[], &[]);
+            l.join = vec![bad_join.as_fd()];
+            let e = ProcessSpawner.spawn(&l).expect_err("bad join fd");
+            assert_eq!(e.raw_os_error(), Some(libc::EBADF), "{e}");
+            // And a cwd that is not there: ENOENT before the exec.
+            let mut l = launch(null.as_fd(), "/bin/true", &[], &[]);
+            l.cwd = Some("/nonexistent/spear-test-dir".into());
+            let e = ProcessSpawner.spawn(&l).expect_err("bad cwd");
+            assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+            assert_eq!(zombies_named(NAME), Vec::<String>::new());
+        });
+        zombie_probe_sees(NAME);
+    }
+
+    /// The `Sig...:` line of a status file, as a number.
+    fn sig_line(status: &str, key: &str) -> u64 {
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key} in {status}"));
+        u64::from_str_radix(line.trim(), 16).unwrap()
+    }
+
+    #[test]
+    fn the_child_starts_with_no_blocked_signal_and_sigpipe_default() {
+        let (status, parent_ignored) = on_thread("vfk-signals", || {
+            // SIGUSR1 blocked in the spawning thread, which the child must not inherit.
+            let mut set = unsafe_sigset(libc::SIGUSR1);
+            #[allow(unsafe_code)]
+            // SAFETY: changes this test thread's own mask.
+            let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &raw mut set, ptr_null()) };
+            assert_eq!(r, 0);
+            let me = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+            // Positive controls: the parent blocks SIGUSR1 and ignores SIGPIPE (Rust's runtime).
+            assert_ne!(sig_line(&me, "SigBlk:") & (1 << (libc::SIGUSR1 - 1)), 0);
+            let ignored = sig_line(&me, "SigIgn:");
+            assert_ne!(ignored & (1 << (libc::SIGPIPE - 1)), 0);
+            let null = dev_null();
+            let done = run(&launch(
+                null.as_fd(),
+                "grep",
+                &["-E", "^Sig(Blk|Ign):", "/proc/self/status"],
+                &[("PATH", "/usr/bin:/bin")],
+            ));
+            assert_eq!(done.exit, Exit::Code(0), "{:?}", done.stderr.text);
+            (done.stdout.text, ignored)
+        });
+        assert_eq!(sig_line(&status, "SigBlk:"), 0, "{status}");
+        assert_eq!(
+            sig_line(&status, "SigIgn:"),
+            parent_ignored & !(1 << (libc::SIGPIPE - 1)),
+            "{status}"
+        );
+    }
+
+    fn unsafe_sigset(sig: i32) -> libc::sigset_t {
+        #[allow(unsafe_code)]
+        // SAFETY: initialises a local set.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut set);
+            libc::sigaddset(&raw mut set, sig);
+            set
+        }
+    }
+
+    fn ptr_null() -> *mut libc::sigset_t {
+        std::ptr::null_mut()
+    }
+
+    #[test]
+    fn stdio_environment_and_working_directory_reach_the_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        std::fs::File::from(write).write_all(b"hello\n").unwrap();
+        let null = dev_null();
+        let mut l = launch(
+            null.as_fd(),
+            "sh",
+            &[
+                "-c",
+                "read l; printf '%s %s %s\\n' \"$l\" \"$FOO\" \"${HOME-unset}\"; \
+                 pwd -P; echo oops >&2; exit 3",
+            ],
+            &[("FOO", "bar"), ("PATH", "/usr/bin:/bin"), ("FOO", "baz")],
+        );
+        l.stdin = Some(read.as_fd());
+        l.cwd = Some(dir.path().into());
+        let done = run(&l);
+        let cwd = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(done.exit, Exit::Code(3));
+        assert_eq!(
+            done.stdout.text,
+            format!("hello baz unset\n{}\n", cwd.display())
+        );
+        assert_eq!(done.stderr.text, "oops\n");
+        // Without a stdin, /dev/null: read answers end of file at once.
+        let done = run(&launch(
+            null.as_fd(),
+            "/bin/sh",
+            &["-c", "if read l; then echo got; else echo eof; fi"],
+            &[],
+        ));
+        assert_eq!(done.stdout.text, "eof\n");
+    }
+
+    #[test]
+    fn a_staging_child_makes_its_namespaces_in_the_shared_address_space() {
+        // The stage's unshare runs in a CLONE_VM child: as a user that is CLONE_NEWUSER (which
+        // the kernel takes as CLONE_THREAD | CLONE_FS too), as root CLONE_NEWNS alone.
+        let plan = Arc::new(StagePlan::prepare(&[]).unwrap());
+        let null = dev_null();
+        let mut l = launch(
+            null.as_fd(),
+            "/bin/sh",
+            &[
+                "-c",
+                "readlink /proc/self/ns/mnt /proc/self/ns/user; cat /proc/self/uid_map",
+            ],
+            &[],
+        );
+        l.stage = Some(Arc::clone(&plan));
+        let done = run(&l);
+        assert_eq!(done.exit, Exit::Code(0), "{:?}", done.stderr.text);
+        assert_eq!(plan.reported(), None);
+        let ns = |kind: &str| std::fs::read_link(format!("/proc/self/ns/{kind}")).unwrap();
+        let lines: Vec<&str> = done.stdout.text.lines().collect();
+        assert_ne!(lines[0], ns("mnt").to_str().unwrap(), "{lines:?}");
+        let uid = rustix::process::geteuid().as_raw();
+        if uid == 0 {
+            assert_eq!(lines[1], ns("user").to_str().unwrap(), "{lines:?}");
+        } else {
+            assert_ne!(lines[1], ns("user").to_str().unwrap(), "{lines:?}");
+            let map: Vec<&str> = lines[2].split_whitespace().collect();
+            assert_eq!(
+                map,
+                [uid.to_string(), uid.to_string(), "1".into()],
+                "{lines:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_output_goes_to_a_given_fd_or_to_dev_null() {
+        // The network helpers' shape: stdout to /dev/null, stderr to a file of the caller's.
+        let log: std::fs::File =
+            rustix::fs::memfd_create("spawn-test-log", rustix::fs::MemfdFlags::CLOEXEC)
+                .unwrap()
+                .into();
+        let args = [
+            OsString::from("-c"),
+            // `-ef` in the shell itself (dash redirects a command's fds in the shell around it).
+            OsString::from(
+                "echo out; if [ /proc/$$/fd/1 -ef /dev/null ]; then echo null >&2; fi; \
+                 echo err >&2",
+            ),
+        ];
+        let command = vfork::Command {
+            program: std::path::Path::new("/bin/sh"),
+            args: &args,
+            env: &[],
+            cwd: None,
+            stdin: None,
+            stdout: vfork::Output::Null,
+            stderr: vfork::Output::To(log.as_fd()),
+        };
+        #[allow(unsafe_code)]
+        // SAFETY: the setup does nothing.
+        let child = unsafe { vfork::spawn(&command, &|| Ok(())) }.unwrap();
+        assert!(child.stdout.is_none() && child.stderr.is_none());
+        let status =
+            rustix::process::waitpid(Some(child.pid), rustix::process::WaitOptions::empty())
+                .unwrap()
+                .unwrap()
+                .1;
+        assert_eq!(status.exit_status(), Some(0));
+        let mut text = String::new();
+        let mut log = log;
+        std::io::Seek::seek(&mut log, std::io::SeekFrom::Start(0)).unwrap();
+        std::io::Read::read_to_string(&mut log, &mut text).unwrap();
+        assert_eq!(text, "null\nerr\n");
+    }
+
+    #[test]
+    fn a_file_the_kernel_cannot_execute_runs_under_sh_as_with_execvp() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("spear-script");
+        std::fs::write(&script, "echo from-script \"$@\"\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let null = dev_null();
+        let done = run(&launch(null.as_fd(), script.to_str().unwrap(), &["a"], &[]));
+        assert_eq!(done.stdout.text, "from-script a\n");
+        // Found through PATH, after an entry that does not have it.
+        let path = format!("/nonexistent:{}", dir.path().display());
+        let done = run(&launch(
+            null.as_fd(),
+            "spear-script",
+            &["b"],
+            &[("PATH", &path)],
+        ));
+        assert_eq!(done.stdout.text, "from-script b\n");
     }
 }

@@ -1,7 +1,7 @@
 //! Staged writes, the mechanism: each writable root is mounted over itself as an overlay, in a
 //! mount namespace of the command's own, before bwrap starts; bwrap binds that view like any root.
 //!
-//! The steps run in the forked child between fork and exec (`StagePlan::apply`), so nothing of
+//! The steps run in the child between clone and exec (`StagePlan::apply`), so nothing of
 //! them is ever seen by the host:
 //! 1. A mount namespace of the child's own: as root `unshare(CLONE_NEWNS)`; as a user
 //!    `unshare(CLONE_NEWUSER | CLONE_NEWNS)` with the user's own uid and gid mapped to themselves
@@ -103,7 +103,8 @@ impl StageFailure {
     }
 }
 
-/// Everything the child needs to stage, prepared before the fork: no allocation happens after it.
+/// Everything the child needs to stage, prepared before the clone: no allocation happens after it
+/// (the child shares this process's memory).
 #[derive(Debug)]
 pub struct StagePlan {
     /// `(uid_map, gid_map)` contents when a user namespace is made (not as root).
@@ -185,9 +186,10 @@ impl StagePlan {
         self.report_write.as_raw_fd()
     }
 
-    /// In the forked child: makes the private namespaces and mounts every overlay. Async-signal-
-    /// safe: raw system calls on data prepared before the fork, no allocation. On failure the
-    /// step and errno are written to `report` and the error returned (the child then exits).
+    /// In the child, before exec: makes the private namespaces and mounts every overlay.
+    /// Async-signal-safe: raw system calls on data prepared before the clone, no allocation. On
+    /// failure the step and errno are written to `report` and the error returned (the child then
+    /// exits).
     pub(crate) fn apply(&self, report: RawFd) -> io::Result<()> {
         let fail = |step: StageStep, e: rustix::io::Errno| -> io::Error {
             let errno = e.raw_os_error();

@@ -1,8 +1,8 @@
-//! What the child does between fork and exec under the landlock backend, after it joined its
+//! What the child does between clone and exec under the landlock backend, after it joined its
 //! cgroup, took its rlimits and closed every fd but stdio: a new session, every capability
 //! dropped, no-new-privs, the Landlock ruleset, then spear's seccomp program and the landlock
 //! backend's own ([`extra_program`]). Everything here was prepared in the parent: these are raw
-//! system calls on memory and fds made before the fork, no allocation, no lock.
+//! system calls on memory and fds made before the clone, no allocation, no lock.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -29,7 +29,7 @@ pub struct ChildConfinement {
 }
 
 impl ChildConfinement {
-    /// In the forked child, before exec: a new session (attack stopped: `TIOCSTI` into the
+    /// In the child, before exec: a new session (attack stopped: `TIOCSTI` into the
     /// caller's terminal), every capability dropped from every set, the bounding set included
     /// when the process may (attack stopped: root in the sandbox loading modules, rebooting,
     /// changing owners; Landlock confines paths, not capabilities), no-new-privs (a setuid

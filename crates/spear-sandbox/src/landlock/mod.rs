@@ -3,7 +3,7 @@
 //! unprivileged user namespaces, a hardened kernel).
 //!
 //! The command runs directly, without bwrap, from the same [`BwrapSpec`] the bubblewrap path
-//! gets. Between fork and exec the child joins its own cgroup, takes spear's rlimits, keeps only
+//! gets. Between clone and exec the child joins its own cgroup, takes spear's rlimits, keeps only
 //! stdio, starts a new session, drops every capability, sets no-new-privs, restricts itself with a
 //! Landlock ruleset built for the best ABI the kernel offers ([`ruleset`], planned by [`plan`]),
 //! and loads spear's seccomp program and this backend's own ([`child`]).
