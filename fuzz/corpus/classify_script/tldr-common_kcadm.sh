@@ -1,1 +1,0 @@
-kcadm.sh create users -s username=username -r realm_name
