@@ -1111,7 +1111,10 @@ fn calls_in_flight_are_counted_per_token() {
         let (status, refused) = server.post(&busy, &session, &call(20, "echo third > third.txt"));
         assert_eq!(status, 429, "{refused}");
         assert!(
-            refused.contains("token:busy has its most calls in flight (2)"),
+            refused.contains(
+                "token:busy has its most calls in flight (2): wait for an answer before the next \
+                 call"
+            ),
             "{refused}"
         );
         assert!(

@@ -488,13 +488,7 @@ impl Node {
                      another node"
                 ),
             };
-            let mut response =
-                respond::error(StatusCode::TOO_MANY_REQUESTS, "too_many_sessions", &why);
-            response.headers_mut().insert(
-                hyper::header::RETRY_AFTER,
-                hyper::header::HeaderValue::from_static("5"),
-            );
-            response
+            respond::too_many("too_many_sessions", &why, "5")
         })
     }
 
@@ -533,16 +527,11 @@ impl Node {
         let slot = if parts.method == Method::POST && carries_a_request(&body) {
             let slot = CallSlot::take(&credential.calls).map_err(|limit| {
                 let why = format!(
-                    "{} has its most calls in flight ({limit}): wait for an answer before the                      next call",
+                    "{} has its most calls in flight ({limit}): wait for an answer before the \
+                     next call",
                     credential.admission.principal
                 );
-                let mut response =
-                    respond::error(StatusCode::TOO_MANY_REQUESTS, "too_many_calls", &why);
-                response.headers_mut().insert(
-                    hyper::header::RETRY_AFTER,
-                    hyper::header::HeaderValue::from_static("1"),
-                );
-                response
+                respond::too_many("too_many_calls", &why, "1")
             })?;
             Some(slot)
         } else {

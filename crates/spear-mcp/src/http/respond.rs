@@ -48,6 +48,16 @@ pub(crate) fn error(status: StatusCode, code: &str, why: &str) -> Response<Body>
     )
 }
 
+/// `429` with `Retry-After: retry_after` (seconds): a limit is reached, `why` names it.
+pub(crate) fn too_many(code: &str, why: &str, retry_after: &'static str) -> Response<Body> {
+    let mut response = error(StatusCode::TOO_MANY_REQUESTS, code, why);
+    response.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from_static(retry_after),
+    );
+    response
+}
+
 /// `value` as a JSON body with `status`.
 pub(crate) fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
     bytes(status, "application/json", value.to_string().into_bytes())
