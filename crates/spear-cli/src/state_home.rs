@@ -69,8 +69,10 @@ pub fn results_dir(host: &HostSnapshot, session: &str) -> Result<PathBuf, String
 /// Where the checkpoint store of `ws` is kept (whether or not it was made).
 pub fn checkpoints_dir(host: &HostSnapshot, ws: &Workspace) -> Result<PathBuf, String> {
     let (xdg, home) = dirs(host)?;
-    CheckpointStore::default_dir(xdg.as_deref(), home.as_deref(), ws)
-        .ok_or_else(|| "neither XDG_STATE_HOME nor HOME is set".to_owned())
+    CheckpointStore::default_dir(xdg.as_deref(), home.as_deref(), ws).ok_or_else(|| {
+        "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep checkpoints"
+            .to_owned()
+    })
 }
 
 /// The checkpoint store of `ws`, held to the operator's `quotas`.
@@ -79,10 +81,7 @@ pub fn checkpoints(
     ws: &Workspace,
     quotas: &Quotas,
 ) -> Result<CheckpointStore, String> {
-    let (xdg, home) = dirs(host)?;
-    let dir = CheckpointStore::default_dir(xdg.as_deref(), home.as_deref(), ws).ok_or(
-        "neither XDG_STATE_HOME nor HOME is set, so spear has nowhere to keep checkpoints",
-    )?;
+    let dir = checkpoints_dir(host, ws)?;
     CheckpointStore::open(&dir)
         .map(|store| store.with_quota(store_quota(quotas)))
         .map_err(|e| {
