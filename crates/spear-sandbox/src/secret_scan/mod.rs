@@ -207,54 +207,54 @@ impl TreeScan {
     /// it, and one that is new (or the replacement) is walked. Then each file found is checked.
     /// Returns whether anything changed.
     fn relist(&mut self, changed: &HashSet<PathBuf>, look: &mut Look<'_>) -> bool {
+        if changed.is_empty() {
+            return self.recheck_holding(&self.holding(), look);
+        }
         let mut any = false;
         let mut appeared: Vec<PathBuf> = Vec::new();
         let mut gone: Vec<PathBuf> = Vec::new();
-        if !changed.is_empty() {
-            let mut children: HashMap<&Path, Vec<usize>> = HashMap::new();
-            for (i, d) in self.dirs.iter().enumerate() {
-                if let Some(parent) = d.path.parent() {
-                    children.entry(parent).or_default().push(i);
+        let mut children: HashMap<&Path, Vec<usize>> = HashMap::new();
+        for (i, d) in self.dirs.iter().enumerate() {
+            if let Some(parent) = d.path.parent() {
+                children.entry(parent).or_default().push(i);
+            }
+        }
+        let mut relisted: Vec<(usize, Stamp, Vec<Found>)> = Vec::new();
+        for (i, dir) in self.dirs.iter().enumerate() {
+            if !changed.contains(&dir.path) {
+                continue;
+            }
+            any = true;
+            let Some(stamp) = dir_stamp(&self.root, &dir.path, look.now) else {
+                gone.push(dir.path.clone());
+                continue;
+            };
+            let (found, subdirs) = look.list(&self.root, &dir.path);
+            let subdirs: Vec<PathBuf> = subdirs.into_iter().filter(|s| !look.skipped(s)).collect();
+            for &c in children.get(dir.path.as_path()).into_iter().flatten() {
+                let child = &self.dirs[c];
+                let replaced = dir_stamp(&self.root, &child.path, look.now)
+                    .is_none_or(|s| !child.stamp.same_inode(&s));
+                if !subdirs.contains(&child.path) || replaced {
+                    gone.push(child.path.clone());
                 }
             }
-            let mut relisted: Vec<(usize, Stamp, Vec<Found>)> = Vec::new();
-            for (i, dir) in self.dirs.iter().enumerate() {
-                if !changed.contains(&dir.path) {
-                    continue;
-                }
-                any = true;
-                let Some(stamp) = dir_stamp(&self.root, &dir.path, look.now) else {
-                    gone.push(dir.path.clone());
-                    continue;
-                };
-                let (found, subdirs) = look.list(&self.root, &dir.path);
-                let subdirs: Vec<PathBuf> =
-                    subdirs.into_iter().filter(|s| !look.skipped(s)).collect();
-                for &c in children.get(dir.path.as_path()).into_iter().flatten() {
-                    let child = &self.dirs[c];
-                    let replaced = dir_stamp(&self.root, &child.path, look.now)
-                        .is_none_or(|s| !child.stamp.same_inode(&s));
-                    if !subdirs.contains(&child.path) || replaced {
-                        gone.push(child.path.clone());
-                    }
-                }
-                let known: HashSet<&Path> = children
-                    .get(dir.path.as_path())
+            let known: HashSet<&Path> = children
+                .get(dir.path.as_path())
+                .into_iter()
+                .flatten()
+                .map(|&c| self.dirs[c].path.as_path())
+                .collect();
+            appeared.extend(
+                subdirs
                     .into_iter()
-                    .flatten()
-                    .map(|&c| self.dirs[c].path.as_path())
-                    .collect();
-                appeared.extend(
-                    subdirs
-                        .into_iter()
-                        .filter(|s| !known.contains(s.as_path()) || gone.contains(s)),
-                );
-                relisted.push((i, stamp, found));
-            }
-            for (i, stamp, found) in relisted {
-                self.dirs[i].stamp = stamp;
-                self.dirs[i].found = found;
-            }
+                    .filter(|s| !known.contains(s.as_path()) || gone.contains(s)),
+            );
+            relisted.push((i, stamp, found));
+        }
+        for (i, stamp, found) in relisted {
+            self.dirs[i].stamp = stamp;
+            self.dirs[i].found = found;
         }
         let mut kept = Vec::with_capacity(self.dirs.len());
         for mut dir in std::mem::take(&mut self.dirs) {
@@ -291,11 +291,43 @@ impl TreeScan {
         walked
     }
 
-    /// The masks of this tree. `bound` pairs each bound tree's host path, links resolved, with
-    /// where the sandbox shows it: a credential link is masked at its target when the sandbox
-    /// shows that, and needs no mask when it does not.
-    fn masks<'b>(&self, bound: impl Fn() -> &'b [(PathBuf, PathBuf)], out: &mut Vec<Mask>) {
-        for dir in &self.dirs {
+    /// The directories that hold something found, by index: what a quiet look checks and what
+    /// the masks are made of. A tree has tens of thousands of directories
+    /// and a few hold something: a command of a quiet session costs what was found, not the
+    /// tree's size.
+    fn holding(&self) -> Vec<usize> {
+        self.dirs
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| !d.found.is_empty())
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// A look when nothing was listed again: each file found in the directories of `holding` (a
+    /// superset of those that hold something) is checked, the directories stay where they are.
+    /// Returns whether anything changed.
+    fn recheck_holding(&mut self, holding: &[usize], look: &mut Look<'_>) -> bool {
+        let mut any = false;
+        for &i in holding {
+            if let Some(dir) = self.dirs.get_mut(i) {
+                any |= recheck(dir, look);
+            }
+        }
+        any
+    }
+
+    /// The masks of this tree, made from the directories of `holding` (a superset of those that
+    /// hold something, [`TreeScan::holding`]). `bound` pairs each bound tree's host path, links
+    /// resolved, with where the sandbox shows it: a credential link is masked at its target when
+    /// the sandbox shows that, and needs no mask when it does not.
+    fn masks<'b>(
+        &self,
+        holding: &[usize],
+        bound: impl Fn() -> &'b [(PathBuf, PathBuf)],
+        out: &mut Vec<Mask>,
+    ) {
+        for dir in holding.iter().filter_map(|&i| self.dirs.get(i)) {
             for found in &dir.found {
                 let path = dir.path.join(found.name());
                 match found {
@@ -462,6 +494,20 @@ struct Held {
     watcher: Option<Watcher>,
     /// Watching failed once (the user's limit of watches): not tried again in this process.
     unwatchable: bool,
+    /// [`TreeScan::holding`] as of the last look that listed or stamped anything: a superset of
+    /// the directories that hold something (a quiet look only ever forgets what it found).
+    holding: Vec<usize>,
+}
+
+impl Held {
+    fn new(scan: TreeScan) -> Self {
+        Held {
+            holding: scan.holding(),
+            scan,
+            watcher: None,
+            unwatchable: false,
+        }
+    }
 }
 
 /// Every scan this process holds, by tree.
@@ -542,12 +588,39 @@ fn masks_at(
             if save && let Some(d) = disk {
                 disk::store(d, &h.scan);
             }
-            h.scan.masks(bound, &mut masks);
+            h.scan.masks(&h.holding, bound, &mut masks);
         }
     }
     masks.sort_by(|a, b| a.path().cmp(b.path()));
     masks.dedup();
     (masks, stats)
+}
+
+/// A scan of `tree` for a process that holds none: the file of an earlier process (as old as
+/// that process: every stamp is to be checked, [`Depth::Full`]) when it left out the same roots
+/// (`inside`), else a walk of the tree now (only the files found to check, [`Depth::Found`]).
+fn load_or_walk(
+    tree: &Path,
+    inside: &[PathBuf],
+    skip: &[PathBuf],
+    disk: Option<&Path>,
+    now: SystemTime,
+    stats: &mut ScanStats,
+) -> (TreeScan, Depth) {
+    let loaded = disk
+        .and_then(|d| disk::load(d, tree))
+        .filter(|s| s.skipped == inside);
+    if let Some(scan) = loaded {
+        stats.from_disk += 1;
+        return (scan, Depth::Full);
+    }
+    let mut look = Look {
+        now,
+        skip,
+        watcher: None,
+        stats,
+    };
+    (TreeScan::scan(tree, &mut look), Depth::Found)
 }
 
 /// Brings `held`, this process's scan of `tree`, up to date (taking it from `disk` or walking the
@@ -573,39 +646,32 @@ fn look_at(
     let mut changed = false;
     let mut depth = depth;
     if held.is_none() {
-        let loaded = disk
-            .and_then(|d| disk::load(d, tree))
-            .filter(|s| s.skipped == inside);
-        if let Some(scan) = loaded {
-            stats.from_disk += 1;
-            // A scan of another process is as old as that process: every stamp is checked.
-            depth = Depth::Full;
-            *held = Some(Held {
-                scan,
-                watcher: None,
-                unwatchable: false,
-            });
-        } else {
-            let mut look = Look {
-                now,
-                skip,
-                watcher: None,
-                stats,
-            };
-            *held = Some(Held {
-                scan: TreeScan::scan(tree, &mut look),
-                watcher: None,
-                unwatchable: false,
-            });
-            changed = true;
-            depth = Depth::Found;
-        }
+        let (scan, new_depth) = load_or_walk(tree, &inside, skip, disk, now, stats);
+        // A walk is new (to be stored); a scan from the file is what was stored.
+        changed = new_depth == Depth::Found;
+        depth = new_depth;
+        *held = Some(Held::new(scan));
     }
     let Some(h) = held.as_mut() else {
         return changed;
     };
     let events = h.watcher.as_mut().map(|w| w.drain(&h.scan.root));
+    // Whether the directories were listed or stamped again, and so which hold something may have
+    // changed.
+    let mut relooked = true;
     match events {
+        // A quiet look: no event, or unwatched at `Depth::Found`: only the files found.
+        Some(Some(dirs)) if dirs.is_empty() => {
+            stats.watched += 1;
+            relooked = false;
+            let mut look = Look {
+                now,
+                skip,
+                watcher: h.watcher.as_mut(),
+                stats,
+            };
+            changed |= h.scan.recheck_holding(&h.holding, &mut look);
+        }
         Some(Some(dirs)) => {
             stats.watched += 1;
             let mut look = Look {
@@ -627,13 +693,14 @@ fn look_at(
             changed |= h.scan.refresh(&mut look);
         }
         _ => {
+            relooked = false;
             let mut look = Look {
                 now,
                 skip,
                 watcher: None,
                 stats,
             };
-            changed |= h.scan.relist(&HashSet::new(), &mut look);
+            changed |= h.scan.recheck_holding(&h.holding, &mut look);
         }
     }
     if h.watcher.as_ref().is_some_and(Watcher::broken) {
@@ -654,12 +721,16 @@ fn look_at(
                 stats,
             };
             changed |= h.scan.refresh(&mut look);
+            relooked = true;
             if w.broken() {
                 h.unwatchable = true;
             } else {
                 h.watcher = Some(w);
             }
         }
+    }
+    if relooked {
+        h.holding = h.scan.holding();
     }
     changed
 }

@@ -193,7 +193,7 @@ fn a_look_lists_only_what_changed() {
     // Positive control: a look at the files found only does not see it.
     assert!(!look(&mut scan.clone(), Depth::Found, later(), &mut seen));
     assert!(look(&mut scan, Depth::Full, later(), &mut seen));
-    scan.masks(|| &[], &mut masks);
+    scan.masks(&scan.holding(), || &[], &mut masks);
     assert!(
         paths(&masks)
             .contains(&host.p(".pyenv/versions/3.11.0/lib/python3.11/site-packages/x/.netrc")),
@@ -204,7 +204,7 @@ fn a_look_lists_only_what_changed() {
     // In place: the clean pip.conf gets a token appended.
     let clean = host.p(".pyenv/versions/3.11.0/envs/clean/pip.conf");
     let mut before = Vec::new();
-    scan.masks(|| &[], &mut before);
+    scan.masks(&scan.holding(), || &[], &mut before);
     assert!(!paths(&before).contains(&clean));
     let text = fs::read_to_string(&clean).unwrap();
     let text = format!("{text}extra-index-url = https://u:{TOKEN}@h/simple\n");
@@ -213,14 +213,14 @@ fn a_look_lists_only_what_changed() {
     assert!(look(&mut scan, Depth::Found, later(), &mut fresh));
     assert_eq!(fresh.listed, 0);
     let mut after = Vec::new();
-    scan.masks(|| &[], &mut after);
+    scan.masks(&scan.holding(), || &[], &mut after);
     assert!(paths(&after).contains(&clean), "{after:?}");
 
     // A store that is removed is no mask any more (bwrap would fail to mount over nothing).
     fs::remove_file(host.p(".pyenv/plugins/.git-credentials")).unwrap();
     assert!(look(&mut scan, Depth::Found, later(), &mut fresh));
     let mut gone = Vec::new();
-    scan.masks(|| &[], &mut gone);
+    scan.masks(&scan.holding(), || &[], &mut gone);
     assert!(!paths(&gone).contains(&host.p(".pyenv/plugins/.git-credentials")));
 }
 
@@ -430,6 +430,28 @@ fn a_watched_tree_sees_every_change() {
     fs::write(host.p(twin), text).unwrap();
     let (masks, _) = look();
     assert!(has(&masks, twin), "{masks:?}");
+
+    // A file found, written through a hard link outside the tree: no event in its directory,
+    // so only the quiet look's check of what was found sees it.
+    let inner = ".pyenv/versions/3.11.0/lib/sub/pip.conf";
+    host.put(inner, "[global]\ntimeout = 1\n");
+    let (masks, _) = look();
+    assert!(!has(&masks, inner), "{masks:?}");
+    fs::create_dir_all(host.p("outside")).unwrap();
+    fs::hard_link(host.p(inner), host.p("outside/pip.conf")).unwrap();
+    let _ = look();
+    let (masks, quiet) = look();
+    assert!(!has(&masks, inner), "{masks:?}");
+    assert_eq!((quiet.listed, quiet.stamped), (0, 0), "{quiet:?}");
+    let mut linked = fs::OpenOptions::new()
+        .append(true)
+        .open(host.p("outside/pip.conf"))
+        .unwrap();
+    std::io::Write::write_all(&mut linked, b"index-url = https://u:p@h/simple\n").unwrap();
+    drop(linked);
+    let (masks, quiet) = look();
+    assert!(has(&masks, inner), "{masks:?}");
+    assert_eq!((quiet.listed, quiet.stamped), (0, 0), "{quiet:?}");
 
     fs::remove_file(host.p(deep)).unwrap();
     let (masks, stats) = look();
