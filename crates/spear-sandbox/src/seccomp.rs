@@ -268,7 +268,21 @@ pub fn program_fd() -> Result<OwnedFd, SeccompError> {
 /// actions this filter returns, `errno` and `kill_process`. Linux 4.14 is also past 4.8, before
 /// which a tracer could rewrite a syscall after seccomp had checked it (see the module doc on
 /// `ptrace`).
+///
+/// A kernel found to support it is not probed again by this process (a running kernel does not
+/// lose a configuration option); one found lacking it is, at every call.
 pub fn kernel_supports_seccomp() -> Result<(), SeccompError> {
+    static SUPPORTED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if SUPPORTED.get().is_some() {
+        return Ok(());
+    }
+    probe_seccomp_support()?;
+    let _ = SUPPORTED.set(());
+    Ok(())
+}
+
+/// [`kernel_supports_seccomp`]'s two checks, made now.
+fn probe_seccomp_support() -> Result<(), SeccompError> {
     const STATUS: &str = "/proc/self/status";
     const ACTIONS: &str = "/proc/sys/kernel/seccomp/actions_avail";
     let status = std::fs::read_to_string(STATUS).map_err(|source| SeccompError::Probe {

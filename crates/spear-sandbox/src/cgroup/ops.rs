@@ -203,6 +203,7 @@ fn remove_dir(path: &Path) -> Result<(), CgroupError> {
                 if e.raw_os_error() == Some(Errno::BUSY.raw_os_error())
                     && Instant::now() < deadline =>
             {
+                tracing::trace!(path = %path.display(), ?pause, "cgroup busy, removed again after a pause");
                 back_off(&mut pause);
             }
             Err(e) => return Err(io_error("remove", path, e)),
@@ -289,7 +290,7 @@ pub(crate) fn freeze_kill_thaw(
     deadline: Instant,
 ) -> Result<(), CgroupError> {
     let settled = deadline.min(Instant::now() + SETTLE);
-    if wait_until(settled, || Ok(read_procs(&dir.path)?.is_empty()))? {
+    if settle(&dir.path, settled)? {
         return Ok(());
     }
     loop {
@@ -312,6 +313,41 @@ pub(crate) fn freeze_kill_thaw(
         thawed?;
         let round_end = deadline.min(Instant::now() + ROUND);
         wait_until(round_end, || Ok(read_procs(&dir.path)?.is_empty()))?;
+    }
+}
+
+/// Waits until `dir` holds no process or `until` passes; whether it emptied. What is left after a
+/// command's main process exits is usually exiting already (the init of its PID namespace,
+/// tearing the namespaces down): each exit is waited for on a pidfd, so the wait ends when the
+/// process does, not at the next tick of a poll. A pid seen again after its pidfd said it had
+/// exited (a zombie the cgroup still lists), or one that cannot be opened, is polled for instead.
+fn settle(dir: &Path, until: Instant) -> Result<bool, CgroupError> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut exited: Vec<i32> = Vec::new();
+    let mut pause = FIRST_POLL;
+    loop {
+        let pids = read_procs(dir)?;
+        let Some(&first) = pids.first() else {
+            return Ok(true);
+        };
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(false);
+        }
+        let pidfd = (!exited.contains(&first))
+            .then(|| Pid::from_raw(first))
+            .flatten()
+            .and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok());
+        match pidfd {
+            Some(fd) => {
+                let timeout = Timespec::try_from(left).ok();
+                let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+                if matches!(poll(&mut fds, timeout.as_ref()), Ok(1)) {
+                    exited.push(first);
+                }
+            }
+            None => back_off(&mut pause),
+        }
     }
 }
 

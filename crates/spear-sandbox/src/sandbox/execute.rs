@@ -119,6 +119,7 @@ impl Sandbox {
         let cleanup_error = cgroup
             .and_then(|cg| cg.remove().err())
             .map(|e| e.to_string());
+        tracing::debug!(error = ?cleanup_error, "command's cgroup removed");
         let setup_error = setup_failure(&finished);
         let guarantees = guarantees::after_run(
             argv_bits,
