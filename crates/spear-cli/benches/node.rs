@@ -90,6 +90,10 @@ fn main() {
         s.close(&http, &node);
     }
 
+    // terminal true over HTTP, paced, beside bare bwrap: before the load, which leaves its
+    // sessions' teardown running for a while after it.
+    let (paced, bwrap) = paced_against_bwrap(&http, &node, 40);
+
     // Opening a session: on the workspace, and on the template (a copy of its own).
     let open_ws = open_times(&http, &node, &node.token, "", 21).unwrap();
     let open_template = open_times(
@@ -103,9 +107,6 @@ fn main() {
     // One session alone, then SESSIONS at once, each the same actions.
     let alone = run_sessions(&http, &node, 1);
     let many = run_sessions(&http, &node, SESSIONS);
-
-    // terminal true over HTTP, paced, beside bare bwrap.
-    let (paced, bwrap) = paced_against_bwrap(&http, &node, 40);
 
     println!(
         "session open (POST /mcp/sessions), {} runs each:",
