@@ -7,10 +7,10 @@
 //! `/bin/true`.
 //! `SPEAR_BENCH_NODE=paced` measures that last figure alone.
 //!
-//! Each session is its own client thread with an HTTP client and keep-alive connection of its
-//! own, speaking MCP 2025-11-25 in a session named in its URL. Prints actions per second, p50
-//! and p99 per action kind (the round trip, and the router's own time in it, which the result's
-//! `duration_ms` gives), and the ratios the issue aims at.
+//! The sessions' calls are driven by one async HTTP client on two threads, each over a
+//! keep-alive connection, speaking MCP 2025-11-25 in a session named in its URL. Prints actions
+//! per second, p50 and p99 per action kind (the round trip, and the router's own time in it,
+//! which the result's `duration_ms` gives), and the ratios the issue aims at.
 
 #![allow(
     clippy::unwrap_used,
@@ -362,23 +362,35 @@ impl Session {
     ) -> (String, Duration) {
         let id = self.next_id;
         self.next_id += 1;
-        let text = self.post(
-            http,
-            node,
-            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                    "params": {"name": tool, "arguments": args}}),
-        );
-        let message = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .find(|m| m["id"] == json!(id))
-            .unwrap_or_else(|| panic!("no answer to {tool}: {text}"));
-        let result = &message["result"]["structuredContent"];
-        (
-            result["status"].as_str().unwrap_or("?").to_owned(),
-            Duration::from_millis(result["duration_ms"].as_u64().unwrap_or(0)),
-        )
+        let text = self.post(http, node, &tool_call(id, tool, args));
+        answer(&text, id, tool)
+    }
+
+    /// [`Session::call_timed`] through an async client.
+    async fn call_async(
+        &mut self,
+        http: &reqwest::Client,
+        token: &str,
+        tool: &str,
+        args: &Value,
+    ) -> (String, Duration) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let text = http
+            .post(&self.url)
+            .bearer_auth(token)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("Mcp-Session-Id", &self.mcp_id)
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .body(tool_call(id, tool, args).to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        answer(&text, id, tool)
     }
 
     fn close(self, http: &reqwest::blocking::Client, node: &Node) {
@@ -387,6 +399,28 @@ impl Session {
 }
 
 /// The arguments of action `n` of session `s`.
+/// A `tools/call` request.
+fn tool_call(id: u64, tool: &str, args: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": args}})
+}
+
+/// The answer to call `id` in an SSE body: its structured result's status, and the router's
+/// time for it (`duration_ms`, whole milliseconds).
+fn answer(text: &str, id: u64, tool: &str) -> (String, Duration) {
+    let message = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m["id"] == json!(id))
+        .unwrap_or_else(|| panic!("no answer to {tool}: {text}"));
+    let result = &message["result"]["structuredContent"];
+    (
+        result["status"].as_str().unwrap_or("?").to_owned(),
+        Duration::from_millis(result["duration_ms"].as_u64().unwrap_or(0)),
+    )
+}
+
 fn action(s: usize, n: usize) -> (&'static str, Value) {
     let kind = KINDS[n % KINDS.len()];
     let file = format!("out/s{s}/n{n}.txt");
@@ -406,6 +440,9 @@ fn action(s: usize, n: usize) -> (&'static str, Value) {
     (kind, args)
 }
 
+/// One call as a session timed it: its kind, the round trip, and the router's own time.
+type Timed = (&'static str, Duration, Duration);
+
 /// What a run of sessions measured.
 struct Run {
     count: usize,
@@ -415,8 +452,7 @@ struct Run {
     in_router: BTreeMap<&'static str, Vec<Duration>>,
 }
 
-/// An HTTP client of its own: a blocking reqwest client runs its connections on a thread of its
-/// own, so clients that share one share that thread, a queue no two remote agents share.
+/// The blocking HTTP client that opens and closes sessions and makes the paced calls.
 fn client() -> reqwest::blocking::Client {
     reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(120))
@@ -425,37 +461,55 @@ fn client() -> reqwest::blocking::Client {
         .unwrap()
 }
 
-/// `n` sessions at once, each running [`ACTIONS`] actions with a client of its own; opening them
-/// is not timed.
+/// `n` sessions at once, each running [`ACTIONS`] actions; opening them is not timed. One async
+/// HTTP client drives them all on two threads, each call over a keep-alive connection: the
+/// clients share the server's two cores, and a thread per session (with a blocking client's
+/// thread of its own) would wake, and preempt, the server's threads twice for every call.
 fn run_sessions(http: &reqwest::blocking::Client, node: &Node, n: usize) -> Run {
     let sessions: Vec<Session> = (0..n).map(|_| Session::open(http, node, "")).collect();
-    let barrier = std::sync::Barrier::new(n);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .pool_max_idle_per_host(SESSIONS * 2)
+        .build()
+        .unwrap();
     let started = Instant::now();
-    let results: Vec<Vec<(&'static str, Duration, Duration)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = sessions
+    let ran: Vec<(Session, Vec<Timed>)> = runtime.block_on(async {
+        let tasks: Vec<_> = sessions
             .into_iter()
             .enumerate()
             .map(|(s, mut session)| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    let http = &client();
-                    barrier.wait();
+                let (client, token) = (client.clone(), node.token.clone());
+                tokio::spawn(async move {
                     let mut times = Vec::with_capacity(ACTIONS);
                     for a in 0..ACTIONS {
                         let (kind, args) = action(s + n * 1000, a);
                         let t = Instant::now();
-                        let (status, in_router) = session.call_timed(http, node, kind, &args);
+                        let (status, in_router) =
+                            session.call_async(&client, &token, kind, &args).await;
                         times.push((kind, t.elapsed(), in_router));
                         assert_eq!(status, "ok", "{kind} {args}");
                     }
-                    session.close(http, node);
-                    times
+                    (session, times)
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+        let mut ran = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            ran.push(task.await.unwrap());
+        }
+        ran
     });
     let elapsed = started.elapsed();
+    let mut results = Vec::with_capacity(ran.len());
+    for (session, times) in ran {
+        session.close(http, node);
+        results.push(times);
+    }
     let mut samples: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
     let mut in_router: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
     let mut count = 0;
