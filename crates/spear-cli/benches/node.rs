@@ -326,13 +326,24 @@ impl Session {
         session
     }
 
+    /// The headers of every message in the session.
+    fn headers(&self) -> reqwest::header::HeaderMap {
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Mcp-Session-Id", self.mcp_id.as_str()),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ] {
+            headers.insert(name, value.parse().unwrap());
+        }
+        headers
+    }
+
     fn post(&mut self, http: &reqwest::blocking::Client, node: &Node, body: &Value) -> String {
         http.post(&self.url)
             .bearer_auth(&node.token)
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
-            .header("Mcp-Session-Id", &self.mcp_id)
-            .header("MCP-Protocol-Version", "2025-11-25")
+            .headers(self.headers())
             .body(body.to_string())
             .send()
             .unwrap()
@@ -379,10 +390,7 @@ impl Session {
         let text = http
             .post(&self.url)
             .bearer_auth(token)
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
-            .header("Mcp-Session-Id", &self.mcp_id)
-            .header("MCP-Protocol-Version", "2025-11-25")
+            .headers(self.headers())
             .body(tool_call(id, tool, args).to_string())
             .send()
             .await
