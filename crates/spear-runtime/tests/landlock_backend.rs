@@ -162,6 +162,24 @@ fn credential_stores_and_shadow_are_not_visible() {
     assert!(r.stdout.starts_with("root:"), "positive control: {r:?}");
 }
 
+/// The node's TLS key where the sandbox shows its directory, as in tests/sandbox.rs: the
+/// landlock backend refuses to open it, and the certificate beside it reads.
+#[test]
+fn the_node_s_tls_key_is_not_visible_beside_its_certificate() {
+    let f = landlock(common::with_node_key);
+    common::write_node_key(&f);
+    let r = f.safe("cat tls/cert.pem; echo; cat tls/key.pem; grep -rl PRIVATE tls; echo done");
+    assert!(
+        r.stdout.starts_with("CERTIFICATE"),
+        "positive control: {r:?}"
+    );
+    assert!(!r.stdout.contains("spear-node-key"), "{r:?}");
+    assert!(r.stderr.contains("key.pem"), "{r:?}");
+    assert!(r.stdout.contains("done"), "{r:?}");
+    let on_host = std::fs::read_to_string(f.ws.join("tls/key.pem")).unwrap();
+    assert_eq!(on_host, common::NODE_KEY, "the key is there to be read");
+}
+
 #[test]
 fn host_environment_secrets_are_not_visible() {
     let f = landlock(|_| {});

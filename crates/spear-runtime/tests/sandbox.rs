@@ -249,6 +249,26 @@ fn tmp_is_private() {
     assert!(!std::path::Path::new("/tmp").join(&marker).exists());
 }
 
+/// Attack: an agent reading the node's TLS key where the sandbox shows its directory (here the
+/// workspace), to impersonate the node to its clients. Read-only and writable: the key reads
+/// empty, the certificate beside it reads (positive control), and the key is on the host.
+#[test]
+fn the_node_s_tls_key_is_not_visible_beside_its_certificate() {
+    let f = Fixture::with(common::with_node_key);
+    common::write_node_key(&f);
+    let script = "cat tls/cert.pem; echo; cat tls/key.pem; grep -rl PRIVATE tls; echo done";
+    for r in [f.safe(script), f.auto(script)] {
+        assert!(
+            r.stdout.starts_with("CERTIFICATE"),
+            "positive control: {r:?}"
+        );
+        assert!(!r.stdout.contains("spear-node-key"), "{r:?}");
+        assert!(r.stdout.contains("done"), "{r:?}");
+    }
+    let on_host = std::fs::read_to_string(f.ws.join("tls/key.pem")).unwrap();
+    assert_eq!(on_host, common::NODE_KEY, "the key is there to be read");
+}
+
 #[test]
 fn host_environment_secrets_are_not_visible() {
     let f = Fixture::new();

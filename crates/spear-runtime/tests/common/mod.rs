@@ -134,6 +134,25 @@ impl Fixture {
     }
 }
 
+/// The node's TLS key, written by [`write_node_key`] into the workspace's `tls/`.
+pub const NODE_KEY: &str = "-----BEGIN PRIVATE KEY----- spear-node-key-5e1a";
+
+/// `config` with the workspace's `tls/key.pem` as a secret of the runner (what `spear mcp
+/// --listen --tls-key` does); the workspace is found beside the home, where [`Fixture::with`]
+/// makes both.
+pub fn with_node_key(config: &mut RunnerConfig) {
+    let ws = config.home.parent().unwrap().join("ws");
+    config.secrets = vec![ws.join("tls/key.pem")];
+}
+
+/// Writes the node's key and a certificate beside it into `fixture`'s workspace.
+pub fn write_node_key(fixture: &Fixture) {
+    assert_eq!(fixture.home.parent().unwrap().join("ws"), fixture.ws);
+    std::fs::create_dir_all(fixture.ws.join("tls")).unwrap();
+    std::fs::write(fixture.ws.join("tls/key.pem"), NODE_KEY).unwrap();
+    std::fs::write(fixture.ws.join("tls/cert.pem"), "CERTIFICATE").unwrap();
+}
+
 /// A spawner that counts every launch, then really spawns it: a refusal's test shows nothing was
 /// spawned, and its positive control that something was.
 #[derive(Debug, Default)]
