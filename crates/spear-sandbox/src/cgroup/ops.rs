@@ -319,31 +319,33 @@ pub(crate) fn freeze_kill_thaw(
 /// Waits until `dir` holds no process or `until` passes; whether it emptied. What is left after a
 /// command's main process exits is usually exiting already (the init of its PID namespace,
 /// tearing the namespaces down): each exit is waited for on a pidfd, so the wait ends when the
-/// process does, not at the next tick of a poll. A pid seen again after its pidfd said it had
-/// exited (a zombie the cgroup still lists), or one that cannot be opened, is polled for instead.
+/// process does, not at the next tick of a poll. When every pid left was seen exiting already (a
+/// zombie the cgroup still lists), or none can be opened, the cgroup is polled instead.
 fn settle(dir: &Path, until: Instant) -> Result<bool, CgroupError> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let mut exited: Vec<i32> = Vec::new();
     let mut pause = FIRST_POLL;
     loop {
         let pids = read_procs(dir)?;
-        let Some(&first) = pids.first() else {
+        if pids.is_empty() {
             return Ok(true);
-        };
+        }
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Ok(false);
         }
-        let pidfd = (!exited.contains(&first))
-            .then(|| Pid::from_raw(first))
-            .flatten()
-            .and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok());
+        let next = pids.iter().copied().find(|p| !exited.contains(p));
+        let pidfd = next.and_then(|raw| {
+            let fd = pidfd_open(Pid::from_raw(raw)?, PidfdFlags::empty()).ok()?;
+            Some((raw, fd))
+        });
         match pidfd {
-            Some(fd) => {
-                let timeout = Timespec::try_from(left).ok();
+            Some((raw, fd)) => {
+                // Never without a timeout: a wait must end by `until`.
+                let timeout = Timespec::try_from(left).unwrap_or_default();
                 let mut fds = [PollFd::new(&fd, PollFlags::IN)];
-                if matches!(poll(&mut fds, timeout.as_ref()), Ok(1)) {
-                    exited.push(first);
+                if matches!(poll(&mut fds, Some(&timeout)), Ok(1)) {
+                    exited.push(raw);
                 }
             }
             None => back_off(&mut pause),

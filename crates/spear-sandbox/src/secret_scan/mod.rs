@@ -207,9 +207,6 @@ impl TreeScan {
     /// it, and one that is new (or the replacement) is walked. Then each file found is checked.
     /// Returns whether anything changed.
     fn relist(&mut self, changed: &HashSet<PathBuf>, look: &mut Look<'_>) -> bool {
-        if changed.is_empty() {
-            return self.recheck_holding(&self.holding(), look);
-        }
         let mut any = false;
         let mut appeared: Vec<PathBuf> = Vec::new();
         let mut gone: Vec<PathBuf> = Vec::new();
@@ -292,9 +289,8 @@ impl TreeScan {
     }
 
     /// The directories that hold something found, by index: what a quiet look checks and what
-    /// the masks are made of. A tree has tens of thousands of directories
-    /// and a few hold something: a command of a quiet session costs what was found, not the
-    /// tree's size.
+    /// the masks are made of. A tree has tens of thousands of directories and a few hold
+    /// something: a command of a quiet session costs what was found, not the tree's size.
     fn holding(&self) -> Vec<usize> {
         self.dirs
             .iter()

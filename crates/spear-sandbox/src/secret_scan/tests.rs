@@ -126,7 +126,8 @@ fn look(scan: &mut TreeScan, depth: Depth, now: SystemTime, stats: &mut ScanStat
     };
     match depth {
         Depth::Full => scan.refresh(&mut look),
-        Depth::Found => scan.relist(&HashSet::new(), &mut look),
+        // What `look_at` does when no directory had an event.
+        Depth::Found => scan.recheck_holding(&scan.holding(), &mut look),
     }
 }
 
