@@ -5,7 +5,8 @@
 //! 10,000 files of 10 KiB, 100 MB), on a template; resident memory per idle session; and
 //! `terminal true` over HTTP paced as a model's calls come, beside bare bwrap running
 //! `/bin/true`.
-//! `SPEAR_BENCH_NODE=paced` measures that last figure alone.
+//! `SPEAR_BENCH_NODE=paced` measures that last figure alone; `SPEAR_BENCH_NODE=load` the two
+//! runs of sessions alone (one, then 64), for profiling the load.
 //!
 //! The sessions' calls are driven by one async HTTP client on two threads, each over a
 //! keep-alive connection, speaking MCP 2025-11-25 in a session named in its URL. Prints actions
@@ -69,10 +70,19 @@ fn main() {
     let node = Node::start(base, &ws, &template);
     let http = client();
 
-    if std::env::var("SPEAR_BENCH_NODE").as_deref() == Ok("paced") {
-        let (paced, bwrap) = paced_against_bwrap(&http, &node, 40);
-        print_paced(&paced, &bwrap);
-        return;
+    match std::env::var("SPEAR_BENCH_NODE").as_deref() {
+        Ok("paced") => {
+            let (paced, bwrap) = paced_against_bwrap(&http, &node, 40);
+            print_paced(&paced, &bwrap);
+            return;
+        }
+        Ok("load") => {
+            let alone = run_sessions(&http, &node, 1);
+            let many = run_sessions(&http, &node, SESSIONS);
+            print_load(&alone, &many);
+            return;
+        }
+        _ => {}
     }
 
     // Resident memory per idle session, on a node that has served one session only: after a
@@ -118,9 +128,24 @@ fn main() {
         Err(why) => println!("  on a template: not measured: {why}"),
     }
     println!();
+    print_load(&alone, &many);
+    println!(
+        "resident memory per idle session: {per_idle:.0} KiB ({before} KiB before {SESSIONS} idle sessions, {after} KiB with them; aim: under 2 MiB)"
+    );
+    print_paced(&paced, &bwrap);
+    if let Ok(times) = &open_template {
+        println!(
+            "template session open p50 {:.1} ms (aim: under 50 ms)",
+            ms(quantile(times, 0.5))
+        );
+    }
+}
+
+/// The two runs' figures: actions per second, each kind's quantiles, and the ratios aimed at.
+fn print_load(alone: &Run, many: &Run) {
     for (label, run) in [
-        ("1 session", &alone),
-        (&*format!("{SESSIONS} sessions"), &many),
+        ("1 session", alone),
+        (&*format!("{SESSIONS} sessions"), many),
     ] {
         println!(
             "{label}: {} actions in {:.2} s, {:.1} actions/s",
@@ -136,23 +161,13 @@ fn main() {
     let rate = |r: &Run| r.count as f64 / r.elapsed.as_secs_f64();
     println!(
         "aggregate at {SESSIONS} sessions against one: {:.2}x (aim: at least 1.5x)",
-        rate(&many) / rate(&alone)
+        rate(many) / rate(alone)
     );
     let read_p99 = quantile(&many.samples["read_file"], 0.99);
     println!(
         "read_file p99 at {SESSIONS} sessions: {:.1} ms (aim: under 20 ms)",
         ms(read_p99)
     );
-    println!(
-        "resident memory per idle session: {per_idle:.0} KiB ({before} KiB before {SESSIONS} idle sessions, {after} KiB with them; aim: under 2 MiB)"
-    );
-    print_paced(&paced, &bwrap);
-    if let Ok(times) = &open_template {
-        println!(
-            "template session open p50 {:.1} ms (aim: under 50 ms)",
-            ms(quantile(times, 0.5))
-        );
-    }
 }
 
 /// The paced figure: `terminal true` over HTTP against bare bwrap, medians and their ratio.
@@ -475,6 +490,7 @@ fn client() -> reqwest::blocking::Client {
 /// thread of its own) would wake, and preempt, the server's threads twice for every call.
 fn run_sessions(http: &reqwest::blocking::Client, node: &Node, n: usize) -> Run {
     let sessions: Vec<Session> = (0..n).map(|_| Session::open(http, node, "")).collect();
+    eprintln!("{n} session(s) start their actions");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

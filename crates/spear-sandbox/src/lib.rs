@@ -63,6 +63,7 @@ mod rlimits;
 mod sandbox;
 mod seccomp;
 mod secret_scan;
+mod setup_gate;
 mod spawn;
 mod spec;
 mod stage;

@@ -35,6 +35,7 @@ use rustix::process::{
 
 use crate::output::{CappedOutput, Captured};
 use crate::rlimits::ResourceLimits;
+use crate::setup_gate::{Place, SETUP_SHARE};
 use crate::stage::StagePlan;
 
 pub(crate) mod vfork;
@@ -348,7 +349,20 @@ pub struct Finished {
 /// Supervises `running` until it ends or is stopped. `kill_tree` kills every process of the tree
 /// (the cgroup); it is called on a stop, and the main process is killed through its pidfd too.
 pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finished {
+    supervise_admitted(running, watch, kill_tree, None)
+}
+
+/// [`supervise`], holding `place` (the set-up's place in the [`crate::setup_gate`]) until the
+/// main process exits or [`SETUP_SHARE`] has passed, whichever comes first.
+pub(crate) fn supervise_admitted(
+    running: Running,
+    watch: &Watch,
+    kill_tree: &dyn Fn(),
+    place: Option<Place<'_>>,
+) -> Finished {
     let started = Instant::now();
+    let mut place = place;
+    let place_until = started + SETUP_SHARE;
     let mut out = Stream::new(running.stdout, watch.output_cap);
     let mut err = Stream::new(running.stderr, watch.output_cap);
     let mut exit: Option<Exit> = None;
@@ -384,6 +398,11 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
         } else {
             watch.timeout.saturating_sub(started.elapsed())
         };
+        let wait = if place.is_some() {
+            wait.min(place_until.saturating_duration_since(Instant::now()))
+        } else {
+            wait
+        };
         let (ready, failed) = poll_once(&running.pidfd, &out, &err, watch, wait);
         if let Some(e) = failed {
             tracing::error!("poll failed while supervising a sandbox: {e}");
@@ -418,6 +437,9 @@ pub fn supervise(running: Running, watch: &Watch, kill_tree: &dyn Fn()) -> Finis
             // The sandbox's init is gone, so its PID namespace is too; make sure of the rest.
             kill_tree();
             tracing::debug!("tree killed after exit");
+        }
+        if place.is_some() && (exit.is_some() || Instant::now() >= place_until) {
+            place = None;
         }
     }
     // Whatever is still buffered in the pipes.
@@ -687,6 +709,41 @@ mod tests {
             assert_eq!(zombies_named(NAME), Vec::<String>::new());
         });
         zombie_probe_sees(NAME);
+    }
+
+    #[test]
+    fn a_set_up_s_place_is_given_back_after_its_share_while_the_command_runs_on() {
+        let gate = crate::setup_gate::SetupGate::new(1);
+        let null = dev_null();
+        let watch = Watch {
+            timeout: Duration::from_secs(30),
+            output_cap: 1 << 16,
+            flood_bytes: 1 << 20,
+            cancel: None,
+            tee: None,
+            stdin: None,
+        };
+        std::thread::scope(|scope| {
+            let started = Instant::now();
+            let place = gate.enter();
+            let running = ProcessSpawner
+                .spawn(&launch(null.as_fd(), "/bin/sleep", &["2"], &[]))
+                .expect("spawned");
+            let supervised =
+                scope.spawn(|| supervise_admitted(running, &watch, &|| {}, Some(place)));
+            let next = gate.enter();
+            let waited = started.elapsed();
+            // Held for its share: not given back at the spawn.
+            assert!(waited >= SETUP_SHARE, "entered after {waited:?}");
+            // Given back while the command still runs.
+            assert!(
+                !supervised.is_finished(),
+                "entered only after the command ended"
+            );
+            drop(next);
+            let finished = supervised.join().unwrap();
+            assert_eq!(finished.exit, Exit::Code(0));
+        });
     }
 
     #[test]

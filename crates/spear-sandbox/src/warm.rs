@@ -270,6 +270,9 @@ pub(crate) struct Released {
 impl Warm {
     /// Starts a sandbox shaped like `spec` that holds instead of running the command.
     fn start(launcher: &Launcher, spec: &BwrapSpec) -> Result<Warm, SandboxError> {
+        // Held until the hold says it is set up (`setup_gate`); the ready byte is left for
+        // `wait_ready`.
+        let place = crate::setup_gate::process_gate().enter();
         let mut hold = spec.clone();
         hold.command = hold_argv();
         let options = build_argv(&hold)?.options;
@@ -286,6 +289,10 @@ impl Warm {
             None,
             &[argv_read.as_fd(), ready_write.as_fd()],
         )?;
+        drop(ready_write);
+        let timeout = rustix::event::Timespec::try_from(READY_WAIT).ok();
+        let _ = poll(&mut [PollFd::new(&ready, PollFlags::IN)], timeout.as_ref());
+        drop(place);
         Ok(Warm {
             shape: spec.clone(),
             fingerprint,

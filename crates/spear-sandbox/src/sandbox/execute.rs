@@ -13,7 +13,7 @@ use super::launcher::HeldNetwork;
 use crate::cgroup::{BackendKind, CommandCgroup, LimitsHit};
 use crate::guarantees::{self, NetworkPath, RunFacts};
 use crate::network::{self, Slirp};
-use crate::spawn::{Exit, Finished, Running, Watch, supervise};
+use crate::spawn::{Exit, Finished, Running, Watch, supervise, supervise_admitted};
 use crate::spec::BwrapSpec;
 
 /// What a finished command did, as the sandbox saw it.
@@ -56,6 +56,8 @@ impl Sandbox {
         if spec.profile.network() && self.network_poisoned.load(Ordering::SeqCst) {
             return Err(SandboxError::NetworkPoisoned);
         }
+        // Held through the set-up, and into the run for at most its share (`setup_gate`).
+        let place = crate::setup_gate::process_gate().enter();
         let inputs = self.launcher.prepare(spec)?;
         let argv_bits = inputs.guarantees;
         let cgroup = self.launcher.create_cgroup("spear")?;
@@ -71,7 +73,7 @@ impl Sandbox {
                 Err(e) => return Err(abort_held(running, watch, &kill, e)),
             },
         };
-        let finished = supervise(running, watch, &kill);
+        let finished = supervise_admitted(running, watch, &kill, Some(place));
         Ok(self.collect(finished, slirp, cgroup, argv_bits))
     }
 
