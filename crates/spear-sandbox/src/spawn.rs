@@ -617,17 +617,37 @@ mod tests {
         }
     }
 
-    fn run(launch: &Launch<'_>) -> Finished {
-        let running = ProcessSpawner.spawn(launch).expect("spawned");
-        let watch = Watch {
+    /// A watch with room to spare: 30 s, 64 KiB kept, 1 MiB before a flood.
+    fn roomy_watch() -> Watch {
+        Watch {
             timeout: Duration::from_secs(30),
             output_cap: 1 << 16,
             flood_bytes: 1 << 20,
             cancel: None,
             tee: None,
             stdin: None,
-        };
-        supervise(running, &watch, &|| {})
+        }
+    }
+
+    /// Spawns `launch`, again while its program is busy. A program a test has just written may
+    /// still be open for writing in a child that another test's thread is spawning (its copy of
+    /// the fd table lives until its exec): the exec fails with ETXTBSY for that moment.
+    fn spawn_when_not_busy(launch: &Launch<'_>) -> io::Result<Running> {
+        let mut tries = 0;
+        loop {
+            match ProcessSpawner.spawn(launch) {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                spawned => return spawned,
+            }
+        }
+    }
+
+    fn run(launch: &Launch<'_>) -> Finished {
+        let running = spawn_when_not_busy(launch).expect("spawned");
+        supervise(running, &roomy_watch(), &|| {})
     }
 
     fn dev_null() -> std::fs::File {
@@ -675,9 +695,9 @@ mod tests {
         let program = dir.path().join(name);
         std::fs::copy("/bin/true", &program).unwrap();
         let null = dev_null();
-        let running = ProcessSpawner
-            .spawn(&launch(null.as_fd(), program.to_str().unwrap(), &[], &[]))
-            .unwrap();
+        let running =
+            spawn_when_not_busy(&launch(null.as_fd(), program.to_str().unwrap(), &[], &[]))
+                .unwrap();
         assert!(spear_testkit::wait::wait_for(
             Duration::from_secs(10),
             || { !zombies_named(name).is_empty() }
@@ -715,14 +735,7 @@ mod tests {
     fn a_set_up_s_place_is_given_back_after_its_share_while_the_command_runs_on() {
         let gate = crate::setup_gate::SetupGate::new(1);
         let null = dev_null();
-        let watch = Watch {
-            timeout: Duration::from_secs(30),
-            output_cap: 1 << 16,
-            flood_bytes: 1 << 20,
-            cancel: None,
-            tee: None,
-            stdin: None,
-        };
+        let watch = roomy_watch();
         std::thread::scope(|scope| {
             let started = Instant::now();
             let place = gate.enter();
