@@ -27,7 +27,8 @@
 #   (POST /mcp/sessions) on the workspace and on a 10,000-file, 100 MB template
 #   (SPEAR_BENCH_TEMPLATE_FILES); resident memory per idle session; `terminal true` paced 50 ms
 #   beside bare bwrap running /bin/true (SPEAR_BENCH_NODE=paced measures that alone, on a fresh
-#   node). Not pinned: the 64 clients and the server share the cores.
+#   node; SPEAR_BENCH_NODE=load the two runs of sessions alone, for profiling). Not pinned: the 64
+#   clients and the server share the cores.
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
 # - search_files: spear's search engine against `rg -n --no-heading` on the same tree

@@ -32,6 +32,7 @@ mod analysis;
 mod authorize;
 mod commands;
 mod config;
+pub mod domains;
 mod env_rules;
 mod executable;
 pub mod git_core;
