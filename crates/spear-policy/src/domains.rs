@@ -200,8 +200,8 @@ impl DomainRules {
         })
     }
 
-    /// Whether no name is allowed (the network is as it was without a list).
-    pub fn is_empty(&self) -> bool {
+    /// Whether no name is allowed (the network is as it was without a list), deny entries or not.
+    pub fn allows_no_name(&self) -> bool {
         self.allow.is_empty()
     }
 
@@ -420,9 +420,9 @@ mod tests {
     #[test]
     fn an_empty_list_allows_nothing_by_name() {
         let r = rules(&[], &["pypi.org"]);
-        assert!(r.is_empty());
+        assert!(r.allows_no_name());
         assert_eq!(r.verdict("github.com", 443), DomainVerdict::NotListed);
-        assert!(!rules(&["pypi.org"], &[]).is_empty());
+        assert!(!rules(&["pypi.org"], &[]).allows_no_name());
     }
 
     #[test]

@@ -289,9 +289,9 @@ impl Warm {
             None,
             &[argv_read.as_fd(), ready_write.as_fd()],
         )?;
+        // Closed here, so that a hold that dies before it is ready ends the wait at once.
         drop(ready_write);
-        let timeout = rustix::event::Timespec::try_from(READY_WAIT).ok();
-        let _ = poll(&mut [PollFd::new(&ready, PollFlags::IN)], timeout.as_ref());
+        readable_within(&ready, READY_WAIT);
         drop(place);
         Ok(Warm {
             shape: spec.clone(),
@@ -306,9 +306,7 @@ impl Warm {
 
     /// Whether the hold said it is set up within `limit` and its sandbox is still alive.
     fn wait_ready(&self, limit: Duration) -> bool {
-        let timeout = rustix::event::Timespec::try_from(limit).ok();
-        let mut fds = [PollFd::new(&self.ready, PollFlags::IN)];
-        if !matches!(poll(&mut fds, timeout.as_ref()), Ok(1)) {
+        if !readable_within(&self.ready, limit) {
             return false;
         }
         let mut byte = [0u8; 1];
@@ -361,6 +359,16 @@ impl Drop for Warm {
             let _ = waitid(WaitId::PidFd(running.pidfd.as_fd()), WaitIdOptions::EXITED);
         }
     }
+}
+
+/// Whether `fd` has something to read, or no writer left, within `limit`. Never waits without a
+/// bound: a limit that does not convert waits not at all.
+fn readable_within(fd: &OwnedFd, limit: Duration) -> bool {
+    let timeout = rustix::event::Timespec::try_from(limit).unwrap_or_default();
+    matches!(
+        poll(&mut [PollFd::new(fd, PollFlags::IN)], Some(&timeout)),
+        Ok(1)
+    )
 }
 
 /// What the thread is asked to do.
