@@ -50,6 +50,11 @@ pub struct Args {
     /// With --listen: the certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_cert"])]
     pub(crate) tls_key: Option<std::path::PathBuf>,
+    /// With --listen: also accept the tokens of this file, one per line (`-`: read them from
+    /// standard input at start), each granting what the server serves, for its life. Only their
+    /// hashes are kept; the file is hidden from every session, as the TLS key is.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub(crate) token_file: Option<std::path::PathBuf>,
     /// With --listen: serve without TLS on an address that is not loopback. Tokens cross the
     /// network in clear: only on a network you trust.
     #[arg(long, requires = "listen")]

@@ -1,5 +1,5 @@
 //! `spear mcp --listen ADDR`: a node that remote clients reach with a credential. Its door is
-//! the operator's token store and the operator's OAuth issuer ([`NodeGate`]); each session is narrowed to what the credential
+//! its own token file, the operator's token store and the operator's OAuth issuer ([`NodeGate`]); each session is narrowed to what the credential
 //! grants and never more than the server's own flags ([`narrow`], pure), and opened by
 //! [`NodeOpener`].
 
@@ -22,21 +22,16 @@ pub fn listen(
     host: &spear_runtime::HostSnapshot,
     addr: &spear_mcp::ListenAddr,
 ) -> Result<i32, String> {
-    let (args, key) = &hiding_tls_key(args)?;
-    let http = spear_mcp::Http::bind(&spear_mcp::HttpConfig {
-        addr: addr.clone(),
-        tls: match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => Some(spear_mcp::TlsFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-            }),
-            _ => None,
-        },
-        insecure_http: args.insecure_http,
-        public_hosts: args.public_hosts.clone(),
-        allow_origins: args.allow_origins.clone(),
-    })
-    .map_err(|e| e.to_string())?;
+    let (args, key, token_path) = &hiding_node_secrets(args)?;
+    // Read now: standard input is the server's only until it listens, and a bad file stops it
+    // before anything is made.
+    let file_tokens = args
+        .token_file
+        .as_deref()
+        .map(spear_runtime::TokenFile::read)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let http = bind(args, addr)?;
     let url = http.url().to_owned();
     let state = crate::state_home::state_dir(host)?;
     let tokens = spear_runtime::TokenStore::at(&state);
@@ -48,17 +43,7 @@ pub fn listen(
         .map(spear_mcp::OAuthVerifier::new)
         .transpose()
         .map_err(|e| format!("{config_name}: [serve.oauth]: {e}"))?;
-    let (first, root) = crate::mcp::open_narrowed(args, host, &args.workspace, &args.mode, None)?;
-    // That router only checked the server's own session and is no session: the store directory
-    // it made, empty (it ran no call), goes with it, or every start would leave one behind.
-    let first_results = crate::state_home::results_dir(host, first.session());
-    drop(first);
-    if let Ok(dir) = first_results
-        && let Err(e) = std::fs::remove_dir(&dir)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        tracing::warn!("{} could not be removed: {e}", dir.display());
-    }
+    let root = check_first_session(args, host)?;
     // What every session is narrowed within: the server's own workspace, mode and network.
     let served = Served {
         workspace: PathBuf::from(&root),
@@ -66,9 +51,12 @@ pub fn listen(
         no_network: args.mode.no_network,
         templates: canonical_templates(&args.templates)?,
     };
-    if let Some(key) = key {
-        check_tls_key(key, &served)?;
+    for (what, path) in [("the TLS key", key), ("the token file", token_path)] {
+        if let Some(path) = path {
+            check_node_secret(what, path, &served)?;
+        }
     }
+    let file_tokens = file_tokens.map(|tokens| FileTokens::granting_served(tokens, &served));
     // Template sessions' copies live beside spear's state directory, never in it (no sandbox
     // sees that one); what a crashed server left there is swept now.
     let rollouts = state.parent().map_or_else(
@@ -91,7 +79,8 @@ pub fn listen(
             "one per MCP session"
         )
     );
-    let count = tokens.list().map_or(0, |t| t.len());
+    let count =
+        tokens.list().map_or(0, |t| t.len()) + file_tokens.as_ref().map_or(0, |f| f.tokens.len());
     let issuer = oauth
         .as_ref()
         .map_or_else(String::new, |v| format!("; OAuth tokens of {}", v.issuer()));
@@ -120,7 +109,15 @@ pub fn listen(
         rollouts,
     })));
     let served = http
-        .run(opener, Arc::new(NodeGate { tokens, oauth }), limits)
+        .run(
+            opener,
+            Arc::new(NodeGate {
+                tokens,
+                file_tokens,
+                oauth,
+            }),
+            limits,
+        )
         .map_err(|e| e.to_string());
     // The socket goes with the server.
     drop(channel);
@@ -128,45 +125,90 @@ pub fn listen(
     Ok(0)
 }
 
-/// `args` with its TLS key, canonical, among the files no session's command reads and no sandbox
-/// shows (masked in every bind, as spear's state directory is); and that key.
-fn hiding_tls_key(args: &Args) -> Result<(Args, Option<PathBuf>), String> {
+/// The listening socket of `args` on `addr`, with TLS if it names a certificate.
+fn bind(args: &Args, addr: &spear_mcp::ListenAddr) -> Result<spear_mcp::Http, String> {
+    spear_mcp::Http::bind(&spear_mcp::HttpConfig {
+        addr: addr.clone(),
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(spear_mcp::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        },
+        insecure_http: args.insecure_http,
+        public_hosts: args.public_hosts.clone(),
+        allow_origins: args.allow_origins.clone(),
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Opens and drops a session with the server's own flags, so that a bad workspace,
+/// configuration or GPU grant stops the server now: the workspace's root.
+fn check_first_session(args: &Args, host: &spear_runtime::HostSnapshot) -> Result<String, String> {
+    let (first, root) = crate::mcp::open_narrowed(args, host, &args.workspace, &args.mode, None)?;
+    // That router only checked the server's own session and is no session: the store directory
+    // it made, empty (it ran no call), goes with it, or every start would leave one behind.
+    let first_results = crate::state_home::results_dir(host, first.session());
+    drop(first);
+    if let Ok(dir) = first_results
+        && let Err(e) = std::fs::remove_dir(&dir)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!("{} could not be removed: {e}", dir.display());
+    }
+    Ok(root)
+}
+
+/// `args` with its TLS key and its token file, canonical, among the files no session's command
+/// reads and no sandbox shows (masked in every bind, as spear's state directory is); and those
+/// two paths (none for standard input).
+fn hiding_node_secrets(args: &Args) -> Result<(Args, Option<PathBuf>, Option<PathBuf>), String> {
     let mut args = args.clone();
+    let canonical = |what: &str, path: &Path| {
+        std::fs::canonicalize(path)
+            .map_err(|e| format!("{what} {} cannot be used: {e}", path.display()))
+    };
     let key = args
         .tls_key
         .as_deref()
-        .map(|key| {
-            std::fs::canonicalize(key)
-                .map_err(|e| format!("the TLS key {} cannot be used: {e}", key.display()))
-        })
+        .map(|key| canonical("the TLS key", key))
+        .transpose()?;
+    let token_file = args
+        .token_file
+        .as_deref()
+        .filter(|path| *path != Path::new("-"))
+        .map(|path| canonical("the token file", path))
         .transpose()?;
     args.workspace.secrets.extend(key.iter().cloned());
-    Ok((args, key))
+    args.workspace.secrets.extend(token_file.iter().cloned());
+    Ok((args, key, token_file))
 }
 
-/// Refuses a TLS key that lies in the served workspace or a template, where every session's
-/// tools would reach it (attack stopped: an agent reading the node's key and impersonating the
-/// node to its clients); warns of one that other users of the machine can read.
-fn check_tls_key(key: &Path, served: &Served) -> Result<(), String> {
+/// Refuses a node secret (`what`: the TLS key, the token file) that lies in the served workspace
+/// or a template, where every session's tools would reach it (attack stopped: an agent reading
+/// the node's key and impersonating the node to its clients, or its tokens and opening sessions
+/// of its own); warns of one that other users of the machine can read.
+fn check_node_secret(what: &str, path: &Path, served: &Served) -> Result<(), String> {
     if let Some(tree) = std::iter::once(&served.workspace)
         .chain(&served.templates)
-        .find(|tree| key.starts_with(tree))
+        .find(|tree| path.starts_with(tree))
     {
         return Err(format!(
-            "the TLS key {} lies in {}, which this server's sessions work in: move it out (for \
-             example to /etc/spear/tls, mode 0600)",
-            key.display(),
+            "{what} {} lies in {}, which this server's sessions work in: move it out (for \
+             example to /etc/spear, mode 0600)",
+            path.display(),
             tree.display()
         ));
     }
-    let mode = std::fs::metadata(key)
-        .map_err(|e| format!("the TLS key {} cannot be used: {e}", key.display()))?
+    let mode = std::fs::metadata(path)
+        .map_err(|e| format!("{what} {} cannot be used: {e}", path.display()))?
         .permissions()
         .mode();
     if mode & 0o077 != 0 {
         tracing::warn!(
-            "the TLS key {} can be read by others than its owner (mode {:o}): chmod 600 it",
-            key.display(),
+            "{what} {} can be read by others than its owner (mode {:o}): chmod 600 it",
+            path.display(),
             mode & 0o777
         );
     }
@@ -189,12 +231,15 @@ fn canonical_templates(templates: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         .collect()
 }
 
-/// The node's door: the operator's tokens (`spear_...`, read at each request, and again every
+/// The node's door: the server's own tokens (`--token-file`, for its life), the operator's
+/// tokens (`spear_...`, read at each request, and again every
 /// second for each token with sessions, so a revocation ends them), and OAuth access tokens of
 /// the authorization server of `[serve.oauth]`, if any (checked likewise, so an expiry ends
 /// their sessions). What a credential names becomes what its sessions may have.
 struct NodeGate {
     tokens: spear_runtime::TokenStore,
+    /// The tokens of `--token-file`, if any.
+    file_tokens: Option<FileTokens>,
     oauth: Option<spear_mcp::OAuthVerifier>,
 }
 
@@ -208,6 +253,14 @@ impl spear_mcp::Gatekeeper for NodeGate {
                     .to_owned(),
             ));
         };
+        if let Some(file) = &self.file_tokens
+            && let Some(index) = file.tokens.verify(presented)
+        {
+            return Ok(Admission {
+                principal: format!("token-file:{index}"),
+                grant: file.grant.clone(),
+            });
+        }
         if let Some(oauth) = self
             .oauth
             .as_ref()
@@ -256,6 +309,29 @@ impl spear_mcp::Gatekeeper for NodeGate {
                 &oauth.scopes_supported(),
             ),
             None => spear_mcp::resource_metadata(resource, None, &[]),
+        }
+    }
+}
+
+/// The tokens of `--token-file` and what each grants: what the server serves.
+struct FileTokens {
+    tokens: spear_runtime::TokenFile,
+    grant: Grant,
+}
+
+impl FileTokens {
+    /// `tokens`, each granting what the server serves: its workspace and every template.
+    fn granting_served(tokens: spear_runtime::TokenFile, served: &Served) -> Self {
+        Self {
+            tokens,
+            grant: Grant {
+                workspaces: vec![served.workspace.clone()],
+                templates: served.templates.clone(),
+                mode: None,
+                no_network: false,
+                sessions: None,
+                calls: None,
+            },
         }
     }
 }

@@ -1146,3 +1146,153 @@ fn calls_in_flight_are_counted_per_token() {
     assert_eq!(status, 200, "{response}");
     assert!(d.ws.join("third.txt").exists(), "{response}");
 }
+
+/// `--token-file`: the server's own tokens, from a file or from its standard input, open the
+/// door with what the server serves (its workspace and its templates), for its life, and leave
+/// nothing in the operator's store; every audit record names the token by its line, never its
+/// value; no session's command can read the file. A file the sessions could reach, or one with a
+/// weak token, stops the server at start. The positive control of the masking: a file beside it
+/// that is not the token file reads whole.
+#[test]
+fn the_servers_own_token_file_opens_the_door_and_no_session_reads_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let template = d.base.join("tpl");
+    std::fs::create_dir_all(&template).unwrap();
+    std::fs::write(template.join("a.txt"), "template\n").unwrap();
+    let first = "first-token-0123456789abcdef0123456789";
+    let second = "second-token-0123456789abcdef012345678";
+    let secrets = d.base.join("secrets");
+    std::fs::create_dir_all(&secrets).unwrap();
+    let file = secrets.join("tokens");
+    std::fs::write(&file, format!("# the node's tokens\n{first}\n\n{second}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(secrets.join("control"), "readable\n").unwrap();
+    // Its directory named for host reads (`[paths] read`): what a command could read with
+    // `host:read`, were the file not the node's secret.
+    let config = d.base.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[paths]\nread = [\"{}\"]\n", secrets.display()),
+    )
+    .unwrap();
+    let (server, _) = Listening::spawn(d.spear(&[
+        "mcp",
+        "--listen",
+        "127.0.0.1:0",
+        "--auto",
+        "--config",
+        config.to_str().unwrap(),
+        "--template",
+        template.to_str().unwrap(),
+        "--token-file",
+        file.to_str().unwrap(),
+    ]));
+
+    let (status, response) = server.initialize(Some("wrong-token-0123456789abcdef0123456789"));
+    assert_eq!(status, 401, "{response}");
+    let (status, response) = server.initialize(Some(first));
+    assert_eq!(status, 200, "{response}");
+    // The server's workspace and its template, both granted.
+    let (status, made) = server.make_session(second, "");
+    assert_eq!(status, 201, "{made}");
+    let (status, copy) = server.make_session(second, r#"{"template": "tpl"}"#);
+    assert_eq!(status, 201, "{copy}");
+    let out = client(
+        &d,
+        &json!({"url": made["url"], "token": second, "generation": "modern", "calls": [
+            terminal(&format!("cat {}", secrets.join("control").display())),
+            terminal(&format!("cat {}", file.display())),
+            terminal(&format!("f=tokens; cat {}/$f", secrets.display())),
+            terminal(&format!("grep -r token {}; wc -c {}/*", secrets.display(), secrets.display())),
+            terminal("echo written > w.txt"),
+        ]}),
+    );
+    let results = out["results"].as_array().unwrap();
+    assert_eq!(
+        results[0]["stdout"], "readable\n",
+        "the control was not read: {out}"
+    );
+    assert_eq!(results[1]["rule"], "credential_store", "{out}");
+    for r in results {
+        assert!(
+            !r.to_string().contains("token-0123"),
+            "a session read the token file: {r}"
+        );
+    }
+    assert!(
+        results[3]["stdout"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .any(|l| l.trim_start().starts_with("0 ") && l.ends_with("/tokens")),
+        "the token file is not masked in its directory's bind: {out}"
+    );
+    assert_eq!(results[4]["status"], "ok", "{out}");
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("w.txt")).unwrap(),
+        "written\n"
+    );
+    let principals: std::collections::BTreeSet<String> = support::audit_records(&d)
+        .iter()
+        .filter_map(|r| r["principal"].as_str().map(str::to_owned))
+        .collect();
+    assert!(principals.contains("token-file:2"), "{principals:?}");
+    let audit = std::fs::read_to_string(d.state.join("spear/audit.jsonl")).unwrap();
+    assert!(
+        !audit.contains("token-0123"),
+        "a token value in the audit log"
+    );
+    // Nothing in the operator's store.
+    let listed = d.spear(&["token", "list", "--json"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&listed.stdout).trim(), "[]");
+    drop(server);
+
+    // From standard input, as `spear.Node` hands it over.
+    let (server, _) = Listening::spawn_with_stdin(
+        d.spear(&[
+            "mcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--auto",
+            "--token-file",
+            "-",
+        ]),
+        Some(&format!("{first}\n")),
+    );
+    let (status, made) = server.make_session(first, "");
+    assert_eq!(status, 201, "{made}");
+    let (status, response) = server.initialize(Some(second));
+    assert_eq!(status, 401, "{response}");
+    drop(server);
+
+    // Refused at start, each saying why, never repeating a token.
+    let inside = d.ws.join("tokens");
+    std::fs::write(&inside, format!("{first}\n")).unwrap();
+    let weak = secrets.join("weak");
+    std::fs::write(&weak, "hunter2\n").unwrap();
+    for (path, why) in [
+        (&inside, "which this server's sessions work in"),
+        (&weak, "under the 32 a token needs"),
+    ] {
+        let out = d
+            .spear(&[
+                "mcp",
+                "--listen",
+                "127.0.0.1:0",
+                "--token-file",
+                path.to_str().unwrap(),
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains(why), "{stderr}");
+        assert!(
+            !stderr.contains("hunter2") && !stderr.contains(first),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("listening on"), "{stderr}");
+    }
+}

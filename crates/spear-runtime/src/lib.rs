@@ -15,7 +15,8 @@
 //!   ([`GitIdentity`]).
 //! - Operator tokens ([`TokenStore`]) are kept as SHA-256 hashes in spear's state directory
 //!   (owner-only, changed atomically under a lock, never in a sandbox's view); a token is checked
-//!   against the file as it is at each request, so a revocation holds from the next one.
+//!   against the file as it is at each request, so a revocation holds from the next one. A
+//!   server's own tokens, handed to it at start ([`TokenFile`]), are held as hashes too.
 //! - A session on an operator's template gets its own writable copy-on-write view of it
 //!   ([`RolloutWorkspace`]), ready at once; the template is only ever read. Its changes come back
 //!   as a binary git patch, and its view is unmounted (checked) and removed when it closes, or by
@@ -40,6 +41,7 @@ mod rollout;
 mod runner;
 mod scratch;
 mod staging;
+mod token_file;
 mod tokens;
 
 pub use audit::{
@@ -77,6 +79,7 @@ pub use scratch::{DEFAULT_SESSION_CAP, SessionScratch, default_base as scratch_b
 /// What a request runs: defined in spear-core, built by the decision layer, executed unchanged.
 pub use spear_core::CommandLine;
 pub use staging::{CommitReport, Judge, MAX_COMMITTED_CHANGES, Proposed, Staging, TrackedRules};
+pub use token_file::{TOKEN_FILE_MAX, TOKEN_FILE_MIN, TokenFile, TokenFileError};
 pub use tokens::{
     TOKEN_PREFIX, TOKENS_FILE, TokenError, TokenInfo, TokenRefusal, TokenSpec, TokenStore,
 };

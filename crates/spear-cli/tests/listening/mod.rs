@@ -63,13 +63,26 @@ impl Listening {
     /// `spear mcp --listen ...` as `command` (built by [`SpearCommands::spear`], with whatever
     /// environment the test adds) started and waited for until it listens: it, and the scheme of
     /// its URL.
-    pub fn spawn(mut command: Command) -> (Listening, String) {
+    pub fn spawn(command: Command) -> (Listening, String) {
+        Listening::spawn_with_stdin(command, None)
+    }
+
+    /// As [`Listening::spawn`], with `input` written to its standard input (then closed).
+    pub fn spawn_with_stdin(mut command: Command, input: Option<&str>) -> (Listening, String) {
         let mut child = command
-            .stdin(Stdio::null())
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        if let Some(input) = input {
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(input.as_bytes()).unwrap();
+        }
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let mut seen = String::new();
         let (scheme, addr) = loop {
