@@ -42,6 +42,11 @@ else
     cargo test --workspace --locked
 fi
 
+# The Python package (python/): ruff, mypy --strict, and its pytest suite against a real node,
+# as this user and, as root, as spear-test too.
+step "the Python package (scripts/test-python.sh)"
+scripts/test-python.sh
+
 if [ -f fuzz/Cargo.toml ]; then
     step "the fuzz targets still build"
     cargo check --manifest-path fuzz/Cargo.toml --locked --quiet
