@@ -29,6 +29,12 @@
 #   beside bare bwrap running /bin/true (SPEAR_BENCH_NODE=paced measures that alone, on a fresh
 #   node; SPEAR_BENCH_NODE=load the two runs of sessions alone, for profiling). Not pinned: the 64
 #   clients and the server share the cores.
+# - ray pool: 200 short trajectories (look, read, write, patch, search, run the check, the diff)
+#   on spear.ray.SpearPool (8 workers on a local Ray, each trajectory in a template session of its
+#   own on the Ray node's spear node), beside the same trajectories run one after another on one
+#   spear.Session; trajectories per second and every action's p50 and p99 round trip, and the
+#   ratios (python/examples/ray_trajectories.py, with the Python package's test environment that
+#   scripts/test-python.sh installs). Not pinned: Ray, the workers and spear share the cores.
 # - classification: scripts per second of CommandPolicy::classify_script over the public red-team
 #   cases, everyday agent commands and the tldr corpus, against brush-parser parsing alone.
 # - search_files: spear's search engine against `rg -n --no-heading` on the same tree
@@ -93,6 +99,17 @@ cargo bench --quiet -p spear-cli --bench mcp --no-run
 echo
 echo "== node: 64 sessions of 150 mixed actions over HTTP against one; session open; memory per idle session"
 cargo bench --quiet -p spear-cli --bench node
+
+echo
+echo "== ray pool: 200 trajectories on spear.ray.SpearPool beside the same run directly on one session"
+python_venv="${SPEAR_TEST_CLIENTS:-$([ "$(id -u)" -eq 0 ] && echo /opt/spear-test-clients || echo "$HOME/.cache/spear-test-clients")}/python-venv"
+if [ -x "$python_venv/bin/python" ]; then
+    SPEAR_BIN="$PWD/target/release/spear" RAY_USAGE_STATS_ENABLED=0 "$python_venv/bin/python" \
+        python/examples/ray_trajectories.py --mode both --trajectories 200 --size 8 2>&1 |
+        grep -E "trajectories in|p50|pool /"
+else
+    echo "not measured: run scripts/test-python.sh first (it installs the package, Ray and pytest)"
+fi
 
 echo
 echo "== search_files: spear's search engine beside rg -n --no-heading on the same tree"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python package's suite (python/): installs the package, pinned test tools and the
+# The Python package's suite (python/): installs the package, pinned test tools, Ray and the
 # harnesses its adapters plug into in a virtual environment of its own, checks it (ruff, mypy
 # --strict), and runs its pytest suite against the workspace's spear build: as the current user,
 # and as root also again as the unprivileged user spear-test (as scripts/test-unprivileged.sh
@@ -16,6 +16,7 @@ mcp_version=2.3.0
 pytest_version=9.2.0
 mypy_version=2.4.1
 ruff_version=0.17.6
+ray_version=2.60.0
 
 if [ "$(id -u)" -eq 0 ]; then
     default_dir=/opt/spear-test-clients
@@ -24,7 +25,7 @@ else
 fi
 dir="${SPEAR_TEST_CLIENTS:-$default_dir}"
 venv="$dir/python-venv"
-want="mcp=$mcp_version pytest=$pytest_version mypy=$mypy_version ruff=$ruff_version layout=1"
+want="mcp=$mcp_version pytest=$pytest_version mypy=$mypy_version ruff=$ruff_version ray=$ray_version layout=1"
 say() { printf 'test-python: %s\n' "$*"; }
 
 if [ "${SPEAR_TEST_NETWORK:-}" != 1 ]; then
@@ -35,7 +36,8 @@ if [ "${SPEAR_TEST_NETWORK:-}" != 1 ]; then
         mkdir -p "$dir"
         /usr/bin/python3 -m venv "$venv"
         "$venv/bin/pip" install --quiet --disable-pip-version-check \
-            "mcp==$mcp_version" "pytest==$pytest_version" "mypy==$mypy_version" "ruff==$ruff_version"
+            "mcp==$mcp_version" "pytest==$pytest_version" "mypy==$mypy_version" "ruff==$ruff_version" \
+            "ray==$ray_version"
         echo "$want" >"$venv/.versions"
     fi
     # The package itself, every time (it is what is under test); its dependencies are pinned above.
@@ -43,8 +45,8 @@ if [ "${SPEAR_TEST_NETWORK:-}" != 1 ]; then
     chmod -R a+rX "$venv"
     cargo build --locked --quiet -p spear-cli
     say "ruff and mypy --strict"
-    (cd python && "$venv/bin/ruff" check src tests && "$venv/bin/ruff" format --check src tests &&
-        "$venv/bin/mypy" src tests)
+    (cd python && "$venv/bin/ruff" check src tests examples &&
+        "$venv/bin/ruff" format --check src tests examples && "$venv/bin/mypy" src tests examples)
     if [ "$(id -u)" -eq 0 ]; then
         exec scripts/test-host.sh run "$0" "$@"
     fi

@@ -238,3 +238,21 @@ def test_a_session_not_opened_says_so() -> None:
     anyio.run(main)
     with pytest.raises(ValueError, match="not both"):
         spear.AsyncSession(node, template="a", workspace="b")
+
+
+def test_a_session_made_elsewhere_is_taken_by_its_url_and_every_call_is_timed(node: spear.Node) -> None:
+    headers = {"Authorization": f"Bearer {node.token}"}
+    made = httpx2.post(f"{node.url}/mcp/sessions", json={"template": "repo"}, headers=headers).json()
+    with spear.Session(node, url=made["url"]) as s:
+        assert s.id == made["session"]
+        assert s.run("echo x > x.txt").ok
+        assert s.read_file("x.txt").ok
+        assert s.run("exit 4").status is Status.FAILED
+        assert [(a.tool, a.status) for a in s.actions] == [
+            ("terminal", Status.OK),
+            ("read_file", Status.OK),
+            ("terminal", Status.FAILED),
+        ]
+        assert all(a.elapsed_s > 0 and a.duration_ms >= 0 for a in s.actions)
+    # Taken, it is ended with the object.
+    assert httpx2.get(f"{made['url']}/patch", headers=headers).status_code == 404

@@ -17,10 +17,11 @@ back.
 
 from ._errors import NodeError, ProtocolError, SessionLost, SessionRefused, SpearError, TransportError
 from ._node import Mode, Node, find_spear
-from ._results import Guarantees, Job, Result, Status
+from ._results import Action, Guarantees, Job, Result, Status
 from ._session import AsyncSession, Session
 
 __all__ = [
+    "Action",
     "AsyncSession",
     "Guarantees",
     "Job",

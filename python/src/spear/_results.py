@@ -56,6 +56,18 @@ class Job:
     state: str
 
 
+@dataclass(frozen=True)
+class Action:
+    """One call a session made, as timed: what `Session.actions` lists."""
+
+    tool: str
+    status: Status
+    elapsed_s: float
+    """The round trip from the client."""
+    duration_ms: int
+    """The node's own time for it."""
+
+
 _REQUIRED = ("status", "stdout", "stderr", "changed_paths")
 
 

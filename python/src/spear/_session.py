@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from ._errors import ProtocolError, SessionLost, SessionRefused, SpearError, TransportError
 from ._node import Node
-from ._results import Result
+from ._results import Action, Result
 from ._transport import CONNECTION_FAILED, NODE_REFUSED, SESSION_LOST, AnsweringTransport
 
 T = TypeVar("T")
@@ -66,14 +66,16 @@ class AsyncSession:
         *,
         template: str | None = None,
         workspace: str | os.PathLike[str] | None = None,
+        url: str | None = None,
         verify: bool | str = True,
     ) -> None:
         """A session to open on `node`: on `template` (its path or its directory's name, one the
         node serves), or on `workspace` (a directory within the node's), or the node's own
-        workspace. `verify`: TLS verification for an `https` node (a CA bundle's path, or
-        False)."""
-        if template is not None and workspace is not None:
-            raise ValueError("a session is on a template or a workspace, not both")
+        workspace; or the session at `url` that another process made on the node
+        (`{node}/mcp/sessions/ID`), which this object then ends when it closes. `verify`: TLS
+        verification for an `https` node (a CA bundle's path, or False)."""
+        if sum(x is not None for x in (template, workspace, url)) > 1:
+            raise ValueError("a session is on a template, a workspace or at a URL: one of them, not both")
         self.node = node
         self.template = template
         self.workspace_asked = None if workspace is None else os.fspath(workspace)
@@ -83,8 +85,11 @@ class AsyncSession:
         self._http: httpx2.AsyncClient | None = None
         self.id: str | None = None
         """The session's id on the node, once open."""
-        self.url: str | None = None
+        self.url: str | None = url
         """The session's URL (`{node}/mcp/sessions/ID`), once open."""
+        self._made_elsewhere = url is not None
+        self.actions: list[Action] = []
+        """Every call this object made that returned a result, in order, with its times."""
         self.workspace: str | None = None
         """The directory the session works in, as the node reports it."""
 
@@ -112,9 +117,13 @@ class AsyncSession:
                 body["template"] = self.template
             if self.workspace_asked is not None:
                 body["workspace"] = self.workspace_asked
-            made = await self._make(http, body)
-            self.id, self.url = str(made["session"]), str(made["url"])
-            self.workspace = made.get("workspace")
+            if self._made_elsewhere:
+                assert self.url is not None
+                self.id = self.url.rstrip("/").rsplit("/", 1)[-1]
+            else:
+                made = await self._make(http, body)
+                self.id, self.url = str(made["session"]), str(made["url"])
+                self.workspace = made.get("workspace")
             self._http = http
             # Made: from here on, a failure ends it again.
             stack.push_async_callback(self._end)
@@ -241,7 +250,9 @@ class AsyncSession:
         if not isinstance(envelope, dict):
             text = " ".join(getattr(c, "text", "") for c in answer.content)
             raise ProtocolError(f"{tool} answered without a result: {text[:300]}")
-        return Result.from_envelope(envelope, tool=tool, elapsed_s=elapsed)
+        result = Result.from_envelope(envelope, tool=tool, elapsed_s=elapsed)
+        self.actions.append(Action(tool, result.status, elapsed, result.duration_ms))
+        return result
 
     # What is not a result.
 
@@ -366,14 +377,15 @@ class Session:
         *,
         template: str | None = None,
         workspace: str | os.PathLike[str] | None = None,
+        url: str | None = None,
         verify: bool | str = True,
     ) -> None:
-        """Makes a session on `node` (see `AsyncSession`).
+        """Makes a session on `node`, or takes the one at `url` (see `AsyncSession`).
 
         Raises:
             SessionRefused, TransportError: as `AsyncSession.open`.
         """
-        self._async = AsyncSession(node, template=template, workspace=workspace, verify=verify)
+        self._async = AsyncSession(node, template=template, workspace=workspace, url=url, verify=verify)
         self._loop = _LoopThread()
         try:
             self._context = self._loop.portal.wrap_async_context_manager(self._async)
@@ -397,6 +409,11 @@ class Session:
     def workspace(self) -> str | None:
         """The directory the session works in, as the node reports it."""
         return self._async.workspace
+
+    @property
+    def actions(self) -> list[Action]:
+        """Every call that returned a result, in order, with its times."""
+        return self._async.actions
 
     @property
     def node(self) -> Node:
