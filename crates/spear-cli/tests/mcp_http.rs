@@ -1296,3 +1296,62 @@ fn the_servers_own_token_file_opens_the_door_and_no_session_reads_it() {
         assert!(!stderr.contains("listening on"), "{stderr}");
     }
 }
+
+/// The node's own paths (`POST /mcp/sessions`, a session's end and patch, `/metrics`) refuse a
+/// `Host` the node does not answer to and a browser `Origin` it does not allow, as rmcp refuses
+/// them on `/mcp`: a page that rebinds a name of its own to the node, holding a token, makes no
+/// session, ends none and reads none. Nothing is made; the health path still answers (probes
+/// name the pod's address). The positive control: the same requests with the node's own names.
+#[test]
+fn the_nodes_own_paths_refuse_foreign_hosts_and_origins() {
+    let d = Dirs::with(&[("README.md", "readme\n")]);
+    let token = add_token(&d, "t");
+    let server = Listening::start(&d, &["--auto"]);
+    let auth = format!("Bearer {token}");
+    let post = |headers: &[(&str, &str)]| {
+        let mut all = vec![
+            ("Authorization", auth.as_str()),
+            ("Content-Type", "application/json"),
+        ];
+        all.extend_from_slice(headers);
+        server.raw("POST", "/mcp/sessions", &all, "{}")
+    };
+    let (status, response) = post(&[("Host", "rebind.example:80")]);
+    assert_eq!(status, 403, "{response}");
+    assert!(response.contains("Host"), "{response}");
+    let (status, response) = post(&[("Origin", "https://evil.example")]);
+    assert_eq!(status, 403, "{response}");
+    let (status, response) = post(&[("Origin", "null")]);
+    assert_eq!(status, 403, "{response}");
+    let (status, made) = server.make_session(&token, "");
+    assert_eq!(status, 201, "{made}");
+    let path = format!("/mcp/sessions/{}", made["session"].as_str().unwrap());
+    for (method, p) in [
+        ("GET", format!("{path}/patch")),
+        ("DELETE", path.clone()),
+        ("GET", "/metrics".to_owned()),
+    ] {
+        let (status, response) = server.raw(
+            method,
+            &p,
+            &[("Authorization", &auth), ("Host", "rebind.example")],
+            "",
+        );
+        assert_eq!(status, 403, "{method} {p}: {response}");
+    }
+    // The session is still there: the refused DELETE ended nothing.
+    let (status, response) = server.with_token("GET", &format!("{path}/patch"), &token, &[]);
+    assert_eq!(status, 409, "{response}");
+    // Only the one session was made, by the positive control.
+    let (status, metrics) = server.with_token("GET", "/metrics", &token, &[]);
+    assert_eq!(status, 200, "{metrics}");
+    assert!(
+        metrics.contains("spear_sessions_opened_total 1\n"),
+        "{metrics}"
+    );
+    // The user's own page on loopback is allowed, and probes answer whatever their Host.
+    let (status, made) = post(&[("Origin", "http://localhost:3000")]);
+    assert_eq!(status, 201, "{made}");
+    let (status, health) = server.raw("GET", "/healthz", &[("Host", "10.1.2.3:8787")], "");
+    assert_eq!(status, 200, "{health}");
+}

@@ -55,9 +55,9 @@ pub use http::{
     SessionFactory,
 };
 pub use listener::{
-    Accepted, BindVerdict, Connection, HANDSHAKE_TIMEOUT, INSECURE_WARNING, LOOPBACK_HOSTS,
-    LOOPBACK_ORIGINS, ListenAddr, ListenError, Listener, MAX_HANDSHAKES, TlsFiles, WebGuard,
-    bind_verdict, web_guard,
+    Accepted, BindVerdict, Connection, GuardRefusal, HANDSHAKE_TIMEOUT, INSECURE_WARNING,
+    LOOPBACK_HOSTS, LOOPBACK_ORIGINS, ListenAddr, ListenError, Listener, MAX_HANDSHAKES, TlsFiles,
+    WebGuard, bind_verdict, web_guard,
 };
 pub use metrics::{CallRecord, METRICS_CONTENT_TYPE, Metrics};
 pub use oauth::{

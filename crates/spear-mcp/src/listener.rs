@@ -719,6 +719,106 @@ impl WebGuard {
     }
 }
 
+impl WebGuard {
+    /// Whether a request naming `host` (its `Host` header) and `origin` (its `Origin` header,
+    /// none when it has none) may be served, as rmcp judges the MCP endpoint's requests: for the
+    /// node's own paths (`/mcp/sessions`, a session's end and patch, `/metrics`), which rmcp does
+    /// not see. Pure. Attacks stopped: as [`web_guard`]'s, on those paths: a rebinding page
+    /// making sessions, ending or reading them with a token it found, a browser page posting.
+    ///
+    /// # Errors
+    /// Why not, in a line for the `403` (a missing or malformed `Host`: `400`).
+    pub fn admits(&self, host: Option<&str>, origin: Option<&str>) -> Result<(), GuardRefusal> {
+        let host = host.ok_or(GuardRefusal::NoHost)?;
+        let (name, port) = authority(host).ok_or(GuardRefusal::NoHost)?;
+        let host_ok = self.allowed_hosts.iter().any(|allowed| {
+            authority(allowed).is_some_and(|(a_name, a_port)| {
+                a_name == name && a_port.is_none_or(|p| port == Some(p))
+            })
+        });
+        if !host_ok {
+            return Err(GuardRefusal::Host);
+        }
+        let Some(origin) = origin else {
+            return Ok(());
+        };
+        let (scheme, rest) = origin
+            .trim()
+            .split_once("://")
+            .ok_or(GuardRefusal::Origin)?;
+        let scheme = scheme.to_ascii_lowercase();
+        let (o_name, o_port) = authority(rest).ok_or(GuardRefusal::Origin)?;
+        let default_port = match scheme.as_str() {
+            "http" => 80,
+            "https" => 443,
+            _ => return Err(GuardRefusal::Origin),
+        };
+        let o_port = o_port.unwrap_or(default_port);
+        let listed = self.allowed_origins.iter().any(|allowed| {
+            let Some((a_scheme, a_rest)) = allowed.split_once("://") else {
+                return false;
+            };
+            let (a_host, any_port) = match a_rest.strip_suffix(":*") {
+                Some(h) => (h, true),
+                None => (a_rest, false),
+            };
+            a_scheme.eq_ignore_ascii_case(&scheme)
+                && authority(a_host).is_some_and(|(a_name, a_port)| {
+                    a_name == o_name && (any_port || a_port.unwrap_or(default_port) == o_port)
+                })
+        });
+        if listed {
+            Ok(())
+        } else {
+            Err(GuardRefusal::Origin)
+        }
+    }
+}
+
+/// Why [`WebGuard::admits`] refuses a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum GuardRefusal {
+    /// No `Host`, or one that is not a host and port.
+    #[error("the request has no valid Host header")]
+    NoHost,
+    /// A `Host` the server does not answer to (DNS rebinding).
+    #[error(
+        "Host names no name this server answers to (loopback, the address bound, or a \
+         --public-host)"
+    )]
+    Host,
+    /// An `Origin` the operator did not list (`--allow-origin`), `null` included.
+    #[error("Origin is not one this server allows (--allow-origin)")]
+    Origin,
+}
+
+/// A host and port as `Host` spells them (`name`, `name:port`, `[v6]`, `[v6]:port`): the name
+/// lowercased without brackets, and the port if any. None for anything else.
+fn authority(text: &str) -> Option<(String, Option<u16>)> {
+    let text = text.trim();
+    if text.is_empty() || text.contains(['/', '@', '?', '#', ' ']) {
+        return None;
+    }
+    let (name, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']')?;
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':')?.parse::<u16>().ok()?),
+        };
+        (inside, port)
+    } else {
+        match text.rsplit_once(':') {
+            Some((name, port)) if !name.contains(':') => (name, Some(port.parse::<u16>().ok()?)),
+            // No port, or an IPv6 address without brackets, as an allow-list may spell one.
+            _ => (text, None),
+        }
+    };
+    if name.is_empty() {
+        return None;
+    }
+    Some((name.to_ascii_lowercase(), port))
+}
+
 /// The guard for a server at `addr`. Pure. Attacks stopped: DNS rebinding (a web page's script
 /// reaching the port through a name of the attacker's that resolves to it: its `Host` is not
 /// allowed), and a web page open in the user's browser posting to the server (its `Origin` is not
@@ -879,6 +979,75 @@ mod tests {
 
     fn addr(s: &str) -> ListenAddr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_nodes_own_paths_admit_what_rmcp_admits_on_the_mcp_path() {
+        let addr: ListenAddr = "127.0.0.1:8787".parse().unwrap();
+        let guard = web_guard(
+            &addr,
+            &["spear.ns.svc".to_owned(), "node.example:8443".to_owned()],
+            &["https://app.example".to_owned()],
+        )
+        .unwrap();
+        let ok = |host: &str, origin: Option<&str>| guard.admits(Some(host), origin);
+        // Hosts: loopback names and the bound address at any port, public hosts as listed.
+        for host in [
+            "127.0.0.1:8787",
+            "localhost",
+            "LOCALHOST:9",
+            "[::1]:8787",
+            "spear.ns.svc:8787",
+            "node.example:8443",
+        ] {
+            assert_eq!(ok(host, None), Ok(()), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "evil.example:8787",
+            "node.example:8787",
+            "127.0.0.2:8787",
+            "spear.ns.svc.evil.example",
+            "localhost.evil.example",
+        ] {
+            assert_eq!(ok(host, None), Err(GuardRefusal::Host), "{host}");
+        }
+        for host in [
+            "",
+            "localhost:99999",
+            "localhost:x",
+            "[::1",
+            "x/y",
+            "user@localhost",
+        ] {
+            assert_eq!(ok(host, None), Err(GuardRefusal::NoHost), "{host:?}");
+        }
+        assert_eq!(guard.admits(None, None), Err(GuardRefusal::NoHost));
+        // Origins: the user's loopback pages at any port, and the listed one at its port only.
+        for origin in [
+            "http://localhost:3000",
+            "https://127.0.0.1:1",
+            "http://[::1]:80",
+            "https://app.example",
+            "https://app.example:443",
+        ] {
+            assert_eq!(ok("localhost", Some(origin)), Ok(()), "{origin}");
+        }
+        for origin in [
+            "null",
+            "https://evil.example",
+            "http://app.example",
+            "https://app.example:8443",
+            "ftp://localhost:21",
+            "localhost",
+            "https://app.example.evil.example",
+        ] {
+            assert_eq!(
+                ok("localhost", Some(origin)),
+                Err(GuardRefusal::Origin),
+                "{origin}"
+            );
+        }
     }
 
     #[test]

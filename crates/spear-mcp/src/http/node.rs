@@ -243,6 +243,8 @@ impl Node {
                 &self.gate.metadata(&format!("{}{MCP_PATH}", self.base)),
             ),
             HEALTH_PATH => respond::json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
+            // The node's own paths: rmcp checks `Host` and `Origin` on the MCP ones only.
+            _ if let Err(refused) = self.guarded(&request) => refused,
             METRICS_PATH => match self.admit(&request) {
                 Ok(_) => respond::text(
                     StatusCode::OK,
@@ -420,6 +422,31 @@ impl Node {
     }
 
     /// The credential of the request's bearer token, as the gate admits it.
+    /// A request to a path rmcp does not serve, refused when its `Host` or `Origin` is not one
+    /// the node allows, as rmcp refuses them on `/mcp` (DNS rebinding, a browser page posting).
+    fn guarded(&self, request: &Request<Incoming>) -> Result<(), Refused> {
+        let path = request.uri().path();
+        if path == MCP_PATH {
+            return Ok(());
+        }
+        let header = |name| {
+            request
+                .headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap_or("\u{fffd}"))
+        };
+        self.guard
+            .admits(header(hyper::header::HOST), header(hyper::header::ORIGIN))
+            .map_err(|why| {
+                let status = if why == crate::GuardRefusal::NoHost {
+                    StatusCode::BAD_REQUEST
+                } else {
+                    StatusCode::FORBIDDEN
+                };
+                respond::error(status, "forbidden", &why.to_string())
+            })
+    }
+
     fn admit(&self, request: &Request<Incoming>) -> Result<Arc<Credential>, Refused> {
         let bearer = respond::bearer(request.headers());
         let admission = match self.gate.admit(bearer) {
