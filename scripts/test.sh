@@ -47,6 +47,11 @@ fi
 step "the Python package (scripts/test-python.sh)"
 scripts/test-python.sh
 
+# The deployment files (deploy/): the Kubernetes manifests against the API's schemas
+# (kubernetes-validate), the seccomp profile and the Containerfile against the manifests.
+step "the deployment files (scripts/check-manifests.sh)"
+scripts/check-manifests.sh
+
 if [ -f fuzz/Cargo.toml ]; then
     step "the fuzz targets still build"
     cargo check --manifest-path fuzz/Cargo.toml --locked --quiet
