@@ -79,7 +79,7 @@ def summary(name: str, took: float, count: int, actions: list[spear.Action]) -> 
     return {"rate": count / took, "p50": percentile(every, 50), "p99": percentile(every, 99)}
 
 
-def run_pool(args: argparse.Namespace, template: Path, env: dict[str, str]) -> dict[str, Any]:
+def run_pool(args: argparse.Namespace, template: Path, env: dict[str, str], work: Path) -> dict[str, Any]:
     import ray
 
     from spear.ray import SpearPool
@@ -88,7 +88,12 @@ def run_pool(args: argparse.Namespace, template: Path, env: dict[str, str]) -> d
         ray.init(address=args.address)
     else:
         # Loopback only: nothing of the example listens on the machine's own address.
-        ray.init(num_cpus=max(2, os.cpu_count() or 2), include_dashboard=False, _node_ip_address="127.0.0.1")
+        ray.init(
+            num_cpus=max(2, os.cpu_count() or 2),
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            _temp_dir=str(work / "ray"),  # Ray's session files go with the example's scratch
+        )
     try:
         with SpearPool(args.size, template=template, spear=args.spear, env=env) as pool:
             start = time.perf_counter()
@@ -136,7 +141,7 @@ def main() -> None:
         if args.mode in ("direct", "both"):
             figures["direct"] = run_direct(args, template, {**os.environ, **env}, work)
         if args.mode in ("pool", "both"):
-            figures["pool"] = run_pool(args, template, env)
+            figures["pool"] = run_pool(args, template, env, work)
         if args.mode == "both":
             pool, direct = figures["pool"], figures["direct"]
             print(

@@ -74,32 +74,39 @@ def _reap() -> None:
             pass
 
 
+def _ray_start(ray_bin: str, args: list[str], env: dict[str, str]) -> None:
+    """`ray start ARGS`, tried again while the machine is too busy for Ray's own deadlines; what
+    Ray said when it never starts."""
+    said = ""
+    for _ in range(3):
+        out = subprocess.run(
+            [ray_bin, "start", *args], check=False, env=env, capture_output=True, text=True, timeout=180
+        )
+        if out.returncode == 0:
+            return
+        said = f"{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+        time.sleep(2)
+    pytest.fail(f"ray start {' '.join(args)} failed three times:\n{said}")
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """Two Ray nodes on this machine, on loopback, torn down after the module: the address."""
     temp = tempfile.mkdtemp(prefix="spear-ray-")
     ray_bin = str(Path(sys.executable).parent / "ray")
     port = "6391"
+    # A home of the cluster's own, for the driver too: Ray keeps state there (`~/.ray`, an auth
+    # token a local `ray.init()` once made), which must neither steer this cluster nor be left.
+    home = os.environ.get("HOME")
+    os.environ["HOME"] = temp
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     common = ["--node-ip-address=127.0.0.1", "--num-cpus=2", f"--temp-dir={temp}", "--disable-usage-stats"]
     common += ["--object-store-memory=100000000"]
     before = set(_descendants())
     _set_subreaper(True)
     try:
-        subprocess.run(
-            [ray_bin, "start", "--head", f"--port={port}", "--include-dashboard=false", *common],
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-        subprocess.run(
-            [ray_bin, "start", f"--address=127.0.0.1:{port}", *common],
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        _ray_start(ray_bin, ["--head", f"--port={port}", "--include-dashboard=false", *common], env)
+        _ray_start(ray_bin, [f"--address=127.0.0.1:{port}", *common], env)
         yield f"127.0.0.1:{port}"
     finally:
         if ray.is_initialized():
@@ -117,6 +124,10 @@ def cluster() -> Iterator[str]:
         _reap()
         left = set(_descendants()) - before
         _set_subreaper(False)
+        if home is None:
+            del os.environ["HOME"]
+        else:
+            os.environ["HOME"] = home
         subprocess.run(["rm", "-rf", temp], check=False)
         assert not left, f"Ray processes left: {left}"
 
