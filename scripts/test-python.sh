@@ -17,6 +17,8 @@ pytest_version=9.2.0
 mypy_version=2.4.1
 ruff_version=0.17.6
 ray_version=2.60.0
+mini_swe_agent_version=2.4.6
+inspect_ai_version=0.3.285
 
 if [ "$(id -u)" -eq 0 ]; then
     default_dir=/opt/spear-test-clients
@@ -25,7 +27,7 @@ else
 fi
 dir="${SPEAR_TEST_CLIENTS:-$default_dir}"
 venv="$dir/python-venv"
-want="mcp=$mcp_version pytest=$pytest_version mypy=$mypy_version ruff=$ruff_version ray=$ray_version layout=1"
+want="mcp=$mcp_version pytest=$pytest_version mypy=$mypy_version ruff=$ruff_version ray=$ray_version mini-swe-agent=$mini_swe_agent_version inspect-ai=$inspect_ai_version layout=1"
 say() { printf 'test-python: %s\n' "$*"; }
 
 if [ "${SPEAR_TEST_NETWORK:-}" != 1 ]; then
@@ -37,11 +39,13 @@ if [ "${SPEAR_TEST_NETWORK:-}" != 1 ]; then
         /usr/bin/python3 -m venv "$venv"
         "$venv/bin/pip" install --quiet --disable-pip-version-check \
             "mcp==$mcp_version" "pytest==$pytest_version" "mypy==$mypy_version" "ruff==$ruff_version" \
-            "ray==$ray_version"
+            "ray==$ray_version" "mini-swe-agent==$mini_swe_agent_version" "inspect-ai==$inspect_ai_version"
         echo "$want" >"$venv/.versions"
     fi
     # The package itself, every time (it is what is under test); its dependencies are pinned above.
     "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --force-reinstall ./python
+    # Inspect's plugin entry point is the package's: a reinstall must not leave a stale one.
+    "$venv/bin/python" -c 'import importlib.metadata as m; assert any(p.name == "spear" for p in m.entry_points(group="inspect_ai"))' 
     chmod -R a+rX "$venv"
     cargo build --locked --quiet -p spear-cli
     say "ruff and mypy --strict"
