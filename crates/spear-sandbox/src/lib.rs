@@ -46,6 +46,7 @@
 mod argv;
 mod builder;
 mod cgroup;
+mod container;
 mod dir_lock;
 mod empty_file;
 mod env;

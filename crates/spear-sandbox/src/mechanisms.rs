@@ -194,6 +194,9 @@ fn probe_slirp(net: &crate::NetworkConfig) -> Result<String, (String, String)> {
             ),
             "chmod 0666 /dev/net/tun (distributions ship it so; a udev rule keeps it)".to_owned(),
         )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(crate::container::tun_missing(
+            crate::container::kernel_has_tun(),
+        )),
         Err(e) => Err((
             format!("/dev/net/tun: {e}"),
             "load the tun module (modprobe tun)".to_owned(),

@@ -42,21 +42,12 @@ pub(crate) fn probe(bwrap: &Path) -> Result<String, (String, String)> {
     match out {
         Ok(o) if o.status.success() => Ok(usable(max.as_deref())),
         Ok(o) => {
-            let msg = String::from_utf8_lossy(&o.stderr).trim().to_owned();
-            let mut fix = String::from(
-                "allow unprivileged user namespaces: sysctl -w user.max_user_namespaces=15000",
-            );
-            if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
-                fix.push_str("; sysctl -w kernel.unprivileged_userns_clone=1");
-            }
-            if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref()
-                == Some("1")
-            {
-                fix.push_str("; add an AppArmor profile for bwrap (Ubuntu 24.04+) or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
-            }
-            Err((
-                format!("bwrap could not create a user namespace: {msg}"),
-                fix,
+            let said = String::from_utf8_lossy(&o.stderr).trim().to_owned();
+            // Which of the host's settings (a container runtime's, often) is the cause, and
+            // the line that fixes it.
+            Err(crate::container::diagnose(
+                &said,
+                &crate::container::HostFacts::read(),
             ))
         }
         Err(e) => Err((
@@ -80,7 +71,8 @@ fn usable(max: Option<&str>) -> String {
 }
 
 /// The probe's bwrap arguments for the host whose root is `root`: the namespaces every sandbox
-/// has, the system directories read-only (no recursive bind of `/`), and `/bin/true`. Pure but
+/// has, the system directories read-only (no recursive bind of `/`), a fresh `/proc` and `/dev`,
+/// and `/bin/true`. Pure but
 /// for reading which of `root`'s system entries are links.
 fn probe_args(root: &Path) -> Vec<OsString> {
     let mut args: Vec<OsString> = ["--unshare-all", "--unshare-user", "--disable-userns"]
@@ -97,6 +89,8 @@ fn probe_args(root: &Path) -> Vec<OsString> {
             }
         }
     }
+    // A fresh /proc and /dev, as every sandbox has: a masked /proc refuses the first.
+    args.extend(["--proc", "/proc", "--dev", "/dev"].map(OsString::from));
     args.extend(["--".into(), "/bin/true".into()]);
     args
 }

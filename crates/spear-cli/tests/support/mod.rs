@@ -95,3 +95,48 @@ pub fn config(text: &str) -> Config {
         _dir: dir,
     }
 }
+
+/// The seccomp filter of a container runtime that refuses namespaces (as Docker's default profile
+/// does): `unshare` and `clone` with any `CLONE_NEW*` flag return EPERM, `clone3` ENOSYS (so that
+/// libc falls back to `clone`).
+pub fn no_namespaces() -> [seccompiler::BpfProgram; 2] {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+    let arch = if cfg!(target_arch = "aarch64") {
+        TargetArch::aarch64
+    } else {
+        TargetArch::x86_64
+    };
+    // CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET} (CLONE_NEWTIME is reachable only through clone3).
+    let new_flags: u64 = 0x7e02_0000;
+    let clone_rules = (0..32)
+        .map(|bit| 1u64 << bit)
+        .filter(|b| new_flags & b != 0)
+        .map(|b| {
+            SeccompRule::new(vec![
+                SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(b), b)
+                    .unwrap(),
+            ])
+            .unwrap()
+        })
+        .collect();
+    let eperm = SeccompFilter::new(
+        [(libc::SYS_unshare, vec![]), (libc::SYS_clone, clone_rules)]
+            .into_iter()
+            .collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM.cast_unsigned()),
+        arch,
+    )
+    .unwrap();
+    let enosys = SeccompFilter::new(
+        [(libc::SYS_clone3, vec![])].into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS.cast_unsigned()),
+        arch,
+    )
+    .unwrap();
+    [eperm.try_into().unwrap(), enosys.try_into().unwrap()]
+}
