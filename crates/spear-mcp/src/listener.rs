@@ -792,6 +792,14 @@ pub enum GuardRefusal {
     Origin,
 }
 
+/// A port as `Host` spells it: ASCII digits only (`+8443` is no port, though Rust parses it).
+fn port_number(text: &str) -> Option<u16> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 /// A host and port as `Host` spells them (`name`, `name:port`, `[v6]`, `[v6]:port`): the name
 /// lowercased without brackets, and the port if any. None for anything else.
 fn authority(text: &str) -> Option<(String, Option<u16>)> {
@@ -803,12 +811,12 @@ fn authority(text: &str) -> Option<(String, Option<u16>)> {
         let (inside, after) = rest.split_once(']')?;
         let port = match after {
             "" => None,
-            p => Some(p.strip_prefix(':')?.parse::<u16>().ok()?),
+            p => Some(port_number(p.strip_prefix(':')?)?),
         };
         (inside, port)
     } else {
         match text.rsplit_once(':') {
-            Some((name, port)) if !name.contains(':') => (name, Some(port.parse::<u16>().ok()?)),
+            Some((name, port)) if !name.contains(':') => (name, Some(port_number(port)?)),
             // No port, or an IPv6 address without brackets, as an allow-list may spell one.
             _ => (text, None),
         }
