@@ -5,6 +5,7 @@ session of the sample's own, on a copy of the template."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import Score, Target, accuracy, scorer
 from inspect_ai.solver import TaskState, generate, use_tools
 from inspect_ai.tool import bash
-from inspect_ai.util import SandboxEnvironmentSpec, sandbox
+from inspect_ai.util import SandboxEnvironmentSpec, SandboxUserUnsupportedError, sandbox
 
 
 def test_the_provider_is_registered_through_inspects_entry_point() -> None:
@@ -37,12 +38,16 @@ def spear_checks():  # type: ignore[no-untyped-def]
         refused = await box.exec(["sudo", "id"])
         with pytest.raises(FileNotFoundError):
             await box.read_file("missing.txt")
+        with pytest.raises(SandboxUserUnsupportedError):
+            await box.exec(["id"], user="somebody-else")
+        own = await box.exec(["true"], user=str(os.geteuid()))
         ok = (
             written == "hello from spear\n"
             and raw == b"\x00\xffspear"
             and piped.stdout == "through stdin"
             and refused.returncode == 126
             and "privilege" in refused.stderr
+            and own.success
         )
         return Score(value=1 if ok else 0, explanation=repr((written, raw, piped, refused)))
 

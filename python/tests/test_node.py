@@ -67,6 +67,13 @@ def test_an_attached_node_serves_sessions_and_is_not_stopped(node: spear.Node) -
         assert s.read_file("README.md").stdout.endswith("readme\n")
     attached.stop()
     assert node.running and attached.running
+    # The token from the environment, or a clear error without one.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SPEAR_TOKEN", node.token)
+        assert spear.Node.attach(node.url).token == node.token
+        patch.delenv("SPEAR_TOKEN")
+        with pytest.raises(ValueError, match="SPEAR_TOKEN"):
+            spear.Node.attach(node.url)
 
 
 def test_a_node_ends_every_session_when_it_stops(

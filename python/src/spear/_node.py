@@ -167,9 +167,16 @@ class Node:
         self.url = self._wait_listening(start_timeout)
 
     @classmethod
-    def attach(cls, url: str, token: str) -> Node:
+    def attach(cls, url: str, token: str | None = None) -> Node:
         """A node that runs already, at `url` (`http://HOST:PORT`, with or without `/mcp`),
-        reached with `token`. `stop()` does not stop it."""
+        reached with `token` (default: `$SPEAR_TOKEN`). `stop()` does not stop it.
+
+        Raises:
+            ValueError: no token is given and `$SPEAR_TOKEN` is not set.
+        """
+        token = token or os.environ.get("SPEAR_TOKEN")
+        if not token:
+            raise ValueError(f"the node at {url} needs its token: pass token= or set SPEAR_TOKEN")
         node = cls.__new__(cls)
         node.url = url.rstrip("/").removesuffix("/mcp")
         node.token = token

@@ -20,7 +20,7 @@ session's tools, so every command is classified, confined, limited and audited b
 - `exec(cmd)` runs `cmd` (an argv, quoted for bash) with `cwd`, `env` (exported first) and
   `input` (piped in, as base64 so that any bytes pass); a command spear refuses returns exit
   status 126 with spear's reason on stderr; one past its `timeout` raises `TimeoutError`;
-  another `user` than the sandbox's raises `SandboxUserUnsupportedError`.
+  another `user` than the node's own (commands run as it) raises `SandboxUserUnsupportedError`.
 - `read_file` returns the file's exact bytes (read in the sandbox as base64); a missing file
   raises `FileNotFoundError`, a directory `IsADirectoryError`.
 - `write_file` writes text with spear's `write_file` tool and bytes through the sandbox; a path
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import os
+import pwd
 import shlex
 from typing import Any, ClassVar, Literal, overload
 
@@ -134,10 +135,7 @@ class SpearSandboxEnvironment(SandboxEnvironment):
         node = cls._nodes.get(config)
         if node is None:
             if config.url is not None:
-                token = config.token or os.environ.get("SPEAR_TOKEN")
-                if not token:
-                    raise ValueError("sandbox 'spear': a node's url needs its token (token or $SPEAR_TOKEN)")
-                node = Node.attach(config.url, token)
+                node = Node.attach(config.url, config.token)
             else:
                 node = await anyio.to_thread.run_sync(
                     lambda: Node(
@@ -163,8 +161,10 @@ class SpearSandboxEnvironment(SandboxEnvironment):
         timeout_retry: bool = True,
         concurrency: bool = True,
     ) -> ExecResult[str]:
-        if user is not None and user not in ("root", str(os.getuid())):
-            raise SandboxUserUnsupportedError(f"spear runs every command as the sandbox's one user, not {user!r}")
+        if user is not None and user not in _sandbox_user():
+            raise SandboxUserUnsupportedError(
+                f"spear runs every command as the node's own user ({' or '.join(_sandbox_user())}), not {user!r}"
+            )
         script = shlex.join(cmd)
         if input is not None:
             data = input.encode() if isinstance(input, str) else input
@@ -219,6 +219,15 @@ class SpearSandboxEnvironment(SandboxEnvironment):
 
     async def _run(self, script: str, timeout: int, cwd: str | None) -> Result:
         return await anyio.to_thread.run_sync(lambda: self.session.run(script, timeout=timeout, workdir=cwd))
+
+
+def _sandbox_user() -> tuple[str, ...]:
+    """The names of the one user commands run as: the node's (this process's) uid and name."""
+    uid = os.geteuid()
+    try:
+        return (pwd.getpwuid(uid).pw_name, str(uid))
+    except KeyError:
+        return (str(uid),)
 
 
 def _why(result: Result) -> str:

@@ -72,10 +72,7 @@ class SpearEnvironment:
         config = self.config
         self._own_node: Node | None = None
         if config.url is not None:
-            token = config.token or os.environ.get("SPEAR_TOKEN")
-            if not token:
-                raise ValueError("a node's url needs its token (token: or $SPEAR_TOKEN)")
-            node = Node.attach(config.url, token)
+            node = Node.attach(config.url, config.token)
         else:
             workspace = config.workspace or os.getcwd()
             templates = [config.template] if config.template else []
