@@ -15,6 +15,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -68,7 +69,9 @@ class Node:
     """A spear server to open sessions on.
 
     `Node(workspace=..., templates=[...], mode="auto")` starts `spear mcp --listen 127.0.0.1:0`
-    serving `workspace` (default: the current directory) and the template directories, in
+    serving `workspace` and the template directories (without a workspace: an empty directory of
+    its own when it serves templates, which sessions on them never need, else the current
+    directory), in
     `mode` (`"safe"`, the default, runs nothing that writes; `"auto"` runs what the sandbox
     contains without asking). `Node.attach(url, token)` uses a node that runs already.
 
@@ -101,7 +104,8 @@ class Node:
         """Starts a node and waits until it listens.
 
         Args:
-            workspace: the directory its sessions work in (default: the current directory).
+            workspace: the directory its sessions work in (default: with templates, an empty
+                directory of the node's own, removed when it stops; without, the current one).
             templates: directories each template session gets a copy-on-write copy of.
             mode: the most its sessions may do.
             no_network: no session has a network.
@@ -136,7 +140,7 @@ class Node:
             "-",
             f"--{mode}",
             "--workspace",
-            str(Path(workspace) if workspace is not None else Path.cwd()),
+            str(self._workspace(workspace, templates)),
         ]
         for template in templates:
             argv += ["--template", str(template)]
@@ -166,6 +170,18 @@ class Node:
             pass  # it ended already: said below, with what it printed
         self.url = self._wait_listening(start_timeout)
 
+    def _workspace(self, workspace: str | os.PathLike[str] | None, templates: Sequence[str | os.PathLike[str]]) -> Path:
+        """The directory to serve: `workspace`, or for a node of templates an empty one of its own
+        (the current directory could be a home, which spear refuses to serve, or hold what no
+        template session should be near), else the current directory."""
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        if workspace is not None:
+            return Path(workspace)
+        if templates:
+            self._scratch = tempfile.TemporaryDirectory(prefix="spear-node-")
+            return Path(self._scratch.name)
+        return Path.cwd()
+
     @classmethod
     def attach(cls, url: str, token: str | None = None) -> Node:
         """A node that runs already, at `url` (`http://HOST:PORT`, with or without `/mcp`),
@@ -184,6 +200,7 @@ class Node:
         node._log = collections.deque(maxlen=_LOG_LINES)
         node._stop_timeout = 0.0
         node._finalizer = None
+        node._scratch = None
         return node
 
     @property
@@ -222,6 +239,9 @@ class Node:
         every session on it. Does nothing for an attached node, or a second time."""
         if self._finalizer is not None:
             self._finalizer()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
 
     def __enter__(self) -> Node:
         return self

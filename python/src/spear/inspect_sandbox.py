@@ -139,7 +139,7 @@ class SpearSandboxEnvironment(SandboxEnvironment):
             else:
                 node = await anyio.to_thread.run_sync(
                     lambda: Node(
-                        config.workspace or os.getcwd(),
+                        config.workspace,
                         templates=[config.template] if config.template else [],
                         mode=config.mode,
                         no_network=config.no_network,

@@ -21,7 +21,6 @@ a command's output submits, as in mini-swe-agent's own environments.
 
 from __future__ import annotations
 
-import os
 import platform
 import shlex
 from typing import Any
@@ -74,10 +73,9 @@ class SpearEnvironment:
         if config.url is not None:
             node = Node.attach(config.url, config.token)
         else:
-            workspace = config.workspace or os.getcwd()
             templates = [config.template] if config.template else []
             node = self._own_node = Node(
-                workspace, templates=templates, mode=config.mode, spear=config.spear, args=config.node_args
+                config.workspace, templates=templates, mode=config.mode, spear=config.spear, args=config.node_args
             )
         try:
             self.session = Session(node, template=config.template)

@@ -88,9 +88,9 @@ class _NodeServer:
         with self._lock:
             if self._node is None:
                 kwargs = dict(self._kwargs)
-                if kwargs.get("workspace") is None:
-                    # Sessions on templates only: the node's own workspace is an empty
-                    # directory of its own, never a template a plain session could write.
+                if kwargs.get("workspace") is None and not kwargs.get("templates"):
+                    # No template and no workspace: an empty directory of its own, never the
+                    # actor's working directory (with templates, the node makes one itself).
                     self._own_workspace = tempfile.mkdtemp(prefix="spear-pool-")
                     kwargs["workspace"] = self._own_workspace
                 env = kwargs.pop("env_overrides", None) or {}
