@@ -52,7 +52,17 @@ def test_an_envelope_becomes_a_typed_result() -> None:
     assert str(Status.TIMEOUT) == "timeout"
     # A failure without a rule is no refusal.
     failed = Result.from_envelope({**ENVELOPE, "status": "failed", "rule": None, "exit_code": 2}, tool="terminal")
-    assert not failed.refused and failed.exit_code == 2
+    assert not failed.refused and failed.exit_code == 2 and failed.exit_status == 2
+    # Without an exit code, `spear exec`'s status for each way a call ends.
+    for status, code in [
+        ("denied", 126),
+        ("cancelled", 126),
+        ("invalid_path", 126),
+        ("timeout", 124),
+        ("not_found", 127),
+        ("failed", 125),
+    ]:
+        assert Result.from_envelope({**ENVELOPE, "status": status}, tool="terminal").exit_status == code, status
 
 
 @pytest.mark.parametrize(

@@ -109,6 +109,19 @@ class Result:
         return self.status is not Status.OK and self.rule is not None
 
     @property
+    def exit_status(self) -> int:
+        """The exit status `spear exec` gives for this result, for callers that want one number:
+        the command's own when it ran; else 124 for a timeout, 127 for not found, 125 for a
+        sandbox or harness failure, 126 for a refusal, a cancellation or an invalid path."""
+        if self.exit_code is not None:
+            return self.exit_code
+        return {
+            Status.TIMEOUT: 124,
+            Status.NOT_FOUND: 127,
+            Status.FAILED: 125,
+        }.get(self.status, 126)
+
+    @property
     def output(self) -> str:
         """stdout, then stderr if there is any."""
         return self.stdout + self.stderr if self.stderr else self.stdout

@@ -49,9 +49,6 @@ from ._node import Mode, Node
 from ._results import Result, Status
 from ._session import Session
 
-#: The exit status a refused command returns (`spear exec`'s for "denied").
-DENIED_EXIT = 126
-
 
 class SpearSandboxConfig(BaseModel, frozen=True):
     """The provider's configuration."""
@@ -177,7 +174,8 @@ class SpearSandboxEnvironment(SandboxEnvironment):
         if result.status is Status.TIMEOUT:
             raise TimeoutError(f"the command ran past {seconds} s and was killed with its whole tree")
         if result.exit_code is None:
-            return ExecResult(False, DENIED_EXIT, result.stdout, _why(result))
+            # Refused (126), not found (127), or the sandbox failed (125): as `spear exec` says.
+            return ExecResult(False, result.exit_status, result.stdout, _why(result))
         return ExecResult(result.exit_code == 0, result.exit_code, result.stdout, result.stderr)
 
     @overload

@@ -13,10 +13,11 @@ environment:
   # url: https://node.example:8443  and  token: ...  to use a running node (else one is started)
 ```
 
-A command spear refuses comes back as the agent's observation with its reason and exit status
-126 (spear's for "denied"), so the model reads why; a command that runs out of time is reported
-as mini-swe-agent reports a timeout. `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` as the first line of
-a command's output submits, as in mini-swe-agent's own environments.
+A command spear refuses comes back as the agent's observation with its reason and exit status 126
+(spear's for "denied"; 125 where the sandbox failed, 127 where nothing was found), so the model
+reads why; a command that runs out of time is reported as mini-swe-agent reports a timeout.
+`COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` as the first line of a command's output submits, as in mini-
+swe-agent's own environments.
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ from ._node import Mode, Node
 from ._results import Status
 from ._session import Session
 
-#: The exit status an agent sees for a command spear refused (`spear exec`'s for "denied").
-DENIED_EXIT = 126
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 
@@ -102,7 +101,7 @@ class SpearEnvironment:
         elif result.refused or result.exit_code is None:
             output = {
                 "output": f"{result.output}{result.reason or result.status.value}\n",
-                "returncode": DENIED_EXIT,
+                "returncode": result.exit_status,
                 "exception_info": "",
                 "extra": {"spear_status": result.status.value, "spear_rule": result.rule},
             }
@@ -146,8 +145,9 @@ class SpearEnvironment:
         session = getattr(self, "session", None)
         if session is not None:
             session.close()
-        if self._own_node is not None:
-            self._own_node.stop()
+        node = getattr(self, "_own_node", None)
+        if node is not None:
+            node.stop()
             self._own_node = None
 
     def __del__(self) -> None:
