@@ -16,8 +16,8 @@ environment:
 A command spear refuses comes back as the agent's observation with its reason and exit status 126
 (spear's for "denied"; 125 where the sandbox failed, 127 where nothing was found), so the model
 reads why; a command that runs out of time is reported as mini-swe-agent reports a timeout.
-`COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` as the first line of a command's output submits, as in mini-
-swe-agent's own environments.
+`COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` as the first line of a command's output submits, as in
+mini-swe-agent's own environments.
 """
 
 from __future__ import annotations
