@@ -27,6 +27,7 @@ with spear.ray.SpearPool(32, template="/srv/templates/repo", mode="auto") as poo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -120,8 +121,10 @@ class _NodeServer:
             urls = self._held.pop(worker, set())
             token = self._node.token if self._node is not None else ""
         for url in urls:
-            # 404: the session ended already.
-            self._http.delete(url, headers={"Authorization": f"Bearer {token}"})
+            # 404: the session ended already; no answer: the node is gone, and its sessions
+            # with it. Neither may stop the pool from replacing the worker.
+            with contextlib.suppress(httpx2.HTTPError):
+                self._http.delete(url, headers={"Authorization": f"Bearer {token}"})
         return len(urls)
 
     def held(self) -> int:
